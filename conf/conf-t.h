@@ -1,0 +1,119 @@
+/* Configuration types: what a parsed and checked ibgw.conf looks like in memory.
+ *
+ * A struct conf is immutable once conf_load() returns it: the control thread swaps whole configs on
+ * SIGHUP and workers only ever see copies of the values they need, so nothing here needs locking.
+ * Every field is set from the single keyword table in conf.c (defaults included), never by hand. */
+#ifndef CONF_CONF_T_H
+#define CONF_CONF_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#define CONF_MAX_ROUTES	 256
+#define CONF_MAX_ALLOW	 32
+#define CONF_NAME_MAX	 32
+#define CONF_STR_MAX	 512
+#define CONF_PATH_MAX	 4096
+
+enum conf_log_level {
+	CONF_LOG_ERROR = 3,
+	CONF_LOG_WARNING = 4,
+	CONF_LOG_NOTICE = 5,
+	CONF_LOG_INFO = 6,
+	CONF_LOG_DEBUG = 7,
+};
+
+enum conf_log_target {
+	CONF_LOG_STDERR,
+	CONF_LOG_SYSLOG,
+};
+
+/* One side of a route: where sessions come from or go to. */
+enum conf_endpoint_kind {
+	CONF_EP_NONE = 0,
+	CONF_EP_IB,	 /* rsocket over RDMA: listen = ib:PORT, connect = ib:HOST:PORT */
+	CONF_EP_TCP,	 /* TCP on the DPDK port: listen = tcp:PORT, connect = tcp:HOST:PORT */
+	CONF_EP_ECHO,	 /* diagnostic: every byte is sent back */
+	CONF_EP_DISCARD, /* diagnostic: every byte is consumed and dropped */
+};
+
+struct conf_endpoint {
+	enum conf_endpoint_kind kind;
+	struct in_addr addr; /* connect only; network byte order */
+	uint16_t port;	     /* host byte order */
+};
+
+struct conf_cidr {
+	struct in_addr net; /* network byte order, host bits cleared */
+	uint8_t prefix;
+};
+
+struct conf_hostport {
+	struct in_addr addr;
+	uint16_t port;
+};
+
+struct conf_gateway {
+	uint32_t workers;
+	struct conf_hostport stats;
+	uint32_t log_level; /* enum conf_log_level */
+	uint32_t log_target; /* enum conf_log_target */
+	uint64_t drain_timeout_ms;
+	uint64_t memory_limit;
+	uint32_t max_sessions;
+	uint64_t idle_sleep_us;
+};
+
+struct conf_ib {
+	struct in_addr bind;
+	char device[CONF_NAME_MAX + 32];
+	uint64_t rbuf_size;
+	uint64_t sbuf_size;
+	uint32_t sq_depth;
+	uint32_t rq_depth;
+	uint32_t inline_size;
+	uint64_t keepalive_ms;
+};
+
+struct conf_eth {
+	char vdev[CONF_STR_MAX];
+	char eal_args[CONF_STR_MAX];
+	uint32_t port;
+	struct conf_cidr address; /* prefix 0 and address 0 = unset */
+	struct in_addr gateway;	  /* 0 = none */
+	uint32_t mtu;
+	uint32_t rx_desc;
+	uint32_t tx_desc;
+	uint32_t mbufs;
+	uint64_t rbuf_size;
+	uint64_t sbuf_size;
+	uint64_t time_wait_ms;
+	uint32_t syn_backlog;
+};
+
+struct conf_route {
+	char name[CONF_NAME_MAX + 1];
+	struct conf_endpoint listen;
+	struct conf_endpoint connect;
+	struct conf_cidr allow[CONF_MAX_ALLOW];
+	uint32_t n_allow;
+	uint32_t max_sessions;
+	uint64_t ib_rbuf_size; /* 0 in the file = inherit [ib] rbuf_size; resolved after parsing */
+	uint64_t ib_sbuf_size;
+	uint64_t tcp_rbuf_size; /* 0 = inherit [eth] */
+	uint64_t tcp_sbuf_size;
+	uint64_t connect_timeout_ms;
+	unsigned line; /* line of the [route NAME] header, for messages */
+};
+
+struct conf {
+	char path[CONF_PATH_MAX];
+	struct conf_gateway gateway;
+	struct conf_ib ib;
+	struct conf_eth eth;
+	uint32_t n_routes;
+	struct conf_route routes[CONF_MAX_ROUTES];
+};
+
+#endif

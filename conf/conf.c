@@ -1,0 +1,957 @@
+/* Config parser and checker.
+ *
+ * Design: libinih splits the file into (section, key, value); everything else is table-driven.
+ * conf_keys[] is the only place a key is declared: its section, type, range, default and doc line.
+ * Defaults are strings parsed by the same value parsers as the file, so a default can never be
+ * something the file could not say.
+ *
+ * Line numbers: inih of Debian 12 is built without handler line numbers, so we feed it through our
+ * own line reader, which counts lines, checks each line's shape (so that syntax errors are reported
+ * with their line, all of them, not only the first as inih would) and tracks section headers.
+ *
+ * Nothing stops at the first problem: every message is collected, then the file is rejected. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "conf.h"
+
+enum conf_section {
+	SEC_NONE = 0,
+	SEC_GATEWAY,
+	SEC_IB,
+	SEC_ETH,
+	SEC_ROUTE,
+	SEC_INVALID, /* unknown section: its keys are skipped, the header was already reported */
+	SEC_COUNT,
+};
+
+static const char *const section_names[SEC_COUNT] = {
+	[SEC_GATEWAY] = "gateway",
+	[SEC_IB] = "ib",
+	[SEC_ETH] = "eth",
+	[SEC_ROUTE] = "route NAME",
+};
+
+enum conf_type {
+	T_UINT,
+	T_SIZE,
+	T_DURATION, /* stored in the unit named by the key's scale: ms or us */
+	T_STRING,
+	T_IPV4,
+	T_IFADDR, /* a.b.c.d/prefix, host bits allowed */
+	T_CIDRS,  /* comma/space separated list of a.b.c.d[/prefix] */
+	T_HOSTPORT,
+	T_LOGLEVEL,
+	T_LOGTARGET,
+	T_LISTEN,
+	T_CONNECT,
+};
+
+static const char *const type_names[] = {
+	[T_UINT] = "integer",
+	[T_SIZE] = "size",
+	[T_DURATION] = "duration",
+	[T_STRING] = "string",
+	[T_IPV4] = "IPv4 address",
+	[T_IFADDR] = "IPv4/prefix",
+	[T_CIDRS] = "CIDR list",
+	[T_HOSTPORT] = "IPv4:port",
+	[T_LOGLEVEL] = "level",
+	[T_LOGTARGET] = "target",
+	[T_LISTEN] = "listener",
+	[T_CONNECT] = "destination",
+};
+
+struct conf_key {
+	enum conf_section section;
+	const char *key;
+	enum conf_type type;
+	size_t offset; /* in struct conf_gateway/ib/eth/route, by section */
+	size_t size;   /* of the field (strings: buffer size) */
+	uint64_t min, max;
+	uint64_t unit_us; /* durations: microseconds per stored unit (1000 = field in ms) */
+	bool required;
+	const char *def; /* NULL or "" = zero (routes: inherit) */
+	const char *doc;
+};
+
+#define G(f) SEC_GATEWAY, #f, 0, offsetof(struct conf_gateway, f), sizeof(((struct conf_gateway *)0)->f)
+#define I(f) SEC_IB, #f, 0, offsetof(struct conf_ib, f), sizeof(((struct conf_ib *)0)->f)
+#define E(f) SEC_ETH, #f, 0, offsetof(struct conf_eth, f), sizeof(((struct conf_eth *)0)->f)
+#define R(f) SEC_ROUTE, #f, 0, offsetof(struct conf_route, f), sizeof(((struct conf_route *)0)->f)
+#define KB   UINT64_C(1024)
+#define MB   (1024 * KB)
+#define GB   (1024 * MB)
+#define SEC  UINT64_C(1000000)
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+/* The keyword table. The "key" field of the macros is the struct field name; where the file's key
+ * differs, the entry overrides it after the macro (C designated-initializer order allows this). */
+static const struct conf_key conf_keys[] = {
+	/* [gateway] */
+	{G(workers), .type = T_UINT, .min = 1, .max = 64, .def = "1",
+	 .doc = "datapath worker threads (DPDK lcores), each owning its sessions end to end"},
+	{G(stats), .type = T_HOSTPORT, .def = "127.0.0.1:9100",
+	 .doc = "management address of the HTTP stats endpoint (/metrics, /stats, /health)"},
+	{G(log_level), .type = T_LOGLEVEL, .def = "info", .doc = "error, warning, notice, info or debug"},
+	{G(log_target), .type = T_LOGTARGET, .def = "stderr", .doc = "stderr (journald-friendly) or syslog"},
+	{G(drain_timeout_ms), .key = "drain_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 3600 * 1000, .def = "10s",
+	 .doc = "on SIGTERM, how long sessions may finish before they are aborted"},
+	{G(memory_limit), .type = T_SIZE, .min = MB, .max = 1024 * GB, .def = "1G",
+	 .doc = "upper bound of all session buffers (sum over routes of max_sessions x buffers)"},
+	{G(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "10000",
+	 .doc = "sessions admitted at once over all routes"},
+	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
+	 .def = "100us", .doc = "longest nap of an idle worker (0 = busy-poll; trades latency for CPU)"},
+
+	/* [ib] */
+	{I(bind), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPoIB/RoCE address the rsocket listeners bind to"},
+	{I(device), .type = T_STRING, .def = "", .doc = "RDMA device to use (empty: the one routing picks)"},
+	{I(rbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
+	 .doc = "default receive buffer of an IB connection (what the peer may write ahead)"},
+	{I(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
+	 .doc = "default send buffer of an IB connection"},
+	{I(sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384", .doc = "send queue depth"},
+	{I(rq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
+	 .doc = "receive queue depth (= credits granted to the peer)"},
+	{I(inline_size), .type = T_UINT, .min = 0, .max = 1024, .def = "64", .doc = "max inline send data"},
+	{I(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 3600 * 1000, .def = "0", .doc = "rsocket keepalive interval (0 = off)"},
+
+	/* [eth] */
+	{E(vdev), .type = T_STRING, .def = "",
+	 .doc = "DPDK virtual device, e.g. net_af_packet0,iface=eth1,qdisc_bypass=1 (empty: no Ethernet port)"},
+	{E(eal_args), .type = T_STRING, .def = "--no-pci --in-memory",
+	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers)"},
+	{E(port), .type = T_UINT, .min = 0, .max = 31, .def = "0", .doc = "DPDK port id to use"},
+	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
+	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
+	{E(mtu), .type = T_UINT, .min = 576, .max = 9000, .def = "1500", .doc = "IP MTU of the port"},
+	{E(rx_desc), .type = T_UINT, .min = 64, .max = 16384, .def = "1024", .doc = "RX ring descriptors"},
+	{E(tx_desc), .type = T_UINT, .min = 64, .max = 16384, .def = "1024", .doc = "TX ring descriptors"},
+	{E(mbufs), .type = T_UINT, .min = 1023, .max = 4194303, .def = "16383",
+	 .doc = "packet buffers in the mempool (per port)"},
+	{E(rbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "256K",
+	 .doc = "default TCP receive buffer (the largest window advertised)"},
+	{E(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "256K",
+	 .doc = "default TCP send buffer (bytes in flight or queued)"},
+	{E(time_wait_ms), .key = "time_wait", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 240 * 1000,
+	 .def = "60s", .doc = "TIME_WAIT duration of closed TCP connections"},
+	{E(syn_backlog), .type = T_UINT, .min = 1, .max = 65536, .def = "1024",
+	 .doc = "half-open TCP connections kept at most"},
+
+	/* [route NAME] */
+	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},
+	{R(connect), .type = T_CONNECT, .required = true, .doc = "tcp:HOST:PORT, ib:HOST:PORT, echo or discard"},
+	{R(allow), .type = T_CIDRS, .def = "0.0.0.0/0", .doc = "sources allowed to open sessions"},
+	{R(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "256",
+	 .doc = "sessions of this route at once"},
+	{R(ib_rbuf_size), .key = "ib_rbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
+	 .doc = "IB receive buffer of this route's sessions (default [ib] rbuf_size)"},
+	{R(ib_sbuf_size), .key = "ib_sbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
+	 .doc = "IB send buffer (default [ib] sbuf_size)"},
+	{R(tcp_rbuf_size), .key = "tcp_rbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
+	 .doc = "TCP receive buffer (default [eth] rbuf_size)"},
+	{R(tcp_sbuf_size), .key = "tcp_sbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
+	 .doc = "TCP send buffer (default [eth] sbuf_size)"},
+	{R(connect_timeout_ms), .key = "connect_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
+	 .max = 600 * 1000, .def = "5s", .doc = "how long connecting the far side may take"},
+};
+
+#pragma GCC diagnostic pop
+
+#define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+
+struct parser {
+	const char *file;
+	FILE *in;
+	conf_error_fn err;
+	void *arg;
+	unsigned errors;
+	unsigned lineno;
+	char *line;
+	size_t line_cap;
+
+	struct conf *c;
+	enum conf_section sec;
+	struct conf_route *route;
+	unsigned section_line[SEC_COUNT];	 /* first header line of each global section */
+	unsigned seen[N_KEYS];			 /* global sections: line a key was set on */
+	unsigned (*route_seen)[N_KEYS];		 /* per route */
+};
+
+static void perr(struct parser *p, unsigned line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void perr(struct parser *p, unsigned line, const char *fmt, ...)
+{
+	char msg[1024];
+	int n;
+	va_list ap;
+
+	n = snprintf(msg, sizeof(msg), "%s:%u: ", p->file, line);
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
+	va_end(ap);
+	p->errors++;
+	if (p->err)
+		p->err(p->arg, msg);
+}
+
+/* ---- value parsers: return NULL on success or a static explanation ---- */
+
+static const char *parse_u64(const char *v, uint64_t *out, const char **end)
+{
+	uint64_t x = 0;
+	const char *s = v;
+
+	if (!isdigit((unsigned char)*s))
+		return "expected a number";
+	while (isdigit((unsigned char)*s)) {
+		unsigned d = *s++ - '0';
+		if (x > (UINT64_MAX - d) / 10)
+			return "number too large";
+		x = x * 10 + d;
+	}
+	*out = x;
+	*end = s;
+	return NULL;
+}
+
+static const char *parse_uint(const char *v, uint64_t *out)
+{
+	const char *end, *e = parse_u64(v, out, &end);
+
+	if (e)
+		return e;
+	return *end ? "expected a plain integer" : NULL;
+}
+
+static const char *parse_size(const char *v, uint64_t *out)
+{
+	const char *end, *e = parse_u64(v, out, &end);
+	uint64_t mul = 1;
+
+	if (e)
+		return "expected a size such as 4096, 64K, 16M or 1G";
+	switch (toupper((unsigned char)*end)) {
+	case 0: break;
+	case 'K': mul = KB; end++; break;
+	case 'M': mul = MB; end++; break;
+	case 'G': mul = GB; end++; break;
+	case 'T': mul = 1024 * GB; end++; break;
+	default: return "unknown size unit (use K, M, G or T)";
+	}
+	if (mul > 1 && (!strcasecmp(end, "iB") || !strcasecmp(end, "B")))
+		end += strlen(end);
+	if (*end)
+		return "unknown size unit (use K, M, G or T)";
+	if (*out > UINT64_MAX / mul)
+		return "size too large";
+	*out *= mul;
+	return NULL;
+}
+
+/* Result in microseconds. */
+static const char *parse_duration(const char *v, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		uint64_t us;
+	} units[] = {{"us", 1}, {"ms", 1000}, {"s", SEC}, {"m", 60 * SEC}, {"h", 3600 * SEC}};
+	const char *end, *e = parse_u64(v, out, &end);
+
+	if (e)
+		return "expected a duration such as 500ms, 10s or 2m";
+	if (*end == 0)
+		return *out == 0 ? NULL : "duration needs a unit (us, ms, s, m or h)";
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		if (*out > UINT64_MAX / units[i].us)
+			return "duration too large";
+		*out *= units[i].us;
+		return NULL;
+	}
+	return "unknown duration unit (use us, ms, s, m or h)";
+}
+
+static const char *parse_ipv4(const char *v, struct in_addr *a)
+{
+	return inet_pton(AF_INET, v, a) == 1 ? NULL : "expected an IPv4 address such as 198.18.0.1";
+}
+
+static const char *parse_port(const char *v, uint16_t *port)
+{
+	uint64_t p;
+
+	if (parse_uint(v, &p) || p == 0 || p > 65535)
+		return "expected a port number from 1 to 65535";
+	*port = (uint16_t)p;
+	return NULL;
+}
+
+static uint32_t prefix_mask(unsigned prefix)
+{
+	return prefix ? htonl(~0U << (32 - prefix)) : 0;
+}
+
+/* a.b.c.d/len; with HOST_BITS_OK false the address must be the network address. */
+static const char *parse_cidr(const char *v, struct conf_cidr *c, bool need_prefix, bool host_bits_ok)
+{
+	char buf[64];
+	const char *slash = strchr(v, '/');
+	uint64_t len = 32;
+
+	if (strlen(v) >= sizeof(buf))
+		return "expected a.b.c.d/prefix";
+	if (!slash && need_prefix)
+		return "expected a.b.c.d/prefix (prefix length missing)";
+	snprintf(buf, sizeof(buf), "%.*s", slash ? (int)(slash - v) : (int)strlen(v), v);
+	if (parse_ipv4(buf, &c->net))
+		return "expected a.b.c.d/prefix with an IPv4 address";
+	if (slash && (parse_uint(slash + 1, &len) || len > 32))
+		return "prefix length must be 0 to 32";
+	c->prefix = (uint8_t)len;
+	if (!host_bits_ok && (c->net.s_addr & ~prefix_mask(c->prefix)))
+		return "host bits set after the prefix length";
+	if (need_prefix && c->net.s_addr == 0)
+		return "0.0.0.0 is not an interface address";
+	return NULL;
+}
+
+static const char *parse_hostport(const char *v, struct conf_hostport *hp)
+{
+	char buf[64];
+	const char *colon = strrchr(v, ':');
+
+	if (!colon || (size_t)(colon - v) >= sizeof(buf))
+		return "expected IPv4:port such as 127.0.0.1:9100";
+	snprintf(buf, sizeof(buf), "%.*s", (int)(colon - v), v);
+	if (parse_ipv4(buf, &hp->addr))
+		return "expected IPv4:port (the host must be an IPv4 address)";
+	return parse_port(colon + 1, &hp->port);
+}
+
+static const char *parse_endpoint(const char *v, struct conf_endpoint *ep, bool is_listen)
+{
+	struct conf_hostport hp;
+	const char *e;
+
+	memset(ep, 0, sizeof(*ep));
+	if (!is_listen && !strcmp(v, "echo")) {
+		ep->kind = CONF_EP_ECHO;
+		return NULL;
+	}
+	if (!is_listen && !strcmp(v, "discard")) {
+		ep->kind = CONF_EP_DISCARD;
+		return NULL;
+	}
+	if (!strncmp(v, "ib:", 3)) {
+		ep->kind = CONF_EP_IB;
+		v += 3;
+	} else if (!strncmp(v, "tcp:", 4)) {
+		ep->kind = CONF_EP_TCP;
+		v += 4;
+	} else {
+		return is_listen ? "expected ib:PORT or tcp:PORT"
+				 : "expected tcp:HOST:PORT, ib:HOST:PORT, echo or discard";
+	}
+	if (is_listen)
+		return parse_port(v, &ep->port) ? "expected ib:PORT or tcp:PORT with a port from 1 to 65535" : NULL;
+	if ((e = parse_hostport(v, &hp)))
+		return "expected tcp:HOST:PORT or ib:HOST:PORT with an IPv4 host and a port from 1 to 65535";
+	if (hp.addr.s_addr == 0 || hp.addr.s_addr == INADDR_BROADCAST)
+		return "destination host must be a unicast IPv4 address";
+	ep->addr = hp.addr;
+	ep->port = hp.port;
+	return NULL;
+}
+
+static const char *parse_cidrs(const char *v, struct conf_route *r)
+{
+	char buf[CONF_STR_MAX], *save = NULL, *tok;
+
+	if (strlen(v) >= sizeof(buf))
+		return "list too long";
+	snprintf(buf, sizeof(buf), "%s", v);
+	r->n_allow = 0;
+	for (tok = strtok_r(buf, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		const char *e;
+		if (r->n_allow == CONF_MAX_ALLOW)
+			return "too many entries (at most 32)";
+		if ((e = parse_cidr(tok, &r->allow[r->n_allow], false, false)))
+			return e;
+		r->n_allow++;
+	}
+	return r->n_allow ? NULL : "empty list (use 0.0.0.0/0 to allow everyone)";
+}
+
+static const char *const level_names[] = {
+	[CONF_LOG_ERROR] = "error", [CONF_LOG_WARNING] = "warning", [CONF_LOG_NOTICE] = "notice",
+	[CONF_LOG_INFO] = "info",   [CONF_LOG_DEBUG] = "debug",
+};
+
+const char *conf_log_level_name(uint32_t level)
+{
+	return level <= CONF_LOG_DEBUG && level_names[level] ? level_names[level] : "?";
+}
+
+static void *field_base(struct conf *c, struct conf_route *r, enum conf_section s)
+{
+	switch (s) {
+	case SEC_GATEWAY: return &c->gateway;
+	case SEC_IB: return &c->ib;
+	case SEC_ETH: return &c->eth;
+	case SEC_ROUTE: return r;
+	default: return NULL;
+	}
+}
+
+static void store_uint(void *dst, size_t size, uint64_t v)
+{
+	if (size == sizeof(uint64_t))
+		*(uint64_t *)dst = v;
+	else
+		*(uint32_t *)dst = (uint32_t)v;
+}
+
+/* Parse V for key K into its field. Returns NULL or a message (which may use MSGBUF). */
+static const char *set_value(const struct conf_key *k, void *base, const char *v, char *msgbuf, size_t len)
+{
+	void *dst = (char *)base + k->offset;
+	uint64_t x = 0;
+	const char *e = NULL;
+
+	switch (k->type) {
+	case T_UINT:
+	case T_SIZE:
+	case T_DURATION:
+		if (k->type == T_UINT)
+			e = parse_uint(v, &x);
+		else if (k->type == T_SIZE)
+			e = parse_size(v, &x);
+		else
+			e = parse_duration(v, &x);
+		if (e)
+			return e;
+		if (k->type == T_DURATION) {
+			if (x % k->unit_us) {
+				snprintf(msgbuf, len, "'%s' is finer than this key's resolution (%s)", v,
+					 k->unit_us == 1000 ? "1ms" : "1us");
+				return msgbuf;
+			}
+			x /= k->unit_us;
+		}
+		if (x < k->min || x > k->max) {
+			snprintf(msgbuf, len, "'%s' is out of range [%" PRIu64 ", %" PRIu64 "%s]", v, k->min, k->max,
+				 k->type == T_DURATION ? (k->unit_us == 1000 ? " ms" : " us")
+						       : (k->type == T_SIZE ? " bytes" : ""));
+			return msgbuf;
+		}
+		store_uint(dst, k->size, x);
+		return NULL;
+	case T_STRING:
+		if (strlen(v) >= k->size) {
+			snprintf(msgbuf, len, "value too long (at most %zu characters)", k->size - 1);
+			return msgbuf;
+		}
+		memcpy(dst, v, strlen(v) + 1);
+		return NULL;
+	case T_IPV4:
+		return parse_ipv4(v, dst);
+	case T_IFADDR:
+		return parse_cidr(v, dst, true, true);
+	case T_CIDRS:
+		return parse_cidrs(v, base);
+	case T_HOSTPORT:
+		return parse_hostport(v, dst);
+	case T_LOGLEVEL:
+		for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+			if (level_names[i] && !strcmp(v, level_names[i])) {
+				*(uint32_t *)dst = i;
+				return NULL;
+			}
+		return "expected error, warning, notice, info or debug";
+	case T_LOGTARGET:
+		if (!strcmp(v, "stderr") || !strcmp(v, "syslog")) {
+			*(uint32_t *)dst = strcmp(v, "stderr") ? CONF_LOG_SYSLOG : CONF_LOG_STDERR;
+			return NULL;
+		}
+		return "expected stderr or syslog";
+	case T_LISTEN:
+	case T_CONNECT:
+		e = parse_endpoint(v, dst, k->type == T_LISTEN);
+		if (e) /* a half-parsed endpoint would draw follow-up errors about a kind never given */
+			memset(dst, 0, sizeof(struct conf_endpoint));
+		return e;
+	}
+	return "internal: unknown type";
+}
+
+static void apply_defaults(struct conf *c, struct conf_route *r, enum conf_section s)
+{
+	char msg[256];
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		if (k->section != s || !k->def || !k->def[0])
+			continue;
+		if (set_value(k, field_base(c, r, s), k->def, msg, sizeof(msg)))
+			abort(); /* a default the parser rejects is a bug in the table */
+	}
+}
+
+static const struct conf_key *find_key(enum conf_section s, const char *name)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (conf_keys[i].section == s && !strcmp(conf_keys[i].key, name))
+			return &conf_keys[i];
+	return NULL;
+}
+
+/* ---- line reader: counts lines, checks their shape, tracks section headers ---- */
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+static bool valid_route_name(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (len == 0 || len > CONF_NAME_MAX)
+		return false;
+	for (; *n; n++)
+		if (!isalnum((unsigned char)*n) && *n != '_' && *n != '-' && *n != '.')
+			return false;
+	return true;
+}
+
+static void begin_section(struct parser *p, char *name)
+{
+	struct conf *c = p->c;
+
+	p->route = NULL;
+	p->sec = SEC_INVALID;
+	for (int s = SEC_GATEWAY; s <= SEC_ETH; s++) {
+		if (strcmp(name, section_names[s]))
+			continue;
+		if (p->section_line[s])
+			perr(p, p->lineno, "duplicate section [%s] (first at line %u)", name, p->section_line[s]);
+		else
+			p->section_line[s] = p->lineno;
+		p->sec = s;
+		return;
+	}
+	if (!strncmp(name, "route", 5) && (name[5] == 0 || isspace((unsigned char)name[5]))) {
+		char *rname = trim(name + 5);
+		if (!valid_route_name(rname)) {
+			perr(p, p->lineno, "route name '%s' must be 1 to %d characters of A-Z a-z 0-9 _ - .", rname,
+			     CONF_NAME_MAX);
+			return;
+		}
+		for (uint32_t i = 0; i < c->n_routes; i++)
+			if (!strcmp(c->routes[i].name, rname)) {
+				perr(p, p->lineno, "duplicate route name '%s' (first at line %u)", rname,
+				     c->routes[i].line);
+				return;
+			}
+		if (c->n_routes == CONF_MAX_ROUTES) {
+			perr(p, p->lineno, "too many routes (at most %d)", CONF_MAX_ROUTES);
+			return;
+		}
+		p->route = &c->routes[c->n_routes++];
+		snprintf(p->route->name, sizeof(p->route->name), "%s", rname);
+		p->route->line = p->lineno;
+		apply_defaults(c, p->route, SEC_ROUTE);
+		p->sec = SEC_ROUTE;
+		return;
+	}
+	perr(p, p->lineno, "unknown section [%s] (expected gateway, ib, eth or route NAME)", name);
+}
+
+/* inih calls this for each line; we hand it either the line or an empty one when we already dealt
+ * with it (section headers are parsed here, bad lines reported here). */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parser *p = stream;
+	ssize_t n = getline(&p->line, &p->line_cap, p->in);
+	char *s;
+
+	if (n < 0)
+		return NULL;
+	p->lineno++;
+	if (memchr(p->line, 0, (size_t)n)) {
+		perr(p, p->lineno, "NUL byte in line");
+		goto blank;
+	}
+	if (p->lineno == 1 && !strncmp(p->line, "\xEF\xBB\xBF", 3))
+		memmove(p->line, p->line + 3, (size_t)n - 2);
+	if (p->line[0] == ' ' || p->line[0] == '\t') {
+		s = trim(p->line);
+		if (*s && *s != ';' && *s != '#' && *s != '[') {
+			/* inih would glue it to the previous value; ibgw keeps one key per line */
+			perr(p, p->lineno, "indented line: continuation lines are not supported");
+			goto blank;
+		}
+	}
+	s = trim(p->line);
+	if (*s == 0 || *s == ';' || *s == '#')
+		goto blank;
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+		char *rest = close ? trim(close + 1) : NULL;
+		if (!close || (*rest && *rest != ';' && *rest != '#')) {
+			perr(p, p->lineno, "malformed section header (expected [name])");
+			p->sec = SEC_INVALID;
+			p->route = NULL;
+			goto blank;
+		}
+		*close = 0;
+		begin_section(p, trim(s + 1));
+		goto blank;
+	}
+	if (!strchr(s, '=')) {
+		perr(p, p->lineno, "expected 'key = value' or '[section]'");
+		goto blank;
+	}
+	if (*s == '=') {
+		perr(p, p->lineno, "missing key before '='");
+		goto blank;
+	}
+	if (strlen(s) + 2 > (size_t)num) {
+		perr(p, p->lineno, "line too long (at most %d characters)", num - 2);
+		goto blank;
+	}
+	if (p->sec == SEC_NONE) {
+		perr(p, p->lineno, "key outside of any section");
+		goto blank;
+	}
+	if (p->sec == SEC_INVALID)
+		goto blank;
+	snprintf(str, (size_t)num, "%s\n", s);
+	return str;
+blank:
+	snprintf(str, (size_t)num, "\n");
+	return str;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parser *p = user;
+	const struct conf_key *k = find_key(p->sec, name);
+	unsigned *seen;
+	char msg[256];
+	const char *e;
+
+	(void)section; /* we track sections ourselves (see reader) */
+	if (!k) {
+		perr(p, p->lineno, "unknown key '%s' in [%s]", name,
+		     p->sec == SEC_ROUTE ? "route" : section_names[p->sec]);
+		return 1;
+	}
+	seen = p->sec == SEC_ROUTE ? &p->route_seen[p->route - p->c->routes][k - conf_keys]
+				   : &p->seen[k - conf_keys];
+	if (*seen) {
+		perr(p, p->lineno, "duplicate key '%s' (first at line %u)", name, *seen);
+		return 1;
+	}
+	*seen = p->lineno;
+	if (*value == 0 && k->type != T_STRING) {
+		perr(p, p->lineno, "empty value for '%s'", name);
+		return 1;
+	}
+	if ((e = set_value(k, field_base(p->c, p->route, p->sec), value, msg, sizeof(msg))))
+		perr(p, p->lineno, "%s: %s", name, e);
+	return 1;
+}
+
+/* ---- whole-file checks, after every line was read ---- */
+
+static unsigned route_key_line(struct parser *p, uint32_t ri, const char *key)
+{
+	const struct conf_key *k = find_key(SEC_ROUTE, key);
+	unsigned l = p->route_seen[ri][k - conf_keys];
+	return l ? l : p->c->routes[ri].line;
+}
+
+uint64_t conf_route_session_bytes(const struct conf_route *r)
+{
+	bool ib = r->listen.kind == CONF_EP_IB || r->connect.kind == CONF_EP_IB;
+	bool tcp = r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP;
+	/* a TCP relay (tcp -> tcp) holds two TCP connections */
+	unsigned n_tcp = (r->listen.kind == CONF_EP_TCP) + (r->connect.kind == CONF_EP_TCP);
+
+	return (ib ? r->ib_rbuf_size + r->ib_sbuf_size : 0) +
+	       (tcp ? n_tcp * (r->tcp_rbuf_size + r->tcp_sbuf_size) : 0);
+}
+
+static void check(struct parser *p)
+{
+	struct conf *c = p->c;
+	uint64_t total = 0;
+	char a[64], b[64];
+
+	if (c->eth.vdev[0] && c->eth.address.prefix == 0)
+		perr(p, p->section_line[SEC_ETH], "[eth] vdev is set but address is missing");
+	if (c->eth.gateway.s_addr && c->eth.address.prefix &&
+	    ((c->eth.gateway.s_addr ^ c->eth.address.net.s_addr) & prefix_mask(c->eth.address.prefix)))
+		perr(p, p->seen[find_key(SEC_ETH, "gateway") - conf_keys],
+		     "gateway %s is not inside the port's network %s/%u", inet_ntop(AF_INET, &c->eth.gateway, a, 64),
+		     inet_ntop(AF_INET,
+			       &(struct in_addr){c->eth.address.net.s_addr & prefix_mask(c->eth.address.prefix)}, b,
+			       64),
+		     c->eth.address.prefix);
+	if (c->ib.sq_depth < 8)
+		perr(p, p->section_line[SEC_IB], "sq_depth too small");
+
+	for (uint32_t i = 0; i < c->n_routes; i++) {
+		struct conf_route *r = &c->routes[i];
+		const struct conf_key *k;
+		bool missing = false;
+
+		for (k = conf_keys; k < conf_keys + N_KEYS; k++)
+			if (k->section == SEC_ROUTE && k->required && !p->route_seen[i][k - conf_keys]) {
+				perr(p, r->line, "route '%s' has no '%s' (%s)", r->name, k->key, k->doc);
+				missing = true;
+			}
+		if (missing || !r->listen.kind || !r->connect.kind)
+			continue; /* already reported */
+		if (r->listen.kind == CONF_EP_IB && r->connect.kind == CONF_EP_IB)
+			perr(p, route_key_line(p, i, "connect"),
+			     "route '%s': an ib listener must connect to tcp:, echo or discard", r->name);
+		if ((r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP) && !c->eth.vdev[0])
+			perr(p, route_key_line(p, i, r->listen.kind == CONF_EP_TCP ? "listen" : "connect"),
+			     "route '%s' uses tcp but [eth] has no vdev (no Ethernet port)", r->name);
+		for (uint32_t j = 0; j < i; j++)
+			if (c->routes[j].listen.kind == r->listen.kind && c->routes[j].listen.port == r->listen.port)
+				perr(p, route_key_line(p, i, "listen"),
+				     "route '%s' listens on %s like route '%s' (line %u)", r->name,
+				     conf_endpoint_str(&r->listen, a, sizeof(a)), c->routes[j].name,
+				     route_key_line(p, j, "listen"));
+		if (!r->ib_rbuf_size)
+			r->ib_rbuf_size = c->ib.rbuf_size;
+		if (!r->ib_sbuf_size)
+			r->ib_sbuf_size = c->ib.sbuf_size;
+		if (!r->tcp_rbuf_size)
+			r->tcp_rbuf_size = c->eth.rbuf_size;
+		if (!r->tcp_sbuf_size)
+			r->tcp_sbuf_size = c->eth.sbuf_size;
+		total += (uint64_t)r->max_sessions * conf_route_session_bytes(r);
+	}
+	if (total > c->gateway.memory_limit) {
+		unsigned line = p->seen[find_key(SEC_GATEWAY, "memory_limit") - conf_keys];
+		perr(p, line ? line : (c->n_routes ? c->routes[c->n_routes - 1].line : 1),
+		     "routes need up to %" PRIu64 " MiB of buffers (max_sessions x buffers), above memory_limit "
+		     "%" PRIu64 " MiB",
+		     (total + MB - 1) / MB, c->gateway.memory_limit / MB);
+	}
+}
+
+static struct conf *load(const char *name, FILE *in, conf_error_fn err, void *arg)
+{
+	struct parser p = {.file = name, .in = in, .err = err, .arg = arg};
+	struct conf *c = calloc(1, sizeof(*c));
+	int saved;
+
+	p.route_seen = calloc(CONF_MAX_ROUTES, sizeof(*p.route_seen));
+	if (!c || !p.route_seen)
+		goto err;
+	p.c = c;
+	snprintf(c->path, sizeof(c->path), "%s", name);
+	apply_defaults(c, NULL, SEC_GATEWAY);
+	apply_defaults(c, NULL, SEC_IB);
+	apply_defaults(c, NULL, SEC_ETH);
+	if (ini_parse_stream(reader, &p, handler, &p) < 0) {
+		errno = ENOMEM;
+		goto err;
+	}
+	if (ferror(in)) {
+		perr(&p, p.lineno, "read error");
+		errno = EIO;
+		goto err;
+	}
+	check(&p);
+	if (p.errors) {
+		errno = EINVAL;
+		goto err;
+	}
+	free(p.line);
+	free(p.route_seen);
+	return c;
+err:
+	saved = errno;
+	free(p.line);
+	free(p.route_seen);
+	free(c);
+	errno = saved;
+	return NULL;
+}
+
+struct conf *conf_load(const char *path, conf_error_fn err, void *arg)
+{
+	FILE *f = fopen(path, "r");
+	struct conf *c;
+	int saved;
+
+	if (!f)
+		return NULL;
+	c = load(path, f, err, arg);
+	saved = errno;
+	fclose(f);
+	errno = saved;
+	return c;
+}
+
+struct conf *conf_load_mem(const char *name, const char *buf, size_t len, conf_error_fn err, void *arg)
+{
+	FILE *f;
+	struct conf *c;
+	int saved;
+
+	if (len == 0)
+		return load(name, fopen("/dev/null", "r") ?: stdin, err, arg);
+	f = fmemopen((void *)buf, len, "r");
+	if (!f)
+		return NULL;
+	c = load(name, f, err, arg);
+	saved = errno;
+	fclose(f);
+	errno = saved;
+	return c;
+}
+
+void conf_free(struct conf *c)
+{
+	free(c);
+}
+
+bool conf_route_allows(const struct conf_route *r, struct in_addr addr)
+{
+	for (uint32_t i = 0; i < r->n_allow; i++)
+		if (((addr.s_addr ^ r->allow[i].net.s_addr) & prefix_mask(r->allow[i].prefix)) == 0)
+			return true;
+	return false;
+}
+
+const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len)
+{
+	char a[INET_ADDRSTRLEN];
+	const char *kind = ep->kind == CONF_EP_IB ? "ib" : "tcp";
+
+	switch (ep->kind) {
+	case CONF_EP_ECHO: snprintf(buf, len, "echo"); break;
+	case CONF_EP_DISCARD: snprintf(buf, len, "discard"); break;
+	case CONF_EP_IB:
+	case CONF_EP_TCP:
+		if (ep->addr.s_addr)
+			snprintf(buf, len, "%s:%s:%u", kind, inet_ntop(AF_INET, &ep->addr, a, sizeof(a)), ep->port);
+		else
+			snprintf(buf, len, "%s:%u", kind, ep->port);
+		break;
+	default: snprintf(buf, len, "none"); break;
+	}
+	return buf;
+}
+
+bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
+{
+	return !strcmp(a->name, b->name) && !memcmp(&a->listen, &b->listen, sizeof(a->listen)) &&
+	       !memcmp(&a->connect, &b->connect, sizeof(a->connect)) && a->n_allow == b->n_allow &&
+	       !memcmp(a->allow, b->allow, sizeof(a->allow[0]) * a->n_allow) && a->max_sessions == b->max_sessions &&
+	       a->ib_rbuf_size == b->ib_rbuf_size && a->ib_sbuf_size == b->ib_sbuf_size &&
+	       a->tcp_rbuf_size == b->tcp_rbuf_size && a->tcp_sbuf_size == b->tcp_sbuf_size &&
+	       a->connect_timeout_ms == b->connect_timeout_ms;
+}
+
+static const char *human_size(uint64_t v, char *buf, size_t len)
+{
+	if (v && v % GB == 0)
+		snprintf(buf, len, "%" PRIu64 "G", v / GB);
+	else if (v && v % MB == 0)
+		snprintf(buf, len, "%" PRIu64 "M", v / MB);
+	else if (v && v % KB == 0)
+		snprintf(buf, len, "%" PRIu64 "K", v / KB);
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+void conf_print_summary(const struct conf *c, FILE *out)
+{
+	char a[64], b[64], s1[24], s2[24], s3[24], s4[24];
+	uint64_t total = 0;
+
+	fprintf(out, "config %s: OK\n", c->path);
+	fprintf(out, "gateway: %u worker(s), stats http://%s:%u, log %s to %s, drain %" PRIu64 " ms\n",
+		c->gateway.workers, inet_ntop(AF_INET, &c->gateway.stats.addr, a, sizeof(a)), c->gateway.stats.port,
+		conf_log_level_name(c->gateway.log_level), c->gateway.log_target ? "syslog" : "stderr",
+		c->gateway.drain_timeout_ms);
+	fprintf(out, "ib: bind %s%s%s, rbuf %s, sbuf %s, queues %u/%u, inline %u\n",
+		inet_ntop(AF_INET, &c->ib.bind, a, sizeof(a)), c->ib.device[0] ? ", device " : "", c->ib.device,
+		human_size(c->ib.rbuf_size, s1, sizeof(s1)), human_size(c->ib.sbuf_size, s2, sizeof(s2)), c->ib.sq_depth,
+		c->ib.rq_depth, c->ib.inline_size);
+	if (c->eth.vdev[0])
+		fprintf(out, "eth: port %u on %s, address %s/%u, gateway %s, mtu %u\n", c->eth.port, c->eth.vdev,
+			inet_ntop(AF_INET, &c->eth.address.net, a, sizeof(a)), c->eth.address.prefix,
+			c->eth.gateway.s_addr ? inet_ntop(AF_INET, &c->eth.gateway, b, sizeof(b)) : "none", c->eth.mtu);
+	else
+		fprintf(out, "eth: no Ethernet port (no vdev)\n");
+	fprintf(out, "routes: %u\n", c->n_routes);
+	for (uint32_t i = 0; i < c->n_routes; i++) {
+		const struct conf_route *r = &c->routes[i];
+		uint64_t bytes = conf_route_session_bytes(r) * r->max_sessions;
+		total += bytes;
+		fprintf(out,
+			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
+			"up to %" PRIu64 " MiB\n",
+			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), conf_endpoint_str(&r->connect, b, sizeof(b)),
+			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
+			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
+			(bytes + MB - 1) / MB);
+	}
+	fprintf(out, "memory: up to %" PRIu64 " MiB of session buffers, limit %s\n", (total + MB - 1) / MB,
+		human_size(c->gateway.memory_limit, s1, sizeof(s1)));
+}
+
+void conf_print_reference(FILE *out)
+{
+	enum conf_section last = SEC_NONE;
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		char range[96] = "";
+
+		if (k->section != last) {
+			fprintf(out, "%s### [%s]\n\n| key | type | range | default | meaning |\n|---|---|---|---|---|\n",
+				last == SEC_NONE ? "" : "\n", section_names[k->section]);
+			last = k->section;
+		}
+		if (k->type == T_UINT || k->type == T_SIZE)
+			snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64 "%s", k->min, k->max,
+				 k->type == T_SIZE ? " bytes" : "");
+		else if (k->type == T_DURATION)
+			snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64 " %s", k->min, k->max,
+				 k->unit_us == 1000 ? "ms" : "us");
+		fprintf(out, "| `%s` | %s | %s | %s | %s |\n", k->key, type_names[k->type], range,
+			k->required ? "(required)" : (k->def && k->def[0] ? k->def : "(none)"), k->doc);
+	}
+}

@@ -1,0 +1,45 @@
+/* Configuration: load, check and describe ibgw.conf.
+ *
+ * The file is INI (libinih). Every key the daemon knows is one row of the keyword table in conf.c:
+ * parsing, defaults, range checks, the `-t` summary and the README reference are all driven by it,
+ * so documentation and behaviour cannot drift apart. */
+#ifndef CONF_CONF_H
+#define CONF_CONF_H
+
+#include <stdio.h>
+#include "conf-t.h"
+
+/* Receives one complete message "FILE:LINE: text" (no newline) per problem found. */
+typedef void (*conf_error_fn)(void *arg, const char *msg);
+
+/* Parse and check PATH. All problems are reported through ERR (may be NULL) before giving up.
+ * Returns a new config owned by the caller (free with conf_free), or NULL with errno set
+ * (EINVAL: the file has errors; other values: it could not be read). */
+struct conf *conf_load(const char *path, conf_error_fn err, void *arg);
+
+/* The same from memory; NAME stands for the file name in messages. Used by tests and the fuzzer. */
+struct conf *conf_load_mem(const char *name, const char *buf, size_t len, conf_error_fn err, void *arg);
+
+void conf_free(struct conf *c);
+
+/* Human summary of what the daemon would run with C (for `ibgwd -t`). */
+void conf_print_summary(const struct conf *c, FILE *out);
+
+/* Markdown table of every section and key with type, range, default and doc (README reference). */
+void conf_print_reference(FILE *out);
+
+/* True when ADDR (network byte order) is inside one of the route's allow entries. */
+bool conf_route_allows(const struct conf_route *r, struct in_addr addr);
+
+/* Bytes of buffer one session of route R may hold at most (the buffers of the sides it uses). */
+uint64_t conf_route_session_bytes(const struct conf_route *r);
+
+/* "ib:7000", "tcp:198.18.0.2:80", "echo"... into BUF; returns BUF. */
+const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len);
+
+/* Routes that share a listener are the same route for reload purposes. */
+bool conf_route_equal(const struct conf_route *a, const struct conf_route *b);
+
+const char *conf_log_level_name(uint32_t level);
+
+#endif

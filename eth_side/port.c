@@ -1,0 +1,181 @@
+/* DPDK port bring-up.
+ *
+ * The mempool is sized by [eth] mbufs with a per-lcore cache, and its data room follows the MTU so a
+ * jumbo frame fits one mbuf (af_packet: framesz must be raised in the vdev string too). af_packet and
+ * the other virtual PMDs offer no checksum offload, so the TCP engine computes checksums in software;
+ * nothing here asks for offloads the PMD may not have. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+
+#include "port.h"
+
+struct eth_port {
+	uint16_t id;
+	unsigned n_queues;
+	struct rte_mempool *pool;
+	struct rte_ether_addr mac;
+};
+
+const struct xlt_metric_desc eth_port_metrics[] = {
+	{"port_rx_packets_total", XLT_COUNTER, offsetof(struct eth_port_stats, rx_packets), "packets received by the port", NULL},
+	{"port_tx_packets_total", XLT_COUNTER, offsetof(struct eth_port_stats, tx_packets), "packets sent by the port", NULL},
+	{"port_rx_bytes_total", XLT_COUNTER, offsetof(struct eth_port_stats, rx_bytes), "bytes received by the port", NULL},
+	{"port_tx_bytes_total", XLT_COUNTER, offsetof(struct eth_port_stats, tx_bytes), "bytes sent by the port", NULL},
+	{"port_rx_errors_total", XLT_COUNTER, offsetof(struct eth_port_stats, rx_errors), "erroneous packets received", NULL},
+	{"port_tx_errors_total", XLT_COUNTER, offsetof(struct eth_port_stats, tx_errors), "packets that failed to send", NULL},
+	{"port_rx_missed_total", XLT_COUNTER, offsetof(struct eth_port_stats, rx_missed), "packets dropped by the port (RX ring full)", NULL},
+	{"port_rx_nombuf_total", XLT_COUNTER, offsetof(struct eth_port_stats, rx_nombuf), "RX mbuf allocation failures", NULL},
+	{"port_link_up", XLT_GAUGE, offsetof(struct eth_port_stats, link_up), "1 when the link is up", NULL},
+	{"port_link_speed_mbps", XLT_GAUGE, offsetof(struct eth_port_stats, link_speed_mbps), "link speed in Mbit/s", NULL},
+	{"port_mbufs_in_use", XLT_GAUGE, offsetof(struct eth_port_stats, mbufs_in_use), "packet buffers taken from the pool", NULL},
+};
+const unsigned eth_port_n_metrics = sizeof(eth_port_metrics) / sizeof(eth_port_metrics[0]);
+
+
+struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, char *errbuf, size_t errlen)
+{
+	struct rte_eth_conf econf = {0};
+	struct rte_eth_dev_info info;
+	struct eth_port *p = NULL;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint16_t rx_desc = (uint16_t)c->rx_desc, tx_desc = (uint16_t)c->tx_desc;
+	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	int ret;
+
+	if (!rte_eth_dev_is_valid_port((uint16_t)c->port)) {
+		snprintf(errbuf, errlen, "no DPDK port %u (is [eth] vdev right? %u port(s) probed)", c->port,
+			 rte_eth_dev_count_avail());
+		ret = -ENODEV;
+		goto err;
+	}
+	p = rte_zmalloc("eth_port", sizeof(*p), 0);
+	if (!p) {
+		ret = -ENOMEM;
+		snprintf(errbuf, errlen, "out of memory");
+		goto err;
+	}
+	p->id = (uint16_t)c->port;
+	p->n_queues = n_queues;
+	ret = rte_eth_dev_info_get(p->id, &info);
+	if (ret) {
+		snprintf(errbuf, errlen, "port %u: cannot read device info: %s", p->id, rte_strerror(-ret));
+		goto err;
+	}
+	if (n_queues > info.max_rx_queues || n_queues > info.max_tx_queues) {
+		snprintf(errbuf, errlen,
+			 "port %u (%s) has at most %u queue pairs but %u workers need one each "
+			 "(af_packet: add qpairs=%u to [eth] vdev)",
+			 p->id, info.driver_name, RTE_MIN(info.max_rx_queues, info.max_tx_queues), n_queues, n_queues);
+		ret = -EINVAL;
+		goto err;
+	}
+	if (c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM > room)
+		room = c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM;
+	snprintf(name, sizeof(name), "ibgw_pool_%u", p->id);
+	p->pool = rte_pktmbuf_pool_create(name, c->mbufs, RTE_MIN(256u, c->mbufs / 8), 0, (uint16_t)room,
+					  rte_socket_id());
+	if (!p->pool) {
+		ret = -rte_errno;
+		snprintf(errbuf, errlen, "cannot create a pool of %u mbufs: %s", c->mbufs, rte_strerror(rte_errno));
+		goto err;
+	}
+	econf.rxmode.mtu = c->mtu;
+	if (c->mtu > info.max_mtu)
+		econf.rxmode.mtu = info.max_mtu; /* af_packet refuses jumbo here but still carries it (testbed.md) */
+	ret = rte_eth_dev_configure(p->id, (uint16_t)n_queues, (uint16_t)n_queues, &econf);
+	if (ret) {
+		snprintf(errbuf, errlen, "port %u: configure: %s", p->id, rte_strerror(-ret));
+		goto err;
+	}
+	ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->id, &rx_desc, &tx_desc);
+	if (ret) {
+		snprintf(errbuf, errlen, "port %u: descriptors: %s", p->id, rte_strerror(-ret));
+		goto err;
+	}
+	for (unsigned q = 0; q < n_queues; q++) {
+		ret = rte_eth_rx_queue_setup(p->id, (uint16_t)q, rx_desc, rte_eth_dev_socket_id(p->id), NULL, p->pool);
+		if (!ret)
+			ret = rte_eth_tx_queue_setup(p->id, (uint16_t)q, tx_desc, rte_eth_dev_socket_id(p->id), NULL);
+		if (ret) {
+			snprintf(errbuf, errlen, "port %u: queue %u setup: %s", p->id, q, rte_strerror(-ret));
+			goto err;
+		}
+	}
+	ret = rte_eth_macaddr_get(p->id, &p->mac);
+	if (!ret)
+		ret = rte_eth_dev_start(p->id);
+	if (ret) {
+		snprintf(errbuf, errlen, "port %u: start: %s", p->id, rte_strerror(-ret));
+		goto err;
+	}
+	return p;
+err:
+	if (p) {
+		rte_mempool_free(p->pool);
+		rte_free(p);
+	}
+	errno = -ret;
+	return NULL;
+}
+
+void eth_port_destroy(struct eth_port *p)
+{
+	if (!p)
+		return;
+	rte_eth_dev_stop(p->id);
+	rte_eth_dev_close(p->id);
+	rte_mempool_free(p->pool);
+	rte_free(p);
+}
+
+uint16_t eth_port_id(const struct eth_port *p)
+{
+	return p->id;
+}
+
+struct rte_mempool *eth_port_pool(const struct eth_port *p)
+{
+	return p->pool;
+}
+
+const uint8_t *eth_port_mac(const struct eth_port *p)
+{
+	return p->mac.addr_bytes;
+}
+
+unsigned eth_port_queues(const struct eth_port *p)
+{
+	return p->n_queues;
+}
+
+int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st)
+{
+	struct rte_eth_stats s;
+	struct rte_eth_link link;
+	int ret = rte_eth_stats_get(p->id, &s);
+
+	if (ret)
+		return ret;
+	memset(st, 0, sizeof(*st));
+	st->rx_packets = s.ipackets;
+	st->tx_packets = s.opackets;
+	st->rx_bytes = s.ibytes;
+	st->tx_bytes = s.obytes;
+	st->rx_errors = s.ierrors;
+	st->tx_errors = s.oerrors;
+	st->rx_missed = s.imissed;
+	st->rx_nombuf = s.rx_nombuf;
+	if (rte_eth_link_get_nowait(p->id, &link) == 0) {
+		st->link_up = link.link_status == RTE_ETH_LINK_UP;
+		st->link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+	}
+	st->mbufs_in_use = rte_mempool_in_use_count(p->pool);
+	return 0;
+}

@@ -1,0 +1,34 @@
+/* DPDK Ethernet port: mempool, queues and link bring-up, and its hardware counters.
+ *
+ * One port, one RX/TX queue pair per worker (queue i belongs to worker i: no locks on the datapath).
+ * Created by the control thread after rte_eal_init(), before the workers start. */
+#ifndef ETH_PORT_H
+#define ETH_PORT_H
+
+#include <stdint.h>
+
+#include "../conf/conf-t.h"
+#include "port-t.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+/* Probes the port named by C (its vdev was given to EAL), configures N_QUEUES queue pairs, starts it.
+ * Returns NULL with errno set and a reason in ERRBUF. */
+struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, char *errbuf, size_t errlen);
+void eth_port_destroy(struct eth_port *p);
+
+uint16_t eth_port_id(const struct eth_port *p);
+struct rte_mempool *eth_port_pool(const struct eth_port *p);
+/* Port MAC address (6 bytes). */
+const uint8_t *eth_port_mac(const struct eth_port *p);
+unsigned eth_port_queues(const struct eth_port *p);
+
+/* Reads the hardware/PMD counters and link state; control thread. Returns 0 or -errno. */
+int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st);
+
+/* Descriptors of struct eth_port_stats for the stats endpoint. */
+extern const struct xlt_metric_desc eth_port_metrics[];
+extern const unsigned eth_port_n_metrics;
+
+#endif

@@ -1,0 +1,247 @@
+/* Daemon lifecycle on the control thread: start workers, serve, reload on SIGHUP, drain on SIGTERM.
+ *
+ * Reload builds a whole new config aside and swaps it in only when it is entirely valid, so a broken
+ * file never touches the running gateway. Keys that need a restart (workers, the port, IB buffers)
+ * are reported, not half-applied. Drain: /health turns 503 so load balancers move away, listeners
+ * close, sessions get [gateway] drain_timeout to finish, then the rest are aborted and counted. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include "../conf/conf.h"
+#include "gw.h"
+#include "log.h"
+
+#define DRAIN_POLL_US 100000
+
+uint64_t gw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gw_sessions_active(const struct gw_daemon *d)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < d->n_workers; i++)
+		n += __atomic_load_n(&d->workers[i].st.sessions_active, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void log_conf_error(void *arg, const char *msg)
+{
+	(void)arg;
+	GW_ERR("%s", msg);
+}
+
+/* Reports what changed between OLD and NEW. Returns the number of differences needing a restart. */
+static unsigned diff_and_report(const struct conf *old, const struct conf *new)
+{
+	unsigned restart = 0;
+	char a[64];
+
+#define NEEDS_RESTART(cond, what)                                                                            \
+	do {                                                                                                 \
+		if (cond) {                                                                                  \
+			GW_WARN("reload: %s changed; it takes effect after a restart", what);                \
+			restart++;                                                                           \
+		}                                                                                            \
+	} while (0)
+	NEEDS_RESTART(old->gateway.workers != new->gateway.workers, "[gateway] workers");
+	NEEDS_RESTART(memcmp(&old->gateway.stats, &new->gateway.stats, sizeof(old->gateway.stats)),
+		      "[gateway] stats");
+	NEEDS_RESTART(old->gateway.log_target != new->gateway.log_target, "[gateway] log_target");
+	NEEDS_RESTART(memcmp(&old->ib, &new->ib, sizeof(old->ib)), "[ib]");
+	NEEDS_RESTART(memcmp(&old->eth, &new->eth, sizeof(old->eth)), "[eth]");
+#undef NEEDS_RESTART
+
+	for (uint32_t i = 0; i < new->n_routes; i++) {
+		const struct conf_route *r = &new->routes[i], *o = NULL;
+		for (uint32_t j = 0; j < old->n_routes && !o; j++)
+			if (!strcmp(old->routes[j].name, r->name))
+				o = &old->routes[j];
+		if (!o)
+			GW_NOTICE("reload: route %s added (%s)", r->name, conf_endpoint_str(&r->listen, a, sizeof(a)));
+		else if (!conf_route_equal(o, r))
+			GW_NOTICE("reload: route %s changed; new sessions use the new settings", r->name);
+	}
+	for (uint32_t j = 0; j < old->n_routes; j++) {
+		bool kept = false;
+		for (uint32_t i = 0; i < new->n_routes && !kept; i++)
+			kept = !strcmp(old->routes[j].name, new->routes[i].name);
+		if (!kept)
+			GW_NOTICE("reload: route %s removed; its sessions finish", old->routes[j].name);
+	}
+	return restart;
+}
+
+static void on_hup(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	struct conf *c;
+
+	(void)fd;
+	(void)what;
+	GW_NOTICE("SIGHUP: reloading %s", d->conf_path);
+	c = conf_load(d->conf_path, log_conf_error, NULL);
+	if (!c) {
+		if (errno != EINVAL)
+			GW_ERR("reload: cannot read %s: %s", d->conf_path, strerror(errno));
+		GW_ERR("reload failed: keeping the running configuration");
+		d->reloads_failed++;
+		return;
+	}
+	diff_and_report(d->conf, c);
+	gw_log_set_level(c->gateway.log_level);
+	/* the restart-only sections keep their running values so what runs and what is shown agree */
+	c->gateway.workers = d->conf->gateway.workers;
+	c->gateway.stats = d->conf->gateway.stats;
+	c->gateway.log_target = d->conf->gateway.log_target;
+	c->ib = d->conf->ib;
+	c->eth = d->conf->eth;
+	conf_free(d->conf);
+	d->conf = c;
+	d->reloads_ok++;
+	GW_NOTICE("reload done: %u route(s)", c->n_routes);
+}
+
+static void drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	uint64_t active = gw_sessions_active(d);
+
+	(void)fd;
+	(void)what;
+	if (active && gw_now_ns() < d->drain_deadline_ns)
+		return;
+	if (active) {
+		GW_WARN("drain timeout: aborting %llu session(s)", (unsigned long long)active);
+		d->drain_aborted += active;
+	}
+	d->state = GW_STOPPING;
+	event_base_loopexit(d->base, NULL);
+}
+
+static void on_term(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	struct timeval tv = {.tv_sec = 0, .tv_usec = DRAIN_POLL_US};
+
+	(void)what;
+	if (d->state == GW_DRAINING) {
+		GW_WARN("second %s: stopping now", strsignal((int)fd));
+		d->state = GW_STOPPING;
+		event_base_loopexit(d->base, NULL);
+		return;
+	}
+	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
+	__atomic_store_n(&d->state, GW_DRAINING, __ATOMIC_RELEASE);
+	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
+	d->drain_timer = event_new(d->base, -1, EV_PERSIST, drain_tick, d);
+	if (!d->drain_timer || event_add(d->drain_timer, &tv)) {
+		GW_ERR("cannot arm the drain timer: stopping now");
+		event_base_loopexit(d->base, NULL);
+		return;
+	}
+	drain_tick(-1, 0, d);
+}
+
+static int start_workers(struct gw_daemon *d)
+{
+	unsigned lcore, i = 0;
+
+	RTE_LCORE_FOREACH_WORKER(lcore)
+	{
+		struct gw_worker *w;
+		int ret;
+
+		if (i == d->n_workers)
+			break;
+		w = &d->workers[i];
+		w->id = i;
+		w->lcore = lcore;
+		w->port = d->port;
+		w->idle_sleep_us = d->conf->gateway.idle_sleep_us;
+		ret = rte_eal_remote_launch(gw_worker_main, w, lcore);
+		if (ret) {
+			GW_ERR("cannot launch worker %u on lcore %u: %s", i, lcore, strerror(-ret));
+			return ret;
+		}
+		i++;
+	}
+	if (i != d->n_workers) {
+		GW_ERR("only %u lcore(s) for %u worker(s)", i, d->n_workers);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void stop_workers(struct gw_daemon *d)
+{
+	for (unsigned i = 0; i < d->n_workers; i++)
+		__atomic_store_n(&d->workers[i].stop, true, __ATOMIC_RELEASE);
+	rte_eal_mp_wait_lcore();
+}
+
+int gw_daemon_run(struct gw_daemon *d)
+{
+	int ret, status = 1;
+
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	d->base = event_base_new();
+	if (!d->base) {
+		GW_ERR("cannot create the event loop");
+		return 1;
+	}
+	ret = gw_stats_start(d);
+	if (ret) {
+		char a[INET_ADDRSTRLEN];
+		GW_ERR("cannot listen on %s:%u for stats: %s",
+		       inet_ntop(AF_INET, &d->conf->gateway.stats.addr, a, sizeof(a)), d->conf->gateway.stats.port,
+		       strerror(-ret));
+		goto err;
+	}
+	d->sig_hup = evsignal_new(d->base, SIGHUP, on_hup, d);
+	d->sig_term = evsignal_new(d->base, SIGTERM, on_term, d);
+	d->sig_int = evsignal_new(d->base, SIGINT, on_term, d);
+	if (!d->sig_hup || !d->sig_term || !d->sig_int || evsignal_add(d->sig_hup, NULL) ||
+	    evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL)) {
+		GW_ERR("cannot install signal handlers");
+		goto err;
+	}
+	if (start_workers(d))
+		goto err_workers;
+	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);
+	GW_NOTICE("serving: %u worker(s), %u route(s)", d->n_workers, d->conf->n_routes);
+	if (d->ready_fd >= 0) {
+		ret = (int)write(d->ready_fd, "1", 1);
+		close(d->ready_fd);
+		d->ready_fd = -1;
+	}
+	event_base_dispatch(d->base);
+	status = 0;
+	GW_NOTICE("stopped");
+err_workers:
+	stop_workers(d);
+err:
+	if (d->drain_timer)
+		event_free(d->drain_timer);
+	if (d->sig_hup)
+		event_free(d->sig_hup);
+	if (d->sig_term)
+		event_free(d->sig_term);
+	if (d->sig_int)
+		event_free(d->sig_int);
+	gw_stats_stop(d);
+	event_base_free(d->base);
+	return status;
+}

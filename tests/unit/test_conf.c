@@ -1,0 +1,319 @@
+/* Unit tests of conf/: values, units, ranges, defaults, and every bad file in tests/unit/conf-bad/.
+ *
+ * Each bad file states the errors it must produce in "# expect: LINE: text" comments; the test checks
+ * that exactly those messages come out, each as FILE:LINE: ... , and nothing else. Run from the
+ * project root (tests/run does). */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "conf/conf.h"
+
+struct errors {
+	unsigned n;
+	char msg[32][512];
+};
+
+static void collect(void *arg, const char *msg)
+{
+	struct errors *e = arg;
+
+	if (e->n < 32)
+		snprintf(e->msg[e->n], sizeof(e->msg[0]), "%s", msg);
+	e->n++;
+}
+
+static struct conf *load_str(const char *text, struct errors *e)
+{
+	memset(e, 0, sizeof(*e));
+	return conf_load_mem("t.conf", text, strlen(text), collect, e);
+}
+
+static uint32_t ip(const char *s)
+{
+	struct in_addr a;
+
+	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
+	return a.s_addr;
+}
+
+static void test_defaults(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("", &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(e.n, 0);
+	assert_int_equal(c->gateway.workers, 1);
+	assert_int_equal(c->gateway.stats.port, 9100);
+	assert_int_equal(c->gateway.stats.addr.s_addr, ip("127.0.0.1"));
+	assert_int_equal(c->gateway.drain_timeout_ms, 10000);
+	assert_int_equal(c->gateway.memory_limit, 1ull << 30);
+	assert_int_equal(c->gateway.idle_sleep_us, 100);
+	assert_int_equal(c->ib.rbuf_size, 128 * 1024);
+	assert_int_equal(c->ib.rq_depth, 384);
+	assert_int_equal(c->ib.inline_size, 64);
+	assert_int_equal(c->eth.mtu, 1500);
+	assert_int_equal(c->eth.time_wait_ms, 60000);
+	assert_string_equal(c->eth.vdev, "");
+	assert_int_equal(c->n_routes, 0);
+	conf_free(c);
+}
+
+static void test_example_file(void **state)
+{
+	struct errors e = {0};
+	struct conf *c = conf_load("conf/ibgw.conf", collect, &e);
+
+	(void)state;
+	for (unsigned i = 0; i < e.n && i < 32; i++)
+		print_message("unexpected: %s\n", e.msg[i]);
+	assert_non_null(c);
+	assert_int_equal(c->n_routes, 4);
+	assert_string_equal(c->routes[0].name, "web-out");
+	assert_int_equal(c->routes[0].listen.kind, CONF_EP_IB);
+	assert_int_equal(c->routes[0].listen.port, 8080);
+	assert_int_equal(c->routes[0].connect.kind, CONF_EP_TCP);
+	assert_int_equal(c->routes[0].connect.addr.s_addr, ip("198.18.0.10"));
+	assert_int_equal(c->routes[0].connect.port, 80);
+	assert_int_equal(c->routes[0].ib_rbuf_size, 256 * 1024);
+	assert_int_equal(c->routes[1].n_allow, 2);
+	assert_int_equal(c->routes[1].connect.kind, CONF_EP_IB);
+	/* unset per-route buffers inherit the sections' defaults */
+	assert_int_equal(c->routes[2].ib_rbuf_size, c->ib.rbuf_size);
+	assert_int_equal(c->routes[3].tcp_sbuf_size, c->eth.sbuf_size);
+	assert_int_equal(c->routes[3].connect.kind, CONF_EP_DISCARD);
+	assert_int_equal(c->eth.address.prefix, 24);
+	assert_int_equal(c->eth.gateway.s_addr, ip("198.18.0.254"));
+	conf_free(c);
+}
+
+static void test_units(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[gateway]\n"
+				  "drain_timeout = 2m\n"
+				  "memory_limit = 3G\n"
+				  "idle_sleep = 1ms\n"
+				  "[ib]\n"
+				  "rbuf_size = 64KiB\n"
+				  "sbuf_size = 1m\n"
+				  "keepalive = 1h\n"
+				  "[eth]\n"
+				  "rbuf_size = 4096\n"
+				  "time_wait = 500ms\n",
+				  &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->gateway.drain_timeout_ms, 120000);
+	assert_int_equal(c->gateway.memory_limit, 3ull << 30);
+	assert_int_equal(c->gateway.idle_sleep_us, 1000);
+	assert_int_equal(c->ib.rbuf_size, 64 * 1024);
+	assert_int_equal(c->ib.sbuf_size, 1 << 20);
+	assert_int_equal(c->ib.keepalive_ms, 3600 * 1000);
+	assert_int_equal(c->eth.rbuf_size, 4096);
+	assert_int_equal(c->eth.time_wait_ms, 500);
+	conf_free(c);
+}
+
+static void test_ranges_inclusive(void **state)
+{
+	struct errors e;
+	struct conf *c;
+
+	(void)state;
+	c = load_str("[gateway]\nworkers = 64\n[ib]\nrq_depth = 16\nsq_depth = 65534\n", &e);
+	assert_non_null(c);
+	conf_free(c);
+	c = load_str("[gateway]\nworkers = 65\n", &e);
+	assert_null(c);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(e.n, 1);
+	assert_string_equal(e.msg[0], "t.conf:2: workers: '65' is out of range [1, 64]");
+	c = load_str("[gateway]\ndrain_timeout = 1500us\n", &e);
+	assert_null(c);
+	assert_non_null(strstr(e.msg[0], "t.conf:2: drain_timeout: '1500us' is finer than"));
+}
+
+static void test_comments_and_spacing(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("; leading comment\n"
+				  "# another\n"
+				  "\n"
+				  "  [gateway]   ; inline comment after a section\n"
+				  "workers=2 ; inline comment\n"
+				  "log_level   =   debug\n",
+				  &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->gateway.workers, 2);
+	assert_int_equal(c->gateway.log_level, CONF_LOG_DEBUG);
+	conf_free(c);
+}
+
+static void test_allow(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = 198.18.4.0/22 198.19.0.7\n", &e);
+	struct in_addr a;
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->routes[0].n_allow, 2);
+	a.s_addr = ip("198.18.7.255");
+	assert_true(conf_route_allows(&c->routes[0], a));
+	a.s_addr = ip("198.18.8.0");
+	assert_false(conf_route_allows(&c->routes[0], a));
+	a.s_addr = ip("198.19.0.7");
+	assert_true(conf_route_allows(&c->routes[0], a));
+	a.s_addr = ip("198.19.0.8");
+	assert_false(conf_route_allows(&c->routes[0], a));
+	conf_free(c);
+
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\n", &e);
+	assert_non_null(c);
+	a.s_addr = ip("203.0.113.9");
+	assert_true(conf_route_allows(&c->routes[0], a)); /* default 0.0.0.0/0 */
+	conf_free(c);
+}
+
+static void test_endpoint_str(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[eth]\nvdev=net_null0\naddress=198.18.0.1/24\n"
+				  "[route r]\nlisten = tcp:9000\nconnect = ib:198.19.0.2:7000\n",
+				  &e);
+	char buf[64];
+
+	(void)state;
+	assert_non_null(c);
+	assert_string_equal(conf_endpoint_str(&c->routes[0].listen, buf, sizeof(buf)), "tcp:9000");
+	assert_string_equal(conf_endpoint_str(&c->routes[0].connect, buf, sizeof(buf)), "ib:198.19.0.2:7000");
+	conf_free(c);
+}
+
+static void test_route_equal(void **state)
+{
+	struct errors e;
+	struct conf *a = load_str("[route r]\nlisten = ib:1\nconnect = echo\n", &e);
+	struct conf *b = load_str("[route r]\nlisten = ib:1\nconnect = echo\nmax_sessions = 5\n", &e);
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(conf_route_equal(&a->routes[0], &a->routes[0]));
+	assert_false(conf_route_equal(&a->routes[0], &b->routes[0]));
+	conf_free(a);
+	conf_free(b);
+}
+
+static void test_missing_file(void **state)
+{
+	(void)state;
+	assert_null(conf_load("/nonexistent/ibgw.conf", NULL, NULL));
+	assert_int_equal(errno, ENOENT);
+}
+
+/* Every file in conf-bad/ must be rejected with exactly its "# expect: LINE: text" messages. */
+static void test_bad_files(void **state)
+{
+	const char *dir = "tests/unit/conf-bad";
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned files = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[300], line[256], expect[16][600];
+		unsigned n_expect = 0;
+		struct errors e = {0};
+		struct conf *c;
+		FILE *f;
+
+		if (!strstr(de->d_name, ".conf"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			char *x = strstr(line, "# expect: ");
+			if (!x)
+				continue;
+			x += strlen("# expect: ");
+			x[strcspn(x, "\n")] = 0;
+			assert_true(n_expect < 16);
+			snprintf(expect[n_expect++], sizeof(expect[0]), "%s:%s", path, x);
+		}
+		fclose(f);
+		assert_true(n_expect > 0);
+		c = conf_load(path, collect, &e);
+		if (c || e.n != n_expect) {
+			print_message("%s: %u error(s), expected %u\n", path, e.n, n_expect);
+			for (unsigned i = 0; i < e.n && i < 32; i++)
+				print_message("  got: %s\n", e.msg[i]);
+		}
+		assert_null(c);
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(e.n, n_expect);
+		for (unsigned i = 0; i < n_expect; i++) {
+			bool found = false;
+			for (unsigned j = 0; j < e.n && !found; j++)
+				found = !strncmp(e.msg[j], expect[i], strlen(expect[i]));
+			if (!found)
+				print_message("%s: missing message '%s'\n", path, expect[i]);
+			assert_true(found);
+		}
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 25);
+}
+
+static void test_reference_lists_every_key(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	conf_print_reference(f);
+	fclose(f);
+	assert_non_null(strstr(buf, "### [gateway]"));
+	assert_non_null(strstr(buf, "### [route NAME]"));
+	assert_non_null(strstr(buf, "| `drain_timeout` | duration |"));
+	assert_non_null(strstr(buf, "| `listen` | listener |  | (required) |"));
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_example_file),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_ranges_inclusive),
+		cmocka_unit_test(test_comments_and_spacing),
+		cmocka_unit_test(test_allow),
+		cmocka_unit_test(test_endpoint_str),
+		cmocka_unit_test(test_route_equal),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_reference_lists_every_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
