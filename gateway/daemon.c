@@ -110,6 +110,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	c->eth = d->conf->eth;
 	conf_free(d->conf);
 	d->conf = c;
+	gw_eth_routes(d);
+	gw_ib_routes(d);
 	d->reloads_ok++;
 	GW_NOTICE("reload done: %u route(s)", c->n_routes);
 }
@@ -167,10 +169,7 @@ static int start_workers(struct gw_daemon *d)
 		if (i == d->n_workers)
 			break;
 		w = &d->workers[i];
-		w->id = i;
 		w->lcore = lcore;
-		w->port = d->port;
-		w->idle_sleep_us = d->conf->gateway.idle_sleep_us;
 		ret = rte_eal_remote_launch(gw_worker_main, w, lcore);
 		if (ret) {
 			GW_ERR("cannot launch worker %u on lcore %u: %s", i, lcore, strerror(-ret));
@@ -218,6 +217,22 @@ int gw_daemon_run(struct gw_daemon *d)
 		GW_ERR("cannot install signal handlers");
 		goto err;
 	}
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		d->workers[i].id = i;
+		d->workers[i].d = d;
+		d->workers[i].port = d->port;
+		d->workers[i].idle_sleep_us = d->conf->gateway.idle_sleep_us;
+	}
+	if ((ret = gw_eth_start(d))) {
+		GW_ERR("Ethernet side: cannot start: %s", strerror(-ret));
+		goto err;
+	}
+	if ((ret = gw_ib_start(d))) {
+		GW_ERR("IB side: cannot start: %s", strerror(-ret));
+		goto err_eth;
+	}
+	gw_eth_routes(d);
+	gw_ib_routes(d);
 	if (start_workers(d))
 		goto err_workers;
 	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);
@@ -232,6 +247,9 @@ int gw_daemon_run(struct gw_daemon *d)
 	GW_NOTICE("stopped");
 err_workers:
 	stop_workers(d);
+	gw_ib_stop(d);
+err_eth:
+	gw_eth_stop(d);
 err:
 	if (d->drain_timer)
 		event_free(d->drain_timer);

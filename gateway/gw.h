@@ -21,6 +21,12 @@ struct event_base;
 struct event;
 struct evhttp;
 struct eth_port;
+struct eth_stack;
+struct ib_worker;
+struct ib_ctl;
+struct gw_metrics;
+struct xlt_stream;
+struct conf_route;
 
 /* Counters of one worker: written by that worker only, read by the control thread (relaxed). */
 struct gw_worker_stats {
@@ -40,6 +46,9 @@ struct gw_worker {
 	bool stop;	   /* written by control, read by the worker (atomic) */
 	uint64_t idle_sleep_us; /* copied before launch */
 	struct eth_port *port; /* NULL: no Ethernet port */
+	struct gw_daemon *d;
+	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
+	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
 	struct gw_worker_stats st;
 };
 
@@ -65,10 +74,17 @@ struct gw_daemon {
 	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
 
 	enum gw_state state; /* written by control; read by workers (atomic) */
+	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
 	struct eth_port *port;
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };
+
+/* Adds N to a counter that only the calling thread writes; readers on other threads load it relaxed. */
+static inline void gw_bump(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
 
 /* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker. */
 int gw_worker_main(void *arg);
@@ -77,6 +93,22 @@ int gw_worker_main(void *arg);
 int gw_daemon_run(struct gw_daemon *d);
 uint64_t gw_now_ns(void);
 uint64_t gw_sessions_active(const struct gw_daemon *d);
+
+/* Engine glue: each side of the gateway plugs into the daemon through these hooks.
+ * eth_glue.c drives eth_side (the TCP/IP engine on the DPDK port), ib_glue.c drives ib_side (rdma_cm and
+ * the rsocket engine). _start runs on the control thread before the workers launch, _poll on each worker
+ * every loop (returns the amount of work done, 0 when idle), _routes on the control thread at start and
+ * after every reload, _metrics while rendering /metrics and /stats, _stop after the workers stopped. */
+int gw_eth_start(struct gw_daemon *d);
+unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns);
+void gw_eth_routes(struct gw_daemon *d);
+void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m);
+void gw_eth_stop(struct gw_daemon *d);
+int gw_ib_start(struct gw_daemon *d);
+unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns);
+void gw_ib_routes(struct gw_daemon *d);
+void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
+void gw_ib_stop(struct gw_daemon *d);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

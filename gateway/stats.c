@@ -60,6 +60,8 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		snprintf(port, sizeof(port), "%u", d->conf->eth.port);
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
+	gw_eth_metrics(d, m);
+	gw_ib_metrics(d, m);
 }
 
 static void reply(struct evhttp_request *req, int code, const char *reason, const char *type,

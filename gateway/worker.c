@@ -6,13 +6,7 @@
  * would starve the peers it serves; idle_sleep = 0 gives classic DPDK busy polling. */
 #include <time.h>
 
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
-
-#include "../eth_side/port.h"
 #include "gw.h"
-
-#define BURST 32
 
 const struct xlt_metric_desc gw_worker_metrics[] = {
 	{"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
@@ -28,38 +22,18 @@ const struct xlt_metric_desc gw_worker_metrics[] = {
 };
 const unsigned gw_worker_n_metrics = sizeof(gw_worker_metrics) / sizeof(gw_worker_metrics[0]);
 
-static inline void bump(uint64_t *c, uint64_t n)
-{
-	/* single writer: a plain add published with a relaxed store is enough for readers */
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
-
-static unsigned poll_port(struct gw_worker *w)
-{
-	struct rte_mbuf *pkts[BURST];
-	uint16_t n;
-
-	if (!w->port)
-		return 0;
-	n = rte_eth_rx_burst(eth_port_id(w->port), (uint16_t)w->id, pkts, BURST);
-	if (n == 0)
-		return 0;
-	bump(&w->st.rx_packets, n);
-	rte_pktmbuf_free_bulk(pkts, n);
-	return n;
-}
-
 int gw_worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
 	uint64_t nap_us = 0;
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-		unsigned work = poll_port(w);
+		uint64_t now = gw_now_ns();
+		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now);
 
-		bump(&w->st.loops, 1);
+		gw_bump(&w->st.loops, 1);
 		if (work) {
-			bump(&w->st.busy_loops, 1);
+			gw_bump(&w->st.busy_loops, 1);
 			nap_us = 0;
 			continue;
 		}
@@ -69,7 +43,7 @@ int gw_worker_main(void *arg)
 		if (nap_us > w->idle_sleep_us)
 			nap_us = w->idle_sleep_us;
 		nanosleep(&(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL);
-		bump(&w->st.idle_sleeps, 1);
+		gw_bump(&w->st.idle_sleeps, 1);
 	}
 	return 0;
 }

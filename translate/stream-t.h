@@ -1,0 +1,78 @@
+/* Streams: the one interface through which a session moves bytes, whatever carries them.
+ *
+ * A stream is one end of a session: an rsocket connection (ib_side), a TCP connection (eth_side), or a
+ * diagnostic end (echo/discard, translate). All of a session's streams live on one worker and are only
+ * ever touched by that worker's thread, so nothing here is locked.
+ *
+ * Backpressure is the contract itself:
+ *  - received bytes stay in the stream's own receive buffer until the session calls consume(): only
+ *    then does TCP re-open its window, or rsocket return credits and re-advertise buffer space;
+ *  - write() accepts only what fits the stream's bounded send buffer (TCP: unacknowledged + queued;
+ *    rsocket: send buffer and the peer's credits and advertised space) and returns how much it took.
+ * A session therefore holds at most the buffers its streams were configured with, never more.
+ *
+ * Events flow up through struct xlt_stream_events, which the session installs with xlt_stream_bind().
+ * An implementation may call them from its poll function only (never from inside an op), so a session
+ * never re-enters itself. */
+#ifndef XLT_STREAM_T_H
+#define XLT_STREAM_T_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct xlt_stream;
+
+enum xlt_stream_state {
+	XLT_STREAM_CONNECTING, /* active open under way */
+	XLT_STREAM_OPEN,
+	XLT_STREAM_CLOSED, /* both directions done or aborted; the owner frees it after on_closed */
+};
+
+struct xlt_stream_ops {
+	/* Contiguous received bytes not consumed yet: returns their count and sets *DATA (0: none now).
+	 * Peeking twice without consume returns the same bytes. */
+	size_t (*peek)(struct xlt_stream *s, const uint8_t **data);
+	/* Releases the first N bytes returned by peek (N <= that count). */
+	void (*consume)(struct xlt_stream *s, size_t n);
+	/* Takes up to LEN bytes to send (copied or queued; the caller keeps DATA). Returns the count taken;
+	 * fewer than LEN means the send side is full and on_writable will follow. */
+	size_t (*write)(struct xlt_stream *s, const uint8_t *data, size_t len);
+	/* Half-close: no more writes; the peer sees end of stream after what was written (TCP FIN,
+	 * rsocket SHUTDOWN). Reading goes on. */
+	void (*shutdown)(struct xlt_stream *s);
+	/* Hard close now (TCP RST, rsocket DISCONNECT); unsent and unread data are dropped. on_closed
+	 * follows from the next poll. */
+	void (*abort)(struct xlt_stream *s);
+	/* Releases the stream after on_closed (or one never opened). */
+	void (*release)(struct xlt_stream *s);
+};
+
+struct xlt_stream_events {
+	void *arg;
+	/* Active open finished; the stream is OPEN. */
+	void (*on_connected)(void *arg);
+	/* New bytes can be peeked, or the peer's end of stream was reached (see peer_done). */
+	void (*on_readable)(void *arg);
+	/* Send space opened after a short write(). */
+	void (*on_writable)(void *arg);
+	/* The stream is CLOSED. ERR is 0 after an orderly close both ways, else a negative errno:
+	 * -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET (peer reset or killed), -EPROTO (peer broke the protocol),
+	 * -ECONNABORTED (aborted locally). */
+	void (*on_closed)(void *arg, int err);
+};
+
+/* The common head of every stream implementation (embedded first; the implementation's own state
+ * follows). Fields are written by the implementation and read by the session, same thread. */
+struct xlt_stream {
+	const struct xlt_stream_ops *ops;
+	struct xlt_stream_events ev;
+	enum xlt_stream_state state;
+	uint8_t peer_done;  /* the peer will send nothing more (FIN / SHUTDOWN seen and all bytes peeked) */
+	uint8_t local_done; /* shutdown() was called */
+	uint32_t peer_addr; /* IPv4 of the remote end, network byte order (for ACLs and logs) */
+	uint16_t peer_port; /* host byte order */
+	uint64_t bytes_in;  /* consumed by the session */
+	uint64_t bytes_out; /* taken by write() */
+};
+
+#endif
