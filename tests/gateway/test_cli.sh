@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# ibgwd's command line: -t on the example config, -t on a file with several kinds of errors (each one
+# reported as FILE:LINE, exit 1), --version, -h, bad usage, a missing file, and the README's config
+# reference being exactly what the keyword table prints (so the docs cannot drift).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$IBGWD" -t -c conf/ibgw.conf) || fail "conf/ibgw.conf rejected: $out"
+grep -q "config conf/ibgw.conf: OK" <<<"$out" || fail "no summary"
+grep -q "web-out *ib:8080 *-> tcp:198.18.0.10:80" <<<"$out" || fail "summary lacks the routes"
+ok "-t accepts conf/ibgw.conf and prints a summary"
+
+cat >"$tmp/bad.conf" <<'EOF2'
+[gateway]
+wokers = 2
+[ib]
+rbuf_size = 12X
+[route a]
+listen = ib:7000
+connect = echo
+[route b]
+listen = ib:7000
+connect = discard
+EOF2
+"$IBGWD" -t -c "$tmp/bad.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 1 ] || fail "bad file: exit $rc, expected 1"
+grep -qx "$tmp/bad.conf:2: unknown key 'wokers' in \[gateway\]" "$tmp/out" || fail "unknown key not reported: $(cat "$tmp/out")"
+grep -q "^$tmp/bad.conf:4: rbuf_size: unknown size unit" "$tmp/out" || fail "bad size not reported"
+grep -q "^$tmp/bad.conf:9: route 'b' listens on ib:7000 like route 'a' (line 6)" "$tmp/out" || fail "shared listener not reported"
+[ "$(grep -c "^$tmp/bad.conf:[0-9]*:" "$tmp/out")" = 3 ] || fail "expected exactly 3 errors: $(cat "$tmp/out")"
+ok "-t rejects a bad file with all three errors as FILE:LINE, exit 1"
+
+"$IBGWD" --version | grep -q '^ibgwd [0-9]' || fail "--version"
+"$IBGWD" -h | grep -q -- '--config' || fail "-h"
+"$IBGWD" --bogus >/dev/null 2>&1; [ $? = 2 ] || fail "bad option should exit 2"
+"$IBGWD" -t -c "$tmp/none.conf" 2>"$tmp/err"; [ $? = 1 ] || fail "missing file should exit 1"
+grep -q "No such file" "$tmp/err" || fail "missing file message"
+ok "--version, -h, bad usage, missing file"
+
+"$IBGWD" --config-reference >"$tmp/ref.md"
+awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{f=0}f' README.md >"$tmp/readme.md"
+diff -u "$tmp/ref.md" "$tmp/readme.md" >"$tmp/diff" || fail "README config reference differs from the keyword table (regenerate with: build/ibgwd --config-reference):
+$(head -30 "$tmp/diff")"
+ok "README config reference matches the keyword table"

@@ -1,0 +1,73 @@
+# Helpers to run ibgwd in tests (source it from bash). Works on the host and inside the test VM.
+#
+#   gw_free_port                 prints a free TCP port on 127.0.0.1 for the stats endpoint
+#   gw_start CONF [ARGS...]      starts $IBGWD (default build/asan/ibgwd) -f -c CONF in the background;
+#                                sets GW_PID and GW_LOG (kept in build/test-logs/); ended by gw_cleanup
+#   gw_wait_ready STATS_PORT [S] waits until /health answers 200 (default 30 s); fails if ibgwd died
+#   gw_metric STATS_PORT 'name{labels}'  prints the value of one sample of /metrics (0 if absent)
+#   gw_stop [SIGNAL] [S]         sends SIGNAL (TERM) and waits up to S s (20); returns ibgwd's exit code
+#   gw_cleanup                   kills a still-running ibgwd (by PID); call it from your EXIT trap
+#   fail MSG / ok MSG            print and exit 1 / print a check that passed
+GW_ROOT=${GW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+IBGWD=${IBGWD:-$GW_ROOT/${BUILD:-build}/asan/ibgwd}
+GW_PID=
+GW_LOG=
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:exitcode=66:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+fail() { echo "FAIL: $*"; [ -n "$GW_LOG" ] && [ -f "$GW_LOG" ] && { echo "--- ibgwd log (tail)"; tail -n 40 "$GW_LOG"; }; exit 1; }
+ok() { echo "ok: $*"; }
+
+gw_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+gw_start() {
+	local conf=$1; shift
+	mkdir -p "$GW_ROOT/${BUILD:-build}/test-logs"
+	GW_LOG=${GW_LOG:-$GW_ROOT/${BUILD:-build}/test-logs/$(basename "$0" .sh).ibgwd-$$.log}
+	"$IBGWD" -f -c "$conf" "$@" >>"$GW_LOG" 2>&1 &
+	GW_PID=$!
+}
+
+gw_wait_ready() {
+	local port=$1 limit=${2:-30} i
+	for ((i = 0; i < limit * 10; i++)); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)" = 200 ] && return 0
+		kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd exited during start-up"
+		sleep 0.1
+	done
+	fail "ibgwd not ready on port $port after ${limit}s"
+}
+
+gw_metric() {
+	curl -s "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'
+}
+
+gw_stop() {
+	local sig=${1:-TERM} limit=${2:-20} i rc
+	[ -n "$GW_PID" ] || return 0
+	kill -"$sig" "$GW_PID" 2>/dev/null
+	for ((i = 0; i < limit * 10; i++)); do
+		kill -0 "$GW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$GW_PID" 2>/dev/null; then
+		kill -KILL "$GW_PID" 2>/dev/null
+		wait "$GW_PID" 2>/dev/null
+		GW_PID=
+		return 124
+	fi
+	wait "$GW_PID"
+	rc=$?
+	GW_PID=
+	return $rc
+}
+
+gw_cleanup() {
+	if [ -n "$GW_PID" ] && kill -0 "$GW_PID" 2>/dev/null; then
+		kill -KILL "$GW_PID" 2>/dev/null
+		wait "$GW_PID" 2>/dev/null
+	fi
+	GW_PID=
+}
