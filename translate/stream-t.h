@@ -11,9 +11,10 @@
  *    rsocket: send buffer and the peer's credits and advertised space) and returns how much it took.
  * A session therefore holds at most the buffers its streams were configured with, never more.
  *
- * Events flow up through struct xlt_stream_events, which the session installs with xlt_stream_bind().
+ * Events flow up through struct xlt_stream_events, which the session installs (s->ev).
  * An implementation may call them from its poll function only (never from inside an op), so a session
- * never re-enters itself. */
+ * never re-enters itself. on_closed is the last event of a stream: the session may call release()
+ * from inside it, so the implementation must not touch the stream after calling on_closed. */
 #ifndef XLT_STREAM_T_H
 #define XLT_STREAM_T_H
 

@@ -1,0 +1,360 @@
+/* Unit tests of translate/session.c with in-memory streams: relay integrity under a tiny destination
+ * buffer (backpressure), half-close both ways, errors and connect failures aborting the other end,
+ * echo and discard, and the blocked-time accounting. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "translate/session.h"
+
+#define CAP 4096
+
+/* An in-memory stream: RX holds what its "peer" sent (not yet consumed), TX what the session wrote
+ * (bounded by tx_room, which the test opens to simulate the peer draining). */
+struct fake {
+	struct xlt_stream s;
+	uint8_t rx[CAP];
+	size_t rx_len, rx_off;
+	uint8_t tx[1 << 20];
+	size_t tx_len, tx_room;
+	size_t max_peek; /* emulate a ring: peek returns at most this much at once */
+	int shutdowns, aborts, releases;
+};
+
+static size_t f_peek(struct xlt_stream *s, const uint8_t **data)
+{
+	struct fake *f = (struct fake *)s;
+	size_t n = f->rx_len - f->rx_off;
+
+	if (f->max_peek && n > f->max_peek)
+		n = f->max_peek;
+	*data = f->rx + f->rx_off;
+	return n;
+}
+
+static void f_consume(struct xlt_stream *s, size_t n)
+{
+	struct fake *f = (struct fake *)s;
+
+	assert_true(n <= f->rx_len - f->rx_off);
+	f->rx_off += n;
+}
+
+static size_t f_write(struct xlt_stream *s, const uint8_t *data, size_t len)
+{
+	struct fake *f = (struct fake *)s;
+	size_t n = len < f->tx_room ? len : f->tx_room;
+
+	assert_false(s->local_done);
+	memcpy(f->tx + f->tx_len, data, n);
+	f->tx_len += n;
+	f->tx_room -= n;
+	return n;
+}
+
+static void f_shutdown(struct xlt_stream *s)
+{
+	((struct fake *)s)->shutdowns++;
+	s->local_done = 1;
+}
+
+static void f_abort(struct xlt_stream *s)
+{
+	((struct fake *)s)->aborts++;
+}
+
+static void f_release(struct xlt_stream *s)
+{
+	((struct fake *)s)->releases++;
+}
+
+static const struct xlt_stream_ops fake_ops = {f_peek, f_consume, f_write, f_shutdown, f_abort, f_release};
+
+static uint64_t clock_ns;
+static int done_calls;
+static enum xlt_end_reason done_reason;
+
+static uint64_t now(void *arg)
+{
+	(void)arg;
+	return clock_ns;
+}
+
+static void done(void *arg, struct xlt_session *s, enum xlt_end_reason r)
+{
+	(void)arg;
+	(void)s;
+	done_calls++;
+	done_reason = r;
+}
+
+static const struct xlt_session_owner owner = {.now_ns = now, .done = done};
+
+static struct fake *fake_new(enum xlt_stream_state st, size_t tx_room)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->s.ops = &fake_ops;
+	f->s.state = st;
+	f->tx_room = tx_room;
+	return f;
+}
+
+/* The peer of F sends DATA (appended to F's receive buffer), then the stream signals readable. */
+static void peer_sends(struct fake *f, const void *data, size_t len)
+{
+	assert_true(f->rx_len + len <= CAP);
+	memcpy(f->rx + f->rx_len, data, len);
+	f->rx_len += len;
+	f->s.ev.on_readable(f->s.ev.arg);
+}
+
+static void peer_drains(struct fake *f, size_t room)
+{
+	f->tx_room += room;
+	f->s.ev.on_writable(f->s.ev.arg);
+}
+
+static void closed(struct fake *f, int err)
+{
+	f->s.state = XLT_STREAM_CLOSED;
+	f->s.ev.on_closed(f->s.ev.arg, err);
+}
+
+static void reset_globals(void)
+{
+	clock_ns = 1000;
+	done_calls = 0;
+	done_reason = XLT_END_COUNT;
+}
+
+static void test_relay_backpressure_integrity(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 100);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint8_t data[3000];
+
+	(void)state;
+	reset_globals();
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	a->max_peek = 512;
+	peer_sends(a, data, sizeof(data));
+	/* B takes only 100 bytes: the rest stays in A (not consumed), the direction is blocked */
+	assert_int_equal(b->tx_len, 100);
+	assert_int_equal(a->rx_off, 100);
+	assert_int_equal(st.blocked_a_to_b, 1);
+	clock_ns += 5000;
+	while (b->tx_len < sizeof(data))
+		peer_drains(b, 37);
+	assert_memory_equal(b->tx, data, sizeof(data));
+	assert_int_equal(a->rx_off, sizeof(data));
+	assert_int_equal(st.bytes_a_to_b, sizeof(data));
+	assert_int_equal(st.blocked_ns_a_to_b, 5000);
+	/* the other direction flows independently */
+	peer_sends(b, "pong", 4);
+	assert_int_equal(a->tx_len, 4);
+	assert_memory_equal(a->tx, "pong", 4);
+	assert_int_equal(st.bytes_b_to_a, 4);
+	assert_int_equal(st.sessions_active, 1);
+	free(a);
+	free(b);
+}
+
+static void test_half_close_both_ways(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 10);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	a->s.peer_done = 1;
+	peer_sends(a, "0123456789abcdef", 16);
+	/* B's buffer is full: no shutdown before every byte was handed over */
+	assert_int_equal(b->shutdowns, 0);
+	peer_drains(b, 100);
+	assert_int_equal(b->tx_len, 16);
+	assert_int_equal(b->shutdowns, 1);
+	/* B -> A keeps flowing after A's peer half-closed */
+	peer_sends(b, "reply", 5);
+	assert_int_equal(a->tx_len, 5);
+	assert_int_equal(a->shutdowns, 0);
+	b->s.peer_done = 1;
+	b->s.ev.on_readable(b->s.ev.arg);
+	assert_int_equal(a->shutdowns, 1);
+	closed(a, 0);
+	assert_int_equal(done_calls, 0); /* B still open */
+	closed(b, 0);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_OK);
+	assert_int_equal(a->releases, 1);
+	assert_int_equal(b->releases, 1);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	assert_int_equal(st.ends[XLT_END_OK], 1);
+	assert_int_equal(st.sessions_active, 0);
+	free(a);
+	free(b);
+}
+
+static void test_error_aborts_other_end(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	closed(b, -ECONNRESET);
+	assert_int_equal(a->aborts, 1);
+	assert_int_equal(done_calls, 0);
+	closed(a, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_RESET);
+	assert_int_equal(st.ends[XLT_END_RESET], 1);
+	free(a);
+	free(b);
+}
+
+static void test_connect_refused_and_timeout(void **state)
+{
+	int errs[] = {-ECONNREFUSED, -ETIMEDOUT};
+	enum xlt_end_reason want[] = {XLT_END_CONNECT_REFUSED, XLT_END_CONNECT_TIMEOUT};
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, CAP);
+		struct xlt_route_stats st = {0};
+		struct xlt_session s = {0};
+
+		reset_globals();
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+		/* bytes from A wait while B connects: nothing consumed, nothing written */
+		peer_sends(a, "early", 5);
+		assert_int_equal(a->rx_off, 0);
+		closed(b, errs[i]);
+		assert_int_equal(a->aborts, 1);
+		closed(a, -ECONNABORTED);
+		assert_int_equal(done_reason, want[i]);
+		assert_int_equal(st.ends[want[i]], 1);
+		assert_int_equal(st.connects, 0);
+		free(a);
+		free(b);
+	}
+}
+
+static void test_connect_then_flush(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	peer_sends(a, "early", 5);
+	clock_ns += 777;
+	b->s.state = XLT_STREAM_OPEN;
+	b->s.ev.on_connected(b->s.ev.arg);
+	assert_int_equal(b->tx_len, 5);
+	assert_int_equal(st.connects, 1);
+	assert_int_equal(st.connect_ns_sum, 777);
+	/* after connecting, a timeout is a reset, not a connect failure */
+	closed(b, -ETIMEDOUT);
+	closed(a, -ECONNABORTED);
+	assert_int_equal(done_reason, XLT_END_RESET);
+	free(a);
+	free(b);
+}
+
+static void test_echo(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, 3);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_ECHO, &a->s, NULL, &st, &owner);
+	peer_sends(a, "hello world", 11);
+	assert_int_equal(a->tx_len, 3);
+	assert_int_equal(a->rx_off, 3);
+	peer_drains(a, 100);
+	assert_int_equal(a->tx_len, 11);
+	assert_memory_equal(a->tx, "hello world", 11);
+	a->s.peer_done = 1;
+	a->s.ev.on_readable(a->s.ev.arg);
+	assert_int_equal(a->shutdowns, 1);
+	closed(a, 0);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(a->releases, 1);
+	free(a);
+}
+
+static void test_discard(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, 0);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint8_t big[CAP] = {1};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_DISCARD, &a->s, NULL, &st, &owner);
+	peer_sends(a, big, sizeof(big));
+	assert_int_equal(a->rx_off, sizeof(big));
+	assert_int_equal(st.bytes_a_to_b, sizeof(big));
+	assert_int_equal(a->tx_len, 0);
+	a->s.peer_done = 1;
+	a->s.ev.on_readable(a->s.ev.arg);
+	assert_int_equal(a->shutdowns, 1); /* the peer's FIN is answered so it sees an orderly close */
+	closed(a, 0);
+	assert_int_equal(done_reason, XLT_END_OK);
+	free(a);
+}
+
+static void test_abort(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	assert_int_equal(a->aborts, 1);
+	assert_int_equal(b->aborts, 1);
+	closed(a, -ECONNABORTED);
+	closed(b, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_ABORTED);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_relay_backpressure_integrity),
+		cmocka_unit_test(test_half_close_both_ways),
+		cmocka_unit_test(test_error_aborts_other_end),
+		cmocka_unit_test(test_connect_refused_and_timeout),
+		cmocka_unit_test(test_connect_then_flush),
+		cmocka_unit_test(test_echo),
+		cmocka_unit_test(test_discard),
+		cmocka_unit_test(test_abort),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,78 @@
+/* Session types: one session joins the stream a listener accepted (end A) to its route's destination
+ * (end B: another stream, or the echo/discard diagnostics). See session.h. */
+#ifndef XLT_SESSION_T_H
+#define XLT_SESSION_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "metric-t.h"
+#include "stream-t.h"
+
+enum xlt_session_kind {
+	XLT_SESSION_RELAY,   /* A <-> B */
+	XLT_SESSION_ECHO,    /* A -> A */
+	XLT_SESSION_DISCARD, /* A -> nowhere */
+};
+
+/* Why a session ended or was never made; indexes xlt_route_stats.ends. */
+enum xlt_end_reason {
+	XLT_END_OK,		/* both directions closed in order */
+	XLT_END_RESET,		/* a peer reset or vanished */
+	XLT_END_CONNECT_REFUSED,
+	XLT_END_CONNECT_TIMEOUT,
+	XLT_END_CONNECT_FAILED, /* other connect errors (no route, no resources) */
+	XLT_END_PROTOCOL,	/* a peer broke its protocol */
+	XLT_END_ABORTED,	/* aborted by the gateway (drain timeout, shutdown) */
+	XLT_END_COUNT,
+};
+
+/* Counters of one route on one worker: written by that worker only. */
+struct xlt_route_stats {
+	uint64_t sessions_active; /* gauge */
+	uint64_t sessions_total;
+	uint64_t ends[XLT_END_COUNT];
+	uint64_t bytes_a_to_b; /* from the listener side to the destination */
+	uint64_t bytes_b_to_a;
+	uint64_t blocked_ns_a_to_b; /* time a direction waited for the other side to take bytes */
+	uint64_t blocked_ns_b_to_a;
+	uint64_t blocked_a_to_b; /* times a direction became blocked */
+	uint64_t blocked_b_to_a;
+	uint64_t connect_ns_sum; /* far-side connect latency: sum and count */
+	uint64_t connects;
+};
+
+/* The session's view of the world: the owner (gateway) provides the clock and hears when a session
+ * is over so it can recycle it. */
+struct xlt_session;
+struct xlt_session_owner {
+	void *arg;
+	uint64_t (*now_ns)(void *arg);
+	/* The session ended (REASON) and both ends were released; the owner may reuse S. */
+	void (*done)(void *arg, struct xlt_session *s, enum xlt_end_reason reason);
+};
+
+struct xlt_session_end {
+	struct xlt_session *s;
+	unsigned idx; /* 0 = A, 1 = B */
+};
+
+/* Worker-private; never seen by other threads except through (id, gen). */
+struct xlt_session {
+	uint32_t id;
+	uint32_t gen;
+	enum xlt_session_kind kind;
+	bool live;
+	struct xlt_stream *st[2];	 /* A, B (B NULL for echo/discard, or once released) */
+	struct xlt_session_end ends[2]; /* event args of A and B */
+	bool blocked[2];		 /* direction A->B (0) and B->A (1) waits for its destination */
+	uint64_t blocked_since[2];
+	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
+	uint64_t connect_start_ns;
+	enum xlt_end_reason reason; /* first cause of the end */
+	struct xlt_route_stats *stats;
+	const struct xlt_session_owner *owner;
+	void *user; /* owner's pointer (e.g. its route) */
+};
+
+#endif

@@ -1,0 +1,32 @@
+/* Sessions: relay bytes between two streams with backpressure, propagate half-closes and aborts.
+ *
+ * A session never buffers anything of its own: it moves bytes from one stream's receive buffer into
+ * the other stream's send buffer (write) and only then releases them at the source (consume). When
+ * the destination is full the source keeps its bytes, so its window (TCP) or credits (rsocket) stay
+ * closed until the destination drains: backpressure crosses the gateway with zero copies held here.
+ *
+ * Pure logic: no DPDK, no verbs, no allocation. The owner allocates struct xlt_session (from a
+ * per-worker pool), starts it, and gets it back through owner->done. One thread per session. */
+#ifndef XLT_SESSION_H
+#define XLT_SESSION_H
+
+#include "session-t.h"
+
+/* Starts S on the accepted stream A. For XLT_SESSION_RELAY, B is the far-side stream (CONNECTING or
+ * OPEN); it must be NULL for echo and discard. The session installs A's and B's events and owns both
+ * streams until owner->done. STATS and OWNER outlive the session. */
+void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct xlt_stream *a,
+		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner);
+
+/* Aborts both ends (drain timeout, shutdown); done follows once the streams report closed. */
+void xlt_session_abort(struct xlt_session *s, enum xlt_end_reason reason);
+
+/* Moves what can be moved now in both directions (also called from the stream events). */
+void xlt_session_pump(struct xlt_session *s);
+
+/* Maps a stream's on_closed error to an end reason. */
+enum xlt_end_reason xlt_end_reason_of(int err, bool connecting);
+
+extern const char *const xlt_end_reason_names[XLT_END_COUNT];
+
+#endif
