@@ -108,12 +108,29 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	c->gateway.log_target = d->conf->gateway.log_target;
 	c->ib = d->conf->ib;
 	c->eth = d->conf->eth;
-	conf_free(d->conf);
-	d->conf = c;
+	{
+		struct conf *old = d->conf;
+		d->conf = c;
+		if (gw_routes_apply(d)) {
+			d->conf = old;
+			conf_free(c);
+			d->reloads_failed++;
+			GW_ERR("reload failed: keeping the running configuration");
+			return;
+		}
+		conf_free(old);
+	}
 	gw_eth_routes(d);
 	gw_ib_routes(d);
 	d->reloads_ok++;
 	GW_NOTICE("reload done: %u route(s)", c->n_routes);
+}
+
+static void sweep_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	gw_routes_sweep(arg);
 }
 
 static void drain_tick(evutil_socket_t fd, short what, void *arg)
@@ -125,10 +142,18 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (active && gw_now_ns() < d->drain_deadline_ns)
 		return;
-	if (active) {
+	if (active && !d->drain_aborting) {
+		/* the workers abort their sessions; give the aborts a moment to reach the peers */
 		GW_WARN("drain timeout: aborting %llu session(s)", (unsigned long long)active);
 		d->drain_aborted += active;
+		d->drain_aborting = true;
+		for (unsigned i = 0; i < d->n_workers; i++)
+			__atomic_store_n(&d->workers[i].abort_all, true, __ATOMIC_RELEASE);
+		d->drain_deadline_ns = gw_now_ns() + 2000000000ull;
+		return;
 	}
+	if (active && gw_now_ns() < d->drain_deadline_ns)
+		return;
 	d->state = GW_STOPPING;
 	event_base_loopexit(d->base, NULL);
 }
@@ -223,6 +248,10 @@ int gw_daemon_run(struct gw_daemon *d)
 		d->workers[i].port = d->port;
 		d->workers[i].idle_sleep_us = d->conf->gateway.idle_sleep_us;
 	}
+	if ((ret = gw_sessions_init(d))) {
+		GW_ERR("cannot set up sessions: %s", strerror(-ret));
+		goto err;
+	}
 	if ((ret = gw_eth_start(d))) {
 		GW_ERR("Ethernet side: cannot start: %s", strerror(-ret));
 		goto err;
@@ -233,6 +262,11 @@ int gw_daemon_run(struct gw_daemon *d)
 	}
 	gw_eth_routes(d);
 	gw_ib_routes(d);
+	d->sweep_timer = event_new(d->base, -1, EV_PERSIST, sweep_tick, d);
+	if (!d->sweep_timer || event_add(d->sweep_timer, &(struct timeval){.tv_sec = 1})) {
+		GW_ERR("cannot arm the route sweep timer");
+		goto err_workers;
+	}
 	if (start_workers(d))
 		goto err_workers;
 	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);
@@ -251,6 +285,9 @@ err_workers:
 err_eth:
 	gw_eth_stop(d);
 err:
+	gw_sessions_fini(d);
+	if (d->sweep_timer)
+		event_free(d->sweep_timer);
 	if (d->drain_timer)
 		event_free(d->drain_timer);
 	if (d->sig_hup)

@@ -13,6 +13,7 @@
 
 #include "../conf/conf-t.h"
 #include "../translate/metric-t.h"
+#include "../translate/session-t.h"
 
 #define GW_MAX_WORKERS 64
 #define GW_VERSION     "0.1.0"
@@ -40,6 +41,34 @@ struct gw_worker_stats {
 extern const struct xlt_metric_desc gw_worker_metrics[];
 extern const unsigned gw_worker_n_metrics;
 
+/* A route of the running config. Routes outlive reloads while anything uses them: a reload that drops
+ * or changes a route marks the old object removed (its listeners close, its sessions finish) and the
+ * control thread frees it once nothing holds it. Whoever keeps a struct gw_route pointer beyond a call
+ * (a listener, a connection on its way to a worker, a session) holds a reference: gw_route_get/put. */
+struct gw_route {
+	struct conf_route conf; /* immutable */
+	bool removed;		/* written by control (atomic), read by anyone */
+	uint32_t refs;		/* atomic */
+	uint32_t active;	/* admitted sessions, atomic */
+	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	struct gw_route *next_removed; /* control thread */
+	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
+};
+
+enum gw_reject {
+	GW_REJECT_ACL,	    /* source not in the route's allow list */
+	GW_REJECT_LIMIT,    /* route max_sessions reached */
+	GW_REJECT_GLOBAL,   /* [gateway] max_sessions reached, or draining */
+};
+
+/* One pooled session of a worker. */
+struct gw_session {
+	struct xlt_session x; /* first */
+	struct gw_route *route;
+	struct gw_worker *w;
+	struct gw_session *next_free;
+};
+
 struct gw_worker {
 	unsigned id;	   /* also the port queue it owns */
 	unsigned lcore;
@@ -50,6 +79,11 @@ struct gw_worker {
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
 	struct gw_worker_stats st;
+	/* worker only: */
+	struct gw_session *sessions; /* pool of max_sessions */
+	struct gw_session *free_sessions;
+	struct xlt_session_owner owner;
+	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
 };
 
 enum gw_state {
@@ -68,6 +102,7 @@ struct gw_daemon {
 	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
 	struct timespec started;   /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;
+	bool drain_aborting;
 	uint64_t reloads_ok;
 	uint64_t reloads_failed;
 	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
@@ -75,6 +110,12 @@ struct gw_daemon {
 
 	enum gw_state state; /* written by control; read by workers (atomic) */
 	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
+	/* routes of the running config (control thread writes; see struct gw_route) */
+	unsigned n_routes;
+	struct gw_route *routes[CONF_MAX_ROUTES];
+	struct gw_route *removed_routes; /* still referenced; freed by gw_routes_sweep */
+	struct event *sweep_timer;
+	uint32_t sessions_admitted; /* all routes, atomic */
 	struct eth_port *port;
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
@@ -109,6 +150,35 @@ unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns);
 void gw_ib_routes(struct gw_daemon *d);
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 void gw_ib_stop(struct gw_daemon *d);
+
+/* session.c: routes and sessions.
+ * gw_routes_apply (control): builds d->routes from d->conf, keeping unchanged routes (and their
+ * counters and sessions), marking dropped or changed ones removed. Call before gw_*_routes. */
+int gw_routes_apply(struct gw_daemon *d);
+void gw_routes_sweep(struct gw_daemon *d);
+void gw_routes_free(struct gw_daemon *d);
+void gw_route_get(struct gw_route *r);
+void gw_route_put(struct gw_route *r);
+/* Any thread: would a session from ADDR (network order) be admitted now? 0 or -EACCES (allow list),
+ * -EBUSY (route or global limit, draining). Counts the rejection. Use it to refuse early (IB
+ * CONNECT_REQUEST); gw_session_accept checks again. */
+int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
+/* Worker: a listener of route R accepted stream S (OPEN, peer_addr set). Admits it (allow list,
+ * limits), opens the far side (echo/discard here, tcp via gw_eth_connect, ib via gw_ib_connect) and
+ * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
+ * not taken, the caller must reset and release it. */
+int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
+/* Worker: abort every session (drain timeout). */
+void gw_session_abort_all(struct gw_worker *w);
+int gw_sessions_init(struct gw_daemon *d);
+void gw_sessions_fini(struct gw_daemon *d);
+void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
+ * whose events report the outcome, or NULL with *ERR set. */
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
+				  int *err);
+struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
+				 int *err);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

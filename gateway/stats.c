@@ -38,7 +38,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_sample(m, (double)d->reloads_ok, "result", "ok", NULL);
 	gw_metrics_sample(m, (double)d->reloads_failed, "result", "failed", NULL);
 	gw_metrics_family(m, "routes", XLT_GAUGE, "routes in the running configuration");
-	gw_metrics_sample(m, d->conf->n_routes, NULL);
+	gw_metrics_sample(m, d->n_routes, NULL);
 	gw_metrics_family(m, "workers", XLT_GAUGE, "datapath workers");
 	gw_metrics_sample(m, d->n_workers, NULL);
 	gw_metrics_family(m, "drain_aborted_sessions_total", XLT_COUNTER,
@@ -60,6 +60,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		snprintf(port, sizeof(port), "%u", d->conf->eth.port);
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
+	gw_session_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }

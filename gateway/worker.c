@@ -29,6 +29,11 @@ int gw_worker_main(void *arg)
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = gw_now_ns();
+
+		if (__atomic_load_n(&w->abort_all, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
+			gw_session_abort_all(w);
+		}
 		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now);
 
 		gw_bump(&w->st.loops, 1);

@@ -1,0 +1,387 @@
+/* Routes and sessions of the running gateway.
+ *
+ * Routes: each reload builds a new list of struct gw_route. A route whose config is unchanged is kept
+ * as the same object (its counters and sessions carry on); a changed or dropped one is marked removed
+ * and parked until nothing references it, so sessions that started under the old config finish under
+ * it. Freeing happens on the control thread only (a 1 s sweep), never on a worker.
+ *
+ * Sessions: admission (allow list, per-route and global limits) uses atomics because IB requests are
+ * checked on the control thread and TCP ones on workers. Session objects come from a per-worker pool
+ * sized by [gateway] max_sessions at start: no allocation on the datapath. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "../conf/conf.h"
+#include "../translate/session.h"
+#include "gw.h"
+#include "log.h"
+#include "metrics.h"
+
+void gw_route_get(struct gw_route *r)
+{
+	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+void gw_route_put(struct gw_route *r)
+{
+	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
+}
+
+static struct gw_route *route_new(const struct conf_route *c)
+{
+	struct gw_route *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->conf = *c;
+	r->refs = 1; /* the route table's */
+	return r;
+}
+
+static void route_retire(struct gw_daemon *d, struct gw_route *r)
+{
+	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
+	r->next_removed = d->removed_routes;
+	d->removed_routes = r;
+	gw_route_put(r); /* the table's reference */
+}
+
+int gw_routes_apply(struct gw_daemon *d)
+{
+	struct gw_route *next[CONF_MAX_ROUTES];
+	bool kept[CONF_MAX_ROUTES] = {false};
+	unsigned n = d->conf->n_routes;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct conf_route *c = &d->conf->routes[i];
+		next[i] = NULL;
+		for (unsigned j = 0; j < d->n_routes; j++)
+			if (!kept[j] && conf_route_equal(&d->routes[j]->conf, c)) {
+				next[i] = d->routes[j];
+				kept[j] = true;
+				break;
+			}
+		if (!next[i] && !(next[i] = route_new(c))) {
+			for (unsigned k = 0; k < i; k++)
+				if (next[k] && !__atomic_load_n(&next[k]->refs, __ATOMIC_RELAXED))
+					free(next[k]);
+			GW_ERR("out of memory applying routes");
+			return -ENOMEM;
+		}
+	}
+	for (unsigned j = 0; j < d->n_routes; j++)
+		if (!kept[j])
+			route_retire(d, d->routes[j]);
+	memcpy(d->routes, next, n * sizeof(next[0]));
+	d->n_routes = n;
+	return 0;
+}
+
+void gw_routes_sweep(struct gw_daemon *d)
+{
+	struct gw_route **pp = &d->removed_routes;
+
+	while (*pp) {
+		struct gw_route *r = *pp;
+		if (__atomic_load_n(&r->refs, __ATOMIC_ACQUIRE) == 0) {
+			*pp = r->next_removed;
+			GW_INFO("route %s: last session gone, freed", r->conf.name);
+			free(r);
+		} else {
+			pp = &r->next_removed;
+		}
+	}
+}
+
+void gw_routes_free(struct gw_daemon *d)
+{
+	for (unsigned i = 0; i < d->n_routes; i++)
+		route_retire(d, d->routes[i]);
+	d->n_routes = 0;
+	/* workers are stopped: whatever they held is gone with them */
+	while (d->removed_routes) {
+		struct gw_route *r = d->removed_routes;
+		d->removed_routes = r->next_removed;
+		free(r);
+	}
+}
+
+int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+{
+	enum gw_reject why;
+
+	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
+		why = GW_REJECT_ACL;
+	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
+		 __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
+		 __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= d->conf->gateway.max_sessions)
+		why = GW_REJECT_GLOBAL;
+	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
+		why = GW_REJECT_LIMIT;
+	else
+		return 0;
+	__atomic_fetch_add(&r->rejected[why], 1, __ATOMIC_RELAXED);
+	return why == GW_REJECT_ACL ? -EACCES : -EBUSY;
+}
+
+/* Takes a route slot and a global slot, or counts why not. */
+static int admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+{
+	int ret = gw_session_check(d, r, addr);
+
+	if (ret)
+		return ret;
+	if (__atomic_add_fetch(&r->active, 1, __ATOMIC_RELAXED) > r->conf.max_sessions) {
+		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->rejected[GW_REJECT_LIMIT], 1, __ATOMIC_RELAXED);
+		return -EBUSY;
+	}
+	if (__atomic_add_fetch(&d->sessions_admitted, 1, __ATOMIC_RELAXED) > d->conf->gateway.max_sessions) {
+		__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->rejected[GW_REJECT_GLOBAL], 1, __ATOMIC_RELAXED);
+		return -EBUSY;
+	}
+	gw_route_get(r);
+	return 0;
+}
+
+static void unadmit(struct gw_daemon *d, struct gw_route *r)
+{
+	__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
+	gw_route_put(r);
+}
+
+static uint64_t owner_now(void *arg)
+{
+	(void)arg;
+	return gw_now_ns();
+}
+
+static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason reason)
+{
+	struct gw_worker *w = arg;
+	struct gw_session *s = (struct gw_session *)x;
+
+	if (reason != XLT_END_OK)
+		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
+	unadmit(w->d, s->route);
+	s->route = NULL;
+	x->gen++;
+	s->next_free = w->free_sessions;
+	w->free_sessions = s;
+	gw_bump(&w->st.sessions_active, (uint64_t)-1);
+}
+
+int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
+{
+	const struct conf_endpoint *to = &r->conf.connect;
+	struct xlt_stream *b = NULL;
+	enum xlt_session_kind kind;
+	struct gw_session *s;
+	int ret, err = 0;
+
+	ret = admit(w->d, r, a->peer_addr);
+	if (ret)
+		return ret;
+	s = w->free_sessions;
+	if (!s) {
+		ret = -ENOMEM; /* cannot happen while the pool holds max_sessions; kept as a guard */
+		goto err;
+	}
+	switch (to->kind) {
+	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;
+	case CONF_EP_DISCARD: kind = XLT_SESSION_DISCARD; break;
+	case CONF_EP_TCP:
+	case CONF_EP_IB:
+		kind = XLT_SESSION_RELAY;
+		b = to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, &err)
+					    : gw_ib_connect(w, r, to->addr, to->port, &err);
+		if (!b) {
+			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
+			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
+			ret = err ? err : -EIO;
+			goto err;
+		}
+		break;
+	default:
+		ret = -EINVAL;
+		goto err;
+	}
+	w->free_sessions = s->next_free;
+	s->route = r;
+	s->w = w;
+	gw_bump(&w->st.sessions_active, 1);
+	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner);
+	return 0;
+err:
+	unadmit(w->d, r);
+	return ret;
+}
+
+void gw_session_abort_all(struct gw_worker *w)
+{
+	unsigned cap = w->d->conf->gateway.max_sessions;
+
+	for (unsigned i = 0; i < cap; i++)
+		if (w->sessions[i].x.live)
+			xlt_session_abort(&w->sessions[i].x, XLT_END_ABORTED);
+}
+
+int gw_sessions_init(struct gw_daemon *d)
+{
+	unsigned cap = d->conf->gateway.max_sessions;
+
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		struct gw_worker *w = &d->workers[i];
+		w->sessions = calloc(cap, sizeof(*w->sessions));
+		if (!w->sessions)
+			return -ENOMEM;
+		for (unsigned k = cap; k-- > 0;) {
+			w->sessions[k].x.id = k;
+			w->sessions[k].next_free = w->free_sessions;
+			w->free_sessions = &w->sessions[k];
+		}
+		w->owner = (struct xlt_session_owner){.arg = w, .now_ns = owner_now, .done = owner_done};
+	}
+	return gw_routes_apply(d);
+}
+
+void gw_sessions_fini(struct gw_daemon *d)
+{
+	gw_routes_free(d);
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		free(d->workers[i].sessions);
+		d->workers[i].sessions = NULL;
+		d->workers[i].free_sessions = NULL;
+	}
+}
+
+/* ---- metrics: one sample per route name (a changed route and its draining predecessor add up) ---- */
+
+struct route_sum {
+	const char *name;
+	uint64_t active, rejected[3];
+	struct xlt_route_stats st;
+};
+
+static const char *side_name(enum conf_endpoint_kind k)
+{
+	return k == CONF_EP_IB ? "ib" : k == CONF_EP_TCP ? "eth" : "diag";
+}
+
+static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
+{
+	uint64_t *acc = (uint64_t *)&sum->st;
+
+	sum->name = r->conf.name;
+	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
+	for (unsigned k = 0; k < 3; k++)
+		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED);
+	/* struct xlt_route_stats is all uint64_t counters: add them up field by field */
+	for (unsigned w = 0; w < n_workers; w++) {
+		const uint64_t *v = (const uint64_t *)&r->st[w];
+		for (size_t k = 0; k < sizeof(struct xlt_route_stats) / sizeof(uint64_t); k++)
+			acc[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+	}
+}
+
+void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
+{
+	static const char *const reject_names[3] = {"acl", "limit", "global"};
+	struct route_sum *sums = calloc(CONF_MAX_ROUTES * 2, sizeof(*sums));
+	char dir[2][CONF_MAX_ROUTES * 2][16];
+	unsigned n = 0;
+
+	if (!sums)
+		return;
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		const struct gw_route *r = d->routes[i];
+		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind), side_name(r->conf.connect.kind));
+		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind), side_name(r->conf.listen.kind));
+		sum_route(&sums[n++], r, d->n_workers);
+	}
+	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
+		unsigned i;
+		for (i = 0; i < n && strcmp(sums[i].name, r->conf.name); i++)
+			;
+		if (i == n) {
+			if (n == CONF_MAX_ROUTES * 2)
+				continue;
+			snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
+				 side_name(r->conf.connect.kind));
+			snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
+				 side_name(r->conf.listen.kind));
+			n++;
+		}
+		sum_route(&sums[i], r, d->n_workers);
+	}
+
+	gw_metrics_family(m, "route_sessions_active", XLT_GAUGE, "sessions of the route now");
+	for (unsigned i = 0; i < n; i++)
+		gw_metrics_sample(m, (double)sums[i].active, "route", sums[i].name, NULL);
+	gw_metrics_family(m, "route_sessions_total", XLT_COUNTER, "sessions the route started");
+	for (unsigned i = 0; i < n; i++)
+		gw_metrics_sample(m, (double)sums[i].st.sessions_total, "route", sums[i].name, NULL);
+	gw_metrics_family(m, "route_sessions_rejected_total", XLT_COUNTER,
+			  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
+			  "(gateway max_sessions or draining)");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < 3; k++)
+			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
+					  reject_names[k], NULL);
+	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
+			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < XLT_END_COUNT; k++)
+			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
+					  xlt_end_reason_names[k], NULL);
+	gw_metrics_family(m, "route_bytes_total", XLT_COUNTER, "bytes relayed, by direction");
+	for (unsigned i = 0; i < n; i++) {
+		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+	}
+	gw_metrics_family(m, "route_backpressure_seconds_total", XLT_COUNTER,
+			  "time a direction held bytes its destination could not take yet");
+	for (unsigned i = 0; i < n; i++) {
+		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_a_to_b / 1e9, "route", sums[i].name, "dir",
+				  dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
+				  dir[1][i], NULL);
+	}
+	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
+			  "times a direction became blocked by its destination");
+	for (unsigned i = 0; i < n; i++) {
+		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+	}
+	gw_metrics_family(m, "route_connects_total", XLT_COUNTER, "far-side connections established");
+	for (unsigned i = 0; i < n; i++)
+		gw_metrics_sample(m, (double)sums[i].st.connects, "route", sums[i].name, NULL);
+	gw_metrics_family(m, "route_connect_seconds_total", XLT_COUNTER,
+			  "total far-side connect latency (divide by route_connects_total for the mean)");
+	for (unsigned i = 0; i < n; i++)
+		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
+	free(sums);
+}
+
+/* Until a side's glue provides its connector, routes towards it fail cleanly at connect time. */
+__attribute__((weak)) struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r,
+							struct in_addr addr, uint16_t port, int *err)
+{
+	(void)w, (void)r, (void)addr, (void)port;
+	*err = -ENOTSUP;
+	return NULL;
+}
+
+__attribute__((weak)) struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r,
+						       struct in_addr addr, uint16_t port, int *err)
+{
+	(void)w, (void)r, (void)addr, (void)port;
+	*err = -ENOTSUP;
+	return NULL;
+}
