@@ -74,18 +74,21 @@ $(BUILD)/$(1)/obj/%.o: %.c $(DEPS_STAMP)
 
 $(BUILD)/$(1)/libibgw.a: $(call obj,$(1),$(LIB_SRCS))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$(Q)ar rcs $$@ $$^
 
 $(BUILD)/$(1)/ibgwd: $(call obj,$(1),gateway/main.c) $(BUILD)/$(1)/libibgw.a
-	$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
+	@$(if $(Q),echo "  LD [$(1)] $$@")
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
 
 $(BUILD)/$(1)/tests/%: $(BUILD)/$(1)/obj/tests/unit/%.o $(BUILD)/$(1)/libibgw.a
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE) -lcmocka
+	@$(if $(Q),echo "  LD [$(1)] $$@")
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE) -lcmocka
 
 $(BUILD)/$(1)/tools/%: $(BUILD)/$(1)/obj/tests/tools/%.o $(BUILD)/$(1)/libibgw.a
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
+	@$(if $(Q),echo "  LD [$(1)] $$@")
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
 
 -include $(patsubst %.o,%.d,$(call obj,$(1),$(SRCS) $(UNIT_SRCS) $(TOOL_SRCS)))
 endef
@@ -93,7 +96,7 @@ $(eval $(call variant,release))
 $(eval $(call variant,asan))
 
 $(BUILD)/ibgwd: $(BUILD)/release/ibgwd
-	cp $< $@
+	@cp $< $@
 
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/release/tools/%,$(TOOL_SRCS))
@@ -103,7 +106,8 @@ FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(PC_CFLAGS) -fsanitize=fuzzer
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $$(sed -n 's/^ \* fuzz-sources: //p' $<) $(LDLIBS_BASE)
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $$(sed -n 's/^ \* fuzz-sources: //p' $<) $(LDLIBS_BASE)
 
 check: deps all $(BUILD)/asan/ibgwd $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_BINS)
 	@BUILD=$(BUILD) tests/run
