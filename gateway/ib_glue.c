@@ -1,33 +1,246 @@
-/* IB side glue: rdma_cm on the control thread, the rsocket engine on the workers.
+/* IB side glue: plugs ib_side (rdma_cm on the control thread, the rsocket engine on the workers) into
+ * the daemon.
  *
- * Not plugged in yet: no IB listeners are opened. */
+ * The control thread's libevent base watches the rdma_cm channel and the workers' wake-up eventfd and
+ * runs a 20 ms tick (connect timeouts, spare connection objects, drain). Listeners follow the route
+ * table: one per route with listen = ib:PORT, each holding a reference to its struct gw_route; a
+ * route that a reload drops or changes loses its listener, its connections finish under the old one.
+ * No RDMA device (a host without rdma_rxe or an HCA) is not an error: IB routes stay closed and say so,
+ * the Ethernet side runs alone. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "../conf/conf.h"
+#include "../ib_side/ib.h"
 #include "gw.h"
+#include "log.h"
+#include "metrics.h"
+
+#define TICK_US 20000
+
+struct glue_listener {
+	struct gw_route *route;
+	struct ib_listener *l;
+};
+
+/* Control thread only (one daemon per process). */
+static struct {
+	struct ib_hooks hooks;
+	struct event *ev_cm, *ev_wake, *ev_tick;
+	struct glue_listener lis[CONF_MAX_ROUTES];
+	unsigned n_lis;
+	bool draining;
+	bool unavailable_logged;
+} g;
+
+static int hook_admit(void *arg, void *route, uint32_t addr)
+{
+	return gw_session_check(arg, route, addr);
+}
+
+static void hook_route_get(void *route)
+{
+	gw_route_get(route);
+}
+
+static void hook_route_put(void *route)
+{
+	gw_route_put(route);
+}
+
+static int hook_accept(void *warg, void *route, struct xlt_stream *s)
+{
+	return gw_session_accept(warg, route, s);
+}
+
+static void hook_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level >= CONF_LOG_DEBUG && !gw_log_enabled(CONF_LOG_DEBUG))
+		return;
+	gw_log((enum conf_log_level)level, "%s", msg);
+}
+
+static void on_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	ib_ctl_process(d->ib, gw_now_ns());
+}
+
+static void close_listener(unsigned i)
+{
+	ib_listener_close(g.lis[i].l);
+	g.lis[i] = g.lis[--g.n_lis];
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	bool serving = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GW_SERVING;
+
+	(void)fd;
+	(void)what;
+	if (!serving && !g.draining) {
+		/* draining: no new IB sessions; the ones running finish on their own */
+		g.draining = true;
+		while (g.n_lis)
+			close_listener(0);
+		GW_INFO("IB side: listeners closed for the drain");
+	}
+	ib_ctl_tick(d->ib, gw_now_ns(), serving);
+}
 
 int gw_ib_start(struct gw_daemon *d)
 {
-	(void)d;
+	void *wargs[GW_MAX_WORKERS];
+	char devs[256];
+	struct ib_ctl *ctl;
+
+	g.hooks = (struct ib_hooks){
+		.arg = d,
+		.admit = hook_admit,
+		.route_get = hook_route_get,
+		.route_put = hook_route_put,
+		.accept = hook_accept,
+		.log = hook_log,
+	};
+	for (unsigned i = 0; i < d->n_workers; i++)
+		wargs[i] = &d->workers[i];
+	ctl = ib_ctl_create(&d->conf->ib, d->n_workers, wargs, d->conf->gateway.max_sessions, &g.hooks);
+	if (!ctl) {
+		if (errno == ENODEV || errno == ENOENT || errno == ENOSYS) {
+			GW_NOTICE("IB side: no RDMA device%s%s: IB routes stay closed", d->conf->ib.device[0] ? " " : "",
+				  d->conf->ib.device);
+			return 0;
+		}
+		return -errno;
+	}
+	d->ib = ctl;
+	g.ev_cm = event_new(d->base, ib_ctl_cm_fd(ctl), EV_READ | EV_PERSIST, on_ready, d);
+	g.ev_wake = event_new(d->base, ib_ctl_wake_fd(ctl), EV_READ | EV_PERSIST, on_ready, d);
+	g.ev_tick = event_new(d->base, -1, EV_PERSIST, on_tick, d);
+	if (!g.ev_cm || !g.ev_wake || !g.ev_tick || event_add(g.ev_cm, NULL) || event_add(g.ev_wake, NULL) ||
+	    event_add(g.ev_tick, &(struct timeval){.tv_usec = TICK_US})) {
+		gw_ib_stop(d);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < d->n_workers; i++)
+		d->workers[i].ib = ib_ctl_worker(ctl, i);
+	GW_INFO("IB side: device(s) %s", ib_ctl_devices(ctl, devs, sizeof(devs)));
 	return 0;
 }
 
 unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns)
 {
-	(void)w;
-	(void)now_ns;
-	return 0;
+	return w->ib ? ib_worker_poll(w->ib, now_ns) : 0;
 }
 
 void gw_ib_routes(struct gw_daemon *d)
 {
-	(void)d;
+	char addr[INET_ADDRSTRLEN];
+
+	if (!d->ib) {
+		for (unsigned i = 0; i < d->n_routes && !g.unavailable_logged; i++)
+			if (d->routes[i]->conf.listen.kind == CONF_EP_IB) {
+				GW_WARN("route %s: no RDMA device, ib:%u is not listening", d->routes[i]->conf.name,
+					d->routes[i]->conf.listen.port);
+				g.unavailable_logged = true;
+			}
+		return;
+	}
+	/* close first: a changed route reuses its port */
+	for (unsigned i = 0; i < g.n_lis;) {
+		bool keep = !g.draining && !__atomic_load_n(&g.lis[i].route->removed, __ATOMIC_ACQUIRE);
+		for (unsigned k = 0; keep && k < d->n_routes; k++)
+			if (d->routes[k] == g.lis[i].route)
+				goto next;
+		close_listener(i);
+		continue;
+next:
+		i++;
+	}
+	if (g.draining)
+		return;
+	inet_ntop(AF_INET, &d->conf->ib.bind, addr, sizeof(addr));
+	for (unsigned k = 0; k < d->n_routes; k++) {
+		struct gw_route *r = d->routes[k];
+		bool open = false;
+
+		if (r->conf.listen.kind != CONF_EP_IB)
+			continue;
+		for (unsigned i = 0; i < g.n_lis && !open; i++)
+			open = g.lis[i].route == r;
+		if (open)
+			continue;
+		g.lis[g.n_lis].l = ib_listen(d->ib, &r->conf, r);
+		if (!g.lis[g.n_lis].l) {
+			GW_ERR("route %s: cannot listen on ib %s:%u: %s", r->conf.name, addr, r->conf.listen.port,
+			       strerror(errno));
+			continue;
+		}
+		g.lis[g.n_lis++].route = r;
+		GW_INFO("route %s: listening on ib %s:%u", r->conf.name, addr, r->conf.listen.port);
+	}
+}
+
+struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
+				 int *err)
+{
+	if (!w->ib) {
+		*err = -ENETUNREACH;
+		return NULL;
+	}
+	return ib_worker_connect(w->ib, &r->conf, r, addr, port, err);
 }
 
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
-	(void)d;
-	(void)m;
+	const void *bases[GW_MAX_WORKERS];
+	char ids[GW_MAX_WORKERS][12];
+	const char *labels[GW_MAX_WORKERS];
+	const void *ctl_base[1];
+	double stall = 0, withheld = 0;
+
+	if (!d->ib)
+		return;
+	ctl_base[0] = ib_ctl_stats(d->ib);
+	gw_metrics_table(m, ib_ctl_metrics, ib_ctl_n_metrics, ctl_base, 1, NULL, NULL);
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		const struct ib_worker_stats *st = ib_worker_stats(d->workers[i].ib);
+		snprintf(ids[i], sizeof(ids[i]), "%u", i);
+		labels[i] = ids[i];
+		bases[i] = st;
+		stall += (double)__atomic_load_n(&st->credit_stall_ns, __ATOMIC_RELAXED) / 1e9;
+		withheld += (double)__atomic_load_n(&st->credit_withheld_ns, __ATOMIC_RELAXED) / 1e9;
+	}
+	gw_metrics_table(m, ib_worker_metrics, ib_worker_n_metrics, bases, d->n_workers, "worker", labels);
+	gw_metrics_family(m, "ib_credit_stall_seconds_total", XLT_COUNTER,
+			  "time the gateway had data for IB peers but no credits or advertised space");
+	gw_metrics_sample(m, stall, NULL);
+	gw_metrics_family(m, "ib_credit_withheld_seconds_total", XLT_COUNTER,
+			  "time IB peers waited for credits the gateway held back (their bytes not consumed yet)");
+	gw_metrics_sample(m, withheld, NULL);
 }
 
 void gw_ib_stop(struct gw_daemon *d)
 {
-	(void)d;
+	while (g.n_lis)
+		close_listener(0);
+	if (g.ev_cm)
+		event_free(g.ev_cm);
+	if (g.ev_wake)
+		event_free(g.ev_wake);
+	if (g.ev_tick)
+		event_free(g.ev_tick);
+	g.ev_cm = g.ev_wake = g.ev_tick = NULL;
+	ib_ctl_destroy(d->ib);
+	d->ib = NULL;
+	for (unsigned i = 0; i < d->n_workers; i++)
+		d->workers[i].ib = NULL;
 }

@@ -1,0 +1,1102 @@
+/* The IB engine on the control thread: rdma_cm, resources, and the hand-over to workers.
+ *
+ * Design.
+ *  - One rdma_cm event channel (non-blocking, polled by the gateway's event loop) carries the events of
+ *    every listener and connection. Each event is copied and acknowledged before it is acted on, so
+ *    destroying an id never waits for an unacknowledged event of its own.
+ *  - Accepting: the private data is checked first (version, shape), then the gateway's admission
+ *    (allow list, limits); a refusal is an rdma_reject, counted by reason, and nothing else happens.
+ *    Otherwise the connection gets a worker (the least loaded), a slot in that worker's table, a
+ *    buffer set from the pool, room in one of the worker's completion queues, a queue pair on it and
+ *    all its receives, and is handed to the worker (ADOPT) BEFORE rdma_accept: the peer may write the
+ *    moment it hears the accept, and the worker must know whose completion that is.
+ *  - Connecting (for routes to ib:HOST:PORT): the worker takes a ready connection object (a spare,
+ *    since it must not allocate) and asks for the open; address and route resolution, the queue pair
+ *    and rdma_connect happen here, bounded by the route's connect_timeout.
+ *  - Only the worker decides when a connection is over (RELEASE); only then are its queue pair and id
+ *    destroyed, because until then the worker may still post on them. Its buffers go back to the pool
+ *    registered, its slot gets a new generation.
+ * Resources are per device (librdmacm opens them all; the cm_id of a request says which one): a
+ * protection domain, a buffer pool, and per worker a list of completion queues sized so that the
+ * queue pairs on one can never overrun it. */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "conn.h"
+#include "ib.h"
+#include "proto.h"
+
+#define CQ_CONNS     64  /* queue pairs one completion queue is sized for, at most */
+#define POOL_MAX     256 /* idle buffer sets kept per device */
+#define LISTEN_BACKLOG 1024
+
+struct ib_listener {
+	struct ib_ctl *ctl;
+	struct rdma_cm_id *id;
+	const struct conf_route *conf;
+	void *route;
+	uint16_t port;
+	struct ib_listener *prev, *next;
+};
+
+struct pending {
+	struct ib_msg *m;
+	unsigned n, cap;
+};
+
+struct ib_ctl {
+	struct conf_ib conf;
+	const struct ib_hooks *hooks;
+	struct rdma_event_channel *ch;
+	int wake_fd;
+	struct ibv_context **dev_list;
+	struct ib_dev devs[IB_MAX_DEVS];
+	unsigned n_devs;
+	unsigned n_workers;
+	struct ib_worker *workers;
+	struct pending *pend; /* per worker: messages its ring had no room for */
+	uint32_t n_slots;
+	size_t conn_size;
+	struct ib_conn *conns; /* every connection object, spares included */
+	struct ib_listener *listeners;
+	uint64_t now;
+	bool serving;
+	struct ib_ctl_stats st;
+};
+
+/* A copy of an rdma_cm event, taken before the event is acknowledged. */
+struct cm_ev {
+	enum rdma_cm_event_type type;
+	int status;
+	struct rdma_cm_id *id, *listen_id;
+	struct rdma_conn_param param;
+	uint8_t pdata[256];
+	uint8_t plen;
+};
+
+static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!ctl->hooks->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctl->hooks->log(ctl->hooks->arg, level, msg);
+}
+
+static const char *ipstr(uint32_t addr, char *buf)
+{
+	return inet_ntop(AF_INET, &addr, buf, INET_ADDRSTRLEN);
+}
+
+/* ---- messages to workers ---- */
+
+static bool pend_push(struct pending *p, const struct ib_msg *m)
+{
+	if (p->n == p->cap) {
+		unsigned cap = p->cap ? p->cap * 2 : 64;
+		struct ib_msg *n = realloc(p->m, cap * sizeof(*n));
+		if (!n)
+			return false;
+		p->m = n;
+		p->cap = cap;
+	}
+	p->m[p->n++] = *m;
+	return true;
+}
+
+static void pend_flush(struct ib_ctl *ctl)
+{
+	for (unsigned i = 0; i < ctl->n_workers; i++) {
+		struct pending *p = &ctl->pend[i];
+		unsigned k = 0;
+		while (k < p->n && !rte_ring_sp_enqueue_elem(ctl->workers[i].in, &p->m[k], sizeof(p->m[k])))
+			k++;
+		memmove(p->m, p->m + k, (p->n - k) * sizeof(p->m[0]));
+		p->n -= k;
+	}
+}
+
+/* Queues a message for C's worker. The rings hold 4 messages per slot, more than a connection ever
+ * has outstanding; the pending list is a safety net that keeps order. */
+static int to_worker(struct ib_ctl *ctl, struct ib_conn *c, enum ib_msg_type type, int err)
+{
+	struct ib_msg m = {.type = type, .err = err, .slot = c->slot, .gen = c->gen, .conn = c};
+	struct pending *p = &ctl->pend[c->w->id];
+
+	if (!p->n && !rte_ring_sp_enqueue_elem(c->w->in, &m, sizeof(m)))
+		return 0;
+	return pend_push(p, &m) ? 0 : -ENOMEM;
+}
+
+/* ---- slots and connection objects ---- */
+
+static void conn_link(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	c->ct_prev = NULL;
+	c->ct_next = ctl->conns;
+	if (ctl->conns)
+		ctl->conns->ct_prev = c;
+	ctl->conns = c;
+}
+
+static void conn_unlink(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	if (c->ct_prev)
+		c->ct_prev->ct_next = c->ct_next;
+	else
+		ctl->conns = c->ct_next;
+	if (c->ct_next)
+		c->ct_next->ct_prev = c->ct_prev;
+}
+
+/* A connection object owned by worker W, with a slot of W's table. */
+static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w)
+{
+	struct ib_conn *c;
+
+	if (!w->ct_nfree)
+		return NULL;
+	c = calloc(1, ctl->conn_size);
+	if (!c)
+		return NULL;
+	c->w = w;
+	c->slot = w->ct_free[--w->ct_nfree];
+	c->gen = w->ct_gen[c->slot];
+	c->s.ops = &ib_conn_ops;
+	c->s.state = XLT_STREAM_CONNECTING;
+	w->ct_conns++;
+	conn_link(ctl, c);
+	return c;
+}
+
+static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
+{
+	for (unsigned i = 0; i < ctl->n_devs; i++)
+		if (ctl->devs[i].ctx == ctx)
+			return &ctl->devs[i];
+	return NULL;
+}
+
+/* ---- buffer pool ---- */
+
+static size_t bufs_len(uint32_t rs, uint32_t ss)
+{
+	return (size_t)rs + IB_TSGL_BYTES + ss + IB_CTRL_BYTES;
+}
+
+static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t ss)
+{
+	struct ib_bufs **pp, *b;
+	void *mem;
+
+	for (pp = &dev->pool; *pp; pp = &(*pp)->next)
+		if ((*pp)->rbuf_size == rs && (*pp)->sbuf_size == ss) {
+			b = *pp;
+			*pp = b->next;
+			ctl->st.buf_idle_bytes -= bufs_len(rs, ss);
+			return b;
+		}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	if (posix_memalign(&mem, 4096, bufs_len(rs, ss)))
+		goto err_b;
+	b->mem = mem;
+	b->dev = dev;
+	b->rbuf_size = rs;
+	b->sbuf_size = ss;
+	b->rbuf = b->mem;
+	b->tsgl = (volatile struct ib_rs_sge *)(b->mem + rs);
+	b->sbuf = b->mem + rs + IB_TSGL_BYTES;
+	b->ctrl = b->sbuf + ss;
+	/* the peer writes into the receive ring and our target_sgl; nobody but us touches the rest */
+	b->rmr = ibv_reg_mr(dev->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!b->rmr)
+		goto err_mem;
+	b->smr = ibv_reg_mr(dev->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	if (!b->smr)
+		goto err_rmr;
+	ctl->st.buf_bytes += bufs_len(rs, ss);
+	return b;
+err_rmr:
+	ibv_dereg_mr(b->rmr);
+err_mem:
+	free(b->mem);
+err_b:
+	free(b);
+	return NULL;
+}
+
+static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
+{
+	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
+	ibv_dereg_mr(b->smr);
+	ibv_dereg_mr(b->rmr);
+	free(b->mem);
+	free(b);
+}
+
+static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
+{
+	unsigned n = 0;
+
+	for (struct ib_bufs *p = b->dev->pool; p; p = p->next)
+		n++;
+	if (n >= POOL_MAX) {
+		bufs_free(ctl, b);
+		return;
+	}
+	b->next = b->dev->pool;
+	b->dev->pool = b;
+	ctl->st.buf_idle_bytes += bufs_len(b->rbuf_size, b->sbuf_size);
+}
+
+/* ---- completion queues ---- */
+
+static uint32_t cq_need(const struct ib_conn *c)
+{
+	return (uint32_t)c->sq_depth + c->rq_depth + IB_RS_CTRL_SLOTS;
+}
+
+static uint32_t cq_conns(const struct ib_dev *dev, uint32_t need)
+{
+	uint64_t size = (uint64_t)need * CQ_CONNS;
+
+	if (size > (uint64_t)dev->attr.max_cqe)
+		size = (uint64_t)dev->attr.max_cqe;
+	return size / need ? (uint32_t)(size / need) : 1;
+}
+
+static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct ib_worker *w, uint32_t need)
+{
+	struct ib_cq *cq;
+	unsigned n = 0;
+
+	for (cq = dev->cqs[w->id]; cq; cq = cq->next, n++)
+		if (cq->size - cq->reserved >= need) {
+			cq->reserved += need;
+			return cq;
+		}
+	if (need > (uint32_t)dev->attr.max_cqe)
+		return NULL;
+	for (unsigned i = 0; i < ctl->n_devs; i++)
+		for (struct ib_cq *q = ctl->devs[i].cqs[w->id]; q; q = q->next)
+			n++;
+	if (n >= w->max_cqs)
+		return NULL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	cq->cq = ibv_create_cq(dev->ctx, (int)(cq_conns(dev, need) * need), NULL, NULL, 0);
+	if (!cq->cq) {
+		free(cq);
+		return NULL;
+	}
+	cq->size = (uint32_t)cq->cq->cqe;
+	cq->reserved = need;
+	cq->next = dev->cqs[w->id];
+	dev->cqs[w->id] = cq;
+	ctl->st.cqs++;
+	return cq;
+}
+
+/* ---- connection set-up and teardown ---- */
+
+static uint16_t clamp_depth(uint32_t want, uint32_t dev_max)
+{
+	uint32_t max = dev_max < IB_RS_QP_MAX ? dev_max : IB_RS_QP_MAX;
+
+	if (want > max)
+		want = max;
+	return (uint16_t)(want < IB_RS_QP_MIN ? IB_RS_QP_MIN : want);
+}
+
+/* Buffers, CQ room, queue pair, protocol state and every receive, for C on DEV. Returns 0 or
+ * -errno; what was set up stays for conn_destroy. */
+static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
+{
+	struct ibv_qp_init_attr attr;
+	uint32_t max_wr = (uint32_t)dev->attr.max_qp_wr;
+	int ret;
+
+	c->sq_depth = clamp_depth(ctl->conf.sq_depth, max_wr);
+	c->rq_depth = clamp_depth(ctl->conf.rq_depth, max_wr - IB_RS_CTRL_SLOTS);
+	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
+	if (!c->bufs)
+		return -ENOMEM;
+	c->cq = cq_reserve(ctl, dev, c->w, cq_need(c));
+	if (!c->cq)
+		return -ENOSPC;
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = attr.recv_cq = c->cq->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 1;
+	attr.cap.max_send_wr = c->sq_depth;
+	/* a peer's 4 control messages need no credit: room for them on top of the credits */
+	attr.cap.max_recv_wr = (uint32_t)c->rq_depth + IB_RS_CTRL_SLOTS;
+	attr.cap.max_send_sge = 2;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = ctl->conf.inline_size;
+	if (rdma_create_qp(c->id, dev->pd, &attr)) {
+		attr.cap.max_inline_data = 0; /* a device without inline sends still works, slower */
+		if (rdma_create_qp(c->id, dev->pd, &attr))
+			return -errno;
+	}
+	c->qp = c->id->qp;
+	c->inline_max = attr.cap.max_inline_data;
+	ib_conn_proto_init(c);
+	ret = ib_conn_post_recvs(c, (unsigned)c->rq_depth + IB_RS_CTRL_SLOTS);
+	return ret;
+}
+
+static void our_params(const struct ib_conn *c, uint8_t *buf)
+{
+	struct ib_rs_params p = {
+		.version = IB_RS_VERSION,
+		.flags = __BYTE_ORDER == __BIG_ENDIAN ? IB_RS_FLAG_NET : 0,
+		.credits = c->rq_depth,
+		.iomap_size = 0,
+		.target_sgl = {.addr = (uintptr_t)c->bufs->tsgl, .key = c->bufs->rmr->rkey, .length = IB_RS_SGL_SIZE},
+		.data_buf = {.addr = (uintptr_t)c->bufs->rbuf, .key = c->bufs->rmr->rkey, .length = c->bufs->rbuf_size / 2},
+	};
+
+	ib_rs_params_format(&p, buf);
+}
+
+/* The peer's private data: where our adverts go, its first buffer half, byte order. Credits go to
+ * the worker through c->peer (active) or straight into the send state (passive, not yet handed
+ * over). */
+static void apply_params(struct ib_conn *c, const struct ib_rs_params *p)
+{
+	bool we_net = __BYTE_ORDER == __BIG_ENDIAN;
+
+	c->peer = *p;
+	c->remote_sgl = p->target_sgl;
+	c->swap_sgl = we_net != !!(p->flags & IB_RS_FLAG_NET);
+	c->bufs->tsgl[0] = p->data_buf;
+}
+
+static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	if (c->id) {
+		if (c->ct == IB_CT_LIVE || c->ct == IB_CT_ACCEPTING || c->ct == IB_CT_FAILED)
+			rdma_disconnect(c->id); /* errors only mean it was not connected */
+		if (c->id->qp)
+			rdma_destroy_qp(c->id);
+		rdma_destroy_id(c->id);
+	}
+	if (c->cq)
+		c->cq->reserved -= cq_need(c);
+	if (c->bufs)
+		bufs_put(ctl, c->bufs);
+	if (c->route)
+		ctl->hooks->route_put(c->route);
+	if (c->ct != IB_CT_SPARE)
+		ctl->st.active--;
+	c->w->ct_gen[c->slot] = (c->w->ct_gen[c->slot] + 1) & IB_WR_GEN_MASK;
+	c->w->ct_free[c->w->ct_nfree++] = c->slot;
+	c->w->ct_conns--;
+	conn_unlink(ctl, c);
+	free(c);
+}
+
+/* ---- passive side ---- */
+
+static struct ib_worker *pick_worker(struct ib_ctl *ctl)
+{
+	struct ib_worker *best = &ctl->workers[0];
+
+	for (unsigned i = 1; i < ctl->n_workers; i++)
+		if (ctl->workers[i].ct_conns < best->ct_conns)
+			best = &ctl->workers[i];
+	return best;
+}
+
+static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+
+	*port = 0;
+	if (sa->sa_family == AF_INET) {
+		*port = ntohs(((struct sockaddr_in *)sa)->sin_port);
+		return ((struct sockaddr_in *)sa)->sin_addr.s_addr;
+	}
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)sa)->sin6_addr)) {
+		uint32_t a;
+		memcpy(&a, &((struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
+		*port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
+		return a;
+	}
+	return 0; /* AF_IB and plain IPv6 have no IPv4 source: only an allow list of 0.0.0.0/0 admits them */
+}
+
+static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, uint32_t addr)
+{
+	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
+							"limits", "no resources"};
+	char a[INET_ADDRSTRLEN];
+
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
+	ctl->st.rejected[why]++;
+	/* debug only: a misbehaving client must not be able to flood the log */
+	logf_(ctl, 7, "ib: connect request from %s rejected: %s", ipstr(addr, a), names[why]);
+}
+
+static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
+{
+	struct ib_listener *l;
+	struct ib_rs_params p;
+	struct rdma_conn_param param;
+	struct ib_dev *dev;
+	struct ib_conn *c;
+	uint8_t ours[IB_RS_PDATA_LEN];
+	uint16_t port;
+	uint32_t addr = peer_ipv4(e->id, &port);
+	int ret;
+
+	for (l = ctl->listeners; l && l->id != e->listen_id; l = l->next)
+		;
+	if (!l || !ctl->serving) {
+		reject(ctl, e->id, IB_REJ_LIMIT, addr);
+		return;
+	}
+	ret = ib_rs_params_parse(e->pdata, e->plen, &p);
+	if (ret) {
+		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, addr);
+		return;
+	}
+	ret = ctl->hooks->admit(ctl->hooks->arg, l->route, addr);
+	if (ret) {
+		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, addr);
+		return;
+	}
+	dev = dev_of(ctl, e->id->verbs);
+	c = dev ? conn_new(ctl, pick_worker(ctl)) : NULL;
+	if (!c) {
+		reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+		return;
+	}
+	c->ct = IB_CT_ACCEPTING;
+	ctl->st.active++;
+	c->id = e->id;
+	c->id->context = c;
+	c->conf = l->conf;
+	c->route = l->route;
+	ctl->hooks->route_get(c->route);
+	c->s.peer_addr = addr;
+	c->s.peer_port = port;
+	c->rbuf_size = (uint32_t)l->conf->ib_rbuf_size;
+	c->sbuf_size = (uint32_t)l->conf->ib_sbuf_size;
+	ret = conn_setup(ctl, c, dev);
+	if (ret)
+		goto err;
+	apply_params(c, &p);
+	c->tx.edge = p.credits;
+	our_params(c, ours);
+	/* answer with the requester's own parameters (rnr_retry 7 = forever, as rsocket wants) */
+	param = e->param;
+	param.private_data = ours;
+	param.private_data_len = sizeof(ours);
+	if (to_worker(ctl, c, IB_MSG_ADOPT, 0))
+		goto err;
+	if (rdma_accept(c->id, &param)) {
+		char a[INET_ADDRSTRLEN];
+		logf_(ctl, 6, "ib: accepting %s failed: %s", ipstr(addr, a), strerror(errno));
+		ctl->st.failed[IB_FAIL_ACCEPT]++;
+		c->ct = IB_CT_FAILED;
+		to_worker(ctl, c, IB_MSG_FAILED, -ECONNABORTED); /* the worker hands it back */
+		return;
+	}
+	ctl->st.accepted++;
+	return;
+err:
+	c->id = NULL; /* reject() destroys it */
+	conn_destroy(ctl, c);
+	reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+}
+
+/* ---- active side ---- */
+
+static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why)
+{
+	if (c->ct == IB_CT_FAILED)
+		return;
+	ctl->st.failed[why]++;
+	c->ct = IB_CT_FAILED;
+	/* resources stay until the worker's RELEASE: once rdma_connect ran, completions may exist */
+	to_worker(ctl, c, IB_MSG_FAILED, err);
+}
+
+static int remaining_ms(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	uint64_t left = c->deadline_ns > ctl->now ? (c->deadline_ns - ctl->now) / 1000000 : 0;
+
+	return left < 1 ? 1 : left > 60000 ? 60000 : (int)left;
+}
+
+static void start_active(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->dst_port), .sin_addr = c->dst};
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = ctl->conf.bind};
+
+	c->ct = IB_CT_RESOLVING;
+	c->active = true;
+	ctl->st.active++;
+	ctl->st.connects++;
+	c->deadline_ns = ctl->now + c->timeout_ms * 1000000ull;
+	if (rdma_create_id(ctl->ch, &c->id, c, RDMA_PS_TCP)) {
+		c->id = NULL;
+		fail_active(ctl, c, -errno, IB_FAIL_RESOURCES);
+		return;
+	}
+	if (rdma_resolve_addr(c->id, src.sin_addr.s_addr ? (struct sockaddr *)&src : NULL, (struct sockaddr *)&dst,
+			      remaining_ms(ctl, c)))
+		fail_active(ctl, c, -errno, IB_FAIL_UNREACHABLE);
+}
+
+static void on_route(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	struct rdma_conn_param param = {
+		.flow_control = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7, /* infinite: we never let our receive queue run dry either */
+	};
+	struct ib_dev *dev = dev_of(ctl, c->id->verbs);
+	uint8_t ours[IB_RS_PDATA_LEN];
+	int ret;
+
+	if (!dev) {
+		fail_active(ctl, c, -ENODEV, IB_FAIL_RESOURCES);
+		return;
+	}
+	ret = conn_setup(ctl, c, dev);
+	if (ret) {
+		fail_active(ctl, c, ret, IB_FAIL_RESOURCES);
+		return;
+	}
+	our_params(c, ours);
+	param.private_data = ours;
+	param.private_data_len = sizeof(ours);
+	c->ct = IB_CT_CONNECTING;
+	if (rdma_connect(c->id, &param))
+		fail_active(ctl, c, -errno, IB_FAIL_UNREACHABLE);
+}
+
+static void on_established(struct ib_ctl *ctl, struct ib_conn *c, struct cm_ev *e)
+{
+	struct ib_rs_params p;
+
+	if (c->ct == IB_CT_ACCEPTING) {
+		c->ct = IB_CT_LIVE;
+		to_worker(ctl, c, IB_MSG_ESTABLISHED, 0);
+		return;
+	}
+	if (c->ct != IB_CT_CONNECTING)
+		return; /* timed out meanwhile: the release disconnects it */
+	if (ib_rs_params_parse(e->pdata, e->plen, &p)) {
+		fail_active(ctl, c, -EPROTO, IB_FAIL_PROTOCOL);
+		return;
+	}
+	apply_params(c, &p);
+	c->ct = IB_CT_LIVE;
+	ctl->st.connected++;
+	to_worker(ctl, c, IB_MSG_CONNECTED, 0);
+}
+
+/* ---- events ---- */
+
+static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
+{
+	struct ib_conn *c;
+
+	if (e->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		on_request(ctl, e);
+		return;
+	}
+	c = e->id->context;
+	if (!c)
+		return; /* a listener's (device removal, address change): nothing to do per event */
+	switch (e->type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (c->ct == IB_CT_RESOLVING && rdma_resolve_route(c->id, remaining_ms(ctl, c)))
+			fail_active(ctl, c, -errno, IB_FAIL_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (c->ct == IB_CT_RESOLVING)
+			on_route(ctl, c);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		fail_active(ctl, c, -EHOSTUNREACH, IB_FAIL_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		fail_active(ctl, c, -ENETUNREACH, IB_FAIL_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(ctl, c, e);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (c->active)
+			fail_active(ctl, c, -ECONNREFUSED, IB_FAIL_REFUSED);
+		else
+			fail_active(ctl, c, -ECONNRESET, IB_FAIL_ACCEPT);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (c->ct == IB_CT_LIVE)
+			to_worker(ctl, c, IB_MSG_DISCONNECTED, 0);
+		else if (c->active)
+			fail_active(ctl, c, e->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNREFUSED,
+				    e->type == RDMA_CM_EVENT_UNREACHABLE ? IB_FAIL_UNREACHABLE : IB_FAIL_REFUSED);
+		else
+			fail_active(ctl, c, -ECONNRESET, IB_FAIL_ACCEPT);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (c->ct == IB_CT_LIVE || c->ct == IB_CT_ACCEPTING)
+			to_worker(ctl, c, IB_MSG_DISCONNECTED, 0);
+		else if (c->active)
+			fail_active(ctl, c, -ECONNRESET, IB_FAIL_UNREACHABLE);
+		break;
+	default:
+		break; /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+	}
+}
+
+static void read_events(struct ib_ctl *ctl)
+{
+	struct rdma_cm_event *ev;
+
+	while (!rdma_get_cm_event(ctl->ch, &ev)) {
+		struct cm_ev e = {
+			.type = ev->event,
+			.status = ev->status,
+			.id = ev->id,
+			.listen_id = ev->listen_id,
+			.param = ev->param.conn,
+		};
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST || ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+			e.plen = ev->param.conn.private_data && ev->param.conn.private_data_len
+					 ? ev->param.conn.private_data_len
+					 : 0;
+			memcpy(e.pdata, ev->param.conn.private_data, e.plen);
+		}
+		e.param.private_data = NULL;
+		rdma_ack_cm_event(ev);
+		ctl->st.cm_events++;
+		on_event(ctl, &e);
+	}
+}
+
+static void read_messages(struct ib_ctl *ctl)
+{
+	struct ib_msg m[32];
+	uint64_t v;
+
+	if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nobody woke us, we were called for the cm channel or the tick */
+	}
+	for (unsigned i = 0; i < ctl->n_workers; i++) {
+		unsigned n;
+		do {
+			n = rte_ring_sc_dequeue_burst_elem(ctl->workers[i].out, m, sizeof(m[0]), 32, NULL);
+			for (unsigned k = 0; k < n; k++) {
+				if (m[k].type == IB_MSG_CONNECT)
+					start_active(ctl, m[k].conn);
+				else if (m[k].type == IB_MSG_RELEASE)
+					conn_destroy(ctl, m[k].conn);
+			}
+		} while (n == 32);
+	}
+}
+
+static void refill_spares(struct ib_ctl *ctl)
+{
+	for (unsigned i = 0; i < ctl->n_workers; i++) {
+		struct ib_worker *w = &ctl->workers[i];
+		while (rte_ring_count(w->spares) < IB_SPARES) {
+			struct ib_conn *c = conn_new(ctl, w);
+			if (!c)
+				break;
+			c->ct = IB_CT_SPARE;
+			if (rte_ring_sp_enqueue(w->spares, c)) {
+				conn_destroy(ctl, c);
+				break;
+			}
+		}
+	}
+}
+
+void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns)
+{
+	ctl->now = now_ns;
+	read_events(ctl);
+	read_messages(ctl);
+	pend_flush(ctl);
+}
+
+void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
+{
+	ctl->now = now_ns;
+	ctl->serving = serving;
+	for (struct ib_conn *c = ctl->conns; c; c = c->ct_next)
+		if ((c->ct == IB_CT_RESOLVING || c->ct == IB_CT_CONNECTING) && now_ns >= c->deadline_ns)
+			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
+	read_messages(ctl);
+	refill_spares(ctl);
+	pend_flush(ctl);
+}
+
+/* ---- listeners ---- */
+
+struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(r->listen.port), .sin_addr = ctl->conf.bind};
+	struct ib_listener *l = calloc(1, sizeof(*l));
+	int one = 1, e;
+
+	if (!l)
+		return NULL;
+	if (rdma_create_id(ctl->ch, &l->id, NULL, RDMA_PS_TCP))
+		goto err;
+	/* a restarted daemon must get its port back at once */
+	rdma_set_option(l->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one));
+	if (rdma_bind_addr(l->id, (struct sockaddr *)&sin) || rdma_listen(l->id, LISTEN_BACKLOG))
+		goto err_id;
+	l->ctl = ctl;
+	l->conf = r;
+	l->route = route;
+	l->port = r->listen.port;
+	ctl->hooks->route_get(route);
+	l->next = ctl->listeners;
+	if (ctl->listeners)
+		ctl->listeners->prev = l;
+	ctl->listeners = l;
+	ctl->st.listeners++;
+	return l;
+err_id:
+	e = errno;
+	rdma_destroy_id(l->id);
+	errno = e;
+err:
+	e = errno;
+	ctl->st.listen_errors++;
+	free(l);
+	errno = e;
+	return NULL;
+}
+
+void ib_listener_close(struct ib_listener *l)
+{
+	struct ib_ctl *ctl;
+
+	if (!l)
+		return;
+	ctl = l->ctl;
+	rdma_destroy_id(l->id);
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		ctl->listeners = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	ctl->hooks->route_put(l->route);
+	ctl->st.listeners--;
+	free(l);
+}
+
+uint16_t ib_listener_port(const struct ib_listener *l)
+{
+	return l->port;
+}
+
+/* ---- life cycle ---- */
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 64;
+
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+static int open_devices(struct ib_ctl *ctl)
+{
+	int n = 0;
+
+	ctl->dev_list = rdma_get_devices(&n);
+	if (!ctl->dev_list)
+		return errno ? -errno : -ENODEV;
+	for (int i = 0; i < n && ctl->n_devs < IB_MAX_DEVS; i++) {
+		struct ibv_context *ctx = ctl->dev_list[i];
+		struct ib_dev *d = &ctl->devs[ctl->n_devs];
+		const char *name = ibv_get_device_name(ctx->device);
+
+		if (ctl->conf.device[0] && strcmp(ctl->conf.device, name))
+			continue;
+		if (ibv_query_device(ctx, &d->attr))
+			continue;
+		d->pd = ibv_alloc_pd(ctx);
+		if (!d->pd)
+			continue;
+		d->cqs = calloc(ctl->n_workers, sizeof(d->cqs[0]));
+		if (!d->cqs) {
+			ibv_dealloc_pd(d->pd);
+			continue;
+		}
+		d->ctx = ctx;
+		d->name = name;
+		ctl->n_devs++;
+	}
+	return ctl->n_devs ? 0 : -ENODEV;
+}
+
+static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void *arg, uint32_t max_conns)
+{
+	char name[32];
+	uint32_t n = max_conns + IB_SPARES + IB_SLOT_SPARE;
+
+	if (n > IB_WR_SLOT_MAX)
+		n = IB_WR_SLOT_MAX;
+	w->ctl = ctl;
+	w->id = i;
+	w->arg = arg;
+	w->hooks = ctl->hooks;
+	w->wake_fd = ctl->wake_fd;
+	w->ka_ns = ctl->conf.keepalive_ms * 1000000ull;
+	w->n_slots = n;
+	w->slots = calloc(n, sizeof(w->slots[0]));
+	w->ct_gen = calloc(n, sizeof(w->ct_gen[0]));
+	w->ct_free = calloc(n, sizeof(w->ct_free[0]));
+	if (!w->slots || !w->ct_gen || !w->ct_free)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++)
+		w->ct_free[k] = n - 1 - k;
+	w->ct_nfree = n;
+	for (unsigned d = 0; d < ctl->n_devs; d++) {
+		uint32_t need = (uint32_t)ctl->conf.sq_depth + ctl->conf.rq_depth + IB_RS_CTRL_SLOTS;
+		w->max_cqs += n / cq_conns(&ctl->devs[d], need) + 2;
+	}
+	w->cqs = calloc(w->max_cqs, sizeof(w->cqs[0]));
+	if (!w->cqs)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "ib_in%u", i);
+	w->in = rte_ring_create_elem(name, sizeof(struct ib_msg), pow2_at_least(4ull * n), SOCKET_ID_ANY,
+				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "ib_out%u", i);
+	w->out = rte_ring_create_elem(name, sizeof(struct ib_msg), pow2_at_least(2ull * n + 64), SOCKET_ID_ANY,
+				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "ib_spare%u", i);
+	w->spares = rte_ring_create(name, pow2_at_least(IB_SPARES + 1), SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!w->in || !w->out || !w->spares)
+		return -ENOMEM;
+	return 0;
+}
+
+struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
+			     const struct ib_hooks *hooks)
+{
+	struct ib_ctl *ctl = calloc(1, sizeof(*ctl));
+	int ret = -ENOMEM, flags;
+
+	if (!ctl)
+		return NULL;
+	ctl->conf = *c;
+	ctl->hooks = hooks;
+	ctl->n_workers = n_workers;
+	ctl->serving = true;
+	ctl->wake_fd = -1;
+	ctl->conn_size = sizeof(struct ib_conn) + sizeof(uint32_t) * clamp_depth(c->rq_depth, IB_RS_QP_MAX);
+	ctl->ch = rdma_create_event_channel();
+	if (!ctl->ch) {
+		ret = errno ? -errno : -ENODEV;
+		goto err;
+	}
+	flags = fcntl(ctl->ch->fd, F_GETFL);
+	if (flags < 0 || fcntl(ctl->ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ctl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ctl->wake_fd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	if ((ret = open_devices(ctl)))
+		goto err;
+	ctl->workers = calloc(n_workers, sizeof(ctl->workers[0]));
+	ctl->pend = calloc(n_workers, sizeof(ctl->pend[0]));
+	if (!ctl->workers || !ctl->pend) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (unsigned i = 0; i < n_workers; i++)
+		if ((ret = init_worker(ctl, &ctl->workers[i], i, wargs[i], max_conns)))
+			goto err;
+	ctl->n_slots = ctl->workers[0].n_slots;
+	refill_spares(ctl);
+	return ctl;
+err:
+	ib_ctl_destroy(ctl);
+	errno = -ret;
+	return NULL;
+}
+
+void ib_ctl_destroy(struct ib_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	while (ctl->listeners)
+		ib_listener_close(ctl->listeners);
+	while (ctl->conns)
+		conn_destroy(ctl, ctl->conns);
+	for (unsigned d = 0; d < ctl->n_devs; d++) {
+		struct ib_dev *dev = &ctl->devs[d];
+		for (unsigned i = 0; i < ctl->n_workers; i++)
+			while (dev->cqs[i]) {
+				struct ib_cq *cq = dev->cqs[i];
+				dev->cqs[i] = cq->next;
+				ibv_destroy_cq(cq->cq);
+				free(cq);
+			}
+		while (dev->pool) {
+			struct ib_bufs *b = dev->pool;
+			dev->pool = b->next;
+			bufs_free(ctl, b);
+		}
+		free(dev->cqs);
+		ibv_dealloc_pd(dev->pd);
+	}
+	if (ctl->dev_list)
+		rdma_free_devices(ctl->dev_list);
+	for (unsigned i = 0; ctl->workers && i < ctl->n_workers; i++) {
+		struct ib_worker *w = &ctl->workers[i];
+		rte_ring_free(w->in);
+		rte_ring_free(w->out);
+		rte_ring_free(w->spares);
+		free(w->slots);
+		free(w->ct_gen);
+		free(w->ct_free);
+		free(w->cqs);
+		if (ctl->pend)
+			free(ctl->pend[i].m);
+	}
+	free(ctl->workers);
+	free(ctl->pend);
+	if (ctl->wake_fd >= 0)
+		close(ctl->wake_fd);
+	if (ctl->ch)
+		rdma_destroy_event_channel(ctl->ch);
+	free(ctl);
+}
+
+int ib_ctl_cm_fd(const struct ib_ctl *ctl)
+{
+	return ctl->ch->fd;
+}
+
+int ib_ctl_wake_fd(const struct ib_ctl *ctl)
+{
+	return ctl->wake_fd;
+}
+
+const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl)
+{
+	return &ctl->st;
+}
+
+struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i)
+{
+	return &ctl->workers[i];
+}
+
+const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < ctl->n_devs && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " " : "", ctl->devs[i].name);
+	return buf;
+}
+
+/* ---- counter names ---- */
+
+#define C(f, name, help)       {name, XLT_COUNTER, offsetof(struct ib_ctl_stats, f), help, NULL}
+#define CL(f, name, help, lbl) {name, XLT_COUNTER, offsetof(struct ib_ctl_stats, f), help, lbl}
+#define G(f, name, help)       {name, XLT_GAUGE, offsetof(struct ib_ctl_stats, f), help, NULL}
+const struct xlt_metric_desc ib_ctl_metrics[] = {
+	G(active, "ib_connections_active", "IB connections that exist (accepted or connecting, not yet freed)"),
+	C(accepted, "ib_connections_accepted_total", "IB connections accepted"),
+	CL(rejected[IB_REJ_VERSION], "ib_connections_rejected_total", "IB connect requests refused, by reason",
+	   "reason=version"),
+	CL(rejected[IB_REJ_MALFORMED], "ib_connections_rejected_total", "", "reason=malformed"),
+	CL(rejected[IB_REJ_ACL], "ib_connections_rejected_total", "", "reason=acl"),
+	CL(rejected[IB_REJ_LIMIT], "ib_connections_rejected_total", "", "reason=limit"),
+	CL(rejected[IB_REJ_RESOURCES], "ib_connections_rejected_total", "", "reason=resources"),
+	C(connects, "ib_connects_total", "IB connections opened by the gateway (routes to ib:HOST:PORT)"),
+	C(connected, "ib_connects_established_total", "IB connections opened by the gateway and established"),
+	CL(failed[IB_FAIL_REFUSED], "ib_connections_failed_total", "IB connections that failed before carrying data",
+	   "reason=refused"),
+	CL(failed[IB_FAIL_TIMEOUT], "ib_connections_failed_total", "", "reason=timeout"),
+	CL(failed[IB_FAIL_UNREACHABLE], "ib_connections_failed_total", "", "reason=unreachable"),
+	CL(failed[IB_FAIL_PROTOCOL], "ib_connections_failed_total", "", "reason=protocol"),
+	CL(failed[IB_FAIL_RESOURCES], "ib_connections_failed_total", "", "reason=resources"),
+	CL(failed[IB_FAIL_ACCEPT], "ib_connections_failed_total", "", "reason=accept"),
+	G(listeners, "ib_listeners", "rsocket listeners open"),
+	C(listen_errors, "ib_listen_errors_total", "rsocket listeners that could not be opened"),
+	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
+	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive + send rings)"),
+	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
+	G(cqs, "ib_completion_queues", "completion queues"),
+};
+const unsigned ib_ctl_n_metrics = sizeof(ib_ctl_metrics) / sizeof(ib_ctl_metrics[0]);
+#undef C
+#undef CL
+#undef G
+
+#define C(f, name, help)       {name, XLT_COUNTER, offsetof(struct ib_worker_stats, f), help, NULL}
+#define CL(f, name, help, lbl) {name, XLT_COUNTER, offsetof(struct ib_worker_stats, f), help, lbl}
+/* The stall and withheld times are nanosecond counters: the gateway prints them in seconds. */
+const struct xlt_metric_desc ib_worker_metrics[] = {
+	{"ib_worker_connections", XLT_GAUGE, offsetof(struct ib_worker_stats, conns), "IB connections owned by the worker",
+	 NULL},
+	CL(bytes_rx, "ib_bytes_total", "IB payload bytes, by direction", "dir=rx"),
+	CL(bytes_tx, "ib_bytes_total", "", "dir=tx"),
+	CL(msgs_rx, "ib_messages_total", "rsocket data messages, by direction", "dir=rx"),
+	CL(msgs_tx, "ib_messages_total", "", "dir=tx"),
+	CL(ctrl_rx, "ib_control_messages_total", "rsocket credit, advert and control messages, by direction", "dir=rx"),
+	CL(ctrl_tx, "ib_control_messages_total", "", "dir=tx"),
+	C(credit_stalls, "ib_credit_stalls_total", "times the gateway had data for an IB peer but no credits or space"),
+	C(credit_withheld, "ib_credit_withheld_total", "times an IB peer had to wait for credits the gateway held back"),
+	C(comp_errors, "ib_completion_errors_total", "completions with an error status (flushes not counted)"),
+	CL(keepalives_tx, "ib_keepalives_total", "rsocket keepalives, by direction", "dir=tx"),
+	CL(keepalives_rx, "ib_keepalives_total", "", "dir=rx"),
+	CL(closed[IB_CLOSE_OK], "ib_connections_closed_total", "established IB connections that ended, by cause",
+	   "reason=ok"),
+	CL(closed[IB_CLOSE_RESET], "ib_connections_closed_total", "", "reason=reset"),
+	CL(closed[IB_CLOSE_PROTOCOL], "ib_connections_closed_total", "", "reason=protocol"),
+	CL(closed[IB_CLOSE_ABORTED], "ib_connections_closed_total", "", "reason=aborted"),
+	CL(closed[IB_CLOSE_ERROR], "ib_connections_closed_total", "", "reason=error"),
+};
+const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
+#undef C
+#undef CL

@@ -1,0 +1,213 @@
+/* Internal types of the IB engine, shared by cm.c (control thread) and conn.c (workers).
+ *
+ * Ownership is per field group, as marked: "control" fields are only touched by the control thread,
+ * "worker" fields only by the owning worker, "handed over" fields are written by the control thread
+ * before the connection reaches the worker (through a ring message, or before the first completion
+ * can exist) and only read afterwards. */
+#ifndef IB_CONN_T_H
+#define IB_CONN_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "../conf/conf-t.h"
+#include "../translate/stream-t.h"
+#include "ib-t.h"
+#include "proto-t.h"
+
+#define IB_MAX_DEVS   16
+#define IB_SPARES     32 /* connection objects kept ready on each worker for active opens */
+#define IB_SLOT_SPARE 64 /* slots beyond max sessions: connections still being torn down */
+#define IB_CTRL_BYTES (IB_RS_CTRL_SLOTS * sizeof(struct ib_rs_sge))
+#define IB_TSGL_BYTES 64 /* our target_sgl (2 entries, 32 bytes), padded */
+
+/* wr_id: kind (4 bits) | slot (20) | generation (23) | length (17) */
+#define IB_WR_KIND_SHIFT 60
+#define IB_WR_SLOT_SHIFT 40
+#define IB_WR_GEN_SHIFT	 17
+#define IB_WR_SLOT_MAX	 (1u << 20)
+#define IB_WR_GEN_MASK	 ((1u << 23) - 1)
+#define IB_WR_LEN_MASK	 ((1u << 17) - 1)
+
+enum ib_wr_kind {
+	IB_WR_RECV,
+	IB_WR_DATA,	 /* length = payload bytes */
+	IB_WR_CREDIT,	 /* SGL message (edge, or edge + advert) */
+	IB_WR_FIN,	 /* CTRL SHUTDOWN or DISCONNECT of an orderly close */
+	IB_WR_ABORT,	 /* CTRL DISCONNECT of an abort */
+	IB_WR_KEEPALIVE, /* zero-length RDMA write without immediate */
+};
+
+/* Ring messages, control <-> worker. */
+enum ib_msg_type {
+	IB_MSG_ADOPT,	     /* c->w: accepted connection (conn); the accept follows */
+	IB_MSG_ESTABLISHED,  /* c->w: passive connection established */
+	IB_MSG_CONNECTED,    /* c->w: active connection established; peer parameters staged */
+	IB_MSG_FAILED,	     /* c->w: the connection failed (err) before or while establishing */
+	IB_MSG_DISCONNECTED, /* c->w: rdma_cm says the peer disconnected */
+	IB_MSG_CONNECT,	     /* w->c: start an active open of conn */
+	IB_MSG_RELEASE,	     /* w->c: the worker is done with conn; free it */
+};
+
+struct ib_conn;
+
+struct ib_msg {
+	uint32_t type;
+	int32_t err;
+	uint32_t slot;
+	uint32_t gen;
+	struct ib_conn *conn;
+};
+
+struct ib_dev;
+
+/* A completion queue shared by the connections of one worker on one device. */
+struct ib_cq {
+	struct ibv_cq *cq;
+	uint32_t size;
+	uint32_t reserved; /* control: entries promised to queue pairs on it */
+	struct ib_cq *next;
+};
+
+/* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control
+ * message slots (local). Pooled per device: registered once, reused by later connections. */
+struct ib_bufs {
+	struct ib_bufs *next;
+	struct ib_dev *dev;
+	uint8_t *mem;
+	uint32_t rbuf_size, sbuf_size;
+	uint8_t *rbuf;
+	volatile struct ib_rs_sge *tsgl;
+	uint8_t *sbuf;
+	uint8_t *ctrl;
+	struct ibv_mr *rmr, *smr;
+};
+
+struct ib_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	const char *name;
+	struct ib_cq **cqs; /* per worker: list of CQs (control) */
+	struct ib_bufs *pool; /* idle buffer sets (control) */
+};
+
+enum ib_ct_state {
+	IB_CT_SPARE,	  /* on a worker's spare ring */
+	IB_CT_ACCEPTING,  /* passive: accepted, waiting for ESTABLISHED */
+	IB_CT_RESOLVING,  /* active: address/route resolution */
+	IB_CT_CONNECTING, /* active: rdma_connect sent */
+	IB_CT_LIVE,	  /* established */
+	IB_CT_FAILED,	  /* FAILED sent; waiting for the worker's RELEASE */
+};
+
+enum ib_w_state {
+	IB_W_IDLE,	 /* not the worker's (yet) */
+	IB_W_ACCEPTING,	 /* adopted, not established */
+	IB_W_CONNECTING, /* active open under way */
+	IB_W_OPEN,
+	IB_W_CLOSING,	 /* on_closed is due */
+	IB_W_CLOSED,	 /* on_closed fired; waiting for release */
+};
+
+struct ib_worker;
+
+struct ib_conn {
+	struct xlt_stream s; /* first */
+
+	/* identity (handed over) */
+	struct ib_worker *w;
+	uint32_t slot, gen;
+	bool active;
+	void *route;
+	const struct conf_route *conf;
+
+	/* resources and peer parameters (handed over) */
+	struct ib_bufs *bufs;
+	struct ib_cq *cq;
+	struct ibv_qp *qp;
+	uint16_t sq_depth, rq_depth;
+	uint32_t inline_max;
+	bool swap_sgl;		      /* the peer has the other byte order */
+	struct ib_rs_sge remote_sgl; /* the peer's target_sgl array */
+	struct ib_rs_params peer;    /* active opens: staged until CONNECTED */
+
+	/* control thread */
+	struct rdma_cm_id *id;
+	enum ib_ct_state ct;
+	uint64_t deadline_ns;
+	struct ib_conn *ct_prev, *ct_next;
+	struct in_addr dst;	/* active: written by the worker before CONNECT */
+	uint16_t dst_port;
+	uint32_t rbuf_size, sbuf_size;
+	uint64_t timeout_ms;
+
+	/* worker */
+	enum ib_w_state ws;
+	bool no_session;    /* never given to a session: released by the engine itself */
+	bool edge_known;    /* an SGL message set tx.edge already */
+	bool qp_dead;	    /* an error completion or a DISCONNECTED: post nothing more */
+	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
+	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
+	bool fin_posted, fin_acked;
+	bool stalled, withheld, want_writable;
+	uint8_t events;	    /* IB_EV_* due */
+	bool listed;	    /* on the worker's work list */
+	bool released;
+	int err;	    /* for on_closed */
+	uint16_t ctrl_used; /* control work requests in flight */
+	uint32_t ctrl_seq;
+	struct ib_rx rx;
+	struct ib_tx tx;
+	uint64_t last_tx_ns;
+	uint64_t stall_since, withheld_since;
+	struct ib_conn *work_next;
+	struct ib_conn *live_prev, *live_next;
+	struct ib_conn *list_next; /* worker's stash or backlog */
+	uint32_t ends[]; /* rq_depth: the receive side's message ends */
+};
+
+/* A worker's slot table entry (worker only). */
+struct ib_slot {
+	struct ib_conn *conn;
+	uint32_t gen;
+};
+
+struct rte_ring;
+
+struct ib_worker {
+	struct ib_ctl *ctl;
+	unsigned id;
+	void *arg;
+	const struct ib_hooks *hooks;
+	struct rte_ring *in;	 /* control -> worker messages */
+	struct rte_ring *out;	 /* worker -> control messages */
+	struct rte_ring *spares; /* control -> worker: ready connection objects */
+	int wake_fd;
+
+	/* worker */
+	struct ib_slot *slots;
+	uint32_t n_slots;
+	struct ibv_cq **cqs;
+	unsigned n_cqs, max_cqs;
+	struct ib_conn *stash;	  /* spares taken but not used, and RELEASEs the ring had no room for */
+	struct ib_conn *backlog;
+	struct ib_conn *work_head, *work_tail;
+	struct ib_conn *live;
+	uint64_t now;
+	uint64_t ka_ns, ka_next;
+	bool wake;
+	bool cq_backlog; /* the last CQ sweep stopped before the queues were empty */
+	struct ib_worker_stats st;
+
+	/* control */
+	uint32_t *ct_gen;
+	uint32_t *ct_free;
+	uint32_t ct_nfree;
+	uint32_t ct_conns;
+};
+
+#endif

@@ -1,0 +1,852 @@
+/* The rsocket engine on a worker: completions, sends, credits, and the stream interface.
+ *
+ * Design. A worker polls the completion queues of its connections (several connections share one
+ * CQ), posts everything itself, and never blocks, allocates, locks or makes system calls, except one
+ * eventfd write per poll round that handed something to the control thread.
+ *  - Receives carry no buffer: the peer RDMA-writes into our ring and the immediate tells the length.
+ *    Each receive completion is replenished at once (rsocket sets rnr_retry to infinite: a dry queue
+ *    would stall the peer, not fail it), and the control thread posted depth + 4 of them up front.
+ *  - Bytes stay in the ring until the session consumes them; only then do credits and adverts go back
+ *    (proto.c), which is what throttles an IB sender behind a slow TCP receiver.
+ *  - Credit messages go out before data and have their own 4 send slots, so data can never block a
+ *    credit update.
+ *  - Everything that can happen to a connection during a round (completions, ring messages, stream
+ *    ops) only updates state and puts the connection on the work list; the end of the round posts what
+ *    is due and fires stream events. A stream event is therefore never fired from inside an op.
+ *  - A completion names its connection by (slot, generation): a stale completion of a connection
+ *    that is gone, or whose slot was reused, is recognised and dropped. */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "conn.h"
+#include "ib.h"
+#include "proto.h"
+
+enum {
+	IB_EV_CONNECTED = 1,
+	IB_EV_READABLE = 2,
+	IB_EV_WRITABLE = 4,
+	IB_EV_CLOSED = 8,
+};
+
+#define CQ_BATCH     32
+#define CQ_ROUNDS    4 /* batches per CQ per poll round: bounds the time one round takes */
+#define RING_BATCH    32
+#define IB_CTRL_STUB 0x80000000u /* ib_close reason "not counted" */
+
+static inline void bump(uint64_t *c, uint64_t n)
+{
+	/* single writer (this worker); the stats endpoint loads relaxed */
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+/* ---- work list ---- */
+
+static void work(struct ib_conn *c)
+{
+	struct ib_worker *w = c->w;
+
+	if (c->listed)
+		return;
+	c->listed = true;
+	c->work_next = NULL;
+	if (w->work_tail)
+		w->work_tail->work_next = c;
+	else
+		w->work_head = c;
+	w->work_tail = c;
+}
+
+static void due(struct ib_conn *c, uint8_t ev)
+{
+	c->events |= ev;
+	work(c);
+}
+
+static void stall_end(struct ib_conn *c)
+{
+	if (!c->stalled)
+		return;
+	c->stalled = false;
+	bump(&c->w->st.credit_stall_ns, c->w->now - c->stall_since);
+}
+
+static void withheld_end(struct ib_conn *c)
+{
+	if (!c->withheld)
+		return;
+	c->withheld = false;
+	bump(&c->w->st.credit_withheld_ns, c->w->now - c->withheld_since);
+}
+
+/* Ends the connection with ERR (0: orderly); on_closed follows at the end of the round. REASON is
+ * an enum ib_close, or IB_CTRL_STUB for a connection that never carried a session. */
+static void closing(struct ib_conn *c, int err, unsigned reason)
+{
+	if (c->ws >= IB_W_CLOSING)
+		return;
+	stall_end(c);
+	withheld_end(c);
+	c->err = err;
+	c->ws = IB_W_CLOSING;
+	if (reason < IB_CLOSE_COUNT)
+		bump(&c->w->st.closed[reason], 1);
+	due(c, IB_EV_CLOSED);
+}
+
+static void protocol_error(struct ib_conn *c)
+{
+	c->qp_dead = true; /* a peer that broke the rules gets nothing more from us */
+	closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
+}
+
+/* ---- posting ---- */
+
+int ib_conn_post_recvs(struct ib_conn *c, unsigned n)
+{
+	struct ibv_recv_wr wr = {.wr_id = ib_wr_id(IB_WR_RECV, c, 0)}, *bad;
+
+	for (unsigned i = 0; i < n; i++) {
+		int ret = ibv_post_recv(c->qp, &wr, &bad);
+		if (ret)
+			return -ret; /* ibv_post_* return a positive errno */
+	}
+	return 0;
+}
+
+static int post_send(struct ib_conn *c, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	int ret = ibv_post_send(c->qp, wr, &bad);
+
+	if (ret)
+		return -ret;
+	c->last_tx_ns = c->w->now;
+	return 0;
+}
+
+/* A zero-length control message: CTRL (FIN, abort) or a plain write (keepalive). The remote address
+ * of a zero-length write is never accessed; the peer's target_sgl is a valid one all the same. */
+static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = ib_wr_id(kind, c, 0),
+		.opcode = kind == IB_WR_KEEPALIVE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htobe32(ib_rs_imm(IB_RS_OP_CTRL, ctrl)),
+		.wr.rdma = {.remote_addr = c->remote_sgl.addr, .rkey = c->remote_sgl.key},
+	};
+	int ret = post_send(c, &wr);
+
+	if (ret)
+		return ret;
+	c->ctrl_seq++;
+	c->ctrl_used++;
+	bump(kind == IB_WR_KEEPALIVE ? &c->w->st.keepalives_tx : &c->w->st.ctrl_tx, 1);
+	return 0;
+}
+
+static int post_credit(struct ib_conn *c, bool advert)
+{
+	struct ib_bufs *b = c->bufs;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.wr_id = ib_wr_id(IB_WR_CREDIT, c, 0),
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = c->remote_sgl.addr, .rkey = c->remote_sgl.key},
+	};
+	uint32_t off = 0;
+	unsigned idx = 0;
+	uint16_t edge = ib_rx_credit_sent(&c->rx, advert, &off, &idx);
+	int ret;
+
+	wr.imm_data = htobe32(ib_rs_imm(IB_RS_OP_SGL, edge));
+	if (advert) {
+		/* the advert payload lives in a control slot until the write completes: with at most 4
+		 * control messages in flight, slot seq & 3 is free again when seq comes round */
+		uint8_t *slot = b->ctrl + (c->ctrl_seq & (IB_RS_CTRL_SLOTS - 1)) * sizeof(struct ib_rs_sge);
+		ib_rs_sge_encode(slot, (uintptr_t)(b->rbuf + off), b->rmr->rkey, c->rx.half, c->swap_sgl);
+		sge = (struct ibv_sge){.addr = (uintptr_t)slot, .length = sizeof(struct ib_rs_sge), .lkey = b->smr->lkey};
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (c->inline_max >= sizeof(struct ib_rs_sge))
+			wr.send_flags |= IBV_SEND_INLINE;
+		wr.wr.rdma.remote_addr = c->remote_sgl.addr + idx * sizeof(struct ib_rs_sge);
+	}
+	ret = post_send(c, &wr);
+	if (ret)
+		return ret;
+	c->ctrl_seq++;
+	c->ctrl_used++;
+	bump(&c->w->st.ctrl_tx, 1);
+	if (c->withheld && !ib_rx_peer_blocked(&c->rx))
+		withheld_end(c);
+	return 0;
+}
+
+static int post_data(struct ib_conn *c)
+{
+	struct ib_bufs *b = c->bufs;
+	struct ib_tx_write tw;
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr = {
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.sg_list = sge,
+	};
+
+	ib_tx_next(&c->tx, b->tsgl, &tw);
+	sge[0] = (struct ibv_sge){.addr = (uintptr_t)(b->sbuf + tw.off), .length = tw.seg0, .lkey = b->smr->lkey};
+	sge[1] = (struct ibv_sge){.addr = (uintptr_t)b->sbuf, .length = tw.len - tw.seg0, .lkey = b->smr->lkey};
+	wr.num_sge = tw.seg0 < tw.len ? 2 : 1;
+	wr.wr_id = ib_wr_id(IB_WR_DATA, c, tw.len);
+	wr.imm_data = htobe32(ib_rs_imm(IB_RS_OP_DATA, tw.len));
+	wr.wr.rdma.remote_addr = tw.raddr;
+	wr.wr.rdma.rkey = tw.rkey;
+	if (tw.len <= c->inline_max)
+		wr.send_flags |= IBV_SEND_INLINE;
+	bump(&c->w->st.msgs_tx, 1);
+	bump(&c->w->st.bytes_tx, tw.len);
+	return post_send(c, &wr);
+}
+
+static void check_close(struct ib_conn *c)
+{
+	bool rx_done, tx_idle;
+
+	if (c->ws != IB_W_OPEN)
+		return;
+	rx_done = c->rx.eof && !ib_rx_pending(&c->rx) && c->s.peer_done;
+	tx_idle = c->qp_dead || (c->tx.done == c->tx.posted && !c->ctrl_used);
+	if (!rx_done || !tx_idle)
+		return;
+	if (c->fin_acked)
+		closing(c, 0, IB_CLOSE_OK);
+	else if (c->peer_gone || c->qp_dead)
+		/* the peer closed both ways (DISCONNECT): orderly unless it left bytes of ours unsent */
+		closing(c, c->tx.queued == c->tx.done ? 0 : -ECONNRESET,
+			c->tx.queued == c->tx.done ? IB_CLOSE_OK : IB_CLOSE_RESET);
+}
+
+/* Posts what is due: credits first, then data, then our end of stream; then sees whether the
+ * connection is over. */
+static void progress(struct ib_conn *c)
+{
+	enum ib_tx_block b = IB_TX_EMPTY;
+	int ret = 0;
+
+	if (c->ws != IB_W_OPEN)
+		return;
+	if (c->qp_dead) {
+		check_close(c);
+		return;
+	}
+	while (!c->rx.eof && c->ctrl_used < IB_RS_CTRL_SLOTS) {
+		enum ib_rx_credit due_now = ib_rx_credit_due(&c->rx);
+		if (due_now == IB_RX_CREDIT_NONE)
+			break;
+		if ((ret = post_credit(c, due_now == IB_RX_CREDIT_ADVERT)))
+			goto err;
+	}
+	if (!c->peer_gone) {
+		while ((b = ib_tx_blocked(&c->tx, c->bufs->tsgl)) == IB_TX_OK)
+			if ((ret = post_data(c)))
+				goto err;
+		if (b == IB_TX_NO_CREDIT || b == IB_TX_NO_TARGET) {
+			if (!c->stalled) {
+				c->stalled = true;
+				c->stall_since = c->w->now;
+				bump(&c->w->st.credit_stalls, 1);
+			}
+		} else {
+			stall_end(c);
+		}
+		if (c->s.local_done && !c->fin_posted && c->tx.queued == c->tx.posted &&
+		    c->ctrl_used < IB_RS_CTRL_SLOTS) {
+			/* rsocket's rule: SHUTDOWN while the peer may still send, DISCONNECT once both
+			 * directions are done */
+			ret = post_ctrl(c, IB_WR_FIN, c->rx.eof ? IB_RS_CTRL_DISCONNECT : IB_RS_CTRL_SHUTDOWN);
+			if (ret)
+				goto err;
+			c->fin_posted = true;
+		}
+	} else {
+		stall_end(c);
+	}
+	check_close(c);
+	return;
+err:
+	c->qp_dead = true;
+	closing(c, ret, IB_CLOSE_ERROR);
+}
+
+/* ---- stream ops (called by the session, on this worker) ---- */
+
+static size_t op_peek(struct xlt_stream *s, const uint8_t **data)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+	uint32_t off, n;
+
+	if (c->ws != IB_W_OPEN)
+		return 0;
+	n = ib_rx_peek(&c->rx, &off);
+	*data = c->bufs->rbuf + off;
+	if (!n && c->rx.eof && !s->peer_done) {
+		s->peer_done = 1;
+		work(c); /* the close check may now pass */
+	}
+	return n;
+}
+
+static void op_consume(struct xlt_stream *s, size_t n)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+
+	if (c->ws != IB_W_OPEN)
+		return;
+	ib_rx_consume(&c->rx, (uint32_t)n);
+	if (c->rx.eof && !ib_rx_pending(&c->rx))
+		s->peer_done = 1;
+	progress(c); /* consumption is what returns credits: send them now */
+}
+
+static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+	uint32_t space, n, off, first;
+
+	if (c->ws != IB_W_OPEN || s->local_done || c->peer_gone || c->qp_dead)
+		return 0;
+	space = ib_tx_space(&c->tx);
+	n = len < space ? (uint32_t)len : space;
+	if (n) {
+		off = ib_tx_queue(&c->tx, n);
+		first = c->tx.size - off < n ? c->tx.size - off : n;
+		memcpy(c->bufs->sbuf + off, data, first);
+		memcpy(c->bufs->sbuf, data + first, n - first);
+	}
+	if (n < len)
+		c->want_writable = true;
+	progress(c);
+	return n;
+}
+
+static void op_shutdown(struct xlt_stream *s)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+
+	if (s->local_done)
+		return;
+	s->local_done = 1;
+	progress(c);
+}
+
+static void op_abort(struct xlt_stream *s)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+	bool open = c->ws == IB_W_OPEN;
+
+	if (c->ws >= IB_W_CLOSING)
+		return;
+	/* best effort: tell the peer; the control thread's rdma_disconnect follows on release */
+	if (open && !c->qp_dead && c->ctrl_used < IB_RS_CTRL_SLOTS)
+		post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT);
+	c->qp_dead = true;
+	closing(c, -ECONNABORTED, open ? IB_CLOSE_ABORTED : IB_CTRL_STUB);
+}
+
+static void op_release(struct xlt_stream *s)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+
+	/* handed back at the end of the round: C may still be on the work list */
+	c->released = true;
+	work(c);
+}
+
+const struct xlt_stream_ops ib_conn_ops = {
+	.peek = op_peek,
+	.consume = op_consume,
+	.write = op_write,
+	.shutdown = op_shutdown,
+	.abort = op_abort,
+	.release = op_release,
+};
+
+void ib_conn_proto_init(struct ib_conn *c)
+{
+	ib_rx_init(&c->rx, c->bufs->rbuf_size, c->rq_depth, c->ends);
+	/* data messages may use every send slot but the IB_RS_CTRL_SLOTS kept for control */
+	ib_tx_init(&c->tx, c->bufs->sbuf_size, c->sq_depth - IB_RS_CTRL_SLOTS, 0);
+	c->bufs->tsgl[0] = (struct ib_rs_sge){0};
+	c->bufs->tsgl[1] = (struct ib_rs_sge){0};
+}
+
+/* ---- the worker ---- */
+
+static void add_cq(struct ib_worker *w, struct ib_cq *cq)
+{
+	for (unsigned i = 0; i < w->n_cqs; i++)
+		if (w->cqs[i] == cq->cq)
+			return;
+	/* the control thread creates at most max_cqs CQs for a worker (internal consistency) */
+	if (w->n_cqs < w->max_cqs)
+		w->cqs[w->n_cqs++] = cq->cq;
+}
+
+static void live_add(struct ib_worker *w, struct ib_conn *c)
+{
+	c->live_prev = NULL;
+	c->live_next = w->live;
+	if (w->live)
+		w->live->live_prev = c;
+	w->live = c;
+	bump(&w->st.conns, 1);
+}
+
+static void live_del(struct ib_worker *w, struct ib_conn *c)
+{
+	if (c->live_prev)
+		c->live_prev->live_next = c->live_next;
+	else
+		w->live = c->live_next;
+	if (c->live_next)
+		c->live_next->live_prev = c->live_prev;
+	bump(&w->st.conns, (uint64_t)-1);
+}
+
+static struct ib_conn *lookup(struct ib_worker *w, uint32_t slot, uint32_t gen)
+{
+	struct ib_conn *c;
+
+	if (slot >= w->n_slots)
+		return NULL;
+	c = w->slots[slot].conn;
+	if (!c || w->slots[slot].gen != (gen & IB_WR_GEN_MASK) || c->released)
+		return NULL;
+	return c;
+}
+
+static void open_passive(struct ib_worker *w, struct ib_conn *c)
+{
+	int ret;
+
+	c->ws = IB_W_OPEN;
+	c->s.state = XLT_STREAM_OPEN;
+	c->last_tx_ns = w->now;
+	work(c); /* the first advert goes out at the end of the round */
+	ret = w->hooks->accept(w->arg, c->route, &c->s);
+	if (ret) {
+		/* refused by admission: reset it ourselves, no session ever sees it */
+		if (c->ctrl_used < IB_RS_CTRL_SLOTS)
+			post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT);
+		c->qp_dead = true;
+		closing(c, ret, IB_CTRL_STUB);
+		return;
+	}
+	c->no_session = false;
+}
+
+static void open_active(struct ib_worker *w, struct ib_conn *c)
+{
+	if (!c->edge_known)
+		c->tx.edge = c->peer.credits;
+	add_cq(w, c->cq);
+	c->ws = IB_W_OPEN;
+	c->s.state = XLT_STREAM_OPEN;
+	c->last_tx_ns = w->now;
+	due(c, IB_EV_CONNECTED);
+	if (ib_rx_pending(&c->rx) || c->rx.eof)
+		due(c, IB_EV_READABLE);
+}
+
+static void on_msg(struct ib_worker *w, const struct ib_msg *m)
+{
+	struct ib_conn *c;
+
+	if (m->type == IB_MSG_ADOPT) {
+		c = m->conn;
+		w->slots[c->slot] = (struct ib_slot){.conn = c, .gen = c->gen & IB_WR_GEN_MASK};
+		c->ws = IB_W_ACCEPTING;
+		c->no_session = true;
+		add_cq(w, c->cq);
+		live_add(w, c);
+		return;
+	}
+	c = lookup(w, m->slot, m->gen);
+	if (!c)
+		return;
+	switch (m->type) {
+	case IB_MSG_ESTABLISHED:
+		if (c->ws == IB_W_ACCEPTING)
+			open_passive(w, c);
+		break;
+	case IB_MSG_CONNECTED:
+		if (c->ws == IB_W_CONNECTING)
+			open_active(w, c);
+		break;
+	case IB_MSG_FAILED:
+		c->qp_dead = true;
+		closing(c, m->err, c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
+		break;
+	case IB_MSG_DISCONNECTED:
+		c->cm_gone = true;
+		work(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static unsigned drain_in(struct ib_worker *w)
+{
+	struct ib_msg m[RING_BATCH];
+	unsigned n, total = 0;
+
+	do {
+		n = rte_ring_dequeue_burst_elem(w->in, m, sizeof(m[0]), RING_BATCH, NULL);
+		for (unsigned i = 0; i < n; i++)
+			on_msg(w, &m[i]);
+		total += n;
+	} while (n == RING_BATCH);
+	return total;
+}
+
+static int wc_errno(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR: return -ETIMEDOUT;
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_LOC_LEN_ERR: return -EPROTO;
+	default: return -ECONNRESET;
+	}
+}
+
+static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
+{
+	bool first = !c->qp_dead;
+
+	c->qp_dead = true;
+	if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		bump(&c->w->st.comp_errors, 1);
+	if (!first || c->ws >= IB_W_CLOSING)
+		return;
+	if (c->ws == IB_W_OPEN && wc_errno(wc->status) == -EPROTO)
+		closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
+	else
+		closing(c, wc_errno(wc->status), c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
+}
+
+static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
+{
+	uint32_t imm, val;
+	int ret;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		wc_error(c, wc);
+		return;
+	}
+	if (!c->qp_dead && (ret = ib_conn_post_recvs(c, 1))) {
+		c->qp_dead = true;
+		closing(c, ret, c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
+		return;
+	}
+	if (c->ws == IB_W_ACCEPTING)
+		open_passive(w, c); /* a message proves the connection is up, whatever rdma_cm says later */
+	if (c->ws >= IB_W_CLOSING)
+		return;
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM)) {
+		protocol_error(c); /* a send: only iWARP rsockets do that, and we do not speak it */
+		return;
+	}
+	imm = be32toh(wc->imm_data);
+	val = ib_rs_imm_val(imm);
+	switch (ib_rs_imm_op(imm)) {
+	case IB_RS_OP_DATA:
+		if (ib_rx_data(&c->rx, val)) {
+			protocol_error(c);
+			return;
+		}
+		bump(&w->st.msgs_rx, 1);
+		bump(&w->st.bytes_rx, val);
+		if (!c->withheld && ib_rx_peer_blocked(&c->rx)) {
+			c->withheld = true;
+			c->withheld_since = w->now;
+			bump(&w->st.credit_withheld, 1);
+		}
+		if (c->ws == IB_W_OPEN)
+			due(c, IB_EV_READABLE);
+		break;
+	case IB_RS_OP_SGL:
+		/* the advert itself (if any) was written into our target_sgl before this completion */
+		c->tx.edge = (uint16_t)val;
+		c->edge_known = true;
+		bump(&w->st.ctrl_rx, 1);
+		work(c);
+		break;
+	case IB_RS_OP_IOMAP_SGL:
+		break; /* we advertise no iomap; harmless if a peer sends it anyway */
+	case IB_RS_OP_CTRL:
+		bump(&w->st.ctrl_rx, 1);
+		if (val == IB_RS_CTRL_KEEPALIVE) {
+			bump(&w->st.keepalives_rx, 1);
+		} else if (val == IB_RS_CTRL_SHUTDOWN || val == IB_RS_CTRL_DISCONNECT) {
+			c->rx.eof = true;
+			if (val == IB_RS_CTRL_DISCONNECT)
+				c->peer_gone = true;
+			withheld_end(c);
+			if (c->ws == IB_W_OPEN)
+				due(c, IB_EV_READABLE);
+			else
+				work(c);
+		} else {
+			protocol_error(c);
+		}
+		break;
+	default:
+		protocol_error(c);
+		break;
+	}
+}
+
+static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc, enum ib_wr_kind kind,
+		    uint32_t len)
+{
+	(void)w;
+	if (kind == IB_WR_DATA)
+		ib_tx_done(&c->tx, len);
+	else if (c->ctrl_used)
+		c->ctrl_used--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		wc_error(c, wc);
+		return;
+	}
+	if (kind == IB_WR_FIN)
+		c->fin_acked = true;
+	if (kind == IB_WR_DATA && c->want_writable && c->ws == IB_W_OPEN) {
+		c->want_writable = false;
+		due(c, IB_EV_WRITABLE);
+	}
+	work(c);
+}
+
+static void on_wc(struct ib_worker *w, const struct ibv_wc *wc)
+{
+	enum ib_wr_kind kind = (enum ib_wr_kind)(wc->wr_id >> IB_WR_KIND_SHIFT);
+	uint32_t slot = (uint32_t)(wc->wr_id >> IB_WR_SLOT_SHIFT) & (IB_WR_SLOT_MAX - 1);
+	uint32_t gen = (uint32_t)(wc->wr_id >> IB_WR_GEN_SHIFT) & IB_WR_GEN_MASK;
+	struct ib_conn *c = lookup(w, slot, gen);
+
+	if (!c) {
+		/* a connection accepted since the ring was last read: its ADOPT is there by now (it was
+		 * queued before rdma_accept, the accept before any completion) */
+		drain_in(w);
+		c = lookup(w, slot, gen);
+		if (!c)
+			return; /* stale: its connection is gone */
+	}
+	if (kind == IB_WR_RECV)
+		on_recv(w, c, wc);
+	else
+		on_send(w, c, wc, kind, (uint32_t)wc->wr_id & IB_WR_LEN_MASK);
+}
+
+static unsigned poll_cqs(struct ib_worker *w)
+{
+	struct ibv_wc wc[CQ_BATCH];
+	unsigned total = 0;
+
+	w->cq_backlog = false;
+	for (unsigned i = 0; i < w->n_cqs; i++) {
+		int n = 0;
+		for (unsigned r = 0; r < CQ_ROUNDS; r++) {
+			n = ibv_poll_cq(w->cqs[i], CQ_BATCH, wc);
+			for (int k = 0; k < n; k++)
+				on_wc(w, &wc[k]);
+			if (n > 0)
+				total += (unsigned)n;
+			if (n < CQ_BATCH)
+				break;
+		}
+		if (n == CQ_BATCH)
+			w->cq_backlog = true;
+	}
+	return total;
+}
+
+static bool send_msg(struct ib_worker *w, enum ib_msg_type type, struct ib_conn *c)
+{
+	struct ib_msg m = {.type = type, .slot = c->slot, .gen = c->gen, .conn = c};
+
+	if (rte_ring_sp_enqueue_elem(w->out, &m, sizeof(m)))
+		return false;
+	w->wake = true;
+	return true;
+}
+
+/* The worker is done with C: the control thread destroys its queue pair and id and frees it. */
+static void hand_back(struct ib_worker *w, struct ib_conn *c)
+{
+	if (w->slots[c->slot].conn == c)
+		w->slots[c->slot].conn = NULL;
+	live_del(w, c); /* adopted or connected: every connection a worker hands back is live */
+	stall_end(c);
+	withheld_end(c);
+	if (!send_msg(w, IB_MSG_RELEASE, c)) {
+		c->list_next = w->backlog; /* the ring is sized so this does not happen; never lose one */
+		w->backlog = c;
+	}
+}
+
+/* The connections put on the work list during this round: post what is due, fire stream events. */
+static unsigned run_work(struct ib_worker *w)
+{
+	struct ib_conn *c = w->work_head, *next;
+	unsigned n = 0;
+
+	w->work_head = w->work_tail = NULL; /* what callbacks add now waits for the next round */
+	for (; c; c = next) {
+		uint8_t ev;
+
+		next = c->work_next;
+		c->listed = false;
+		n++;
+		if (c->released) {
+			hand_back(w, c);
+			continue;
+		}
+		if (c->cm_gone && c->ws < IB_W_CLOSING) {
+			if (w->cq_backlog) {
+				work(c); /* its last messages may still be queued: decide next round */
+			} else {
+				/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
+				c->cm_gone = false;
+				c->qp_dead = true;
+				if (c->ws == IB_W_OPEN && c->rx.eof)
+					c->peer_gone = true;
+				else
+					closing(c, -ECONNRESET, c->ws == IB_W_OPEN ? IB_CLOSE_RESET : IB_CTRL_STUB);
+			}
+		}
+		progress(c);
+		ev = c->events;
+		c->events = 0;
+		if (c->no_session) {
+			if (ev & IB_EV_CLOSED) {
+				c->ws = IB_W_CLOSED;
+				c->s.state = XLT_STREAM_CLOSED;
+				hand_back(w, c);
+			}
+			continue;
+		}
+		if ((ev & IB_EV_CONNECTED) && c->ws == IB_W_OPEN && c->s.ev.on_connected)
+			c->s.ev.on_connected(c->s.ev.arg);
+		if ((ev & IB_EV_READABLE) && c->ws == IB_W_OPEN && c->s.ev.on_readable)
+			c->s.ev.on_readable(c->s.ev.arg);
+		if ((ev & IB_EV_WRITABLE) && c->ws == IB_W_OPEN && c->s.ev.on_writable)
+			c->s.ev.on_writable(c->s.ev.arg);
+		if ((ev & IB_EV_CLOSED) || c->ws == IB_W_CLOSING) {
+			if (c->ws != IB_W_CLOSING)
+				continue;
+			c->ws = IB_W_CLOSED;
+			c->s.state = XLT_STREAM_CLOSED;
+			if (c->s.ev.on_closed)
+				c->s.ev.on_closed(c->s.ev.arg, c->err); /* may release C: touch it no more */
+		}
+	}
+	return n;
+}
+
+static void keepalive(struct ib_worker *w)
+{
+	for (struct ib_conn *c = w->live; c; c = c->live_next)
+		if (c->ws == IB_W_OPEN && !c->qp_dead && !c->peer_gone && w->now - c->last_tx_ns >= w->ka_ns &&
+		    c->ctrl_used < IB_RS_CTRL_SLOTS)
+			post_ctrl(c, IB_WR_KEEPALIVE, IB_RS_CTRL_KEEPALIVE); /* a failure shows as a completion error */
+	w->ka_next = w->now + w->ka_ns / 2;
+}
+
+unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
+{
+	unsigned n;
+
+	w->now = now_ns;
+	n = drain_in(w);
+	while (w->backlog) {
+		struct ib_conn *c = w->backlog;
+		if (!send_msg(w, IB_MSG_RELEASE, c))
+			break;
+		w->backlog = c->list_next;
+	}
+	n += poll_cqs(w);
+	if (w->ka_ns && now_ns >= w->ka_next)
+		keepalive(w);
+	if (w->work_head)
+		n += run_work(w);
+	if (w->wake) {
+		uint64_t one = 1;
+		w->wake = false;
+		/* the one system call of the datapath, and only in rounds that handed something over */
+		if (write(w->wake_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, the control thread is awake anyway */
+		}
+	}
+	return n;
+}
+
+struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,
+				     struct in_addr addr, uint16_t port, int *err)
+{
+	struct ib_conn *c = w->stash;
+	struct ib_msg m;
+
+	if (c)
+		w->stash = c->list_next;
+	else if (rte_ring_sc_dequeue(w->spares, (void **)&c))
+		c = NULL;
+	if (!c) {
+		*err = -ENOBUFS; /* the control thread refills the spares; a burst beyond them fails */
+		return NULL;
+	}
+	c->s.ops = &ib_conn_ops;
+	c->s.state = XLT_STREAM_CONNECTING;
+	c->s.peer_addr = addr.s_addr;
+	c->s.peer_port = port;
+	c->conf = r;
+	c->route = route;
+	w->hooks->route_get(route);
+	c->dst = addr;
+	c->dst_port = port;
+	c->timeout_ms = r->connect_timeout_ms;
+	c->rbuf_size = (uint32_t)r->ib_rbuf_size;
+	c->sbuf_size = (uint32_t)r->ib_sbuf_size;
+	c->ws = IB_W_CONNECTING;
+	m = (struct ib_msg){.type = IB_MSG_CONNECT, .slot = c->slot, .gen = c->gen, .conn = c};
+	if (rte_ring_sp_enqueue_elem(w->out, &m, sizeof(m))) {
+		w->hooks->route_put(route);
+		c->route = NULL;
+		c->ws = IB_W_IDLE;
+		c->list_next = w->stash;
+		w->stash = c;
+		*err = -ENOBUFS;
+		return NULL;
+	}
+	w->slots[c->slot] = (struct ib_slot){.conn = c, .gen = c->gen & IB_WR_GEN_MASK};
+	live_add(w, c);
+	w->wake = true;
+	return &c->s;
+}
+
+const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w)
+{
+	return &w->st;
+}

@@ -1,0 +1,96 @@
+/* IB side types seen by the gateway: hooks into the gateway, counters, opaque engine handles.
+ * See ib.h for the functions and the threading rules. */
+#ifndef IB_IB_T_H
+#define IB_IB_T_H
+
+#include <stdint.h>
+
+struct ib_ctl;	    /* rdma_cm side: control thread */
+struct ib_worker;   /* datapath side: one per worker */
+struct ib_listener; /* one rsocket listener (listen = ib:PORT) */
+struct xlt_stream;
+
+/* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
+struct ib_hooks {
+	void *arg;
+	/* Control thread, on a connect request: may ADDR (IPv4, network order) open a session on ROUTE
+	 * now? 0, -EACCES (source not allowed) or -EBUSY (limits, draining). */
+	int (*admit)(void *arg, void *route, uint32_t addr);
+	/* Any thread: every connection holds a reference to its route while it exists. */
+	void (*route_get)(void *route);
+	void (*route_put)(void *route);
+	/* Worker: connection S, accepted on ROUTE, is established. Return 0 when a session owns S now
+	 * (it will release it), or -errno: the engine then resets and frees S itself. WARG is the
+	 * worker's argument given to ib_ctl_create. */
+	int (*accept)(void *warg, void *route, struct xlt_stream *s);
+	/* Control thread: one log line (syslog LEVEL: 3 error ... 7 debug). */
+	void (*log)(void *arg, int level, const char *msg);
+};
+
+/* Why a connect request was refused (rdma_reject). */
+enum ib_reject {
+	IB_REJ_VERSION,	  /* private data of another protocol version */
+	IB_REJ_MALFORMED, /* short or malformed private data */
+	IB_REJ_ACL,	  /* source not in the route's allow list */
+	IB_REJ_LIMIT,	  /* session limits or draining */
+	IB_REJ_RESOURCES, /* no memory, queue pair, slot or device for it */
+	IB_REJ_COUNT,
+};
+
+/* Why a connection failed before it carried data. */
+enum ib_fail {
+	IB_FAIL_REFUSED,     /* the peer rejected our connect */
+	IB_FAIL_TIMEOUT,     /* connect_timeout passed */
+	IB_FAIL_UNREACHABLE, /* address or route resolution failed, or no answer */
+	IB_FAIL_PROTOCOL,    /* the peer's accept carried bad private data */
+	IB_FAIL_RESOURCES,   /* local resources (memory, queue pair, device) */
+	IB_FAIL_ACCEPT,	     /* accepting failed or the peer vanished before establishment */
+	IB_FAIL_COUNT,
+};
+
+/* How an established connection ended. */
+enum ib_close {
+	IB_CLOSE_OK,	   /* both directions closed in order */
+	IB_CLOSE_RESET,	   /* the peer disconnected or died with data in flight */
+	IB_CLOSE_PROTOCOL, /* the peer broke the protocol */
+	IB_CLOSE_ABORTED,  /* aborted by the gateway */
+	IB_CLOSE_ERROR,	   /* a completion error (transport retries exhausted, ...) */
+	IB_CLOSE_COUNT,
+};
+
+/* Control thread counters: written by the control thread only. */
+struct ib_ctl_stats {
+	uint64_t active;   /* gauge: connections that exist (accepted or connecting, not yet freed) */
+	uint64_t accepted;
+	uint64_t rejected[IB_REJ_COUNT];
+	uint64_t connects;  /* active opens started */
+	uint64_t connected; /* active opens established */
+	uint64_t failed[IB_FAIL_COUNT];
+	uint64_t listeners; /* gauge */
+	uint64_t listen_errors;
+	uint64_t cm_events;
+	uint64_t buf_bytes;	 /* gauge: registered buffer memory */
+	uint64_t buf_idle_bytes; /* gauge: of which idle in the pool, ready for the next connection */
+	uint64_t cqs;		 /* gauge: completion queues */
+};
+
+/* Worker counters: written by that worker only. */
+struct ib_worker_stats {
+	uint64_t conns;	   /* gauge: connections owned */
+	uint64_t bytes_rx; /* payload bytes received from IB peers */
+	uint64_t bytes_tx;
+	uint64_t msgs_rx;  /* data messages */
+	uint64_t msgs_tx;
+	uint64_t ctrl_rx;  /* credit, advert and control messages */
+	uint64_t ctrl_tx;
+	uint64_t credit_stalls;	     /* times we had data but no credits or advertised space */
+	uint64_t credit_stall_ns;
+	uint64_t credit_withheld;    /* times the peer had to wait for credits we held back */
+	uint64_t credit_withheld_ns; /* (its bytes waiting in our receive buffer for consumption) */
+	uint64_t comp_errors;	     /* completions with an error status (flushes not counted) */
+	uint64_t keepalives_tx;
+	uint64_t keepalives_rx;
+	uint64_t closed[IB_CLOSE_COUNT];
+};
+
+#endif

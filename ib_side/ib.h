@@ -1,0 +1,68 @@
+/* IB side: rsocket-protocol connections on verbs, for the gateway.
+ *
+ * Threads. The control thread owns rdma_cm: listeners, connect requests, address/route resolution,
+ * creating and destroying queue pairs and ids, the buffer pool. Each worker owns its connections'
+ * datapath: it polls its completion queues, posts sends and receives, and drives the stream interface
+ * (translate/stream-t.h) that sessions use. The two talk through one SPSC ring per direction per
+ * worker; the worker wakes the control thread with an eventfd. A connection is named across threads
+ * by (slot, generation); the control thread frees one only after its worker handed it back.
+ *
+ * The functions say which thread may call them. Constructors return NULL and set errno; the others
+ * return 0 or -errno. */
+#ifndef IB_IB_H
+#define IB_IB_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+
+#include "../conf/conf-t.h"
+#include "../translate/metric-t.h"
+#include "ib-t.h"
+
+/* Control thread, before the workers run. Opens every RDMA device librdmacm sees (or only
+ * C->device), a protection domain each, the rdma_cm event channel, and the per-worker state for
+ * N_WORKERS workers (WARGS[i] is passed back to hooks->accept on worker i). MAX_CONNS bounds the
+ * connections one worker may own. HOOKS must outlive the engine. errno ENODEV: no RDMA here. */
+struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
+			     const struct ib_hooks *hooks);
+
+/* After the workers stopped: frees every connection, listener and resource. */
+void ib_ctl_destroy(struct ib_ctl *ctl);
+
+/* File descriptors for the control thread's event loop: when either is readable, call
+ * ib_ctl_process. Also call ib_ctl_tick every few tens of milliseconds (timeouts, spares). */
+int ib_ctl_cm_fd(const struct ib_ctl *ctl);
+int ib_ctl_wake_fd(const struct ib_ctl *ctl);
+void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns);
+/* SERVING false (draining): connect requests are refused from now on. */
+void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving);
+
+/* Opens an rsocket listener on [ib] bind, R->listen.port, for ROUTE (referenced while open and by
+ * every connection it accepts; R must stay valid as long as ROUTE is referenced). */
+struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route);
+void ib_listener_close(struct ib_listener *l);
+uint16_t ib_listener_port(const struct ib_listener *l);
+
+const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
+struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
+const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
+
+/* Worker: one round of work (messages from the control thread, completions, keepalives, stream
+ * events). Returns the amount of work done, 0 when idle. */
+unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns);
+
+/* Worker: opens an rsocket connection to ADDR:PORT for ROUTE (whose conf is R). Returns a CONNECTING
+ * stream: on_connected or on_closed (-ECONNREFUSED, -ETIMEDOUT after R->connect_timeout_ms,
+ * -EHOSTUNREACH, -EPROTO, ...) follow from ib_worker_poll. NULL with *ERR on immediate failure. */
+struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,
+				     struct in_addr addr, uint16_t port, int *err);
+
+const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w);
+
+/* Counter names for the stats endpoint. */
+extern const struct xlt_metric_desc ib_ctl_metrics[];
+extern const unsigned ib_ctl_n_metrics;
+extern const struct xlt_metric_desc ib_worker_metrics[];
+extern const unsigned ib_worker_n_metrics;
+
+#endif

@@ -1,0 +1,267 @@
+/* rsocket protocol arithmetic: private data, credit edges, buffer adverts, ring offsets.
+ *
+ * Design: the two directions of a connection are byte counters over two rings.
+ *  - Receive: the peer may write up to `advertised` (the first half of the ring is advertised in the
+ *    private data, every later advert adds a half). Consumption frees space; when a whole half is free
+ *    it is advertised again, alternating into the peer's target_sgl entries 1, 0, 1, ... Credits count
+ *    messages: the edge is consumed messages + depth, so a peer never has more messages outstanding
+ *    than we have receive buffers for, and never more bytes than we have ring for.
+ *  - Send: bytes wait in our ring between write() and their completion; a write goes out while the
+ *    peer's credit edge is ahead and its current target entry has room, at most 64 KiB, never across
+ *    the end of a target entry, moving to the other entry when one is used up.
+ * Every input from the peer is checked here (an over-long write, a write beyond the advertised space
+ * or its credits is -EPROTO), so the engine can trust what these functions return. */
+#include <byteswap.h>
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "proto.h"
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void get_sge(const uint8_t *p, struct ib_rs_sge *s)
+{
+	s->addr = get_be64(p);
+	s->key = get_be32(p + 8);
+	s->length = get_be32(p + 12);
+}
+
+static void put_sge(uint8_t *p, const struct ib_rs_sge *s)
+{
+	put_be64(p, s->addr);
+	put_be32(p + 8, s->key);
+	put_be32(p + 12, s->length);
+}
+
+int ib_rs_params_parse(const void *buf, size_t len, struct ib_rs_params *p)
+{
+	const uint8_t *b = buf;
+
+	if (!b || len < 1)
+		return -EBADMSG;
+	/* the version first: a future peer with a longer layout must hear "version", not "malformed" */
+	if (b[0] != IB_RS_VERSION)
+		return -EPROTONOSUPPORT;
+	if (len < IB_RS_PDATA_LEN)
+		return -EBADMSG;
+	p->version = b[0];
+	p->flags = b[1];
+	p->credits = (uint16_t)(b[2] << 8 | b[3]);
+	p->iomap_size = b[7];
+	get_sge(b + 8, &p->target_sgl);
+	get_sge(b + 24, &p->data_buf);
+	/* rsocket cycles through exactly IB_RS_SGL_SIZE entries on both ends; anything else would make
+	 * our adverts land where the peer does not look */
+	if (!p->credits || p->target_sgl.length != IB_RS_SGL_SIZE || !p->target_sgl.addr)
+		return -EBADMSG;
+	if (!p->data_buf.addr || !p->data_buf.length || p->data_buf.length > IB_RS_IMM_MASK)
+		return -EBADMSG;
+	return 0;
+}
+
+void ib_rs_params_format(const struct ib_rs_params *p, void *buf)
+{
+	uint8_t *b = buf;
+
+	memset(b, 0, IB_RS_PDATA_LEN);
+	b[0] = p->version;
+	b[1] = p->flags;
+	b[2] = (uint8_t)(p->credits >> 8);
+	b[3] = (uint8_t)p->credits;
+	b[7] = p->iomap_size;
+	put_sge(b + 8, &p->target_sgl);
+	put_sge(b + 24, &p->data_buf);
+}
+
+void ib_rs_sge_encode(void *dst, uint64_t addr, uint32_t key, uint32_t length, bool swap)
+{
+	struct ib_rs_sge s = {.addr = addr, .key = key, .length = length};
+
+	if (swap) {
+		s.addr = bswap_64(s.addr);
+		s.key = bswap_32(s.key);
+		s.length = bswap_32(s.length);
+	}
+	memcpy(dst, &s, sizeof(s));
+}
+
+/* ---- receive side ---- */
+
+void ib_rx_init(struct ib_rx *rx, uint32_t size, uint16_t depth, uint32_t *ends)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->size = size;
+	rx->half = size / 2;
+	rx->depth = depth;
+	rx->edge = depth; /* the private data granted DEPTH credits */
+	rx->thresh = depth / 2;
+	rx->remote_idx = 1; /* entry 0 of the peer's target_sgl holds our first half already */
+	rx->advertised = rx->half;
+	rx->ends = ends;
+}
+
+/* Counts the messages whose bytes are all consumed (zero-length ones as soon as they are reached). */
+static void pop_consumed(struct ib_rx *rx)
+{
+	uint32_t now = (uint32_t)rx->consumed;
+
+	while (rx->ends_count && (int32_t)(rx->ends[rx->ends_head] - now) <= 0) {
+		if (++rx->ends_head == rx->depth)
+			rx->ends_head = 0;
+		rx->ends_count--;
+		rx->msgs_consumed++;
+	}
+}
+
+int ib_rx_data(struct ib_rx *rx, uint32_t len)
+{
+	uint32_t tail;
+
+	if (rx->eof || rx->msgs_recvd == rx->edge || rx->ends_count >= rx->depth)
+		return -EPROTO; /* after its end of stream, or beyond its credits */
+	if (len > rx->advertised - rx->recvd || len > rx->size - (uint32_t)(rx->recvd % rx->size))
+		return -EPROTO; /* beyond the advertised space or across the end of the ring */
+	rx->recvd += len;
+	rx->msgs_recvd++;
+	tail = rx->ends_head + rx->ends_count;
+	if (tail >= rx->depth)
+		tail -= rx->depth;
+	rx->ends[tail] = (uint32_t)rx->recvd;
+	rx->ends_count++;
+	pop_consumed(rx);
+	return 0;
+}
+
+uint32_t ib_rx_peek(const struct ib_rx *rx, uint32_t *off)
+{
+	uint64_t avail = rx->recvd - rx->consumed;
+	uint32_t o = (uint32_t)(rx->consumed % rx->size);
+
+	*off = o;
+	if (!avail)
+		return 0;
+	return avail < rx->size - o ? (uint32_t)avail : rx->size - o;
+}
+
+void ib_rx_consume(struct ib_rx *rx, uint32_t n)
+{
+	uint64_t avail = rx->recvd - rx->consumed;
+
+	rx->consumed += n <= avail ? n : avail;
+	pop_consumed(rx);
+}
+
+enum ib_rx_credit ib_rx_credit_due(const struct ib_rx *rx)
+{
+	uint64_t unfree = rx->advertised - rx->consumed; /* advertised and not yet consumed */
+
+	if (rx->size - unfree >= rx->half)
+		return IB_RX_CREDIT_ADVERT;
+	if (!ib_seq_before(rx->msgs_consumed, rx->thresh))
+		return IB_RX_CREDIT_EDGE;
+	return IB_RX_CREDIT_NONE;
+}
+
+uint16_t ib_rx_credit_sent(struct ib_rx *rx, bool advert, uint32_t *off, unsigned *remote_idx)
+{
+	rx->thresh = (uint16_t)(rx->msgs_consumed + rx->depth / 2);
+	rx->edge = (uint16_t)(rx->msgs_consumed + rx->depth);
+	if (advert) {
+		*off = (uint32_t)(rx->advertised % rx->size);
+		*remote_idx = rx->remote_idx;
+		rx->advertised += rx->half;
+		rx->remote_idx ^= 1;
+	}
+	return rx->edge;
+}
+
+/* ---- send side ---- */
+
+void ib_tx_init(struct ib_tx *tx, uint32_t size, uint32_t wrs_max, uint16_t edge)
+{
+	memset(tx, 0, sizeof(*tx));
+	tx->size = size;
+	tx->max_xfer = IB_RS_MAX_XFER;
+	tx->wrs_max = wrs_max;
+	tx->edge = edge;
+}
+
+uint32_t ib_tx_queue(struct ib_tx *tx, uint32_t n)
+{
+	uint32_t off = (uint32_t)(tx->queued % tx->size);
+
+	tx->queued += n;
+	return off;
+}
+
+enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_rs_sge *target)
+{
+	if (tx->queued == tx->posted)
+		return IB_TX_EMPTY;
+	if (tx->wrs >= tx->wrs_max)
+		return IB_TX_NO_WR;
+	if (tx->msgs_sent == tx->edge)
+		return IB_TX_NO_CREDIT;
+	if (!target[tx->target_idx].length)
+		return IB_TX_NO_TARGET;
+	return IB_TX_OK;
+}
+
+void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_tx_write *w)
+{
+	volatile struct ib_rs_sge *t = &target[tx->target_idx];
+	uint64_t pending = tx->queued - tx->posted;
+	uint32_t len = pending < tx->max_xfer ? (uint32_t)pending : tx->max_xfer;
+	uint32_t room = t->length;
+
+	if (len > room)
+		len = room;
+	w->off = (uint32_t)(tx->posted % tx->size);
+	w->len = len;
+	w->seg0 = len < tx->size - w->off ? len : tx->size - w->off;
+	/* rsocket's rule: update the target entry before the data goes, so a late advert from the peer
+	 * for the other entry can never be confused with this one */
+	w->raddr = t->addr;
+	w->rkey = t->key;
+	t->addr = t->addr + len;
+	t->length = room - len;
+	if (room == len)
+		tx->target_idx ^= 1;
+	tx->posted += len;
+	tx->msgs_sent++;
+	tx->wrs++;
+}
+
+void ib_tx_done(struct ib_tx *tx, uint32_t len)
+{
+	tx->done += len;
+	if (tx->wrs)
+		tx->wrs--;
+}
