@@ -90,6 +90,10 @@ struct conf_eth {
 	uint64_t sbuf_size;
 	uint64_t time_wait_ms;
 	uint32_t syn_backlog;
+	uint64_t keepalive_ms;	     /* TCP keepalive idle time; 0 = off */
+	uint64_t keepalive_intvl_ms;
+	uint32_t keepalive_probes;
+	uint64_t user_timeout_ms;    /* unacknowledged data this old drops the connection */
 };
 
 struct conf_route {

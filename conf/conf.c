@@ -149,6 +149,15 @@ static const struct conf_key conf_keys[] = {
 	 .def = "60s", .doc = "TIME_WAIT duration of closed TCP connections"},
 	{E(syn_backlog), .type = T_UINT, .min = 1, .max = 65536, .def = "1024",
 	 .doc = "half-open TCP connections kept at most"},
+	{E(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 86400 * 1000,
+	 .def = "0", .doc = "idle time before TCP keepalive probes (0 = off)"},
+	{E(keepalive_intvl_ms), .key = "keepalive_interval", .type = T_DURATION, .unit_us = 1000, .min = 100,
+	 .max = 3600 * 1000, .def = "10s", .doc = "time between unanswered TCP keepalive probes"},
+	{E(keepalive_probes), .type = T_UINT, .min = 1, .max = 100, .def = "6",
+	 .doc = "unanswered keepalive probes before the connection is dropped"},
+	{E(user_timeout_ms), .key = "user_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
+	 .max = 3600 * 1000, .def = "60s",
+	 .doc = "how long sent data may stay unacknowledged before the TCP connection is dropped"},
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},

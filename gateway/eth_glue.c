@@ -1,48 +1,292 @@
-/* Ethernet side glue: the worker polls its queue of the DPDK port.
+/* Ethernet side glue: one TCP/IP engine (eth_side/stack.h) per worker on the worker's port queue.
  *
- * Until the TCP/IP engine is plugged in, received packets are counted and dropped. */
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
+ * Start-up (control thread): one engine per worker, sharing a random flow key so every worker agrees
+ * on who owns a flow, linked by SPSC rings for frames that land on the wrong queue.
+ *
+ * Listeners follow the routes without locks: after each (re)load, the control thread sends every
+ * worker, over that worker's own SPSC message ring, one message per route with listen = tcp:PORT (a
+ * referenced struct gw_route pointer) and then a COMMIT marker. The worker opens or updates those
+ * listeners in its own engine and, on COMMIT, closes the ones the batch did not name. A listener keeps
+ * its route referenced until its last connection is released, then puts it (the control thread's
+ * sweep frees routes nobody holds). On drain, each worker closes its listeners itself.
+ *
+ * Accepted connections go to gw_session_accept; a refusal resets the connection. The session code
+ * opens TCP far sides through gw_eth_connect, on the same worker (active opens pick a local port
+ * that hashes back to it). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
 
 #include "../eth_side/port.h"
+#include "../eth_side/stack.h"
 #include "gw.h"
+#include "log.h"
+#include "metrics.h"
 
-#define BURST 32
+#define CTL_RING_SIZE 4096
+#define MSG_COMMIT    ((void *)1)
+
+struct glue_listener {
+	uint16_t port;
+	bool seen; /* named by the batch being received */
+	struct gw_route *r;
+};
+
+/* Per worker: written by that worker only, except ctl (control enqueues, the worker dequeues). */
+struct glue_worker {
+	struct rte_ring *ctl;
+	struct glue_listener lis[CONF_MAX_ROUTES];
+	unsigned n_lis;
+	bool drained;
+	uint64_t frames_seen; /* for the worker's rx_packets counter */
+};
+
+static struct glue_worker glue[GW_MAX_WORKERS];
+
+static void on_accept(void *arg, void *user, struct xlt_stream *s)
+{
+	struct gw_worker *w = arg;
+
+	if (gw_session_accept(w, user, s))
+		eth_tcp_reject(s);
+}
+
+static void on_listener_free(void *arg, void *user)
+{
+	(void)arg;
+	gw_route_put(user);
+}
+
+static struct eth_tcp_params params_of(const struct gw_route *r)
+{
+	return (struct eth_tcp_params){
+		.rbuf_size = (uint32_t)r->conf.tcp_rbuf_size,
+		.sbuf_size = (uint32_t)r->conf.tcp_sbuf_size,
+		.connect_timeout_ms = r->conf.connect_timeout_ms,
+	};
+}
 
 int gw_eth_start(struct gw_daemon *d)
 {
-	(void)d;
+	const struct conf_eth *e = &d->conf->eth;
+	struct eth_stack *stacks[GW_MAX_WORKERS];
+	uint64_t key[2];
+	char name[RTE_RING_NAMESIZE];
+	int ret;
+
+	if (!d->port)
+		return 0;
+	if (getrandom(key, sizeof(key), 0) != sizeof(key))
+		return -EIO;
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		struct gw_worker *w = &d->workers[i];
+		uint32_t max_conns = 2 * d->conf->gateway.max_sessions + e->syn_backlog + 4096;
+		struct eth_stack_conf c = {
+			.worker = i,
+			.n_workers = d->n_workers,
+			.port_id = eth_port_id(d->port),
+			.queue = (uint16_t)i,
+			.pool = eth_port_pool(d->port),
+			.addr = e->address.net.s_addr,
+			.prefix = e->address.prefix,
+			.gateway = e->gateway.s_addr,
+			.mtu = e->mtu,
+			.time_wait_ms = e->time_wait_ms,
+			.syn_backlog = e->syn_backlog,
+			.keepalive_ms = e->keepalive_ms,
+			.keepalive_intvl_ms = e->keepalive_intvl_ms,
+			.keepalive_probes = e->keepalive_probes,
+			.user_timeout_ms = e->user_timeout_ms,
+			.max_conns = max_conns,
+			.buffer_bytes = d->conf->gateway.memory_limit,
+			.flow_key = {key[0], key[1]},
+			.on_accept = on_accept,
+			.on_listener_free = on_listener_free,
+			.cb_arg = w,
+		};
+
+		memcpy(c.mac, eth_port_mac(d->port), 6);
+		w->eth = eth_stack_create(&c);
+		if (!w->eth) {
+			ret = -errno;
+			goto err;
+		}
+		stacks[i] = w->eth;
+		snprintf(name, sizeof(name), "ethctl%u", i);
+		glue[i] = (struct glue_worker){0};
+		glue[i].ctl = rte_ring_create(name, CTL_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!glue[i].ctl) {
+			ret = -rte_errno;
+			goto err;
+		}
+	}
+	if (d->n_workers > 1 && (ret = eth_stack_link(stacks, d->n_workers)))
+		goto err;
+	{
+		char a[INET_ADDRSTRLEN];
+		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s)", inet_ntop(AF_INET, &e->address.net, a, sizeof(a)),
+			e->address.prefix, e->mtu, d->n_workers);
+	}
 	return 0;
+err:
+	gw_eth_stop(d);
+	return ret;
+}
+
+static struct glue_listener *find(struct glue_worker *g, uint16_t port)
+{
+	for (unsigned i = 0; i < g->n_lis; i++)
+		if (g->lis[i].port == port)
+			return &g->lis[i];
+	return NULL;
+}
+
+/* LISTEN R (with a reference the message carried). */
+static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_route *r)
+{
+	uint16_t port = r->conf.listen.port;
+	struct glue_listener *l = find(g, port);
+	struct eth_tcp_params p = params_of(r);
+	int ret;
+
+	if (g->drained) {
+		gw_route_put(r);
+		return;
+	}
+	if (l && l->r == r) {
+		gw_route_put(r); /* unchanged */
+		l->seen = true;
+		return;
+	}
+	ret = eth_tcp_listen(w->eth, port, &p, r); /* the listener adopts the reference */
+	if (ret) {
+		GW_ERR("route %s: cannot listen on tcp:%u: %s", r->conf.name, port, strerror(-ret));
+		gw_route_put(r);
+		return;
+	}
+	if (!l) {
+		l = &g->lis[g->n_lis++];
+		l->port = port;
+	}
+	l->r = r;
+	l->seen = true;
+}
+
+static void apply_commit(struct gw_worker *w, struct glue_worker *g)
+{
+	for (unsigned i = 0; i < g->n_lis;) {
+		if (g->lis[i].seen) {
+			g->lis[i++].seen = false;
+			continue;
+		}
+		eth_tcp_unlisten(w->eth, g->lis[i].port);
+		g->lis[i] = g->lis[--g->n_lis];
+	}
 }
 
 unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
 {
-	struct rte_mbuf *pkts[BURST];
-	uint16_t n;
+	struct glue_worker *g = &glue[w->id];
+	void *msgs[32];
+	unsigned n, work;
+	uint64_t seen;
 
-	(void)now_ns;
-	if (!w->port)
+	if (!w->eth)
 		return 0;
-	n = rte_eth_rx_burst(eth_port_id(w->port), (uint16_t)w->id, pkts, BURST);
-	if (n == 0)
-		return 0;
-	gw_bump(&w->st.rx_packets, n);
-	rte_pktmbuf_free_bulk(pkts, n);
-	return n;
+	n = rte_ring_sc_dequeue_burst(g->ctl, msgs, 32, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		if (msgs[i] == MSG_COMMIT)
+			apply_commit(w, g);
+		else
+			apply_listen(w, g, msgs[i]);
+	}
+	if (!g->drained && __atomic_load_n(&w->d->state, __ATOMIC_ACQUIRE) >= GW_DRAINING) {
+		eth_tcp_unlisten_all(w->eth); /* drain: no new connections, the established ones go on */
+		g->n_lis = 0;
+		g->drained = true;
+	}
+	work = eth_stack_poll(w->eth, now_ns) + n;
+	seen = eth_stack_stats(w->eth)->frames_in;
+	if (seen != g->frames_seen) {
+		gw_bump(&w->st.rx_packets, seen - g->frames_seen);
+		g->frames_seen = seen;
+	}
+	return work;
 }
 
 void gw_eth_routes(struct gw_daemon *d)
 {
-	(void)d;
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		struct rte_ring *ring = glue[i].ctl;
+
+		if (!d->workers[i].eth || !ring)
+			continue;
+		for (unsigned k = 0; k < d->n_routes; k++) {
+			struct gw_route *r = d->routes[k];
+			if (r->conf.listen.kind != CONF_EP_TCP)
+				continue;
+			gw_route_get(r);
+			if (rte_ring_sp_enqueue(ring, r)) {
+				gw_route_put(r);
+				GW_ERR("worker %u: control ring full, route %s not applied", i, r->conf.name);
+			}
+		}
+		if (rte_ring_sp_enqueue(ring, MSG_COMMIT))
+			GW_ERR("worker %u: control ring full, listeners not updated", i);
+	}
+}
+
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
+				  int *err)
+{
+	struct eth_tcp_params p = params_of(r);
+
+	if (!w->eth) {
+		*err = -ENETUNREACH;
+		return NULL;
+	}
+	return eth_tcp_connect(w->eth, addr.s_addr, port, &p, err);
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
-	(void)d;
-	(void)m;
+	const void *bases[GW_MAX_WORKERS];
+	char ids[GW_MAX_WORKERS][12];
+	const char *labels[GW_MAX_WORKERS];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		if (!d->workers[i].eth)
+			continue;
+		snprintf(ids[n], sizeof(ids[n]), "%u", i);
+		labels[n] = ids[n];
+		bases[n++] = eth_stack_stats(d->workers[i].eth);
+	}
+	if (n)
+		gw_metrics_table(m, eth_stack_metrics, eth_stack_n_metrics, bases, n, "worker", labels);
 }
 
 void gw_eth_stop(struct gw_daemon *d)
 {
-	(void)d;
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		struct glue_worker *g = &glue[i];
+		void *msg;
+
+		if (g->ctl) {
+			while (rte_ring_sc_dequeue(g->ctl, &msg) == 0)
+				if (msg != MSG_COMMIT)
+					gw_route_put(msg);
+			rte_ring_free(g->ctl);
+			g->ctl = NULL;
+		}
+		eth_stack_destroy(d->workers[i].eth); /* its listeners put their routes */
+		d->workers[i].eth = NULL;
+		g->n_lis = 0;
+	}
 }

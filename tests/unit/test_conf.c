@@ -65,6 +65,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c->ib.inline_size, 64);
 	assert_int_equal(c->eth.mtu, 1500);
 	assert_int_equal(c->eth.time_wait_ms, 60000);
+	assert_int_equal(c->eth.keepalive_ms, 0);
+	assert_int_equal(c->eth.user_timeout_ms, 60000);
 	assert_string_equal(c->eth.vdev, "");
 	assert_int_equal(c->n_routes, 0);
 	conf_free(c);
@@ -111,7 +113,8 @@ static void test_units(void **state)
 				  "keepalive = 1h\n"
 				  "[eth]\n"
 				  "rbuf_size = 4096\n"
-				  "time_wait = 500ms\n",
+				  "time_wait = 500ms\n"
+				  "keepalive = 30s\n",
 				  &e);
 
 	(void)state;
@@ -124,6 +127,7 @@ static void test_units(void **state)
 	assert_int_equal(c->ib.keepalive_ms, 3600 * 1000);
 	assert_int_equal(c->eth.rbuf_size, 4096);
 	assert_int_equal(c->eth.time_wait_ms, 500);
+	assert_int_equal(c->eth.keepalive_ms, 30000);
 	conf_free(c);
 }
 

@@ -1,0 +1,40 @@
+/* Types of the connection byte buffers (see buf.h). */
+#ifndef ETH_BUF_T_H
+#define ETH_BUF_T_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETH_CHUNK_SIZE 8192u
+#define ETH_CHUNK_DATA (ETH_CHUNK_SIZE - 64u) /* the data stays cache-line aligned */
+
+struct eth_chunk {
+	struct eth_chunk *next;
+	uint8_t pad_[64 - sizeof(void *)];
+	uint8_t data[ETH_CHUNK_DATA];
+};
+
+/* One worker's chunks: a reserved, lazily touched region carved by a bump index plus a LIFO free
+ * list, so memory becomes resident only as buffers really fill and hot chunks are reused first. */
+struct eth_chunk_pool {
+	uint8_t *base;
+	size_t bytes;	   /* reserved */
+	uint32_t n_max;	   /* chunks the region holds */
+	uint32_t n_carved; /* chunks ever handed out (touched) */
+	uint32_t n_used;   /* chunks in buffers now */
+	struct eth_chunk *free;
+};
+
+/* A bounded byte queue made of chunks. Byte 0 is the oldest byte; [0, len) is contiguous data;
+ * chunks may cover more (data written ahead of a gap: TCP out-of-order segments). */
+struct eth_bufq {
+	struct eth_chunk *head, *tail;
+	uint32_t head_off; /* where byte 0 sits in the head chunk */
+	uint32_t n_chunks;
+	uint32_t len;	   /* contiguous bytes from byte 0 */
+	uint32_t cap;	   /* bytes the queue may hold at most (the configured buffer size) */
+	struct eth_chunk *cur; /* access cursor: a chunk and its index from head (NULL: none) */
+	uint32_t cur_idx;
+};
+
+#endif

@@ -1,0 +1,165 @@
+/* Internal types of the engine (eth_side only; others see struct eth_stack as opaque). */
+#ifndef ETH_ENGINE_T_H
+#define ETH_ENGINE_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf-t.h"
+#include "siphash.h"
+#include "stack-t.h"
+#include "tcp_opt-t.h"
+#include "twheel-t.h"
+
+struct rte_mbuf;
+struct rte_ring;
+
+#define ETH_MAX_WORKERS	  64
+#define ETH_RX_BURST	  32
+#define ETH_TXQ_SIZE	  512 /* frames waiting for the device */
+#define ETH_TXQ_TCP_STOP  448 /* TCP stops producing segments above this (NIC backpressure) */
+#define ETH_MAX_LISTENERS 256
+#define ETH_TCP_OOO_MAX	  16 /* out-of-order ranges a receiver keeps (the bounded OOO queue) */
+#define ETH_TCP_SACK_MAX  16 /* SACKed ranges a sender remembers */
+#define ETH_ARP_SLOTS	  256
+#define ETH_ARP_PENDING	  8 /* packets queued per unresolved neighbour */
+
+enum eth_tcp_state {
+	ETH_TCP_CLOSED,
+	ETH_TCP_SYN_SENT,
+	ETH_TCP_SYN_RCVD,
+	ETH_TCP_ESTABLISHED,
+	ETH_TCP_FIN_WAIT_1,
+	ETH_TCP_FIN_WAIT_2,
+	ETH_TCP_CLOSE_WAIT,
+	ETH_TCP_CLOSING,
+	ETH_TCP_LAST_ACK,
+	ETH_TCP_TIME_WAIT,
+};
+
+/* Stream events waiting for the next dispatch. */
+enum {
+	ETH_EV_ACCEPT = 1 << 0,
+	ETH_EV_CONNECTED = 1 << 1,
+	ETH_EV_READABLE = 1 << 2,
+	ETH_EV_WRITABLE = 1 << 3,
+	ETH_EV_CLOSED = 1 << 4,
+};
+
+struct eth_listener {
+	uint16_t port;	 /* 0: free slot */
+	bool open;
+	uint32_t refs;	 /* the table while open + connections accepted through it */
+	struct eth_tcp_params params;
+	void *user;
+};
+
+/* A TCP connection block. The stream comes first: sessions hold a struct xlt_stream *. */
+struct eth_tcb {
+	struct xlt_stream s;
+	struct eth_stack *st;
+	struct eth_tcb *hnext;	/* hash chain */
+	struct eth_tcb *evnext; /* event list */
+	struct eth_tcb *outnext; /* output list */
+	struct eth_tcb *twnext, *twprev; /* TIME_WAIT list, oldest first */
+	struct eth_tcb *reapnext; /* released, waiting to be freed */
+	struct eth_listener *lis; /* passive opens: a reference */
+	struct eth_timer timer;
+	uint32_t hash;
+	uint32_t raddr;		/* network order */
+	uint16_t rport, lport;	/* host order */
+	uint8_t state;		/* enum eth_tcp_state */
+	uint8_t ev;		/* ETH_EV_* pending */
+	bool hashed, on_ev, on_out, released, accepted, passive;
+	bool fin_rcvd, fin_queued, fin_sent, ooo_fin, rst_rcvd;
+	bool ts_ok, sack_ok, ws_ok;
+	bool ack_now, in_recovery, rtt_timing, want_writable, zero_wnd_adv;
+	uint8_t snd_wscale, rcv_wscale;
+	uint8_t n_ooo, n_sacked;
+	uint8_t dupacks, backoff, probes;
+	int close_err;		/* on_closed's argument */
+
+	/* send side (RFC 9293 names) */
+	uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, snd_wl1, snd_wl2, max_sndwnd;
+	uint32_t cwnd, ssthresh, recover, high_rxt, bytes_acked;
+	uint16_t mss;		/* payload per segment (options excluded) */
+	uint16_t peer_mss;
+	uint32_t rtseq;		/* segment being timed (no timestamps) */
+	uint64_t rttime_ms;
+	uint32_t srtt_us, rttvar_us, rto_ms;
+	uint32_t ts_offset;	/* added to our clock in TSval (RFC 7323 5.4: per connection) */
+
+	/* receive side */
+	uint32_t irs, rcv_nxt, rcv_adv, last_ack_sent, ooo_fin_seq, unacked_segs;
+	uint32_t ts_recent;
+	uint64_t ts_recent_ms;	/* when ts_recent was set (PAWS 24-day rule) */
+
+	/* deadlines in ms (0 = off); the timer is armed at the earliest */
+	uint64_t t_rexmit;	/* retransmission, SYN/SYN-ACK retry or persist */
+	uint64_t t_delack;
+	uint64_t t_keep;	/* keepalive, connection-establishment limit or TIME_WAIT end */
+	uint64_t first_rexmit_ms; /* when the oldest unanswered retransmission/probe went out */
+	uint64_t last_rcv_ms;
+	uint64_t chall_ms;	/* challenge ACK rate limit window */
+	uint32_t chall_n;
+	uint64_t connect_deadline_ms;
+
+	struct eth_bufq rbuf, sbuf;
+	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
+	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
+};
+
+struct eth_arp_entry {
+	uint32_t ip;	   /* network order; 0 = free */
+	uint8_t mac[6];
+	uint8_t state;	   /* ETH_ARP_* (arp.c) */
+	uint8_t tries;
+	uint8_t n_pending;
+	uint64_t expire_ms; /* REACHABLE until / next retry at */
+	uint64_t used_ms;
+	struct rte_mbuf *pending[ETH_ARP_PENDING];
+};
+
+struct eth_stack {
+	struct eth_stack_conf c;
+	uint32_t netmask;	   /* network order */
+	struct eth_siphash_key flow_key, isn_key;
+	uint64_t now_ns, now_ms, started_ms;
+	uint64_t next_arp_tick_ms;
+	bool garp_pending;
+	uint16_t ip_id;
+	uint16_t next_port;
+	uint32_t syn_backlog;	   /* this instance's share */
+
+	struct eth_twheel wheel;
+	struct eth_chunk_pool chunks;
+
+	/* connections */
+	struct eth_tcb *tcbs;	   /* max_conns blocks, reserved lazily */
+	size_t tcbs_bytes;
+	struct eth_tcb *tcb_free;
+	uint32_t tcb_carved;
+	uint32_t n_conns;	   /* not CLOSED and not in TIME_WAIT */
+	struct eth_tcb **htab;
+	size_t htab_bytes;
+	uint32_t hmask;
+	struct eth_tcb *ev_head, *ev_tail, *out_head, *out_tail, *tw_head, *tw_tail;
+	struct eth_tcb *reap;	   /* released, freed at the end of the poll */
+	struct eth_listener listeners[ETH_MAX_LISTENERS];
+	unsigned n_listeners;	   /* slots used (open or draining) */
+
+	/* neighbours */
+	struct eth_arp_entry arp[ETH_ARP_SLOTS];
+	struct eth_arp_entry *arp_last; /* one-entry lookup cache */
+
+	/* steering: to[i] carries frames from us to worker i, from[i] from worker i to us */
+	struct rte_ring *to[ETH_MAX_WORKERS];
+	struct rte_ring *from[ETH_MAX_WORKERS];
+
+	struct rte_mbuf *txq[ETH_TXQ_SIZE];
+	unsigned n_tx;
+
+	struct eth_stack_stats stats;
+};
+
+#endif

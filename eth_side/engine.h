@@ -1,0 +1,118 @@
+/* Internal interfaces between the engine's files (eth_side only).
+ *
+ *   stack.c     instance life, receive demux and steering, transmit queue, event dispatch, the poll
+ *   arp.c       neighbour cache, requests with a pending queue, replies, gratuitous ARP
+ *   ipv4.c      IPv4 validation and output routing; ICMP echo
+ *   tcp_conn.c  connection blocks, table, listeners, connect, the stream ops, state bookkeeping
+ *   tcp_in.c    segment arrival (RFC 9293 3.10.7 with RFC 5961, 7323, 2018, 5681, 6582)
+ *   tcp_out.c   segment building, output decisions, resets
+ *   tcp_timer.c timers, RTT estimation (RFC 6298), keepalive, persist
+ * Frames handed between them always start at the IP header (the Ethernet header is stripped on
+ * input and prepended by arp.c on output). Every function here runs on the instance's worker. */
+#ifndef ETH_ENGINE_H
+#define ETH_ENGINE_H
+
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_tcp.h>
+
+#include "engine-t.h"
+
+/* Single-writer counters: relaxed stores, so the control thread reads whole values. */
+#define ETH_ADD(st, f, n) __atomic_store_n(&(st)->stats.f, (st)->stats.f + (uint64_t)(n), __ATOMIC_RELAXED)
+#define ETH_INC(st, f)	  ETH_ADD(st, f, 1)
+#define ETH_DEC(st, f)	  __atomic_store_n(&(st)->stats.f, (st)->stats.f - 1, __ATOMIC_RELAXED)
+#define ETH_SET(st, f, v) __atomic_store_n(&(st)->stats.f, (uint64_t)(v), __ATOMIC_RELAXED)
+
+#define ETH_TCP_RTO_MIN_MS  200u   /* Linux's floor; RFC 6298 allows a lower one than its 1 s */
+#define ETH_TCP_RTO_MAX_MS  60000u
+#define ETH_TCP_RTO_INIT_MS 1000u  /* RFC 6298 2.1 */
+#define ETH_TCP_DELACK_MS   40u
+#define ETH_TCP_SYNACK_RETRIES 5
+#define ETH_TCP_INIT_CWND_SEGS 10  /* RFC 6928 */
+#define ETH_TCP_CHALLENGE_PER_S 10 /* challenge ACKs per connection and second (RFC 5961 10) */
+
+/* stack.c */
+struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st);
+/* Queues a complete frame for the device; frees it (counted) when the queue is full. */
+void eth_tx_frame(struct eth_stack *st, struct rte_mbuf *m);
+static inline unsigned eth_tx_room(const struct eth_stack *st)
+{
+	return ETH_TXQ_SIZE - st->n_tx;
+}
+uint64_t eth_flow_hash(const struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport);
+static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
+{
+	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
+}
+
+/* arp.c */
+void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
+/* Sends M (starting at the IP header) to the neighbour NEXTHOP, resolving it first if needed. */
+void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop);
+void eth_arp_tick(struct eth_stack *st);
+void eth_arp_announce(struct eth_stack *st);
+void eth_arp_flush(struct eth_stack *st);
+
+/* ipv4.c */
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
+/* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
+uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
+/* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */
+void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload);
+void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload);
+
+/* tcp_conn.c */
+struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
+void eth_tcb_free(struct eth_tcb *t);
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport, uint64_t h);
+void eth_tcb_hash(struct eth_tcb *t, uint64_t h);
+void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s);
+/* Leaves the table and the timers, state CLOSED (the stream is untouched). */
+void eth_tcb_detach(struct eth_tcb *t);
+/* Ends the connection now with ERR for on_closed (after a reset, a timeout or an abort). */
+void eth_tcb_close(struct eth_tcb *t, int err);
+/* The orderly end: fires on_closed(0) once both directions are done and all data was consumed. */
+void eth_tcb_check_done(struct eth_tcb *t);
+void eth_tcb_event(struct eth_tcb *t, unsigned ev);
+void eth_tcb_output_later(struct eth_tcb *t);
+struct eth_listener *eth_listener_find(struct eth_stack *st, uint16_t port);
+void eth_listener_put(struct eth_stack *st, struct eth_listener *l);
+uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport);
+uint8_t eth_tcp_wscale_for(uint32_t rbuf);
+void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p);
+void eth_tcb_set_mss(struct eth_tcb *t);
+extern const struct xlt_stream_ops eth_tcp_stream_ops;
+
+/* tcp_in.c */
+void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip);
+
+/* tcp_out.c */
+/* Sends what the connection owes: handshake, data within the windows, FIN, ACKs, probes. */
+void eth_tcp_output(struct eth_tcb *t);
+/* One segment of T: SEQ, LEN payload bytes from the send queue, FLAGS (RTE_TCP_*_FLAG). */
+int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags);
+/* A RST answering a segment that has no connection (RFC 9293 3.10.7.1). */
+void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, const struct rte_tcp_hdr *th,
+			 uint32_t seg_len);
+void eth_tcp_send_rst(struct eth_tcb *t);
+void eth_tcp_send_ack(struct eth_tcb *t);
+/* RFC 5961 challenge ACK, rate-limited per connection. */
+void eth_tcp_challenge_ack(struct eth_tcb *t);
+uint32_t eth_tcp_tsval(const struct eth_tcb *t);
+
+/* tcp_timer.c */
+void eth_tcb_timer_update(struct eth_tcb *t);
+void eth_tcp_timer_fire(void *arg, struct eth_timer *tm);
+void eth_tcp_rtt_sample(struct eth_tcb *t, uint32_t rtt_us);
+uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t);
+/* (Re)starts the retransmission timer from now. */
+void eth_tcp_rexmit_arm(struct eth_tcb *t);
+void eth_tcp_keepalive_reset(struct eth_tcb *t);
+
+static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)
+{
+	return (struct eth_tcb *)s; /* the stream is the first member */
+}
+
+#endif

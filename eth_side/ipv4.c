@@ -1,0 +1,133 @@
+/* IPv4 input and output, and ICMP echo.
+ *
+ * Input trusts nothing: version, header length, total length against the frame, the header
+ * checksum, fragments (dropped and counted: TCP with a sane MSS never needs them, and reassembly
+ * would be a memory sink a peer controls), martian sources. Padding beyond the total length is
+ * trimmed so TCP sees exactly the datagram. Output routes on-link destinations directly and the
+ * rest to the configured default gateway. */
+#include <string.h>
+
+#include <rte_icmp.h>
+#include <rte_ip.h>
+
+#include "engine.h"
+
+uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst)
+{
+	if (((dst ^ st->c.addr) & st->netmask) == 0)
+		return dst;
+	return st->c.gateway;
+}
+
+void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload)
+{
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->type_of_service = 0;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + payload));
+	ip->packet_id = rte_cpu_to_be_16(st->ip_id++);
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG); /* our segments fit the MTU */
+	ip->time_to_live = 64;
+	ip->next_proto_id = proto;
+	ip->hdr_checksum = 0;
+	ip->src_addr = st->c.addr;
+	ip->dst_addr = dst;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload)
+{
+	uint32_t nh = eth_ipv4_nexthop(st, dst);
+
+	if (!nh) {
+		ETH_INC(st, ip_no_route);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eth_ipv4_fill(st, rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *), dst, proto, payload);
+	eth_arp_output(st, m, nh);
+}
+
+static bool martian(const struct eth_stack *st, uint32_t src)
+{
+	uint32_t h = rte_be_to_cpu_32(src);
+
+	return h == 0 || h == 0xffffffffu || (h >> 28) >= 0xe || (h >> 24) == 127 || src == st->c.addr ||
+	       (st->netmask != 0xffffffffu && (src & ~st->netmask) == ~st->netmask &&
+		((src ^ st->c.addr) & st->netmask) == 0);
+}
+
+static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, unsigned ihl)
+{
+	uint16_t len = (uint16_t)(rte_be_to_cpu_16(ip->total_length) - ihl);
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)((uint8_t *)ip + ihl);
+	uint32_t src = ip->src_addr;
+
+	ETH_INC(st, icmp_in);
+	if (len < sizeof(*ic) || rte_raw_cksum(ic, len) != 0xffff) {
+		ETH_INC(st, icmp_errors);
+		goto drop;
+	}
+	if (ic->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || ic->icmp_code != 0)
+		goto drop; /* errors and the rest: nothing we act on */
+	/* answer in place: the same identifier, sequence and data */
+	if (ihl > sizeof(*ip)) {
+		/* drop the IP options: move the ICMP message up behind a plain header */
+		memmove((uint8_t *)ip + sizeof(*ip), ic, len);
+		rte_pktmbuf_trim(m, (uint16_t)(ihl - sizeof(*ip)));
+		ic = (struct rte_icmp_hdr *)(ip + 1);
+	}
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
+	ic->icmp_cksum = 0;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, len);
+	ETH_INC(st, icmp_echo_replies);
+	eth_ipv4_output(st, m, src, IPPROTO_ICMP, len);
+	return;
+drop:
+	rte_pktmbuf_free(m);
+}
+
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip;
+	unsigned ihl, tot;
+
+	ETH_INC(st, ip_in);
+	if (m->data_len < sizeof(*ip))
+		goto hdr_err;
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	ihl = (ip->version_ihl & 0xf) * 4u;
+	tot = rte_be_to_cpu_16(ip->total_length);
+	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || tot < ihl || tot > m->data_len)
+		goto hdr_err;
+	if (rte_raw_cksum(ip, ihl) != 0xffff) {
+		ETH_INC(st, ip_checksum_errors);
+		goto drop;
+	}
+	if (ip->dst_addr != st->c.addr) {
+		ETH_INC(st, ip_not_for_us);
+		goto drop;
+	}
+	if (martian(st, ip->src_addr))
+		goto hdr_err;
+	if (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK | RTE_IPV4_HDR_MF_FLAG)) {
+		ETH_INC(st, ip_fragments);
+		goto drop;
+	}
+	if (tot < m->data_len)
+		rte_pktmbuf_trim(m, (uint16_t)(m->data_len - tot)); /* Ethernet padding */
+	switch (ip->next_proto_id) {
+	case IPPROTO_TCP:
+		eth_tcp_input(st, m, ip);
+		return;
+	case IPPROTO_ICMP:
+		icmp_input(st, m, ip, ihl);
+		return;
+	default:
+		ETH_INC(st, ip_unknown_proto);
+		goto drop;
+	}
+hdr_err:
+	ETH_INC(st, ip_header_errors);
+drop:
+	rte_pktmbuf_free(m);
+}

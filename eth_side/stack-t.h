@@ -1,0 +1,118 @@
+/* Types of the per-worker TCP/IP engine (see stack.h). */
+#ifndef ETH_STACK_T_H
+#define ETH_STACK_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../translate/metric-t.h"
+#include "../translate/stream-t.h"
+
+struct eth_stack;
+struct rte_mbuf;
+struct rte_mempool;
+
+/* Sends N frames; returns how many the device took (the rest stay with the caller). */
+typedef uint16_t (*eth_tx_fn)(void *arg, struct rte_mbuf **pkts, uint16_t n);
+
+/* A listener's connection finished its handshake: S is OPEN, its events unbound. The callee binds
+ * them and keeps S, or calls eth_tcp_reject(S). USER is the listener's (eth_tcp_listen). */
+typedef void (*eth_accept_fn)(void *arg, void *user, struct xlt_stream *s);
+
+/* The last reference to a closed listener's USER went away (its connections are all released). */
+typedef void (*eth_listener_free_fn)(void *arg, void *user);
+
+/* Per-connection settings: the buffers bound what the connection may hold. */
+struct eth_tcp_params {
+	uint32_t rbuf_size;	      /* receive buffer = the largest window advertised */
+	uint32_t sbuf_size;	      /* send buffer: unacknowledged + queued bytes */
+	uint64_t connect_timeout_ms;  /* active opens: give up with -ETIMEDOUT after this */
+};
+
+/* What one engine instance needs: created on the control thread, then used by one worker only. */
+struct eth_stack_conf {
+	unsigned worker;	  /* this instance's index: flows hashing to it are its own */
+	unsigned n_workers;
+	uint16_t port_id;	  /* DPDK port, or UINT16_MAX for none (tests: frames go to tx_fn only) */
+	uint16_t queue;		  /* RX/TX queue pair of this worker */
+	struct rte_mempool *pool; /* packet buffers */
+	uint8_t mac[6];
+	uint32_t addr;		  /* our IPv4 address, network byte order */
+	uint8_t prefix;		  /* of the attached network */
+	uint32_t gateway;	  /* default gateway, network byte order; 0 = none */
+	uint32_t mtu;		  /* IP MTU */
+	uint64_t time_wait_ms;
+	uint32_t syn_backlog;	  /* half-open connections this instance keeps at most */
+	uint64_t keepalive_ms;	  /* idle time before keepalive probes; 0 = off */
+	uint64_t keepalive_intvl_ms;
+	uint32_t keepalive_probes;
+	uint64_t user_timeout_ms; /* unacknowledged data older than this drops the connection */
+	uint32_t max_conns;	  /* connection blocks (including TIME_WAIT) */
+	uint64_t buffer_bytes;	  /* memory for connection buffers, reserved lazily */
+	uint64_t flow_key[2];	  /* secret shared by all instances: flow steering and table hash */
+	eth_tx_fn tx;		  /* NULL: rte_eth_tx_burst on port_id/queue */
+	void *tx_arg;
+	eth_accept_fn on_accept;
+	eth_listener_free_fn on_listener_free;
+	void *cb_arg;
+};
+
+/* Counters of one engine instance: written by its worker only, read by the control thread. */
+struct eth_stack_stats {
+	uint64_t frames_in;
+	uint64_t frames_out;
+	uint64_t frames_dropped;    /* not for us, unknown ethertype, runt */
+	uint64_t tx_drops;	    /* the device queue stayed full */
+	uint64_t steered_out;	    /* handed to the owning worker */
+	uint64_t steer_drops;	    /* the owner's ring was full */
+	uint64_t nombuf;	    /* packet buffer allocation failures */
+	uint64_t arp_in;
+	uint64_t arp_out;
+	uint64_t arp_errors;	    /* malformed or not for us */
+	uint64_t arp_unresolved;    /* packets dropped waiting for a neighbour that never answered */
+	uint64_t arp_entries;	    /* gauge */
+	uint64_t ip_in;
+	uint64_t ip_header_errors;
+	uint64_t ip_checksum_errors;
+	uint64_t ip_fragments;	    /* dropped: we do not reassemble */
+	uint64_t ip_not_for_us;
+	uint64_t ip_no_route;
+	uint64_t ip_unknown_proto;
+	uint64_t icmp_in;
+	uint64_t icmp_echo_replies;
+	uint64_t icmp_errors;
+	uint64_t tcp_segments_in;
+	uint64_t tcp_segments_out;
+	uint64_t tcp_bytes_in;	    /* payload accepted in order */
+	uint64_t tcp_bytes_out;	    /* payload sent, retransmissions included */
+	uint64_t tcp_retransmits;   /* segments sent again */
+	uint64_t tcp_fast_retransmits;
+	uint64_t tcp_rto_expiries;
+	uint64_t tcp_rsts_in;
+	uint64_t tcp_rsts_out;
+	uint64_t tcp_checksum_errors;
+	uint64_t tcp_header_errors;
+	uint64_t tcp_passive_opens;
+	uint64_t tcp_active_opens;
+	uint64_t tcp_connects_failed;
+	uint64_t tcp_closed;	    /* connections that reached CLOSED */
+	uint64_t tcp_resets;	    /* ... of which by RST (either way) */
+	uint64_t tcp_timeouts;	    /* ... of which because the peer stopped answering */
+	uint64_t tcp_active;	    /* gauge: connections past SYN and not closed */
+	uint64_t tcp_time_wait;	    /* gauge */
+	uint64_t tcp_syn_rcvd;	    /* gauge: half-open */
+	uint64_t tcp_syn_drops;	    /* SYNs dropped: backlog full or no connection block */
+	uint64_t tcp_accept_rejects; /* connections the session layer refused */
+	uint64_t tcp_zero_window_sent;
+	uint64_t tcp_zero_window_rcvd;
+	uint64_t tcp_challenge_acks;
+	uint64_t tcp_paws_drops;
+	uint64_t tcp_out_of_window;
+	uint64_t tcp_ooo_segments;
+	uint64_t tcp_ooo_drops;
+	uint64_t tcp_tw_reuse;
+	uint64_t tcp_keepalive_probes;
+	uint64_t tcp_buffer_bytes;  /* gauge: bytes of chunks held by connection buffers */
+};
+
+#endif

@@ -1,0 +1,481 @@
+/* Engine instance: the worker's poll round, receive demux and steering, transmit queue, events.
+ *
+ * One round: receive a burst from the port queue and from the other workers' rings, run the timer
+ * wheel, fire the stream events collected meanwhile, let every connection that has something to say
+ * produce its segments, hand the frames to the device, and only then free the connections that were
+ * released (so no list still points at them).
+ *
+ * Steering: a TCP frame belongs to the worker picked by the keyed flow hash; one landing elsewhere
+ * crosses an SPSC ring to its owner untouched. ARP is learnt by every worker (each keeps its own
+ * neighbour cache), so ARP frames are cloned to the others, which only learn from them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include <rte_arp.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_ring.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "stack.h"
+#include "twheel.h"
+
+#define ST(f) offsetof(struct eth_stack_stats, f)
+const struct xlt_metric_desc eth_stack_metrics[] = {
+	{"eth_frames_in_total", XLT_COUNTER, ST(frames_in), "frames received by the TCP/IP engine", NULL},
+	{"eth_frames_out_total", XLT_COUNTER, ST(frames_out), "frames sent by the TCP/IP engine", NULL},
+	{"eth_frames_dropped_total", XLT_COUNTER, ST(frames_dropped), "frames not for us or of an unknown type", NULL},
+	{"eth_tx_drops_total", XLT_COUNTER, ST(tx_drops), "frames dropped because the device queue stayed full", NULL},
+	{"eth_steered_total", XLT_COUNTER, ST(steered_out), "frames handed to the worker owning their flow", NULL},
+	{"eth_steer_drops_total", XLT_COUNTER, ST(steer_drops), "frames dropped because the owner's ring was full", NULL},
+	{"eth_nombuf_total", XLT_COUNTER, ST(nombuf), "packet buffer allocation failures", NULL},
+	{"arp_in_total", XLT_COUNTER, ST(arp_in), "ARP packets received", NULL},
+	{"arp_out_total", XLT_COUNTER, ST(arp_out), "ARP packets sent", NULL},
+	{"arp_errors_total", XLT_COUNTER, ST(arp_errors), "malformed or conflicting ARP packets", NULL},
+	{"arp_unresolved_drops_total", XLT_COUNTER, ST(arp_unresolved), "packets dropped waiting for an unanswered neighbour", NULL},
+	{"arp_entries", XLT_GAUGE, ST(arp_entries), "neighbour cache entries", NULL},
+	{"ip_packets_in_total", XLT_COUNTER, ST(ip_in), "IPv4 packets received", NULL},
+	{"ip_header_errors_total", XLT_COUNTER, ST(ip_header_errors), "IPv4 packets with a bad header or length", NULL},
+	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
+	{"ip_fragments_dropped_total", XLT_COUNTER, ST(ip_fragments), "IPv4 fragments dropped (no reassembly)", NULL},
+	{"ip_not_for_us_total", XLT_COUNTER, ST(ip_not_for_us), "IPv4 packets addressed elsewhere", NULL},
+	{"ip_no_route_total", XLT_COUNTER, ST(ip_no_route), "packets with no route to their destination", NULL},
+	{"ip_unknown_protocol_total", XLT_COUNTER, ST(ip_unknown_proto), "IPv4 packets of a protocol we do not serve", NULL},
+	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
+	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
+	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
+	{"tcp_segments_in_total", XLT_COUNTER, ST(tcp_segments_in), "valid TCP segments received", NULL},
+	{"tcp_segments_out_total", XLT_COUNTER, ST(tcp_segments_out), "TCP segments sent", NULL},
+	{"tcp_bytes_in_total", XLT_COUNTER, ST(tcp_bytes_in), "TCP payload bytes received in order", NULL},
+	{"tcp_bytes_out_total", XLT_COUNTER, ST(tcp_bytes_out), "TCP payload bytes sent (retransmissions included)", NULL},
+	{"tcp_retransmits_total", XLT_COUNTER, ST(tcp_retransmits), "TCP segments retransmitted", NULL},
+	{"tcp_fast_retransmits_total", XLT_COUNTER, ST(tcp_fast_retransmits), "fast retransmits (loss recovery entered)", NULL},
+	{"tcp_rto_expiries_total", XLT_COUNTER, ST(tcp_rto_expiries), "retransmission timeouts", NULL},
+	{"tcp_rsts_in_total", XLT_COUNTER, ST(tcp_rsts_in), "TCP resets received", NULL},
+	{"tcp_rsts_out_total", XLT_COUNTER, ST(tcp_rsts_out), "TCP resets sent", NULL},
+	{"tcp_checksum_errors_total", XLT_COUNTER, ST(tcp_checksum_errors), "TCP segments with a bad checksum", NULL},
+	{"tcp_header_errors_total", XLT_COUNTER, ST(tcp_header_errors), "TCP segments with a bad header, flags or options", NULL},
+	{"tcp_connections_opened_total", XLT_COUNTER, ST(tcp_passive_opens), "TCP connections opened", "dir=passive"},
+	{"tcp_connections_opened_total", XLT_COUNTER, ST(tcp_active_opens), "TCP connections opened", "dir=active"},
+	{"tcp_connect_failures_total", XLT_COUNTER, ST(tcp_connects_failed), "active opens that failed", NULL},
+	{"tcp_connections_closed_total", XLT_COUNTER, ST(tcp_closed), "TCP connections closed", NULL},
+	{"tcp_connections_reset_total", XLT_COUNTER, ST(tcp_resets), "TCP connections ended by a reset", NULL},
+	{"tcp_connections_timed_out_total", XLT_COUNTER, ST(tcp_timeouts), "TCP connections dropped because the peer stopped answering", NULL},
+	{"tcp_connections_active", XLT_GAUGE, ST(tcp_active), "TCP connections established or closing", NULL},
+	{"tcp_connections_time_wait", XLT_GAUGE, ST(tcp_time_wait), "TCP connections in TIME_WAIT", NULL},
+	{"tcp_connections_syn_received", XLT_GAUGE, ST(tcp_syn_rcvd), "half-open TCP connections", NULL},
+	{"tcp_syn_backlog_drops_total", XLT_COUNTER, ST(tcp_syn_drops), "SYNs dropped (backlog full or no connection block)", NULL},
+	{"tcp_accept_rejects_total", XLT_COUNTER, ST(tcp_accept_rejects), "TCP connections refused by the session layer", NULL},
+	{"tcp_zero_window_total", XLT_COUNTER, ST(tcp_zero_window_sent), "zero-window events", "dir=sent"},
+	{"tcp_zero_window_total", XLT_COUNTER, ST(tcp_zero_window_rcvd), "zero-window events", "dir=received"},
+	{"tcp_challenge_acks_total", XLT_COUNTER, ST(tcp_challenge_acks), "RFC 5961 challenge ACKs sent", NULL},
+	{"tcp_paws_drops_total", XLT_COUNTER, ST(tcp_paws_drops), "segments dropped by PAWS (RFC 7323)", NULL},
+	{"tcp_out_of_window_total", XLT_COUNTER, ST(tcp_out_of_window), "segments outside the receive window", NULL},
+	{"tcp_out_of_order_segments_total", XLT_COUNTER, ST(tcp_ooo_segments), "segments queued out of order", NULL},
+	{"tcp_out_of_order_drops_total", XLT_COUNTER, ST(tcp_ooo_drops), "out-of-order segments dropped (queue full)", NULL},
+	{"tcp_time_wait_reuse_total", XLT_COUNTER, ST(tcp_tw_reuse), "TIME_WAIT connections reused by a new SYN", NULL},
+	{"tcp_keepalive_probes_total", XLT_COUNTER, ST(tcp_keepalive_probes), "keepalive probes sent", NULL},
+	{"tcp_buffer_bytes", XLT_GAUGE, ST(tcp_buffer_bytes), "memory held by TCP connection buffers", NULL},
+};
+#undef ST
+const unsigned eth_stack_n_metrics = sizeof(eth_stack_metrics) / sizeof(eth_stack_metrics[0]);
+
+static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+static void *reserve(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
+{
+	struct eth_stack *st;
+	uint64_t rnd[3];
+	uint32_t buckets = 1024;
+	int ret;
+
+	if (!c->pool || !c->addr || c->prefix > 32 || !c->n_workers || c->worker >= c->n_workers ||
+	    c->n_workers > ETH_MAX_WORKERS || c->max_conns == 0 || c->mtu < 576) {
+		errno = EINVAL;
+		return NULL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->c = *c;
+	st->netmask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
+	st->flow_key.k0 = c->flow_key[0];
+	st->flow_key.k1 = c->flow_key[1];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		ret = -EIO;
+		goto err;
+	}
+	st->isn_key.k0 = rnd[0];
+	st->isn_key.k1 = rnd[1];
+	st->next_port = (uint16_t)(32768 + rnd[2] % 28232);
+	st->ip_id = (uint16_t)(rnd[2] >> 32);
+	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;
+	st->garp_pending = c->worker == 0;
+	eth_twheel_init(&st->wheel, 0);
+	/* the configured buffers, plus what chunk rounding can add: up to two chunks per queue */
+	ret = eth_chunk_pool_init(&st->chunks, (c->buffer_bytes ? c->buffer_bytes : 64ull << 20) +
+						       (uint64_t)c->max_conns * 4 * ETH_CHUNK_SIZE);
+	if (ret)
+		goto err;
+	st->tcbs_bytes = (size_t)c->max_conns * sizeof(struct eth_tcb);
+	st->tcbs = reserve(st->tcbs_bytes);
+	while (buckets < c->max_conns && buckets < (1u << 24))
+		buckets <<= 1;
+	st->htab_bytes = buckets * sizeof(struct eth_tcb *);
+	st->htab = reserve(st->htab_bytes);
+	if (!st->tcbs || !st->htab) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	st->hmask = buckets - 1;
+	return st;
+err:
+	if (st->htab)
+		munmap(st->htab, st->htab_bytes);
+	if (st->tcbs)
+		munmap(st->tcbs, st->tcbs_bytes);
+	eth_chunk_pool_fini(&st->chunks);
+	free(st);
+	errno = -ret;
+	return NULL;
+}
+
+static void drain_ring(struct rte_ring *r)
+{
+	void *m;
+
+	while (rte_ring_sc_dequeue(r, &m) == 0)
+		rte_pktmbuf_free(m);
+}
+
+void eth_stack_destroy(struct eth_stack *st)
+{
+	if (!st)
+		return;
+	for (uint32_t i = 0; i < st->tcb_carved; i++) {
+		struct eth_tcb *t = &st->tcbs[i];
+		/* buffers live in the pool that goes away below; nothing else to give back */
+		t->lis = NULL;
+	}
+	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
+		if (st->listeners[i].port && st->c.on_listener_free)
+			st->c.on_listener_free(st->c.cb_arg, st->listeners[i].user);
+	eth_arp_flush(st);
+	for (unsigned i = 0; i < ETH_MAX_WORKERS; i++) {
+		if (st->from[i])
+			drain_ring(st->from[i]);
+		if (st->to[i]) {
+			drain_ring(st->to[i]);
+			rte_ring_free(st->to[i]);
+		}
+	}
+	if (st->n_tx)
+		rte_pktmbuf_free_bulk(st->txq, st->n_tx);
+	munmap(st->htab, st->htab_bytes);
+	munmap(st->tcbs, st->tcbs_bytes);
+	eth_chunk_pool_fini(&st->chunks);
+	free(st);
+}
+
+int eth_stack_link(struct eth_stack **stacks, unsigned n)
+{
+	static unsigned group;
+	unsigned g = __atomic_fetch_add(&group, 1, __ATOMIC_RELAXED);
+	char name[RTE_RING_NAMESIZE];
+
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++) {
+			struct rte_ring *r;
+
+			if (i == j)
+				continue;
+			snprintf(name, sizeof(name), "eth%u_%u_%u", g, i, j);
+			r = rte_ring_create(name, 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (!r)
+				return -rte_errno;
+			stacks[i]->to[j] = r;
+			stacks[j]->from[i] = r;
+		}
+	return 0;
+}
+
+const struct eth_stack_stats *eth_stack_stats(const struct eth_stack *st)
+{
+	return &st->stats;
+}
+
+unsigned eth_stack_conns(const struct eth_stack *st)
+{
+	return st->n_conns;
+}
+
+struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(st->c.pool);
+
+	if (!m)
+		ETH_INC(st, nombuf);
+	return m;
+}
+
+void eth_tx_frame(struct eth_stack *st, struct rte_mbuf *m)
+{
+	if (st->n_tx == ETH_TXQ_SIZE) {
+		ETH_INC(st, tx_drops);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	st->txq[st->n_tx++] = m;
+}
+
+static void tx_flush(struct eth_stack *st)
+{
+	uint16_t sent;
+
+	if (!st->n_tx)
+		return;
+	if (st->c.tx)
+		sent = st->c.tx(st->c.tx_arg, st->txq, (uint16_t)st->n_tx);
+	else if (st->c.port_id != UINT16_MAX)
+		sent = rte_eth_tx_burst(st->c.port_id, st->c.queue, st->txq, (uint16_t)st->n_tx);
+	else
+		sent = 0;
+	if (st->c.port_id == UINT16_MAX && !st->c.tx) {
+		rte_pktmbuf_free_bulk(st->txq, st->n_tx); /* nowhere to send: a test without a sink */
+		sent = (uint16_t)st->n_tx;
+	}
+	ETH_ADD(st, frames_out, sent);
+	st->n_tx -= sent;
+	if (st->n_tx)
+		memmove(st->txq, st->txq + sent, st->n_tx * sizeof(st->txq[0]));
+}
+
+uint64_t eth_flow_hash(const struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport)
+{
+	return eth_siphash_3u32(&st->flow_key, raddr, (uint32_t)rport << 16 | lport, st->c.addr);
+}
+
+/* The worker owning the frame's flow (ours for anything that is not a plain TCP packet). */
+static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	const struct rte_tcp_hdr *th;
+	unsigned ihl;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) || ip->next_proto_id != IPPROTO_TCP)
+		return st->c.worker;
+	ihl = (ip->version_ihl & 0xf) * 4u;
+	if (ihl < sizeof(*ip) || m->data_len < RTE_ETHER_HDR_LEN + ihl + 4 ||
+	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK | RTE_IPV4_HDR_MF_FLAG)))
+		return st->c.worker;
+	th = (const struct rte_tcp_hdr *)((const uint8_t *)ip + ihl);
+	return eth_flow_owner(st, eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port),
+						rte_be_to_cpu_16(th->dst_port)));
+}
+
+static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m)
+{
+	if (rte_ring_sp_enqueue(st->to[owner], m)) {
+		ETH_INC(st, steer_drops);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	ETH_INC(st, steered_out);
+}
+
+/* STEERED: the frame came from another worker (already classified; ARP: learn only). */
+static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
+{
+	const struct rte_ether_hdr *eh;
+	uint16_t type;
+
+	if (!steered)
+		ETH_INC(st, frames_in);
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m))
+		goto drop;
+	if (m->data_len < RTE_ETHER_HDR_LEN)
+		goto drop;
+	eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6))
+		goto drop;
+	type = rte_be_to_cpu_16(eh->ether_type);
+	if (type == RTE_ETHER_TYPE_ARP) {
+		if (!steered && st->c.n_workers > 1)
+			for (unsigned i = 0; i < st->c.n_workers; i++) {
+				struct rte_mbuf *c;
+				if (i == st->c.worker)
+					continue;
+				c = rte_pktmbuf_clone(m, st->c.pool);
+				if (c)
+					steer(st, i, c);
+				else
+					ETH_INC(st, nombuf);
+			}
+		rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
+		eth_arp_input(st, m, steered);
+		return;
+	}
+	if (type != RTE_ETHER_TYPE_IPV4)
+		goto drop;
+	if (!steered && st->c.n_workers > 1) {
+		unsigned owner = frame_owner(st, m);
+		if (owner != st->c.worker) {
+			steer(st, owner, m);
+			return;
+		}
+	}
+	rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
+	eth_ipv4_input(st, m);
+	return;
+drop:
+	ETH_INC(st, frames_dropped);
+	rte_pktmbuf_free(m);
+}
+
+void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		rx_frame(st, pkts[i], false);
+}
+
+/* Fires the events collected since the last round. Callbacks may call any stream op, which can
+ * queue more events (handled in this same loop) or release a connection (freed after the round). */
+static unsigned dispatch(struct eth_stack *st)
+{
+	struct eth_tcb *t;
+	unsigned n = 0;
+
+	while ((t = st->ev_head)) {
+		struct xlt_stream_events *ev = &t->s.ev;
+		unsigned e = t->ev;
+
+		st->ev_head = t->evnext;
+		if (!st->ev_head)
+			st->ev_tail = NULL;
+		t->evnext = NULL;
+		t->on_ev = false;
+		t->ev = 0;
+		n++;
+		if (t->released)
+			continue;
+		if (e & ETH_EV_ACCEPT) {
+			t->accepted = true;
+			st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
+			if (t->released)
+				continue;
+			if (t->rbuf.len || t->fin_rcvd)
+				e |= ETH_EV_READABLE; /* data that came with or after the handshake */
+		}
+		if ((t->passive && !t->accepted))
+			continue;
+		if ((e & ETH_EV_CONNECTED) && ev->on_connected)
+			ev->on_connected(ev->arg);
+		if (t->released)
+			continue;
+		if ((e & ETH_EV_READABLE) && ev->on_readable)
+			ev->on_readable(ev->arg);
+		if (t->released)
+			continue;
+		if ((e & ETH_EV_WRITABLE) && ev->on_writable && !t->s.local_done)
+			ev->on_writable(ev->arg);
+		if (t->released)
+			continue;
+		if ((e & ETH_EV_CLOSED) && ev->on_closed)
+			ev->on_closed(ev->arg, t->close_err);
+	}
+	return n;
+}
+
+/* Lets every connection waiting to send produce its segments while the device queue has room. */
+static unsigned flush_output(struct eth_stack *st)
+{
+	struct eth_tcb *list = st->out_head, *t;
+	unsigned n = 0;
+
+	st->out_head = st->out_tail = NULL;
+	while ((t = list)) {
+		list = t->outnext;
+		t->outnext = NULL;
+		t->on_out = false;
+		if (t->state == ETH_TCP_CLOSED)
+			continue;
+		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP) {
+			eth_tcb_output_later(t); /* the device is behind: next round */
+			continue;
+		}
+		eth_tcp_output(t);
+		n++;
+	}
+	return n;
+}
+
+static void reap(struct eth_stack *st)
+{
+	struct eth_tcb *t;
+
+	while ((t = st->reap)) {
+		st->reap = t->reapnext;
+		t->reapnext = NULL;
+		eth_tcb_free(t);
+	}
+}
+
+unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
+{
+	struct rte_mbuf *pkts[ETH_RX_BURST];
+	unsigned work = 0;
+	uint16_t n;
+
+	st->now_ns = now_ns;
+	st->now_ms = now_ns / 1000000;
+	if (!st->started_ms) {
+		st->started_ms = st->now_ms;
+		st->wheel.now = st->now_ms;
+		st->next_arp_tick_ms = st->now_ms;
+	}
+	if (st->c.port_id != UINT16_MAX) {
+		n = rte_eth_rx_burst(st->c.port_id, st->c.queue, pkts, ETH_RX_BURST);
+		for (uint16_t i = 0; i < n; i++)
+			rx_frame(st, pkts[i], false);
+		work += n;
+	}
+	for (unsigned w = 0; w < st->c.n_workers; w++) {
+		if (!st->from[w])
+			continue;
+		n = (uint16_t)rte_ring_sc_dequeue_burst(st->from[w], (void **)pkts, ETH_RX_BURST, NULL);
+		for (uint16_t i = 0; i < n; i++)
+			rx_frame(st, pkts[i], true);
+		work += n;
+	}
+	work += eth_twheel_run(&st->wheel, st->now_ms, eth_tcp_timer_fire, st);
+	if (st->now_ms >= st->next_arp_tick_ms) {
+		st->next_arp_tick_ms = st->now_ms + 100;
+		eth_arp_tick(st);
+	}
+	if (st->garp_pending) {
+		st->garp_pending = false;
+		eth_arp_announce(st);
+	}
+	work += dispatch(st);
+	for (int round = 0; round < 4 && (st->out_head || st->n_tx); round++) {
+		work += flush_output(st);
+		tx_flush(st);
+		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP)
+			break; /* the device is full: try again next round */
+	}
+	reap(st);
+	return work;
+}

@@ -1,0 +1,66 @@
+/* The Ethernet side's TCP/IP engine: one instance per worker (ARP, IPv4, ICMP echo, TCP).
+ *
+ * An instance owns its port queue pair, its connection table, its timer wheel and its buffer pool;
+ * only its worker touches it, so nothing is locked. Flows are steered by a keyed hash of the remote
+ * address and both ports: a frame that lands on another worker's queue is handed to its owner over
+ * an SPSC ring, and active opens pick a local port that hashes back to the opener.
+ *
+ * TCP connections are xlt_streams (translate/stream-t.h): the receive window advertised is the free
+ * space of the connection's bounded receive buffer, which grows only when the session consumes, so
+ * a slow consumer closes the peer's window; write() takes only what fits the send buffer. Stream
+ * events fire from eth_stack_poll only. */
+#ifndef ETH_STACK_H
+#define ETH_STACK_H
+
+#include "stack-t.h"
+
+/* Creates an instance from C (copied). Control thread, after rte_eal_init. Returns NULL with errno. */
+struct eth_stack *eth_stack_create(const struct eth_stack_conf *c);
+
+/* Frees an instance and everything it holds, without firing events (its worker has stopped). */
+void eth_stack_destroy(struct eth_stack *st);
+
+/* Joins N instances (indexed by worker) with the SPSC rings that carry steered frames between
+ * them. Control thread, before the workers start. Returns 0 or -errno. */
+int eth_stack_link(struct eth_stack **stacks, unsigned n);
+
+/* One round of the worker: receive, run timers, fire stream events, send. NOW_NS is the worker's
+ * monotonic clock. Returns the amount of work done (0: idle). */
+unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns);
+
+/* Feeds N received frames to the instance (it owns them from now on). For tests and the fuzzer;
+ * eth_stack_poll reads its queue itself. Frames are processed at once; their replies go out with
+ * the next poll. */
+void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n);
+
+/* The instance's counters (read them relaxed from another thread). */
+const struct eth_stack_stats *eth_stack_stats(const struct eth_stack *st);
+
+/* Descriptors of struct eth_stack_stats for the stats endpoint. */
+extern const struct xlt_metric_desc eth_stack_metrics[];
+extern const unsigned eth_stack_n_metrics;
+
+/* Opens (or re-opens with new settings) a listener on PORT. USER is handed to on_accept for each
+ * connection and to on_listener_free once the listener is closed and its last connection is
+ * released. Returns 0, -EEXIST never (a second call replaces), -ENOSPC when the table is full. */
+int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_params *p, void *user);
+
+/* Closes the listener on PORT (its established connections go on). Returns 0 or -ENOENT. */
+int eth_tcp_unlisten(struct eth_stack *st, uint16_t port);
+
+/* Closes every listener (drain). */
+void eth_tcp_unlisten_all(struct eth_stack *st);
+
+/* Active open to ADDR (network order):PORT. Returns a CONNECTING stream whose on_connected or
+ * on_closed(-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH) fires later, or NULL with *ERR set (-ENOMEM:
+ * no connection block, -EADDRNOTAVAIL: no local port, -EHOSTUNREACH: no route). */
+struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t port,
+				   const struct eth_tcp_params *p, int *err);
+
+/* Refuses a connection handed to on_accept: resets it and frees it at once (no events follow). */
+void eth_tcp_reject(struct xlt_stream *s);
+
+/* Connections of the instance that are not yet CLOSED (TIME_WAIT excluded). */
+unsigned eth_stack_conns(const struct eth_stack *st);
+
+#endif

@@ -1,0 +1,569 @@
+/* TCP connection blocks, the connection table, listeners, active opens and the stream ops.
+ *
+ * Blocks come from a per-worker array reserved at start and touched only as used (a free list of
+ * returned blocks first), so no allocation happens on the datapath and an idle connection costs
+ * one block. When blocks run out, the oldest released TIME_WAIT block is recycled (as Linux does
+ * past tcp_max_tw_buckets): a new connection is worth more than the tail of an old one's 2MSL.
+ *
+ * A block outlives its stream in TIME_WAIT: the session sees on_closed and releases the stream, and
+ * the block stays in the table until the TIME_WAIT timer ends, answering retransmitted FINs. */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "stack.h"
+#include "tcp_seq.h"
+#include "twheel.h"
+
+static bool counts_active(uint8_t s)
+{
+	return s >= ETH_TCP_ESTABLISHED && s <= ETH_TCP_LAST_ACK;
+}
+
+static void tw_unlink(struct eth_stack *st, struct eth_tcb *t)
+{
+	if (t->twprev)
+		t->twprev->twnext = t->twnext;
+	else
+		st->tw_head = t->twnext;
+	if (t->twnext)
+		t->twnext->twprev = t->twprev;
+	else
+		st->tw_tail = t->twprev;
+	t->twnext = t->twprev = NULL;
+}
+
+void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
+{
+	struct eth_stack *st = t->st;
+	uint8_t old = t->state;
+
+	if (old == s)
+		return;
+	if (old == ETH_TCP_SYN_RCVD)
+		ETH_DEC(st, tcp_syn_rcvd);
+	else if (counts_active(old))
+		ETH_DEC(st, tcp_active);
+	else if (old == ETH_TCP_TIME_WAIT) {
+		ETH_DEC(st, tcp_time_wait);
+		tw_unlink(st, t);
+	}
+	if (old != ETH_TCP_CLOSED && old != ETH_TCP_TIME_WAIT)
+		st->n_conns--;
+	if (counts_active(old) && (s == ETH_TCP_CLOSED || s == ETH_TCP_TIME_WAIT))
+		ETH_INC(st, tcp_closed);
+	t->state = (uint8_t)s;
+	if (s == ETH_TCP_SYN_RCVD)
+		ETH_INC(st, tcp_syn_rcvd);
+	else if (counts_active(s))
+		ETH_INC(st, tcp_active);
+	else if (s == ETH_TCP_TIME_WAIT) {
+		ETH_INC(st, tcp_time_wait);
+		t->twprev = st->tw_tail;
+		t->twnext = NULL;
+		if (st->tw_tail)
+			st->tw_tail->twnext = t;
+		else
+			st->tw_head = t;
+		st->tw_tail = t;
+	}
+	if (s != ETH_TCP_CLOSED && s != ETH_TCP_TIME_WAIT)
+		st->n_conns++;
+}
+
+static void update_buffer_gauge(struct eth_stack *st)
+{
+	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+}
+
+struct eth_tcb *eth_tcb_alloc(struct eth_stack *st)
+{
+	struct eth_tcb *t = st->tcb_free;
+
+	if (t) {
+		st->tcb_free = t->hnext;
+	} else if (st->tcb_carved < st->c.max_conns) {
+		t = &st->tcbs[st->tcb_carved++];
+	} else {
+		struct eth_tcb *tw = st->tw_head;
+		for (unsigned i = 0; tw && i < 16 && !tw->released; i++)
+			tw = tw->twnext;
+		if (!tw || !tw->released)
+			return NULL;
+		eth_tcb_free(tw);
+		t = st->tcb_free;
+		st->tcb_free = t->hnext;
+	}
+	memset(t, 0, sizeof(*t));
+	t->st = st;
+	t->s.ops = &eth_tcp_stream_ops;
+	return t;
+}
+
+static void unhash(struct eth_tcb *t)
+{
+	struct eth_tcb **pp = &t->st->htab[t->hash & t->st->hmask];
+
+	if (!t->hashed)
+		return;
+	while (*pp && *pp != t)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = t->hnext;
+	t->hnext = NULL;
+	t->hashed = false;
+}
+
+void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
+{
+	struct eth_tcb **b = &t->st->htab[(uint32_t)h & t->st->hmask];
+
+	t->hash = (uint32_t)h;
+	t->hnext = *b;
+	*b = t;
+	t->hashed = true;
+}
+
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport, uint64_t h)
+{
+	struct eth_tcb *t = st->htab[(uint32_t)h & st->hmask];
+
+	for (; t; t = t->hnext)
+		if (t->raddr == raddr && t->rport == rport && t->lport == lport)
+			return t;
+	return NULL;
+}
+
+/* Unlinks T from a singly linked list threaded through the field at OFF (rare: a TIME_WAIT block
+ * recycled or expiring while it still had an ACK or an event queued). */
+static void list_remove(struct eth_tcb **head, struct eth_tcb **tail, struct eth_tcb *t, size_t off)
+{
+	struct eth_tcb *prev = NULL, *c = *head;
+
+#define NEXT(x) (*(struct eth_tcb **)((char *)(x) + off))
+	while (c && c != t) {
+		prev = c;
+		c = NEXT(c);
+	}
+	if (!c)
+		return;
+	if (prev)
+		NEXT(prev) = NEXT(t);
+	else
+		*head = NEXT(t);
+	if (*tail == t)
+		*tail = prev;
+	NEXT(t) = NULL;
+#undef NEXT
+}
+
+void eth_tcb_free(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	if (t->on_ev)
+		list_remove(&st->ev_head, &st->ev_tail, t, offsetof(struct eth_tcb, evnext));
+	if (t->on_out)
+		list_remove(&st->out_head, &st->out_tail, t, offsetof(struct eth_tcb, outnext));
+	t->on_ev = t->on_out = false;
+
+	eth_timer_cancel(&st->wheel, &t->timer);
+	unhash(t);
+	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+	eth_bufq_free(&st->chunks, &t->rbuf);
+	eth_bufq_free(&st->chunks, &t->sbuf);
+	update_buffer_gauge(st);
+	if (t->lis)
+		eth_listener_put(st, t->lis);
+	t->lis = NULL;
+	t->s.ops = NULL; /* a stale stream pointer now faults instead of corrupting */
+	t->hnext = st->tcb_free;
+	st->tcb_free = t;
+}
+
+void eth_tcb_event(struct eth_tcb *t, unsigned ev)
+{
+	struct eth_stack *st = t->st;
+
+	t->ev |= (uint8_t)ev;
+	if (t->on_ev)
+		return;
+	t->on_ev = true;
+	t->evnext = NULL;
+	if (st->ev_tail)
+		st->ev_tail->evnext = t;
+	else
+		st->ev_head = t;
+	st->ev_tail = t;
+}
+
+void eth_tcb_output_later(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	if (t->on_out)
+		return;
+	t->on_out = true;
+	t->outnext = NULL;
+	if (st->out_tail)
+		st->out_tail->outnext = t;
+	else
+		st->out_head = t;
+	st->out_tail = t;
+}
+
+static void reap_later(struct eth_tcb *t)
+{
+	t->released = true;
+	t->reapnext = t->st->reap;
+	t->st->reap = t;
+}
+
+/* A passive connection that never reached the session disappears without a trace. */
+static void end_stream(struct eth_tcb *t, int err)
+{
+	t->close_err = err;
+	t->s.state = XLT_STREAM_CLOSED;
+	if (t->passive && !t->accepted && !(t->ev & ETH_EV_ACCEPT)) {
+		if (!t->released)
+			reap_later(t);
+		return;
+	}
+	if (t->passive && !t->accepted) {
+		/* accept is queued: drop it, nobody will see this connection */
+		t->ev = 0;
+		if (!t->released)
+			reap_later(t);
+		return;
+	}
+	eth_tcb_event(t, ETH_EV_CLOSED);
+}
+
+void eth_tcb_detach(struct eth_tcb *t)
+{
+	eth_timer_cancel(&t->st->wheel, &t->timer);
+	t->t_rexmit = t->t_delack = t->t_keep = 0;
+	unhash(t);
+	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+}
+
+void eth_tcb_close(struct eth_tcb *t, int err)
+{
+	struct eth_stack *st = t->st;
+
+	if (t->state == ETH_TCP_CLOSED && t->s.state == XLT_STREAM_CLOSED)
+		return;
+	if (t->state != ETH_TCP_CLOSED) {
+		if (err == -ECONNRESET || err == -ECONNREFUSED)
+			ETH_INC(st, tcp_resets);
+		else if (err == -ETIMEDOUT)
+			ETH_INC(st, tcp_timeouts);
+		if (t->state == ETH_TCP_SYN_SENT || (!t->passive && t->state == ETH_TCP_SYN_RCVD))
+			ETH_INC(st, tcp_connects_failed);
+	}
+	eth_timer_cancel(&st->wheel, &t->timer);
+	t->t_rexmit = t->t_delack = t->t_keep = 0;
+	unhash(t);
+	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+	eth_bufq_free(&st->chunks, &t->rbuf);
+	eth_bufq_free(&st->chunks, &t->sbuf);
+	update_buffer_gauge(st);
+	t->n_ooo = 0;
+	if (t->s.state != XLT_STREAM_CLOSED)
+		end_stream(t, err);
+	else if (t->released)
+		reap_later(t);
+}
+
+void eth_tcb_check_done(struct eth_tcb *t)
+{
+	if (!t->s.peer_done && t->fin_rcvd && t->rbuf.len == 0 && t->s.state != XLT_STREAM_CLOSED) {
+		t->s.peer_done = 1;
+		eth_tcb_event(t, ETH_EV_READABLE);
+	}
+	if (t->s.state == XLT_STREAM_CLOSED || !t->s.peer_done)
+		return;
+	if (t->state == ETH_TCP_TIME_WAIT || (t->state == ETH_TCP_CLOSED && t->fin_rcvd))
+		end_stream(t, 0);
+}
+
+/* ---- listeners ---- */
+
+struct eth_listener *eth_listener_find(struct eth_stack *st, uint16_t port)
+{
+	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
+		if (st->listeners[i].port == port && st->listeners[i].open)
+			return &st->listeners[i];
+	return NULL;
+}
+
+void eth_listener_put(struct eth_stack *st, struct eth_listener *l)
+{
+	if (--l->refs)
+		return;
+	if (st->c.on_listener_free)
+		st->c.on_listener_free(st->c.cb_arg, l->user);
+	memset(l, 0, sizeof(*l));
+}
+
+int eth_tcp_unlisten(struct eth_stack *st, uint16_t port)
+{
+	struct eth_listener *l = eth_listener_find(st, port);
+
+	if (!l)
+		return -ENOENT;
+	l->open = false;
+	eth_listener_put(st, l);
+	return 0;
+}
+
+void eth_tcp_unlisten_all(struct eth_stack *st)
+{
+	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
+		if (st->listeners[i].open)
+			eth_tcp_unlisten(st, st->listeners[i].port);
+}
+
+int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_params *p, void *user)
+{
+	struct eth_listener *l = NULL;
+
+	if (!port)
+		return -EINVAL;
+	for (unsigned i = 0; i < ETH_MAX_LISTENERS && !l; i++)
+		if (!st->listeners[i].port)
+			l = &st->listeners[i];
+	if (!l)
+		return -ENOSPC;
+	eth_tcp_unlisten(st, port); /* connections of the old one keep their settings */
+	l->port = port;
+	l->open = true;
+	l->refs = 1;
+	l->params = *p;
+	l->user = user;
+	return 0;
+}
+
+/* ---- connection set-up helpers ---- */
+
+uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport)
+{
+	/* RFC 6528: a 4 us clock plus a keyed hash of the connection's identity */
+	uint64_t f = eth_siphash_3u32(&st->isn_key, raddr, (uint32_t)rport << 16 | lport, st->c.addr);
+
+	return (uint32_t)(st->now_ns / 4000) + (uint32_t)f;
+}
+
+uint8_t eth_tcp_wscale_for(uint32_t rbuf)
+{
+	uint8_t s = 0;
+
+	while (s < ETH_TCP_MAX_WSCALE && (65535u << s) < rbuf)
+		s++;
+	return s;
+}
+
+void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
+{
+	eth_bufq_init(&t->rbuf, p->rbuf_size);
+	eth_bufq_init(&t->sbuf, p->sbuf_size);
+	t->rto_ms = ETH_TCP_RTO_INIT_MS;
+	t->ts_offset = (uint32_t)eth_siphash_3u32(&t->st->isn_key, t->raddr, t->rport, 0x7473u);
+	t->last_rcv_ms = t->st->now_ms;
+}
+
+void eth_tcb_set_mss(struct eth_tcb *t)
+{
+	uint32_t mss = t->st->c.mtu - 40;
+
+	if (t->peer_mss && t->peer_mss < mss)
+		mss = t->peer_mss;
+	if (t->ts_ok)
+		mss -= 12;
+	if (mss < 64)
+		mss = 64; /* a peer announcing a tiny MSS gets tiny segments, not a loop of empty ones */
+	t->mss = (uint16_t)mss;
+}
+
+struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t port,
+				   const struct eth_tcp_params *p, int *err)
+{
+	struct eth_tcb *t;
+	uint64_t h = 0;
+	uint16_t lport = 0;
+
+	if (!addr || addr == st->c.addr || !port || !eth_ipv4_nexthop(st, addr)) {
+		ETH_INC(st, ip_no_route);
+		*err = -EHOSTUNREACH;
+		return NULL;
+	}
+	for (unsigned i = 0; i < 28232; i++) {
+		uint16_t cand = st->next_port++;
+		if (st->next_port >= 61000 || st->next_port < 32768)
+			st->next_port = 32768;
+		h = eth_flow_hash(st, addr, port, cand);
+		if (eth_flow_owner(st, h) != st->c.worker || eth_tcb_lookup(st, addr, port, cand, h))
+			continue;
+		lport = cand;
+		break;
+	}
+	if (!lport) {
+		*err = -EADDRNOTAVAIL;
+		return NULL;
+	}
+	t = eth_tcb_alloc(st);
+	if (!t) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	t->raddr = addr;
+	t->rport = port;
+	t->lport = lport;
+	eth_tcb_init_params(t, p);
+	t->iss = eth_tcp_isn(st, addr, port, lport);
+	t->snd_una = t->snd_nxt = t->snd_max = t->iss;
+	t->recover = t->iss;
+	t->rcv_wscale = eth_tcp_wscale_for(p->rbuf_size);
+	t->s.state = XLT_STREAM_CONNECTING;
+	t->s.peer_addr = addr;
+	t->s.peer_port = port;
+	t->connect_deadline_ms = st->now_ms + (p->connect_timeout_ms ? p->connect_timeout_ms : 5000);
+	t->t_keep = t->connect_deadline_ms;
+	eth_tcb_set_state(t, ETH_TCP_SYN_SENT);
+	eth_tcb_hash(t, h);
+	eth_tcb_output_later(t);
+	eth_tcb_timer_update(t);
+	ETH_INC(st, tcp_active_opens);
+	return &t->s;
+}
+
+void eth_tcp_reject(struct xlt_stream *s)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	ETH_INC(t->st, tcp_accept_rejects);
+	if (t->state != ETH_TCP_CLOSED)
+		eth_tcp_send_rst(t);
+	t->accepted = false; /* end quietly: no on_closed for a stream the session refused */
+	t->passive = true;
+	eth_tcb_close(t, -ECONNABORTED);
+	if (!t->released)
+		reap_later(t);
+}
+
+/* ---- stream ops ---- */
+
+static size_t op_peek(struct xlt_stream *s, const uint8_t **data)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	return eth_bufq_peek(&t->rbuf, 0, data);
+}
+
+static void op_consume(struct xlt_stream *s, size_t n)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+	struct eth_stack *st = t->st;
+	uint32_t edge, thresh;
+
+	if (n > t->rbuf.len)
+		n = t->rbuf.len;
+	if (!n)
+		return;
+	eth_bufq_consume(&st->chunks, &t->rbuf, (uint32_t)n);
+	if (!t->n_ooo)
+		eth_bufq_trim(&st->chunks, &t->rbuf); /* an idle connection holds no chunk */
+	update_buffer_gauge(st);
+	eth_tcb_check_done(t);
+	if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 && t->state != ETH_TCP_FIN_WAIT_2)
+		return;
+	/* receiver SWS avoidance (RFC 9293 3.8.6.2.2): announce the window when it grew enough */
+	edge = t->rcv_nxt + eth_bufq_space(&t->rbuf);
+	thresh = t->rbuf.cap / 2 < t->mss ? t->rbuf.cap / 2 : t->mss;
+	if (eth_seq_diff(edge, t->rcv_adv) >= (int32_t)thresh) {
+		t->ack_now = true;
+		eth_tcb_output_later(t);
+	}
+}
+
+static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+	struct eth_stack *st = t->st;
+	uint32_t n;
+
+	if (s->local_done || s->state == XLT_STREAM_CLOSED || t->fin_queued)
+		return 0;
+	if (len > UINT32_MAX)
+		len = UINT32_MAX;
+	n = eth_bufq_append(&st->chunks, &t->sbuf, data, (uint32_t)len);
+	update_buffer_gauge(st);
+	if (n < len)
+		t->want_writable = true;
+	if (n) {
+		if (t->state != ETH_TCP_SYN_SENT)
+			eth_tcb_output_later(t);
+	}
+	return n;
+}
+
+static void op_shutdown(struct xlt_stream *s)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	if (s->local_done || s->state == XLT_STREAM_CLOSED)
+		return;
+	s->local_done = 1;
+	t->fin_queued = true;
+	if (t->state == ETH_TCP_ESTABLISHED)
+		eth_tcb_set_state(t, ETH_TCP_FIN_WAIT_1);
+	else if (t->state == ETH_TCP_CLOSE_WAIT)
+		eth_tcb_set_state(t, ETH_TCP_LAST_ACK);
+	/* SYN_SENT / SYN_RCVD: the state moves on once established */
+	eth_tcb_output_later(t);
+}
+
+static void op_abort(struct xlt_stream *s)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	if (s->state == XLT_STREAM_CLOSED)
+		return;
+	if (t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_CLOSED)
+		eth_tcp_send_rst(t);
+	eth_tcb_close(t, -ECONNABORTED);
+}
+
+static void op_release(struct xlt_stream *s)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	if (t->released)
+		return;
+	if (s->state != XLT_STREAM_CLOSED) {
+		/* released while open: the session is gone, so is the connection */
+		if (t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_CLOSED)
+			eth_tcp_send_rst(t);
+		t->accepted = false;
+		t->passive = true; /* no event: nobody listens any more */
+		eth_tcb_close(t, -ECONNABORTED);
+	}
+	if (t->released)
+		return;
+	if (t->state == ETH_TCP_TIME_WAIT) {
+		t->released = true; /* the TIME_WAIT timer frees it */
+		return;
+	}
+	reap_later(t);
+}
+
+const struct xlt_stream_ops eth_tcp_stream_ops = {
+	.peek = op_peek,
+	.consume = op_consume,
+	.write = op_write,
+	.shutdown = op_shutdown,
+	.abort = op_abort,
+	.release = op_release,
+};

@@ -1,0 +1,739 @@
+/* TCP segment arrival: RFC 9293 3.10.7, hardened by RFC 5961 and extended by RFC 7323 (timestamps,
+ * PAWS, window scaling), RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno) and RFC 6298.
+ *
+ * Order of the checks for a synchronized connection, as the RFCs give it: PAWS, sequence
+ * acceptability (with trimming to the window), RST (exact match resets, anything else in the window
+ * only earns a challenge ACK), SYN (always a challenge ACK), ACK (too new: ACK and drop; too old:
+ * challenge ACK), then data and FIN. Nothing a segment carries is trusted beyond what the window
+ * allows: payload is copied into the receive buffer only inside the window we advertised and only
+ * as far as the buffer has room, so a peer can never make us hold more than the configured buffer.
+ * Out-of-order data goes straight to its place in the receive buffer; only its range is recorded,
+ * at most ETH_TCP_OOO_MAX of them (the bounded out-of-order queue). */
+#include <errno.h>
+#include <string.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "tcp_opt.h"
+#include "tcp_seq.h"
+#include "twheel.h"
+
+#define PAWS_IDLE_MS (24ull * 24 * 3600 * 1000) /* RFC 7323 5.5: ts_recent older than 24 days is void */
+
+/* A received segment, decoded. */
+struct seg {
+	uint32_t seq, ack, len, wnd;
+	uint8_t flags;
+	const uint8_t *data;
+	const struct rte_ipv4_hdr *ip;
+	const struct rte_tcp_hdr *th;
+	struct eth_tcp_opts o;
+};
+
+static bool has(const struct seg *sg, uint8_t f)
+{
+	return (sg->flags & f) != 0;
+}
+
+static uint32_t seg_space(const struct seg *sg)
+{
+	return sg->len + has(sg, RTE_TCP_SYN_FLAG) + has(sg, RTE_TCP_FIN_FLAG);
+}
+
+static void reply_rst(struct eth_stack *st, const struct seg *sg)
+{
+	eth_tcp_reset_reply(st, sg->ip, sg->th, seg_space(sg));
+}
+
+static void ack_later(struct eth_tcb *t)
+{
+	t->ack_now = true;
+	eth_tcb_output_later(t);
+}
+
+/* ---- passive open ---- */
+
+static void take_syn_options(struct eth_tcb *t, const struct seg *sg)
+{
+	t->peer_mss = sg->o.mss_ok ? sg->o.mss : 536; /* RFC 9293 3.7.1 default */
+	if (sg->o.ws_ok) {
+		t->ws_ok = true;
+		t->snd_wscale = sg->o.wscale;
+	} else {
+		t->ws_ok = false;
+		t->snd_wscale = t->rcv_wscale = 0;
+	}
+	t->sack_ok = sg->o.sack_ok;
+	if (sg->o.ts_ok) {
+		t->ts_ok = true;
+		t->ts_recent = sg->o.tsval;
+		t->ts_recent_ms = t->st->now_ms;
+	}
+	eth_tcb_set_mss(t);
+}
+
+static void passive_open(struct eth_stack *st, struct eth_listener *l, const struct seg *sg, uint64_t h,
+			 uint32_t min_iss, bool use_min_iss)
+{
+	struct eth_tcb *t;
+
+	if (st->stats.tcp_syn_rcvd >= st->syn_backlog || !(t = eth_tcb_alloc(st))) {
+		ETH_INC(st, tcp_syn_drops);
+		return;
+	}
+	t->raddr = sg->ip->src_addr;
+	t->rport = rte_be_to_cpu_16(sg->th->src_port);
+	t->lport = rte_be_to_cpu_16(sg->th->dst_port);
+	t->passive = true;
+	t->lis = l;
+	l->refs++;
+	eth_tcb_init_params(t, &l->params);
+	t->iss = eth_tcp_isn(st, t->raddr, t->rport, t->lport);
+	if (use_min_iss && eth_seq_lt(t->iss, min_iss))
+		t->iss = min_iss; /* TIME_WAIT reuse: stay above the old incarnation's sequence space */
+	t->snd_una = t->snd_nxt = t->snd_max = t->recover = t->iss;
+	t->irs = sg->seq;
+	t->rcv_nxt = t->rcv_adv = sg->seq + 1;
+	t->rcv_wscale = eth_tcp_wscale_for(l->params.rbuf_size);
+	take_syn_options(t, sg);
+	t->snd_wnd = t->max_sndwnd = sg->wnd; /* never scaled in a SYN */
+	t->snd_wl1 = sg->seq;
+	t->snd_wl2 = t->iss;
+	t->s.peer_addr = t->raddr;
+	t->s.peer_port = t->rport;
+	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
+	eth_tcb_hash(t, h);
+	eth_tcb_output_later(t);
+}
+
+static void no_connection(struct eth_stack *st, const struct seg *sg, uint64_t h)
+{
+	struct eth_listener *l;
+
+	if (has(sg, RTE_TCP_RST_FLAG)) {
+		ETH_INC(st, tcp_rsts_in);
+		return;
+	}
+	l = eth_listener_find(st, rte_be_to_cpu_16(sg->th->dst_port));
+	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_FIN_FLAG)) == RTE_TCP_SYN_FLAG) {
+		passive_open(st, l, sg, h, 0, false);
+		return;
+	}
+	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
+}
+
+/* A SYN for a connection in TIME_WAIT (RFC 9293 3.10.7.4 and RFC 6191): reuse the pair when the
+ * SYN is provably newer, by timestamp when both sides use them, else by sequence number. */
+static void time_wait_syn(struct eth_tcb *t, const struct seg *sg, uint64_t h)
+{
+	struct eth_stack *st = t->st;
+	struct eth_listener *l = eth_listener_find(st, t->lport);
+	bool newer = t->ts_ok && sg->o.ts_ok ? eth_seq_gt(sg->o.tsval, t->ts_recent) : eth_seq_gt(sg->seq, t->rcv_nxt);
+	uint32_t min_iss = t->snd_max + (1u << 17);
+
+	if (!newer || !l) {
+		eth_tcp_challenge_ack(t);
+		return;
+	}
+	ETH_INC(st, tcp_tw_reuse);
+	if (t->released)
+		eth_tcb_free(t);
+	else
+		eth_tcb_detach(t); /* the session still holds the (closed) stream */
+	passive_open(st, l, sg, h, min_iss, true);
+}
+
+/* ---- synchronized states ---- */
+
+static void establish(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	t->cwnd = ETH_TCP_INIT_CWND_SEGS * (uint32_t)t->mss;
+	t->ssthresh = UINT32_MAX / 2;
+	t->backoff = 0;
+	t->first_rexmit_ms = 0;
+	eth_tcb_set_state(t, ETH_TCP_ESTABLISHED);
+	t->s.state = XLT_STREAM_OPEN;
+	eth_tcp_keepalive_reset(t);
+	if (t->fin_queued)
+		eth_tcb_set_state(t, ETH_TCP_FIN_WAIT_1);
+	if (t->passive) {
+		ETH_INC(st, tcp_passive_opens);
+		if (!t->lis || !t->lis->open) {
+			/* the listener closed during the handshake */
+			eth_tcp_send_rst(t);
+			eth_tcb_close(t, -ECONNABORTED);
+			return;
+		}
+		eth_tcb_event(t, ETH_EV_ACCEPT);
+	} else {
+		eth_tcb_event(t, ETH_EV_CONNECTED);
+	}
+	if (t->sbuf.len || t->fin_queued)
+		eth_tcb_output_later(t);
+}
+
+static void enter_time_wait(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	eth_tcb_set_state(t, ETH_TCP_TIME_WAIT);
+	t->t_rexmit = t->t_delack = 0;
+	t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
+	eth_bufq_free(&st->chunks, &t->sbuf);
+	t->n_sacked = 0;
+	eth_tcb_check_done(t);
+}
+
+/* Merges the peer's SACK blocks into the scoreboard (sorted, disjoint, within (snd_una, snd_max]). */
+static void sack_update(struct eth_tcb *t, const struct seg *sg)
+{
+	for (unsigned b = 0; b < sg->o.n_sack; b++) {
+		uint32_t s = sg->o.sack[b].start, e = sg->o.sack[b].end;
+		unsigned i, j;
+
+		if (!eth_seq_lt(s, e) || !eth_seq_gt(s, t->snd_una) || eth_seq_gt(e, t->snd_max))
+			continue; /* D-SACK, stale or bogus */
+		/* find the first range that ends at or after s */
+		for (i = 0; i < t->n_sacked && eth_seq_lt(t->sacked[i].end, s); i++)
+			;
+		/* ranges i..j-1 overlap or touch [s, e]: merge them */
+		for (j = i; j < t->n_sacked && eth_seq_leq(t->sacked[j].start, e); j++) {
+			s = eth_seq_min(s, t->sacked[j].start);
+			e = eth_seq_max(e, t->sacked[j].end);
+		}
+		if (j > i) {
+			t->sacked[i].start = s;
+			t->sacked[i].end = e;
+			memmove(&t->sacked[i + 1], &t->sacked[j], (t->n_sacked - j) * sizeof(t->sacked[0]));
+			t->n_sacked = (uint8_t)(t->n_sacked - (j - i - 1));
+			continue;
+		}
+		if (t->n_sacked == ETH_TCP_SACK_MAX) {
+			if (i == ETH_TCP_SACK_MAX)
+				continue; /* beyond all we keep: the highest ranges matter least */
+			t->n_sacked--;
+		}
+		memmove(&t->sacked[i + 1], &t->sacked[i], (t->n_sacked - i) * sizeof(t->sacked[0]));
+		t->sacked[i].start = s;
+		t->sacked[i].end = e;
+		t->n_sacked++;
+	}
+}
+
+static void sack_trim(struct eth_tcb *t)
+{
+	unsigned i = 0;
+
+	while (i < t->n_sacked && eth_seq_leq(t->sacked[i].end, t->snd_una))
+		i++;
+	if (i) {
+		memmove(t->sacked, t->sacked + i, (t->n_sacked - i) * sizeof(t->sacked[0]));
+		t->n_sacked = (uint8_t)(t->n_sacked - i);
+	}
+	if (t->n_sacked && eth_seq_lt(t->sacked[0].start, t->snd_una))
+		t->sacked[0].start = t->snd_una;
+}
+
+static void enter_recovery(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+	uint32_t flight = t->snd_max - t->snd_una, len;
+
+	ETH_INC(st, tcp_fast_retransmits);
+	t->ssthresh = flight / 2 > 2u * t->mss ? flight / 2 : 2u * t->mss;
+	t->recover = t->snd_max;
+	t->in_recovery = true;
+	t->rtt_timing = false; /* Karn */
+	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
+	len = t->sbuf.len < t->mss ? t->sbuf.len : t->mss;
+	if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0)
+		ETH_INC(st, tcp_retransmits);
+	t->high_rxt = t->snd_una + len;
+	t->cwnd = t->sack_ok ? t->ssthresh : t->ssthresh + 3u * t->mss;
+	eth_tcp_rexmit_arm(t);
+}
+
+/* Processes the ACK field. Returns false when the segment must be dropped (or the connection
+ * ended). */
+static bool ack_input(struct eth_tcb *t, const struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+	uint32_t ack = sg->ack, wnd = sg->wnd << t->snd_wscale;
+	bool fin_acked = false;
+
+	if (eth_seq_gt(ack, t->snd_max)) {
+		ack_later(t); /* acknowledges what we never sent */
+		return false;
+	}
+	if (eth_seq_lt(ack, t->snd_una - (t->max_sndwnd > t->mss ? t->max_sndwnd : t->mss))) {
+		eth_tcp_challenge_ack(t); /* RFC 5961 5.2: too old to be genuine */
+		return false;
+	}
+	if (t->sack_ok && sg->o.n_sack)
+		sack_update(t, sg);
+	if (eth_seq_gt(ack, t->snd_una)) {
+		uint32_t acked = ack - t->snd_una, data;
+
+		if (t->ts_ok && sg->o.ts_ok && sg->o.tsecr) {
+			uint32_t rtt = eth_tcp_tsval(t) - sg->o.tsecr;
+			if (rtt < 60000)
+				eth_tcp_rtt_sample(t, rtt * 1000);
+			t->rtt_timing = false;
+		} else if (t->rtt_timing && eth_seq_gt(ack, t->rtseq)) {
+			eth_tcp_rtt_sample(t, (uint32_t)(st->now_ms - t->rttime_ms) * 1000);
+			t->rtt_timing = false;
+		}
+		fin_acked = t->fin_sent && ack == t->snd_max;
+		data = acked - fin_acked;
+		if (data > t->sbuf.len)
+			data = t->sbuf.len;
+		eth_bufq_consume(&st->chunks, &t->sbuf, data);
+		if (t->sbuf.len == 0)
+			eth_bufq_trim(&st->chunks, &t->sbuf);
+		ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+		t->snd_una = ack;
+		if (eth_seq_lt(t->snd_nxt, t->snd_una))
+			t->snd_nxt = t->snd_una;
+		t->backoff = 0;
+		t->first_rexmit_ms = 0;
+		sack_trim(t);
+		if (t->in_recovery) {
+			if (eth_seq_geq(ack, t->recover)) {
+				uint32_t flight = t->snd_max - t->snd_una;
+				t->in_recovery = false;
+				t->dupacks = 0;
+				t->cwnd = t->sack_ok || flight + t->mss > t->ssthresh ? t->ssthresh : flight + t->mss;
+			} else {
+				/* partial ACK (RFC 6582 3.2 step 3): the next hole goes now */
+				if (eth_seq_lt(t->high_rxt, t->snd_una))
+					t->high_rxt = t->snd_una;
+				if (!t->sack_ok || !t->n_sacked) {
+					uint32_t len = t->sbuf.len < t->mss ? t->sbuf.len : t->mss;
+					if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0) {
+						ETH_INC(st, tcp_retransmits);
+						t->high_rxt = t->snd_una + len;
+					}
+					t->cwnd = t->cwnd > acked ? t->cwnd - acked + t->mss : t->mss;
+				}
+			}
+		} else {
+			t->dupacks = 0;
+			if (t->cwnd < t->ssthresh)
+				t->cwnd += acked < 2u * t->mss ? acked : 2u * t->mss; /* RFC 3465, L = 2 */
+			else if ((t->bytes_acked += acked) >= t->cwnd) {
+				t->bytes_acked -= t->cwnd;
+				t->cwnd += t->mss;
+			}
+			if (t->cwnd > (1u << 30))
+				t->cwnd = 1u << 30;
+		}
+		if (t->snd_una == t->snd_max)
+			t->t_rexmit = 0;
+		else
+			eth_tcp_rexmit_arm(t);
+		if (t->want_writable && eth_bufq_space(&t->sbuf) >= t->sbuf.cap / 4) {
+			t->want_writable = false;
+			eth_tcb_event(t, ETH_EV_WRITABLE);
+		}
+		eth_tcb_output_later(t);
+	} else if (ack == t->snd_una) {
+		if (t->snd_una == t->snd_max)
+			t->first_rexmit_ms = 0; /* persist: the peer answers our probes */
+		if (sg->len == 0 && !has(sg, RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG) && wnd == t->snd_wnd &&
+		    t->snd_max != t->snd_una) {
+			t->dupacks++;
+			if (t->in_recovery) {
+				if (!t->sack_ok)
+					t->cwnd += t->mss; /* inflation */
+				eth_tcb_output_later(t);
+			} else if (t->dupacks == 3 && eth_seq_gt(ack, t->recover)) {
+				enter_recovery(t);
+				eth_tcb_output_later(t);
+			}
+		}
+	}
+	/* window update (RFC 9293 3.10.7.4) */
+	if (eth_seq_lt(t->snd_wl1, sg->seq) || (t->snd_wl1 == sg->seq && eth_seq_leq(t->snd_wl2, ack))) {
+		if (wnd == 0 && t->snd_wnd != 0)
+			ETH_INC(st, tcp_zero_window_rcvd);
+		if (wnd > t->snd_wnd) {
+			if (t->snd_una == t->snd_max) {
+				t->t_rexmit = 0; /* leaves persist */
+				t->backoff = 0;
+			}
+			eth_tcb_output_later(t);
+		}
+		t->snd_wnd = wnd;
+		t->snd_wl1 = sg->seq;
+		t->snd_wl2 = ack;
+		if (wnd > t->max_sndwnd)
+			t->max_sndwnd = wnd;
+	}
+	if (!fin_acked)
+		return true;
+	switch (t->state) {
+	case ETH_TCP_FIN_WAIT_1:
+		eth_tcb_set_state(t, ETH_TCP_FIN_WAIT_2);
+		break;
+	case ETH_TCP_CLOSING:
+		enter_time_wait(t);
+		break;
+	case ETH_TCP_LAST_ACK:
+		eth_tcb_detach(t);
+		eth_tcb_check_done(t);
+		return false;
+	default:
+		break;
+	}
+	return true;
+}
+
+/* Adds [s, e) to the out-of-order ranges, most recent first. Returns false when no slot is left. */
+static bool ooo_add(struct eth_tcb *t, uint32_t s, uint32_t e)
+{
+	struct eth_sack_block nb = {s, e};
+	unsigned i = 0;
+
+	while (i < t->n_ooo) {
+		struct eth_sack_block *r = &t->ooo[i];
+		if (eth_seq_leq(r->start, nb.end) && eth_seq_leq(nb.start, r->end)) {
+			nb.start = eth_seq_min(nb.start, r->start);
+			nb.end = eth_seq_max(nb.end, r->end);
+			memmove(r, r + 1, (t->n_ooo - i - 1) * sizeof(*r));
+			t->n_ooo--;
+			continue;
+		}
+		i++;
+	}
+	if (t->n_ooo == ETH_TCP_OOO_MAX)
+		return false;
+	memmove(&t->ooo[1], &t->ooo[0], t->n_ooo * sizeof(t->ooo[0]));
+	t->ooo[0] = nb;
+	t->n_ooo++;
+	return true;
+}
+
+/* Moves rcv_nxt over out-of-order ranges that became contiguous. */
+static void ooo_merge(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+	bool again = true;
+
+	while (again) {
+		again = false;
+		for (unsigned i = 0; i < t->n_ooo; i++) {
+			struct eth_sack_block *r = &t->ooo[i];
+			if (eth_seq_gt(r->start, t->rcv_nxt))
+				continue;
+			if (eth_seq_gt(r->end, t->rcv_nxt)) {
+				uint32_t ext = r->end - t->rcv_nxt;
+				eth_bufq_extend(&t->rbuf, ext);
+				t->rcv_nxt = r->end;
+				ETH_ADD(st, tcp_bytes_in, ext);
+			}
+			memmove(r, r + 1, (t->n_ooo - i - 1) * sizeof(*r));
+			t->n_ooo--;
+			again = true;
+			break;
+		}
+	}
+}
+
+/* Payload of an acceptable segment, already trimmed to start at or after rcv_nxt and to end inside
+ * the window. Returns false when it could not be kept (then a FIN it carries is not taken either). */
+static bool data_input(struct eth_tcb *t, struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+	uint32_t off = sg->seq - t->rcv_nxt, space = eth_bufq_space(&t->rbuf);
+
+	if (off >= space)
+		return false;
+	if (sg->len > space - off) {
+		sg->len = space - off; /* past the buffer (window rounding): the peer sends it again */
+		sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG;
+	}
+	if (off == 0) {
+		if (eth_bufq_write_at(&st->chunks, &t->rbuf, t->rbuf.len, sg->data, sg->len)) {
+			ETH_INC(st, tcp_ooo_drops); /* the buffer pool is dry: as if lost */
+			ack_later(t);
+			return false;
+		}
+		eth_bufq_extend(&t->rbuf, sg->len);
+		t->rcv_nxt += sg->len;
+		ETH_ADD(st, tcp_bytes_in, sg->len);
+		if (t->n_ooo) {
+			ooo_merge(t);
+			t->ack_now = true; /* a hole filled: tell the sender at once (RFC 5681 4.2) */
+		} else if (++t->unacked_segs >= 2) {
+			t->ack_now = true;
+		} else if (!t->t_delack) {
+			t->t_delack = st->now_ms + ETH_TCP_DELACK_MS;
+		}
+		eth_tcb_event(t, ETH_EV_READABLE);
+	} else {
+		ETH_INC(st, tcp_ooo_segments);
+		if (eth_bufq_write_at(&st->chunks, &t->rbuf, t->rbuf.len + off, sg->data, sg->len) ||
+		    !ooo_add(t, sg->seq, sg->seq + sg->len)) {
+			ETH_INC(st, tcp_ooo_drops);
+			ack_later(t);
+			return false;
+		}
+		t->ack_now = true; /* duplicate ACK carrying SACK */
+		if (has(sg, RTE_TCP_FIN_FLAG)) {
+			t->ooo_fin = true;
+			t->ooo_fin_seq = sg->seq + sg->len;
+		}
+		return false; /* a FIN here is not in order yet */
+	}
+	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	return true;
+}
+
+static void fin_input(struct eth_tcb *t)
+{
+	t->rcv_nxt++;
+	t->fin_rcvd = true;
+	t->ooo_fin = false;
+	t->ack_now = true;
+	switch (t->state) {
+	case ETH_TCP_SYN_RCVD:
+	case ETH_TCP_ESTABLISHED:
+		eth_tcb_set_state(t, ETH_TCP_CLOSE_WAIT);
+		break;
+	case ETH_TCP_FIN_WAIT_1:
+		if (t->fin_sent && t->snd_una == t->snd_max)
+			enter_time_wait(t);
+		else
+			eth_tcb_set_state(t, ETH_TCP_CLOSING); /* simultaneous close */
+		break;
+	case ETH_TCP_FIN_WAIT_2:
+		enter_time_wait(t);
+		break;
+	case ETH_TCP_TIME_WAIT:
+		t->t_keep = t->st->now_ms + (t->st->c.time_wait_ms ? t->st->c.time_wait_ms : 1);
+		break;
+	default:
+		break;
+	}
+	eth_tcb_check_done(t);
+}
+
+static void syn_sent_input(struct eth_tcb *t, const struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+	bool ack = has(sg, RTE_TCP_ACK_FLAG);
+
+	if (ack && (eth_seq_leq(sg->ack, t->iss) || eth_seq_gt(sg->ack, t->snd_max))) {
+		if (!has(sg, RTE_TCP_RST_FLAG))
+			reply_rst(st, sg);
+		return;
+	}
+	if (has(sg, RTE_TCP_RST_FLAG)) {
+		ETH_INC(st, tcp_rsts_in);
+		if (ack)
+			eth_tcb_close(t, -ECONNREFUSED); /* RFC 5961 3.2: only with an acceptable ACK */
+		return;
+	}
+	if (!has(sg, RTE_TCP_SYN_FLAG))
+		return;
+	t->irs = sg->seq;
+	t->rcv_nxt = sg->seq + 1;
+	/* what our SYN offered, unscaled */
+	t->rcv_adv = t->rcv_nxt + (eth_bufq_space(&t->rbuf) > 65535 ? 65535 : eth_bufq_space(&t->rbuf));
+	take_syn_options(t, sg);
+	if (!t->ws_ok)
+		t->rcv_wscale = 0;
+	t->snd_wnd = t->max_sndwnd = sg->wnd; /* not scaled in a SYN-ACK (RFC 7323 2.2) */
+	t->snd_wl1 = sg->seq;
+	t->snd_wl2 = sg->ack;
+	if (!ack) {
+		/* simultaneous open: answer with SYN-ACK for the same ISS */
+		eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
+		t->snd_nxt = t->iss;
+		eth_tcb_output_later(t);
+		return;
+	}
+	if (t->rtt_timing && t->backoff == 0)
+		eth_tcp_rtt_sample(t, (uint32_t)(st->now_ms - t->rttime_ms) * 1000);
+	t->rtt_timing = false;
+	t->snd_una = sg->ack;
+	t->t_rexmit = 0;
+	t->t_keep = 0;
+	establish(t);
+	ack_later(t);
+	eth_tcb_timer_update(t);
+}
+
+static void tcb_input(struct eth_tcb *t, struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+	uint32_t rwnd, lim;
+
+	if (t->state == ETH_TCP_SYN_SENT) {
+		syn_sent_input(t, sg);
+		return;
+	}
+	if (has(sg, RTE_TCP_RST_FLAG))
+		ETH_INC(st, tcp_rsts_in);
+	/* PAWS (RFC 7323 5.3) */
+	if (t->ts_ok && sg->o.ts_ok && !has(sg, RTE_TCP_RST_FLAG) && eth_seq_lt(sg->o.tsval, t->ts_recent) &&
+	    st->now_ms - t->ts_recent_ms < PAWS_IDLE_MS) {
+		ETH_INC(st, tcp_paws_drops);
+		ack_later(t);
+		return;
+	}
+	rwnd = eth_seq_gt(t->rcv_adv, t->rcv_nxt) ? t->rcv_adv - t->rcv_nxt : 0;
+	/* as Linux does, a segment starting exactly at rcv_nxt is looked at even with a zero window:
+	 * its ACK, window and FIN count, its data is trimmed below */
+	if (!eth_seq_acceptable(sg->seq, seg_space(sg), t->rcv_nxt, rwnd) && sg->seq != t->rcv_nxt) {
+		if (t->state == ETH_TCP_SYN_RCVD && has(sg, RTE_TCP_SYN_FLAG) && sg->seq == t->irs &&
+		    !has(sg, RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) {
+			t->snd_nxt = t->iss; /* the peer lost our SYN-ACK: send it again */
+			eth_tcb_output_later(t);
+			return;
+		}
+		ETH_INC(st, tcp_out_of_window);
+		if (!has(sg, RTE_TCP_RST_FLAG))
+			ack_later(t);
+		return;
+	}
+	if (has(sg, RTE_TCP_RST_FLAG)) {
+		if (sg->seq != t->rcv_nxt) {
+			eth_tcp_challenge_ack(t); /* RFC 5961 3.2: in the window but not exact */
+			return;
+		}
+		if (t->state == ETH_TCP_TIME_WAIT)
+			return; /* RFC 1337: no TIME_WAIT assassination */
+		eth_tcb_close(t, -ECONNRESET);
+		return;
+	}
+	if (has(sg, RTE_TCP_SYN_FLAG)) {
+		eth_tcp_challenge_ack(t); /* RFC 5961 4.2 */
+		return;
+	}
+	/* trim to the window: what we already have, and what does not fit */
+	if (eth_seq_lt(sg->seq, t->rcv_nxt)) {
+		uint32_t d = t->rcv_nxt - sg->seq;
+		if (d > sg->len) {
+			d = sg->len;
+			sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG; /* a duplicate FIN */
+		}
+		sg->data += d;
+		sg->len -= d;
+		sg->seq += d;
+		t->ack_now = true; /* duplicates are acknowledged at once */
+	}
+	lim = rwnd;
+	if (sg->seq - t->rcv_nxt + sg->len > lim) {
+		uint32_t off = sg->seq - t->rcv_nxt;
+		sg->len = off < lim ? lim - off : 0;
+		sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG;
+		t->ack_now = true; /* tell the sender where the window ends (zero-window probes) */
+	}
+	if (!has(sg, RTE_TCP_ACK_FLAG))
+		return;
+	if (t->state == ETH_TCP_SYN_RCVD) {
+		if (!eth_seq_gt(sg->ack, t->snd_una) || eth_seq_gt(sg->ack, t->snd_max)) {
+			reply_rst(st, sg);
+			return;
+		}
+		if (t->rtt_timing && t->backoff == 0)
+			eth_tcp_rtt_sample(t, (uint32_t)(st->now_ms - t->rttime_ms) * 1000);
+		t->rtt_timing = false;
+		t->snd_una = sg->ack;
+		t->t_rexmit = 0;
+		t->snd_wnd = sg->wnd << t->snd_wscale;
+		t->max_sndwnd = t->snd_wnd;
+		t->snd_wl1 = sg->seq;
+		t->snd_wl2 = sg->ack;
+		establish(t);
+		if (t->state == ETH_TCP_CLOSED)
+			return;
+	}
+	if (!ack_input(t, sg))
+		goto out;
+	if (t->ts_ok && sg->o.ts_ok && eth_seq_geq(sg->o.tsval, t->ts_recent) &&
+	    eth_seq_leq(sg->seq, t->last_ack_sent)) {
+		t->ts_recent = sg->o.tsval; /* RFC 7323 4.3 */
+		t->ts_recent_ms = st->now_ms;
+	}
+	t->last_rcv_ms = st->now_ms;
+	t->probes = 0;
+	if (t->state == ETH_TCP_TIME_WAIT) {
+		if (has(sg, RTE_TCP_FIN_FLAG))
+			fin_input(t); /* a retransmitted FIN: ACK it again and restart 2MSL */
+		goto out;
+	}
+	if (sg->len) {
+		if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 &&
+		    t->state != ETH_TCP_FIN_WAIT_2)
+			goto out; /* data after the peer's FIN: ignore */
+		if (!data_input(t, sg))
+			goto out;
+	}
+	if (has(sg, RTE_TCP_FIN_FLAG) && sg->seq + sg->len == t->rcv_nxt && !t->fin_rcvd)
+		fin_input(t);
+	else if (t->ooo_fin && t->rcv_nxt == t->ooo_fin_seq && !t->fin_rcvd)
+		fin_input(t);
+out:
+	if (t->state != ETH_TCP_CLOSED) {
+		if (t->ack_now)
+			eth_tcb_output_later(t);
+		eth_tcb_timer_update(t);
+	}
+}
+
+void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+{
+	unsigned ihl = (ip->version_ihl & 0xf) * 4u, tlen = rte_be_to_cpu_16(ip->total_length) - ihl, doff;
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)((uint8_t *)ip + ihl);
+	struct eth_tcb *t;
+	struct seg sg;
+	uint32_t sum;
+	uint64_t h;
+
+	if (tlen < sizeof(*th))
+		goto hdr_err;
+	doff = (th->data_off >> 4) * 4u;
+	if (doff < sizeof(*th) || doff > tlen)
+		goto hdr_err;
+	sum = (uint32_t)rte_raw_cksum(th, tlen) + rte_ipv4_phdr_cksum(ip, 0);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	if (sum != 0xffff) {
+		ETH_INC(st, tcp_checksum_errors);
+		goto drop;
+	}
+	sg.flags = th->tcp_flags;
+	if ((sg.flags & RTE_TCP_SYN_FLAG) && (sg.flags & (RTE_TCP_RST_FLAG | RTE_TCP_FIN_FLAG)))
+		goto hdr_err;
+	if (th->src_port == 0 || th->dst_port == 0)
+		goto hdr_err;
+	if (eth_tcp_opt_parse((const uint8_t *)(th + 1), doff - sizeof(*th), sg.flags & RTE_TCP_SYN_FLAG, &sg.o))
+		goto hdr_err;
+	sg.seq = rte_be_to_cpu_32(th->sent_seq);
+	sg.ack = rte_be_to_cpu_32(th->recv_ack);
+	sg.wnd = rte_be_to_cpu_16(th->rx_win);
+	sg.data = (const uint8_t *)th + doff;
+	sg.len = tlen - doff;
+	sg.ip = ip;
+	sg.th = th;
+	ETH_INC(st, tcp_segments_in);
+	h = eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
+	t = eth_tcb_lookup(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
+	if (!t)
+		no_connection(st, &sg, h);
+	else if (t->state == ETH_TCP_TIME_WAIT && (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) ==
+							 RTE_TCP_SYN_FLAG)
+		time_wait_syn(t, &sg, h);
+	else
+		tcb_input(t, &sg);
+	rte_pktmbuf_free(m);
+	return;
+hdr_err:
+	ETH_INC(st, tcp_header_errors);
+drop:
+	rte_pktmbuf_free(m);
+}

@@ -1,0 +1,403 @@
+/* TCP output: what a connection sends, and how a segment is built.
+ *
+ * eth_tcp_output runs from the output list once per poll round for each connection that has
+ * something to say, so ACKs of a whole receive burst collapse into one and small writes made during
+ * one round leave as full segments (no Nagle timer needed on top). It sends, in order: the SYN or
+ * SYN-ACK; during SACK recovery, the holes the scoreboard shows and new data as long as the pipe
+ * (RFC 6675's estimate of bytes in flight) is below cwnd; otherwise new data within
+ * min(cwnd, peer window) with sender-side silly-window avoidance; the FIN once the send queue is
+ * drained; a pure ACK if one is owed and nothing else carried it. With nothing in flight and a
+ * window too small to send, the persist timer takes over.
+ *
+ * Segments are single mbufs: headers, then the payload copied out of the send queue (the one place
+ * where an external-buffer mbuf pointing into the queue would go for zero-copy transmission). The
+ * checksums are computed in software (af_packet and veths offer no offload). */
+#include <string.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "tcp_opt.h"
+#include "tcp_seq.h"
+#include "twheel.h"
+
+uint32_t eth_tcp_tsval(const struct eth_tcb *t)
+{
+	return (uint32_t)t->st->now_ms + t->ts_offset;
+}
+
+/* The window field for a segment now, and its bookkeeping: never shrink the right edge we already
+ * announced (RFC 9293 3.8.6.2.2), count zero windows. */
+static uint16_t window_field(struct eth_tcb *t, bool syn)
+{
+	struct eth_stack *st = t->st;
+	uint32_t free = eth_bufq_space(&t->rbuf), wnd = free, field;
+
+	if (syn) {
+		field = free > 65535 ? 65535 : free;
+		if (t->state == ETH_TCP_SYN_RCVD)
+			t->rcv_adv = t->rcv_nxt + field;
+		return (uint16_t)field;
+	}
+	if (eth_seq_lt(t->rcv_nxt + wnd, t->rcv_adv))
+		wnd = t->rcv_adv - t->rcv_nxt;
+	field = wnd >> t->rcv_wscale;
+	if (field > 65535)
+		field = 65535;
+	else if (eth_seq_lt(t->rcv_nxt + (field << t->rcv_wscale), t->rcv_adv))
+		field++; /* rounding down would shrink the edge */
+	if (eth_seq_gt(t->rcv_nxt + (field << t->rcv_wscale), t->rcv_adv))
+		t->rcv_adv = t->rcv_nxt + (field << t->rcv_wscale);
+	if (field == 0 && !t->zero_wnd_adv) {
+		t->zero_wnd_adv = true;
+		ETH_INC(st, tcp_zero_window_sent);
+	} else if (field) {
+		t->zero_wnd_adv = false;
+	}
+	return (uint16_t)field;
+}
+
+/* Routes a built IP packet. */
+static void ip_send(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst)
+{
+	uint32_t nh = eth_ipv4_nexthop(st, dst);
+
+	if (!nh) {
+		ETH_INC(st, ip_no_route);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eth_arp_output(st, m, nh);
+}
+
+int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
+{
+	struct eth_stack *st = t->st;
+	uint8_t opts[40];
+	unsigned optlen, hlen;
+	struct rte_ipv4_hdr *ip;
+	struct rte_tcp_hdr *th;
+	struct rte_mbuf *m;
+	bool syn = flags & RTE_TCP_SYN_FLAG;
+
+	if (syn)
+		optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), t->passive ? t->sack_ok : true,
+					       t->passive ? t->ts_ok : true, eth_tcp_tsval(t), t->ts_recent,
+					       t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
+	else if (flags & RTE_TCP_RST_FLAG)
+		optlen = 0;
+	else
+		optlen = eth_tcp_opt_write(opts, t->ts_ok, eth_tcp_tsval(t), t->ts_recent, t->ooo,
+					   t->sack_ok ? t->n_ooo : 0);
+	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
+	m = eth_pkt_alloc(st);
+	if (!m)
+		return -ENOMEM;
+	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)(hlen + len));
+	if (!ip) {
+		rte_pktmbuf_free(m);
+		return -EMSGSIZE;
+	}
+	th = (struct rte_tcp_hdr *)(ip + 1);
+	th->src_port = rte_cpu_to_be_16(t->lport);
+	th->dst_port = rte_cpu_to_be_16(t->rport);
+	th->sent_seq = rte_cpu_to_be_32(seq);
+	th->recv_ack = flags & RTE_TCP_ACK_FLAG ? rte_cpu_to_be_32(t->rcv_nxt) : 0;
+	th->data_off = (uint8_t)(((sizeof(*th) + optlen) / 4) << 4);
+	th->tcp_flags = flags;
+	th->rx_win = flags & RTE_TCP_RST_FLAG ? 0 : rte_cpu_to_be_16(window_field(t, syn));
+	th->cksum = 0;
+	th->tcp_urp = 0;
+	memcpy(th + 1, opts, optlen);
+	if (len)
+		eth_bufq_read(&t->sbuf, seq - t->snd_una, (uint8_t *)(th + 1) + optlen, len);
+	eth_ipv4_fill(st, ip, t->raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen + len));
+	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	if (flags & RTE_TCP_ACK_FLAG) {
+		t->last_ack_sent = t->rcv_nxt;
+		t->ack_now = false;
+		t->unacked_segs = 0;
+		t->t_delack = 0;
+	}
+	ETH_INC(st, tcp_segments_out);
+	ETH_ADD(st, tcp_bytes_out, len);
+	if (flags & RTE_TCP_RST_FLAG)
+		ETH_INC(st, tcp_rsts_out);
+	ip_send(st, m, t->raddr);
+	return 0;
+}
+
+void eth_tcp_send_ack(struct eth_tcb *t)
+{
+	eth_tcp_xmit(t, t->snd_nxt, 0, RTE_TCP_ACK_FLAG);
+}
+
+void eth_tcp_send_rst(struct eth_tcb *t)
+{
+	eth_tcp_xmit(t, t->snd_nxt, 0, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG);
+}
+
+void eth_tcp_challenge_ack(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	if (st->now_ms - t->chall_ms >= 1000) {
+		t->chall_ms = st->now_ms;
+		t->chall_n = 0;
+	}
+	if (t->chall_n >= ETH_TCP_CHALLENGE_PER_S)
+		return;
+	t->chall_n++;
+	ETH_INC(st, tcp_challenge_acks);
+	eth_tcp_send_ack(t);
+}
+
+void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, const struct rte_tcp_hdr *th,
+			 uint32_t seg_len)
+{
+	struct rte_ipv4_hdr *oip;
+	struct rte_tcp_hdr *oth;
+	struct rte_mbuf *m;
+
+	if (th->tcp_flags & RTE_TCP_RST_FLAG)
+		return;
+	m = eth_pkt_alloc(st);
+	if (!m)
+		return;
+	oip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, sizeof(*oip) + sizeof(*oth));
+	if (!oip) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	oth = (struct rte_tcp_hdr *)(oip + 1);
+	memset(oth, 0, sizeof(*oth));
+	oth->src_port = th->dst_port;
+	oth->dst_port = th->src_port;
+	if (th->tcp_flags & RTE_TCP_ACK_FLAG) {
+		oth->sent_seq = th->recv_ack;
+		oth->tcp_flags = RTE_TCP_RST_FLAG;
+	} else {
+		oth->recv_ack = rte_cpu_to_be_32(rte_be_to_cpu_32(th->sent_seq) + seg_len);
+		oth->tcp_flags = RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG;
+	}
+	oth->data_off = (sizeof(*oth) / 4) << 4;
+	eth_ipv4_fill(st, oip, ip->src_addr, IPPROTO_TCP, sizeof(*oth));
+	oth->cksum = rte_ipv4_udptcp_cksum(oip, oth);
+	ETH_INC(st, tcp_segments_out);
+	ETH_INC(st, tcp_rsts_out);
+	ip_send(st, m, ip->src_addr);
+}
+
+static bool tx_full(const struct eth_stack *st)
+{
+	return eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP;
+}
+
+/* Bytes of the send queue not sent yet (from snd_nxt). */
+static uint32_t unsent(const struct eth_tcb *t)
+{
+	uint32_t off = t->snd_nxt - t->snd_una;
+
+	return off < t->sbuf.len ? t->sbuf.len - off : 0;
+}
+
+/* Whether a segment of LEN bytes at snd_nxt ends the data we will ever send, so it carries the FIN
+ * (sent once the application shut down, whatever the window: the FIN holds no data). */
+static bool may_send_fin(const struct eth_tcb *t, uint32_t len)
+{
+	return t->fin_queued && t->snd_nxt + len == t->snd_una + t->sbuf.len &&
+	       (t->state == ETH_TCP_FIN_WAIT_1 || t->state == ETH_TCP_CLOSING || t->state == ETH_TCP_LAST_ACK);
+}
+
+/* Sends one new (or, after a timeout, resent) segment at snd_nxt. */
+static int send_at_nxt(struct eth_tcb *t, uint32_t len, bool fin)
+{
+	struct eth_stack *st = t->st;
+	uint8_t flags = RTE_TCP_ACK_FLAG;
+	int ret;
+
+	if (len && len == unsent(t))
+		flags |= RTE_TCP_PSH_FLAG;
+	if (fin)
+		flags |= RTE_TCP_FIN_FLAG;
+	ret = eth_tcp_xmit(t, t->snd_nxt, len, flags);
+	if (ret)
+		return ret;
+	if (eth_seq_lt(t->snd_nxt, t->snd_max)) {
+		ETH_INC(st, tcp_retransmits);
+	} else if (!t->rtt_timing && len) {
+		t->rtt_timing = true;
+		t->rtseq = t->snd_nxt;
+		t->rttime_ms = st->now_ms;
+	}
+	t->snd_nxt += len + fin;
+	if (fin)
+		t->fin_sent = true;
+	if (eth_seq_gt(t->snd_nxt, t->snd_max))
+		t->snd_max = t->snd_nxt;
+	if (!t->t_rexmit)
+		eth_tcp_rexmit_arm(t);
+	return 0;
+}
+
+/* The normal path: new data within min(cwnd, peer window). Returns whether anything went. */
+static bool send_data(struct eth_tcb *t)
+{
+	bool any = false;
+
+	for (;;) {
+		uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
+		uint32_t wnd = t->snd_wnd < t->cwnd ? t->snd_wnd : t->cwnd;
+		uint32_t usable = wnd > flight ? wnd - flight : 0;
+		uint32_t len = avail < t->mss ? avail : t->mss;
+		bool fin;
+
+		if (tx_full(t->st)) {
+			eth_tcb_output_later(t);
+			break;
+		}
+		if (len > usable)
+			len = usable;
+		/* sender SWS avoidance (RFC 9293 3.8.6.2.1): a runt only if it is all we have, or the
+		 * window is at least half the largest the peer ever offered */
+		if (len && len < t->mss && len < avail && usable < t->max_sndwnd / 2)
+			len = 0;
+		fin = may_send_fin(t, len);
+		if (!len && !fin)
+			break;
+		if (send_at_nxt(t, len, fin))
+			break;
+		any = true;
+		if (fin)
+			break;
+	}
+	return any;
+}
+
+/* The first stretch not SACKed at or after FROM and below the highest SACK: sets *LEN. */
+static bool next_hole(const struct eth_tcb *t, uint32_t from, uint32_t *start, uint32_t *len)
+{
+	uint32_t s = from;
+
+	for (unsigned i = 0; i < t->n_sacked; i++) {
+		const struct eth_sack_block *b = &t->sacked[i];
+		if (eth_seq_leq(b->end, s))
+			continue;
+		if (eth_seq_lt(s, b->start)) {
+			*start = s;
+			*len = b->start - s;
+			return true;
+		}
+		s = b->end;
+	}
+	return false;
+}
+
+/* RFC 6675 pipe: data sent above the highest SACK, plus retransmitted holes, are in flight;
+ * holes below the highest SACK not retransmitted yet are taken as lost. */
+static uint32_t pipe_estimate(const struct eth_tcb *t)
+{
+	uint32_t high = t->n_sacked ? t->sacked[t->n_sacked - 1].end : t->snd_una;
+	uint32_t pipe = eth_seq_gt(t->snd_max, high) ? t->snd_max - high : 0;
+	uint32_t rx_end = eth_seq_lt(t->high_rxt, high) ? t->high_rxt : high;
+
+	if (eth_seq_gt(rx_end, t->snd_una)) {
+		uint32_t holes = rx_end - t->snd_una;
+		for (unsigned i = 0; i < t->n_sacked; i++) {
+			const struct eth_sack_block *b = &t->sacked[i];
+			uint32_t s = eth_seq_max(b->start, t->snd_una), e = eth_seq_min(b->end, rx_end);
+			if (eth_seq_lt(s, e))
+				holes -= e - s;
+		}
+		pipe += holes;
+	}
+	return pipe;
+}
+
+static bool send_sack_recovery(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+	uint32_t pipe = pipe_estimate(t);
+	bool any = false;
+
+	while (pipe < t->cwnd) {
+		uint32_t start, len, from = eth_seq_max(t->high_rxt, t->snd_una);
+
+		if (tx_full(st)) {
+			eth_tcb_output_later(t);
+			break;
+		}
+		if (next_hole(t, from, &start, &len)) {
+			uint32_t end_data = t->snd_una + t->sbuf.len;
+			if (len > t->mss)
+				len = t->mss;
+			if (eth_seq_gt(start + len, end_data))
+				len = eth_seq_gt(end_data, start) ? end_data - start : 0;
+			if (!len)
+				break;
+			if (eth_tcp_xmit(t, start, len, RTE_TCP_ACK_FLAG))
+				break;
+			ETH_INC(st, tcp_retransmits);
+			t->high_rxt = start + len;
+			pipe += len;
+			any = true;
+			continue;
+		}
+		/* no hole left to repair: new data, within the peer's window */
+		{
+			uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
+			uint32_t usable = t->snd_wnd > flight ? t->snd_wnd - flight : 0;
+			len = avail < t->mss ? avail : t->mss;
+			if (len > usable)
+				len = usable;
+			if (!len || eth_seq_lt(t->snd_nxt, t->snd_max) || send_at_nxt(t, len, false))
+				break;
+			pipe += len;
+			any = true;
+		}
+	}
+	return any;
+}
+
+void eth_tcp_output(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+	bool sent = false;
+
+	switch (t->state) {
+	case ETH_TCP_CLOSED:
+		return;
+	case ETH_TCP_SYN_SENT:
+	case ETH_TCP_SYN_RCVD:
+		if (t->snd_nxt == t->iss) {
+			uint8_t f = RTE_TCP_SYN_FLAG | (t->state == ETH_TCP_SYN_RCVD ? RTE_TCP_ACK_FLAG : 0);
+			if (eth_tcp_xmit(t, t->iss, 0, f) == 0) {
+				t->snd_nxt = t->snd_max = t->iss + 1;
+				if (!t->rtt_timing && t->backoff == 0) {
+					t->rtt_timing = true;
+					t->rtseq = t->iss;
+					t->rttime_ms = st->now_ms;
+				}
+			}
+			if (!t->t_rexmit)
+				eth_tcp_rexmit_arm(t); /* also retries when the SYN could not be built */
+		}
+		eth_tcb_timer_update(t);
+		return;
+	case ETH_TCP_TIME_WAIT:
+		if (t->ack_now)
+			eth_tcp_send_ack(t);
+		return;
+	default:
+		break;
+	}
+	if (t->in_recovery && t->sack_ok)
+		sent = send_sack_recovery(t);
+	if (!t->in_recovery || !t->sack_ok)
+		sent |= send_data(t);
+	if (t->ack_now && !sent)
+		eth_tcp_send_ack(t);
+	/* persist (RFC 9293 3.8.6.1): data waiting, nothing in flight, no window to send it in */
+	if (t->snd_una == t->snd_max && unsent(t) && !t->t_rexmit)
+		eth_tcp_rexmit_arm(t);
+	eth_tcb_timer_update(t);
+}

@@ -1,0 +1,66 @@
+# Helpers of the Ethernet-side tests (source it from bash after tests/lib/ibgwd.sh).
+#
+# Topology: ibgwd's DPDK port is net_af_packet on veth "$ETH_IF" in the root namespace (no IP there:
+# DPDK owns it); its peer "$ETH_PEER" lives in namespace "$ETH_NS" with kernel TCP, address
+# $ETH_PEER_IP (and $ETH_PEER_IP2 for a second host). ibgwd is $ETH_GW_IP. Names carry the test's PID
+# so tests may run side by side; only 198.18.0.0/15 addresses are used.
+#
+#   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
+#   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes)
+#   eth_ns CMD...             runs CMD in the peer namespace
+#   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
+ETH_NS=ibgw-eth-$$
+ETH_IF=ibe$$a
+ETH_PEER=ibe$$b
+ETH_GW_IP=198.18.0.1
+ETH_PEER_IP=198.18.0.2
+ETH_PEER_IP2=198.18.0.3
+ETH_STATS=
+PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
+
+eth_ns() { ip netns exec "$ETH_NS" "$@"; }
+
+eth_setup() {
+	ip netns add "$ETH_NS" || fail "cannot create namespace $ETH_NS"
+	ip link add "$ETH_IF" type veth peer name "$ETH_PEER" netns "$ETH_NS" || fail "cannot create veth"
+	sysctl -qw "net.ipv6.conf.$ETH_IF.disable_ipv6=1" >/dev/null 2>&1
+	ip link set "$ETH_IF" up
+	ethtool -K "$ETH_IF" gro off gso off tso off >/dev/null 2>&1
+	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=1" >/dev/null 2>&1
+	eth_ns ip link set lo up
+	eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
+	eth_ns ip addr add "$ETH_PEER_IP2/24" dev "$ETH_PEER"
+	eth_ns ip link set "$ETH_PEER" up
+	# testbed.md: without this the PMD sees CHECKSUM_PARTIAL frames (and TSO super-frames)
+	eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
+	ETH_STATS=$(gw_free_port)
+}
+
+eth_conf() {
+	local file=$1 extra=${2:-}
+	cat >"$file" <<EOC
+[gateway]
+workers = ${ETH_WORKERS:-1}
+stats = 127.0.0.1:$ETH_STATS
+log_level = ${ETH_LOG_LEVEL:-info}
+idle_sleep = ${ETH_IDLE_SLEEP:-100us}
+drain_timeout = 2s
+max_sessions = ${ETH_MAX_SESSIONS:-2048}
+memory_limit = ${ETH_MEMORY_LIMIT:-2G}
+
+[eth]
+vdev = net_af_packet0,iface=$ETH_IF,qdisc_bypass=1${ETH_VDEV_EXTRA:-}
+eal_args = ${ETH_EAL_ARGS:---no-pci --no-huge -m 512}
+address = $ETH_GW_IP/24
+mbufs = ${ETH_MBUFS:-8191}
+$extra
+EOC
+}
+
+eth_cleanup() {
+	gw_cleanup
+	ip link del "$ETH_IF" 2>/dev/null
+	ip netns del "$ETH_NS" 2>/dev/null
+	rm -rf "/var/run/dpdk/ibgwd-$GW_PID" 2>/dev/null
+	true
+}
