@@ -1,0 +1,60 @@
+# Shared by the in-VM halves of tests/ib/test_*.sh (source it from bash, cwd = project root).
+#   ib_gw_start CONF_TEXT   writes the config (with the [gateway]/[eth] lines every test needs
+#                           prepended) and starts ibgwd; waits until /health answers
+#   m NAME                  one sample of /metrics (0 if absent)
+#   check COND MSG          counts an ok/FAIL line; summary and exit status come from ib_done
+# ibgwd is the ASan build when the image can run it (it needs libasan), else the release build.
+. tests/lib/ibgwd.sh
+STATS=9100
+TOOLS=${BUILD:-build}/release/tools
+npass=0 nfail=0
+chmod 755 / 2>/dev/null # older images had a world-writable root, which DPDK's EAL refuses
+if [ -z "${IBGWD_FORCE:-}" ]; then
+	if ldd "$GW_ROOT/${BUILD:-build}/asan/ibgwd" 2>/dev/null | grep -q 'not found' ||
+		[ ! -x "$GW_ROOT/${BUILD:-build}/asan/ibgwd" ]; then
+		IBGWD=$GW_ROOT/${BUILD:-build}/release/ibgwd
+	fi
+fi
+GW_LOG=/tmp/ibgwd.log
+
+check() {
+	if eval "$1"; then
+		npass=$((npass + 1))
+		echo "ok   - [$VM_TOPO] $2"
+	else
+		nfail=$((nfail + 1))
+		echo "FAIL - [$VM_TOPO] $2   ($1)"
+	fi
+}
+
+m() { gw_metric $STATS "$1"; }
+
+ib_gw_start() {
+	cat >/tmp/ibgw.conf <<CONF
+[gateway]
+workers = 1
+stats = 127.0.0.1:$STATS
+drain_timeout = 3s
+[eth]
+vdev =
+eal_args = --no-pci --no-huge -m 256
+$1
+CONF
+	gw_start /tmp/ibgw.conf
+	gw_wait_ready $STATS 60
+	echo "ibgwd: $(basename "$(dirname "$IBGWD")")/ibgwd, pid $GW_PID"
+}
+
+ib_done() {
+	local rc
+	gw_stop TERM 30
+	rc=$?
+	check "[ $rc = 0 ]" "ibgwd drained and exited 0 (sanitizers quiet)"
+	if [ $nfail -gt 0 ]; then
+		echo "--- ibgwd log (tail)"
+		tail -n 30 $GW_LOG
+	fi
+	echo "ib [$VM_TOPO]: $npass passed, $nfail failed"
+	[ $nfail = 0 ]
+}
+trap gw_cleanup EXIT
