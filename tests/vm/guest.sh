@@ -22,9 +22,28 @@ fail() {
 }
 v() { [ "$VM_VERBOSE" = 1 ] && echo "vm-guest: $(cut -d' ' -f1 /proc/uptime)s $*" >&2; return 0; }
 
-# serial lines: no \n -> \r\n translation, so logs and pipes on the host stay clean
-stty -opost </dev/ttyS0 2>/dev/null
-stty -opost </dev/ttyS1 2>/dev/null && exec 2>/dev/ttyS1
+# The command's stdout/stderr go to the virtio serial ports named "out" and "err" (a serial port, or
+# a virtio console with its 16-byte tty writes, moves only ~100 KB/s under TCG); the kernel console
+# stays on ttyS0, which the host only logs. Like a pipe, they are not ttys: C programs' stdout is
+# block-buffered (use stderr or setvbuf/fflush for live progress); python is told not to buffer.
+vport() {
+	for d in /sys/class/virtio-ports/*; do
+		name=''
+		read -r name <"$d/name" 2>/dev/null
+		[ "$name" = "$1" ] && echo "/dev/${d##*/}" && return 0
+	done
+	return 1
+}
+n=0
+while ! { out=$(vport out) && err=$(vport err) && [ -c "$out" ] && [ -c "$err" ]; } && [ $n -lt 300 ]; do
+	sleep 0.01
+	n=$((n + 1))
+done
+if [ -c "$out" ] && [ -c "$err" ]; then
+	exec >"$out" 2>"$err"
+else
+	echo "vm-guest: no virtio serial ports, command output goes to the kernel console" >&2
+fi
 v "booted"
 
 i=0
@@ -134,7 +153,7 @@ fi
 v "topology $VM_TOPO ready"
 
 export IB_ADDR_A IB_ADDR_B IB_DEV_A IB_DEV_B IB_NETDEV_A IB_NETDEV_B VM_TOPO
-export IBGW_VM=1 HOME=/root TMPDIR=/tmp LANG=C.UTF-8 SHELL=/bin/sh USER=root LOGNAME=root
+export IBGW_VM=1 PYTHONUNBUFFERED=1 HOME=/root TMPDIR=/tmp LANG=C.UTF-8 SHELL=/bin/sh USER=root LOGNAME=root
 ulimit -l unlimited
 ulimit -c 0
 cd "$VM_CWD" || fail "cannot cd to $VM_CWD"
