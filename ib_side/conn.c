@@ -520,12 +520,12 @@ static unsigned drain_in(struct ib_worker *w)
 
 static int wc_errno(enum ibv_wc_status st)
 {
+	/* A remote access error is what a killed peer looks like (its memory goes before its queue
+	 * pair), so it is a reset, not a protocol error; a request the peer calls invalid is ours */
 	switch (st) {
 	case IBV_WC_RETRY_EXC_ERR:
 	case IBV_WC_RNR_RETRY_EXC_ERR: return -ETIMEDOUT;
-	case IBV_WC_REM_ACCESS_ERR:
 	case IBV_WC_REM_INV_REQ_ERR:
-	case IBV_WC_REM_OP_ERR:
 	case IBV_WC_LOC_LEN_ERR: return -EPROTO;
 	default: return -ECONNRESET;
 	}

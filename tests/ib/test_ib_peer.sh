@@ -1,0 +1,22 @@
+#!/bin/bash
+# The IB side against the project's own rsocket peer (tests/tools/rs_peer.c, the stock rsocket API)
+# and a raw librdmacm client with bad private data, in the soft-RoCE VM (pair topology: two rxe
+# devices, traffic crosses a veth): 100 MB each way through echo with SHA-256 comparison, half-close,
+# 100 concurrent connections, a reader that stops reading (backpressure: the gateway holds exactly
+# its buffers, withholds credits, sends keepalives), a peer killed mid-transfer (its session is freed:
+# metrics show it), bad private data and a disallowed source (rejected, counted, daemon alive), then a
+# clean drain. In-VM half: tests/ib/guest_peer.sh. ECHO_BYTES=10M for a quicker run.
+# timeout: 500
+set -u
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
+command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
+for t in build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd; do
+	[ -x "$t" ] || { echo "FAIL: $t not built (make check builds it)"; exit 1; }
+done
+export IBGW_ECHO_BYTES=${ECHO_BYTES:-100M}
+VM_DPDK_PMDS='mempool_ring' VM_ENV='ECHO_BYTES' ECHO_BYTES=$IBGW_ECHO_BYTES \
+	tests/vm/run -T "${VM_TOPO_IB:-pair}" -t 420 -f tests/ib/guest_peer.sh
+rc=$?
+[ $rc = 0 ] && echo "PASS: IB side against rs_peer and ib_badpeer" || echo "FAIL: exit $rc"
+exit $rc
