@@ -389,6 +389,10 @@ static unsigned dispatch(struct eth_stack *st)
 			ev->on_readable(ev->arg);
 		if (t->released)
 			continue;
+		if (t->s.peer_done && !t->eof_told) {
+			t->eof_told = true;
+			eth_tcb_check_done(t); /* may queue on_closed, handled later in this loop */
+		}
 		if ((e & ETH_EV_WRITABLE) && ev->on_writable && !t->s.local_done)
 			ev->on_writable(ev->arg);
 		if (t->released)

@@ -279,11 +279,16 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 
 void eth_tcb_check_done(struct eth_tcb *t)
 {
-	if (!t->s.peer_done && t->fin_rcvd && t->rbuf.len == 0 && t->s.state != XLT_STREAM_CLOSED) {
+	if (t->s.state == XLT_STREAM_CLOSED)
+		return;
+	if (!t->s.peer_done && t->fin_rcvd && t->rbuf.len == 0) {
+		/* the end of stream is delivered (on_readable) before the stream may close: a session
+		 * must see peer_done on an OPEN stream to pass the half-close on */
 		t->s.peer_done = 1;
 		eth_tcb_event(t, ETH_EV_READABLE);
+		return;
 	}
-	if (t->s.state == XLT_STREAM_CLOSED || !t->s.peer_done)
+	if (!t->s.peer_done || !t->eof_told)
 		return;
 	if (t->state == ETH_TCP_TIME_WAIT || (t->state == ETH_TCP_CLOSED && t->fin_rcvd))
 		end_stream(t, 0);
