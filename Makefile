@@ -66,10 +66,12 @@ deps:
 $(DEPS_STAMP): Makefile
 	@$(MAKE) --no-print-directory deps
 
+# (flags are escaped with $$: pkg-config must run after `make deps` installed the libraries, not
+# when this is parsed)
 define variant
 $(BUILD)/$(1)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $$(@D)
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS_$(1)) -MMD -MP -c $$< -o $$@
+	$(Q)$(CC) $$(CFLAGS_BASE) $(CFLAGS_$(1)) -MMD -MP -c $$< -o $$@
 	@$(if $(Q),echo "  CC [$(1)] $$<")
 
 $(BUILD)/$(1)/libibgw.a: $(call obj,$(1),$(LIB_SRCS))
@@ -78,17 +80,17 @@ $(BUILD)/$(1)/libibgw.a: $(call obj,$(1),$(LIB_SRCS))
 
 $(BUILD)/$(1)/ibgwd: $(call obj,$(1),gateway/main.c) $(BUILD)/$(1)/libibgw.a
 	@$(if $(Q),echo "  LD [$(1)] $$@")
-	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $$(LDLIBS_BASE)
 
 $(BUILD)/$(1)/tests/%: $(BUILD)/$(1)/obj/tests/unit/%.o $(BUILD)/$(1)/libibgw.a
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD [$(1)] $$@")
-	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE) -lcmocka
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $$(LDLIBS_BASE) -lcmocka
 
 $(BUILD)/$(1)/tools/%: $(BUILD)/$(1)/obj/tests/tools/%.o $(BUILD)/$(1)/libibgw.a
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD [$(1)] $$@")
-	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $(LDLIBS_BASE)
+	$(Q)$(CC) $(LDFLAGS_$(1)) -o $$@ $$^ $$(LDLIBS_BASE)
 
 -include $(patsubst %.o,%.d,$(call obj,$(1),$(SRCS) $(UNIT_SRCS) $(TOOL_SRCS)))
 endef
