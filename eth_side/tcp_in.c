@@ -186,9 +186,14 @@ static void enter_time_wait(struct eth_tcb *t)
 	eth_tcb_check_done(t);
 }
 
-/* Merges the peer's SACK blocks into the scoreboard (sorted, disjoint, within (snd_una, snd_max]). */
-static void sack_update(struct eth_tcb *t, const struct seg *sg)
+/* Merges the peer's SACK blocks into the scoreboard (sorted, disjoint, within (snd_una, snd_max]).
+ * Returns whether the scoreboard learnt anything. */
+static bool sack_update(struct eth_tcb *t, const struct seg *sg)
 {
+	uint32_t before = 0, after = 0;
+
+	for (unsigned i = 0; i < t->n_sacked; i++)
+		before += t->sacked[i].end - t->sacked[i].start;
 	for (unsigned b = 0; b < sg->o.n_sack; b++) {
 		uint32_t s = sg->o.sack[b].start, e = sg->o.sack[b].end;
 		unsigned i, j;
@@ -220,6 +225,9 @@ static void sack_update(struct eth_tcb *t, const struct seg *sg)
 		t->sacked[i].end = e;
 		t->n_sacked++;
 	}
+	for (unsigned i = 0; i < t->n_sacked; i++)
+		after += t->sacked[i].end - t->sacked[i].start;
+	return after != before;
 }
 
 static void sack_trim(struct eth_tcb *t)
@@ -261,7 +269,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 {
 	struct eth_stack *st = t->st;
 	uint32_t ack = sg->ack, wnd = sg->wnd << t->snd_wscale;
-	bool fin_acked = false;
+	bool fin_acked = false, sack_news = false;
 
 	if (eth_seq_gt(ack, t->snd_max)) {
 		ack_later(t); /* acknowledges what we never sent */
@@ -272,7 +280,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 		return false;
 	}
 	if (t->sack_ok && sg->o.n_sack)
-		sack_update(t, sg);
+		sack_news = sack_update(t, sg);
 	if (eth_seq_gt(ack, t->snd_una)) {
 		uint32_t acked = ack - t->snd_una, data;
 
@@ -341,14 +349,18 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	} else if (ack == t->snd_una) {
 		if (t->snd_una == t->snd_max)
 			t->first_rexmit_ms = 0; /* persist: the peer answers our probes */
+		/* After a timeout (ack still below recover) only duplicates with new SACK information
+		 * count: they prove a loss among the data sent again, where plain duplicates may just
+		 * answer our own go-back-N copies (RFC 6582's reason to ignore them). */
+		bool after_rto = !t->in_recovery && eth_seq_leq(ack, t->recover);
 		if (sg->len == 0 && !has(sg, RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG) && wnd == t->snd_wnd &&
-		    t->snd_max != t->snd_una) {
+		    t->snd_max != t->snd_una && (!after_rto || sack_news)) {
 			t->dupacks++;
 			if (t->in_recovery) {
 				if (!t->sack_ok)
 					t->cwnd += t->mss; /* inflation */
 				eth_tcb_output_later(t);
-			} else if (t->dupacks == 3 && eth_seq_gt(ack, t->recover)) {
+			} else if (t->dupacks == 3) {
 				enter_recovery(t);
 				eth_tcb_output_later(t);
 			}
@@ -579,7 +591,10 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		ETH_INC(st, tcp_rsts_in);
 	/* PAWS (RFC 7323 5.3) */
 	if (t->ts_ok && sg->o.ts_ok && !has(sg, RTE_TCP_RST_FLAG) && eth_seq_lt(sg->o.tsval, t->ts_recent) &&
-	    st->now_ms - t->ts_recent_ms < PAWS_IDLE_MS) {
+	    st->now_ms - t->ts_recent_ms < PAWS_IDLE_MS &&
+	    !(seg_space(sg) == 0 && sg->seq == t->rcv_nxt)) {
+		/* (a pure ACK in sequence carries no data that could be old: like Linux's
+		 * tcp_disordered_ack, let reordered ACKs through, RFC 5961 still checks their ACK) */
 		ETH_INC(st, tcp_paws_drops);
 		ack_later(t);
 		return;

@@ -296,8 +296,10 @@ static bool next_hole(const struct eth_tcb *t, uint32_t from, uint32_t *start, u
  * holes below the highest SACK not retransmitted yet are taken as lost. */
 static uint32_t pipe_estimate(const struct eth_tcb *t)
 {
+	/* above the highest SACK, what was sent since the last timeout (snd_nxt: after a timeout, data
+	 * up to snd_max is presumed lost and sent again) */
 	uint32_t high = t->n_sacked ? t->sacked[t->n_sacked - 1].end : t->snd_una;
-	uint32_t pipe = eth_seq_gt(t->snd_max, high) ? t->snd_max - high : 0;
+	uint32_t pipe = eth_seq_gt(t->snd_nxt, high) ? t->snd_nxt - high : 0;
 	uint32_t rx_end = eth_seq_lt(t->high_rxt, high) ? t->high_rxt : high;
 
 	if (eth_seq_gt(rx_end, t->snd_una)) {
@@ -342,14 +344,20 @@ static bool send_sack_recovery(struct eth_tcb *t)
 			any = true;
 			continue;
 		}
-		/* no hole left to repair: new data, within the peer's window */
+		/* no hole left to repair: data above the highest SACK (new, or sent again after a
+		 * timeout), within the peer's window */
 		{
-			uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
-			uint32_t usable = t->snd_wnd > flight ? t->snd_wnd - flight : 0;
+			uint32_t high = t->n_sacked ? t->sacked[t->n_sacked - 1].end : t->snd_una;
+			uint32_t avail, flight, usable;
+			if (eth_seq_lt(t->snd_nxt, high))
+				t->snd_nxt = high; /* what lies below is SACKed or a hole handled above */
+			avail = unsent(t);
+			flight = t->snd_nxt - t->snd_una;
+			usable = t->snd_wnd > flight ? t->snd_wnd - flight : 0;
 			len = avail < t->mss ? avail : t->mss;
 			if (len > usable)
 				len = usable;
-			if (!len || eth_seq_lt(t->snd_nxt, t->snd_max) || send_at_nxt(t, len, false))
+			if (!len || send_at_nxt(t, len, may_send_fin(t, len)))
 				break;
 			pipe += len;
 			any = true;

@@ -55,8 +55,11 @@ static inline bool eth_seq_in(uint32_t x, uint32_t lo, uint32_t hi)
  * inside; a zero-length segment when its SEQ does (or equals RCV_NXT when the window is zero). */
 static inline bool eth_seq_acceptable(uint32_t seq, uint32_t len, uint32_t rcv_nxt, uint32_t wnd)
 {
+	/* one deviation, as Linux: an empty segment exactly at the right edge is accepted too. A peer
+	 * that filled our window sends its ACKs from there; refusing them while our window is closed
+	 * would also refuse the ACKs that let our own sending (and so our reader) go on: a deadlock. */
 	if (len == 0)
-		return wnd == 0 ? seq == rcv_nxt : eth_seq_in(seq, rcv_nxt, rcv_nxt + wnd);
+		return eth_seq_geq(seq, rcv_nxt) && eth_seq_leq(seq, rcv_nxt + wnd);
 	if (wnd == 0)
 		return false;
 	return eth_seq_in(seq, rcv_nxt, rcv_nxt + wnd) || eth_seq_in(seq + len - 1, rcv_nxt, rcv_nxt + wnd);

@@ -16,6 +16,7 @@ ETH_GW_IP=198.18.0.1
 ETH_PEER_IP=198.18.0.2
 ETH_PEER_IP2=198.18.0.3
 ETH_STATS=
+mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
 
 eth_ns() { ip netns exec "$ETH_NS" "$@"; }
@@ -34,6 +35,35 @@ eth_setup() {
 	# testbed.md: without this the PMD sees CHECKSUM_PARTIAL frames (and TSO super-frames)
 	eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
 	ETH_STATS=$(gw_free_port)
+}
+
+# Like eth_setup, but the link crosses tests/eth/linkem.py (user-space netem: this host kernel has no
+# sch_netem): ibgwd's veth $ETH_IF pairs with $ETH_LA, the peer's with $ETH_LB, linkem bridges the two.
+# linkem's arguments follow; its PID is in $ETH_LINKEM (SIGUSR1: blackhole on/off, SIGUSR2: clean).
+ETH_LA=ibe$$c
+ETH_LB=ibe$$d
+ETH_LINKEM=
+eth_setup_impaired() {
+	local i
+	ip netns add "$ETH_NS" || fail "cannot create namespace $ETH_NS"
+	ip link add "$ETH_IF" type veth peer name "$ETH_LA" || fail "cannot create veth"
+	ip link add "$ETH_LB" type veth peer name "$ETH_PEER" netns "$ETH_NS" || fail "cannot create veth"
+	for i in "$ETH_IF" "$ETH_LA" "$ETH_LB"; do
+		sysctl -qw "net.ipv6.conf.$i.disable_ipv6=1" >/dev/null 2>&1
+		ip link set "$i" up
+		ethtool -K "$i" tx off gro off gso off tso off >/dev/null 2>&1
+	done
+	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=1" >/dev/null 2>&1
+	eth_ns ip link set lo up
+	eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
+	eth_ns ip addr add "$ETH_PEER_IP2/24" dev "$ETH_PEER"
+	eth_ns ip link set "$ETH_PEER" up
+	eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
+	ETH_STATS=$(gw_free_port)
+	"$PY3" tests/eth/linkem.py "$ETH_LA" "$ETH_LB" "$@" >"${GW_ROOT}/${BUILD:-build}/test-logs/linkem-$$.log" 2>&1 &
+	ETH_LINKEM=$!
+	for i in $(seq 50); do grep -q ready "${GW_ROOT}/${BUILD:-build}/test-logs/linkem-$$.log" 2>/dev/null && return 0; sleep 0.1; done
+	fail "linkem did not start"
 }
 
 eth_conf() {
@@ -59,6 +89,8 @@ EOC
 
 eth_cleanup() {
 	gw_cleanup
+	[ -n "$ETH_LINKEM" ] && kill "$ETH_LINKEM" 2>/dev/null && wait "$ETH_LINKEM" 2>/dev/null
+	ip link del "$ETH_LB" 2>/dev/null
 	ip link del "$ETH_IF" 2>/dev/null
 	ip netns del "$ETH_NS" 2>/dev/null
 	rm -rf "/var/run/dpdk/ibgwd-$GW_PID" 2>/dev/null

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# TCP through ibgwd over a bad link (5% loss, 1% duplication, 20 ms delay, 25% reordered, each way;
+# tests/eth/linkem.py since this kernel has no netem): echo and relay transfers still arrive intact.
+# Then the peer vanishes (blackhole): a busy and an idle connection are timed out and freed
+# (user_timeout, keepalive).
+# timeout: 240
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+tmp=$(mktemp -d)
+SIZE=${ETH_FAULT_SIZE:-1000000}
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup; rm -rf "$tmp"' EXIT
+peer() { eth_ns "$PY3" tests/eth/tcp_peer.py "$@"; }
+metric() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
+
+eth_setup_impaired --loss 0.05 --dup 0.01 --delay 0.02 --reorder 0.25
+eth_conf "$tmp/ibgw.conf" "user_timeout = 4s
+keepalive = 2s
+keepalive_interval = 500ms
+keepalive_probes = 3
+
+[route echo]
+listen = tcp:7
+connect = echo
+
+[route relay]
+listen = tcp:8000
+connect = tcp:$ETH_PEER_IP:5001
+"
+gw_start "$tmp/ibgw.conf"
+gw_wait_ready "$ETH_STATS"
+eth_ns socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat &
+pids+=($!)
+
+head -c "$SIZE" /dev/urandom >"$tmp/in"
+want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
+t0=$(date +%s)
+eth_ns timeout 100 nc -N "$ETH_GW_IP" 7 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got"
+[ "$(cat "$tmp/got")" = "$want" ] || fail "echo over the bad link: data differs"
+ok "echo: $SIZE bytes each way intact over the bad link ($(($(date +%s) - t0)) s)"
+t0=$(date +%s)
+eth_ns timeout 100 nc -N "$ETH_GW_IP" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got"
+[ "$(cat "$tmp/got")" = "$want" ] || fail "relay over the bad link: data differs"
+ok "relay: $SIZE bytes each way intact, both legs over the bad link ($(($(date +%s) - t0)) s)"
+out=$(peer conc "$ETH_GW_IP" 7 20 50000) || fail "20 concurrent connections over the bad link: $out"
+ok "20 concurrent echo connections intact"
+
+rexmit=$(metric tcp_retransmits_total) fast=$(metric tcp_fast_retransmits_total)
+ooo=$(metric tcp_out_of_order_segments_total) rto=$(metric tcp_rto_expiries_total)
+echo "retransmits $rexmit, fast retransmits $fast, RTO expiries $rto, out-of-order segments $ooo"
+[ "$rexmit" -gt 0 ] && [ "$fast" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "loss recovery counters did not move"
+ok "loss recovery seen in the counters"
+
+# the peer vanishes: one connection with data outstanding, one idle
+kill -USR2 "$ETH_LINKEM" # clean link while they open
+peer hold "$ETH_GW_IP" 7 1 60 >/dev/null &
+pids+=($!)
+eth_ns "$PY3" -c "
+import socket, time
+s = socket.create_connection(('$ETH_GW_IP', 7))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.send(b'z' * 20000)   # the echo cannot all come back: ibgwd keeps data in flight
+time.sleep(60)" &
+pids+=($!)
+sleep 1.5
+[ "$(metric tcp_connections_active)" = 2 ] || fail "expected 2 active connections, have $(metric tcp_connections_active)"
+to0=$(metric tcp_connections_timed_out_total)
+kill -USR1 "$ETH_LINKEM" # blackhole
+for i in $(seq 100); do
+	[ "$(metric tcp_connections_active)" = 0 ] && break
+	sleep 0.2
+done
+[ "$(metric tcp_connections_active)" = 0 ] || fail "vanished peers not timed out: $(metric tcp_connections_active) still active"
+to1=$(metric tcp_connections_timed_out_total)
+[ $((to1 - to0)) -ge 2 ] || fail "tcp_connections_timed_out_total moved by $((to1 - to0)), expected 2"
+[ "$(gw_metric "$ETH_STATS" 'ibgw_worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"
+ok "a busy and an idle connection to a vanished peer were timed out and freed ($(metric tcp_keepalive_probes_total) keepalive probes)"
+gw_stop || fail "ibgwd exited with $?"
+ok "clean shutdown"
