@@ -1,6 +1,7 @@
 # Shared by the in-VM halves of tests/ib/test_*.sh (source it from bash, cwd = project root).
 #   ib_gw_start CONF_TEXT   writes the config (with the [gateway]/[eth] lines every test needs
-#                           prepended) and starts ibgwd; waits until /health answers
+#                           prepended, plus $GW_EXTRA in [gateway]) and starts ibgwd; waits until
+#                           /health answers
 #   m NAME                  one sample of /metrics (0 if absent)
 #   check COND MSG          counts an ok/FAIL line; summary and exit status come from ib_done
 # ibgwd is the ASan build when the image can run it (it needs libasan), else the release build.
@@ -35,6 +36,7 @@ ib_gw_start() {
 workers = 1
 stats = 127.0.0.1:$STATS
 drain_timeout = 3s
+${GW_EXTRA:-}
 [eth]
 vdev =
 eal_args = --no-pci --no-huge -m 256

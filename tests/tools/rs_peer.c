@@ -1,6 +1,6 @@
 /* rs_peer: a test peer on the stock rsocket API (rsocket.h), for the gateway's IB side.
  *
- *   rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] HOST MODE [ARGS]
+ *   rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] [-m WRITESIZE] HOST MODE [ARGS]
  *     echo BYTES            send BYTES of pseudo-random data while reading the echo back; half-close
  *                           after the last byte; expect exactly the same bytes, then end of stream
  *     send BYTES            send BYTES, half-close, read until end of stream (expects nothing back:
@@ -9,7 +9,8 @@
  *     stall BYTES SECONDS   echo, but read nothing for the first SECONDS: prints how much the gateway
  *                           let us send meanwhile (it must stop at its buffers), then reads all back
  *     latency SIZE ITERS    ping-pong SIZE bytes ITERS times against an echo; mean round trip
- *     serve [echo|discard]  listen on HOST:PORT (rsocket itself), serve connections until killed
+ *     serve [echo|discard] [spin]  listen on HOST:PORT (rsocket itself), serve connections until
+ *                           killed; spin: busy-poll (rpoll without waiting), rsocket's fastest mode
  *
  * One thread, non-blocking rsockets, everything driven by rpoll (rsocket is not safe with two threads
  * on one socket, see testbed.md). rpoll is never given a timeout: rdma-core 44's rpoll leaks its poll
@@ -127,6 +128,7 @@ static void sha_hex(struct sha256 *s, char out[65])
 
 static const char *host, *port = "7471";
 static int timeout_s = 120, bufsize;
+static size_t wsize = 65536; /* bytes per rsend call (-m) */
 
 static double now_s(void)
 {
@@ -282,7 +284,7 @@ static int conn_step(struct conn *c, short rev)
 				c->wr_done = c->shut = true;
 				break;
 			}
-			c->out_len = left < BUF ? (size_t)left : BUF;
+			c->out_len = left < wsize ? (size_t)left : wsize;
 			c->out_off = 0;
 			gen_fill(&c->g, c->out, c->out_len);
 			sha_add(&c->s_sent, c->out, c->out_len);
@@ -471,7 +473,7 @@ static int run_latency(size_t size, unsigned iters)
 
 #define MAX_SERVED 256
 
-static int run_serve(bool echo)
+static int run_serve(bool echo, bool spin)
 {
 	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
 	struct pollfd pf[MAX_SERVED + 1];
@@ -504,7 +506,8 @@ static int run_serve(bool echo)
 			pf[i + 1] = (struct pollfd){.fd = s[i].fd,
 						    .events = (short)((s[i].off < s[i].len ? POLLOUT : 0) |
 								      (s[i].off == s[i].len && !s[i].eof ? POLLIN : 0))};
-		if (rpoll(pf, (nfds_t)n + 1, -1) < 0 && errno != EINTR)
+		/* timeout 0 returns before the code with the leak (see the header) */
+		if (rpoll(pf, (nfds_t)n + 1, spin ? 0 : -1) < 0 && errno != EINTR)
 			die("rpoll");
 		if ((pf[0].revents & POLLIN) && n < MAX_SERVED) {
 			int fd = raccept(lfd, NULL, NULL);
@@ -563,9 +566,9 @@ static int run_serve(bool echo)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] HOST MODE [ARGS]\n"
+	fprintf(stderr, "usage: rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] [-m WRITESIZE<=64K] HOST MODE [ARGS]\n"
 			"  modes: echo BYTES | send BYTES | conns N BYTES | stall BYTES SECONDS |\n"
-			"         latency SIZE ITERS | serve [echo|discard]\n");
+			"         latency SIZE ITERS | serve [echo|discard] [spin]\n");
 	exit(2);
 }
 
@@ -589,11 +592,16 @@ int main(int argc, char **argv)
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "p:t:B:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:B:m:")) != -1) {
 		switch (opt) {
 		case 'p': port = optarg; break;
 		case 't': timeout_s = atoi(optarg); break;
 		case 'B': bufsize = (int)size_arg(optarg); break;
+		case 'm':
+			wsize = (size_t)size_arg(optarg);
+			if (!wsize || wsize > BUF)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -614,7 +622,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "latency") && argc == 2)
 		return run_latency((size_t)size_arg(argv[0]), (unsigned)atoi(argv[1]));
 	if (!strcmp(mode, "serve"))
-		return run_serve(argc > 0 && !strcmp(argv[0], "echo"));
+		return run_serve(argc > 0 && !strcmp(argv[0], "echo"), argc > 1 && !strcmp(argv[1], "spin"));
 	usage();
 	return 2;
 }
