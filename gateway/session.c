@@ -368,20 +368,3 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
 	free(sums);
 }
-
-/* Until a side's glue provides its connector, routes towards it fail cleanly at connect time. */
-__attribute__((weak)) struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r,
-							struct in_addr addr, uint16_t port, int *err)
-{
-	(void)w, (void)r, (void)addr, (void)port;
-	*err = -ENOTSUP;
-	return NULL;
-}
-
-__attribute__((weak)) struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r,
-						       struct in_addr addr, uint16_t port, int *err)
-{
-	(void)w, (void)r, (void)addr, (void)port;
-	*err = -ENOTSUP;
-	return NULL;
-}
