@@ -5,6 +5,7 @@
 #   make fuzz       run the fuzz targets for FUZZ_SECONDS each
 #   make bench      run the benchmarks (not part of check)
 #   make vm         build the cached soft-RoCE test VM image
+#   make demo       the live demo (in the soft-RoCE VM when there is no IB hardware)
 #   make deps       install the Debian packages the build and the tests need
 
 SHELL := /bin/bash
@@ -125,6 +126,9 @@ fuzz: $(FUZZ_BINS)
 
 bench: deps all $(TOOL_BINS)
 	@BUILD=$(BUILD) tests/bench/run
+
+demo: deps
+	@tests/demo/run
 
 vm: deps
 	tests/vm/mkimage $(BUILD)/vm
