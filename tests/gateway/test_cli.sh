@@ -46,3 +46,15 @@ awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{
 diff -u "$tmp/ref.md" "$tmp/readme.md" >"$tmp/diff" || fail "README config reference differs from the keyword table (regenerate with: build/ibgwd --config-reference):
 $(head -30 "$tmp/diff")"
 ok "README config reference matches the keyword table"
+
+# conf/ibgw.conf is the complete, commented example: every key of the table appears in its section,
+# set or commented out ("# key = ...")
+awk '/^### \[/ { sec = $2; sub(/^\[/, "", sec); sub(/\]$/, "", sec); next }
+     /^\| `/ { split($0, f, "`"); print sec, f[2] }' "$tmp/ref.md" >"$tmp/keys"
+awk '/^\[/ { sec = $1; sub(/^\[/, "", sec); sub(/\]$/, "", sec); next }
+     /^[#;]? *[a-z_]+ *=/ { k = $0; sub(/^[#;]? */, "", k); sub(/ *=.*/, "", k); print sec, k }' conf/ibgw.conf |
+	sort -u >"$tmp/example"
+missing=$(sort -u "$tmp/keys" | comm -23 - "$tmp/example")
+[ -n "$(cat "$tmp/keys")" ] || fail "no keys parsed from the reference"
+[ -z "$missing" ] || fail "conf/ibgw.conf does not show these keys (section key): $missing"
+ok "conf/ibgw.conf shows all $(wc -l <"$tmp/keys") keys of the table"
