@@ -7,7 +7,13 @@
  *   rs_relay out IB_ADDR:PORT TCP_HOST:PORT   rsocket listener -> kernel TCP connect (cluster -> world)
  *   rs_relay in  TCP_ADDR:PORT IB_HOST:PORT   kernel TCP listener -> rsocket connect (world -> cluster)
  *
- * Runs until SIGTERM/SIGINT. BUF bytes per direction (default 128 KiB, env RS_RELAY_BUF). */
+ * Runs until SIGTERM/SIGINT. BUF bytes per direction (default 128 KiB, env RS_RELAY_BUF).
+ *
+ * rpoll() is never given a timeout: rdma-core 44's rpoll leaks its poll count when a timeout expires
+ * and then spins on every later call (fixed upstream by "librdmacm: Fix rpoll in case of timeout"), which
+ * would turn the baseline into a CPU-eating busy poller after its first idle 200 ms. A self-pipe written by
+ * the signal handler is in the poll set instead. Every kernel socket gets TCP_NODELAY (small messages
+ * must not wait for Nagle); rsockets keep librdmacm's defaults (128 KiB buffers, like ibgwd's). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,11 +50,15 @@ struct sess {
 
 static volatile sig_atomic_t stop;
 static size_t bufsz = 128 * 1024;
+static int sig_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+	if (write(sig_pipe[1], "x", 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
 }
 
 static int parse(const char *s, struct sockaddr_in *sa)
@@ -112,6 +122,7 @@ static int open_far(bool rs, const struct sockaddr_in *to)
 		return -1;
 	if (!rs)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* blocking connect, then non-blocking (rdma-core 44's non-blocking rconnect uses a fragile thread) */
 	if ((rs ? rconnect(fd, (const struct sockaddr *)to, sizeof(*to))
 		: connect(fd, (const struct sockaddr *)to, sizeof(*to))) < 0) {
 		rs ? rclose(fd) : close(fd);
@@ -167,10 +178,11 @@ int main(int argc, char **argv)
 {
 	static struct sess sess[MAX_SESSIONS];
 	struct sockaddr_in lsa, far;
-	struct pollfd pfd[1 + 2 * MAX_SESSIONS];
-	int map[1 + 2 * MAX_SESSIONS];
+	struct pollfd pfd[2 + 2 * MAX_SESSIONS];
+	int map[2 + 2 * MAX_SESSIONS];
+	struct sigaction sa = {.sa_handler = on_signal};
 	bool out;
-	int lfd, reuse = 1;
+	int lfd, reuse = 1, one = 1;
 
 	if (argc != 4 || (strcmp(argv[1], "out") && strcmp(argv[1], "in")) || parse(argv[2], &lsa) ||
 	    parse(argv[3], &far)) {
@@ -180,8 +192,10 @@ int main(int argc, char **argv)
 	if (getenv("RS_RELAY_BUF"))
 		bufsz = strtoul(getenv("RS_RELAY_BUF"), NULL, 0);
 	out = !strcmp(argv[1], "out");
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
+	if (pipe2(sig_pipe, O_NONBLOCK | O_CLOEXEC))
+		return perror("pipe2"), 1;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	lfd = out ? rsocket(AF_INET, SOCK_STREAM, 0) : socket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0)
@@ -201,6 +215,8 @@ int main(int argc, char **argv)
 
 		pfd[n] = (struct pollfd){.fd = lfd, .events = POLLIN};
 		map[n++] = -1;
+		pfd[n] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+		map[n++] = -1;
 		for (int k = 0; k < MAX_SESSIONS; k++) {
 			struct sess *s = &sess[k];
 			if (!s->used)
@@ -215,7 +231,7 @@ int main(int argc, char **argv)
 				map[n++] = k * 2 + i;
 			}
 		}
-		if (rpoll(pfd, (nfds_t)n, 200) < 0) {
+		if (rpoll(pfd, (nfds_t)n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			perror("rpoll");
@@ -228,6 +244,8 @@ int main(int argc, char **argv)
 				;
 			if (fd >= 0 && k < MAX_SESSIONS) {
 				struct sess *s = &sess[k];
+				if (!out)
+					setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				int ffd = open_far(out ? false : true, &far);
 				if (ffd < 0) {
 					out ? rclose(fd) : close(fd);
@@ -245,7 +263,7 @@ int main(int argc, char **argv)
 				out ? rclose(fd) : close(fd);
 			}
 		}
-		for (int p = 1; p < n; p++) {
+		for (int p = 2; p < n; p++) {
 			struct sess *s = &sess[map[p] / 2];
 			if (!s->used || !pfd[p].revents)
 				continue;
