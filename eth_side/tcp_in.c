@@ -610,7 +610,9 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 			return;
 		}
 		ETH_INC(st, tcp_out_of_window);
-		if (!has(sg, RTE_TCP_RST_FLAG))
+		if (has(sg, RTE_TCP_SYN_FLAG) && !has(sg, RTE_TCP_RST_FLAG))
+			eth_tcp_challenge_ack(t); /* RFC 5961 4.2: a SYN, whatever its sequence number */
+		else if (!has(sg, RTE_TCP_RST_FLAG))
 			ack_later(t);
 		return;
 	}
