@@ -644,29 +644,41 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 			on_route(ctl, c);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
-		fail_active(ctl, c, -EHOSTUNREACH, IB_FAIL_UNREACHABLE);
-		break;
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-		fail_active(ctl, c, -ENETUNREACH, IB_FAIL_UNREACHABLE);
+		/* status -ETIMEDOUT: nobody answered (ARP, path query) within the time we gave, which
+		 * is what is left of connect_timeout */
+		if (e->status == -ETIMEDOUT)
+			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
+		else
+			fail_active(ctl, c, e->type == RDMA_CM_EVENT_ADDR_ERROR ? -EHOSTUNREACH : -ENETUNREACH,
+				    IB_FAIL_UNREACHABLE);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		on_established(ctl, c, e);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
-		if (c->active)
+		/* the peer's CM answered REJ: no listener on the port (status 8, invalid service id, as
+		 * rxe answers), or its rsocket/ibgw refused the request (28, consumer defined). Either
+		 * way the destination refused, as a TCP RST to a SYN. */
+		if (c->active) {
+			logf_(ctl, 7, "ib: connect to port %u rejected (CM reason %d)", c->dst_port, e->status);
 			fail_active(ctl, c, -ECONNREFUSED, IB_FAIL_REFUSED);
-		else
+		} else
 			fail_active(ctl, c, -ECONNRESET, IB_FAIL_ACCEPT);
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		if (c->ct == IB_CT_LIVE)
 			to_worker(ctl, c, IB_MSG_DISCONNECTED, 0);
-		else if (c->active)
-			fail_active(ctl, c, e->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNREFUSED,
-				    e->type == RDMA_CM_EVENT_UNREACHABLE ? IB_FAIL_UNREACHABLE : IB_FAIL_REFUSED);
-		else
+		else if (!c->active)
 			fail_active(ctl, c, -ECONNRESET, IB_FAIL_ACCEPT);
+		else if (e->type == RDMA_CM_EVENT_UNREACHABLE && e->status == -ETIMEDOUT)
+			/* the REQ went unanswered through all CM retries: a connect timeout */
+			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
+		else if (e->type == RDMA_CM_EVENT_UNREACHABLE)
+			fail_active(ctl, c, -EHOSTUNREACH, IB_FAIL_UNREACHABLE);
+		else
+			fail_active(ctl, c, -ECONNREFUSED, IB_FAIL_REFUSED);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:

@@ -457,10 +457,14 @@ static void open_active(struct ib_worker *w, struct ib_conn *c)
 {
 	if (!c->edge_known)
 		c->tx.edge = c->peer.credits;
-	add_cq(w, c->cq);
 	c->ws = IB_W_OPEN;
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
+	if (c->qp_dead) {
+		/* flushed while connecting, yet established: nothing can be posted on it */
+		closing(c, -ECONNRESET, IB_CLOSE_ERROR);
+		return;
+	}
 	due(c, IB_EV_CONNECTED);
 	if (ib_rx_pending(&c->rx) || c->rx.eof)
 		due(c, IB_EV_READABLE);
@@ -488,10 +492,15 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 			open_passive(w, c);
 		break;
 	case IB_MSG_CONNECTED:
+		add_cq(w, c->cq);
 		if (c->ws == IB_W_CONNECTING)
 			open_active(w, c);
 		break;
 	case IB_MSG_FAILED:
+		/* poll its CQ from now on even if it never connected: a CQ nobody polls would keep the
+		 * flushed completions of failed opens and overrun once its room is promised again */
+		if (c->cq)
+			add_cq(w, c->cq);
 		c->qp_dead = true;
 		closing(c, m->err, c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
 		break;
@@ -539,6 +548,12 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_WR_FLUSH_ERR)
 		bump(&c->w->st.comp_errors, 1);
 	if (!first || c->ws >= IB_W_CLOSING)
+		return;
+	/* An active open that fails (REJ, no answer) moves its queue pair to the error state before
+	 * the control thread reads the rdma_cm event, so the flushed receives often arrive first. They
+	 * say nothing about why: the control thread's FAILED (refused, timeout, ...) decides, and it
+	 * always comes (connect_timeout bounds the open). */
+	if (c->ws == IB_W_CONNECTING && wc->status == IBV_WC_WR_FLUSH_ERR)
 		return;
 	if (c->ws == IB_W_OPEN && wc_errno(wc->status) == -EPROTO)
 		closing(c, -EPROTO, IB_CLOSE_PROTOCOL);

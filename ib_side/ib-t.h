@@ -40,8 +40,8 @@ enum ib_reject {
 /* Why a connection failed before it carried data. */
 enum ib_fail {
 	IB_FAIL_REFUSED,     /* the peer rejected our connect */
-	IB_FAIL_TIMEOUT,     /* connect_timeout passed */
-	IB_FAIL_UNREACHABLE, /* address or route resolution failed, or no answer */
+	IB_FAIL_TIMEOUT,     /* connect_timeout passed, or rdma_cm gave up waiting for an answer */
+	IB_FAIL_UNREACHABLE, /* address or route resolution failed (no route, no device) */
 	IB_FAIL_PROTOCOL,    /* the peer's accept carried bad private data */
 	IB_FAIL_RESOURCES,   /* local resources (memory, queue pair, device) */
 	IB_FAIL_ACCEPT,	     /* accepting failed or the peer vanished before establishment */
