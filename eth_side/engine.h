@@ -95,6 +95,8 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags);
 /* A RST answering a segment that has no connection (RFC 9293 3.10.7.1). */
 void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, const struct rte_tcp_hdr *th,
 			 uint32_t seg_len);
+/* Payload bytes one segment may carry now (the MSS less the SACK blocks that go with it). */
+uint32_t eth_tcp_seg_max(const struct eth_tcb *t);
 void eth_tcp_send_rst(struct eth_tcb *t);
 void eth_tcp_send_ack(struct eth_tcb *t);
 /* RFC 5961 challenge ACK, rate-limited per connection. */

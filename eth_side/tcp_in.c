@@ -255,7 +255,7 @@ static void enter_recovery(struct eth_tcb *t)
 	t->in_recovery = true;
 	t->rtt_timing = false; /* Karn */
 	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
-	len = t->sbuf.len < t->mss ? t->sbuf.len : t->mss;
+	len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
 	if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0)
 		ETH_INC(st, tcp_retransmits);
 	t->high_rxt = t->snd_una + len;
@@ -318,7 +318,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 				if (eth_seq_lt(t->high_rxt, t->snd_una))
 					t->high_rxt = t->snd_una;
 				if (!t->sack_ok || !t->n_sacked) {
-					uint32_t len = t->sbuf.len < t->mss ? t->sbuf.len : t->mss;
+					uint32_t len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
 					if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0) {
 						ETH_INC(st, tcp_retransmits);
 						t->high_rxt = t->snd_una + len;

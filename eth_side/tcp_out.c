@@ -69,6 +69,28 @@ static void ip_send(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst)
 	eth_arp_output(st, m, nh);
 }
 
+/* TCP option bytes of a synchronized segment with timestamps (TS) and N_SACK SACK blocks. */
+static unsigned opt_bytes(bool ts, unsigned n_sack)
+{
+	return (ts ? 12u : 0u) + (n_sack ? 4u + 8u * n_sack : 0u);
+}
+
+static unsigned sack_blocks(const struct eth_tcb *t)
+{
+	unsigned n = t->sack_ok ? t->n_ooo : 0, max = t->ts_ok ? 3 : 4;
+
+	return n < max ? n : max;
+}
+
+uint32_t eth_tcp_seg_max(const struct eth_tcb *t)
+{
+	unsigned sack = opt_bytes(false, sack_blocks(t));
+
+	/* t->mss already leaves room for timestamps; the SACK blocks riding along take theirs from the
+	 * payload (as Linux's tcp_current_mss), or a full segment would outgrow the MTU */
+	return t->mss > sack + 16 ? t->mss - sack : 16;
+}
+
 int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	struct eth_stack *st = t->st;
@@ -85,9 +107,14 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 					       t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
 	else if (flags & RTE_TCP_RST_FLAG)
 		optlen = 0;
-	else
-		optlen = eth_tcp_opt_write(opts, t->ts_ok, eth_tcp_tsval(t), t->ts_recent, t->ooo,
-					   t->sack_ok ? t->n_ooo : 0);
+	else {
+		unsigned n_sack = sack_blocks(t);
+
+		/* never past the MTU: SACK blocks that do not fit beside LEN bytes are left out */
+		while (n_sack && sizeof(*ip) + sizeof(*th) + opt_bytes(t->ts_ok, n_sack) + len > st->c.mtu)
+			n_sack--;
+		optlen = eth_tcp_opt_write(opts, t->ts_ok, eth_tcp_tsval(t), t->ts_recent, t->ooo, n_sack);
+	}
 	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
 	m = eth_pkt_alloc(st);
 	if (!m)
@@ -248,7 +275,7 @@ static bool send_data(struct eth_tcb *t)
 		uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
 		uint32_t wnd = t->snd_wnd < t->cwnd ? t->snd_wnd : t->cwnd;
 		uint32_t usable = wnd > flight ? wnd - flight : 0;
-		uint32_t len = avail < t->mss ? avail : t->mss;
+		uint32_t seg = eth_tcp_seg_max(t), len = avail < seg ? avail : seg;
 		bool fin;
 
 		if (tx_full(t->st)) {
@@ -259,7 +286,7 @@ static bool send_data(struct eth_tcb *t)
 			len = usable;
 		/* sender SWS avoidance (RFC 9293 3.8.6.2.1): a runt only if it is all we have, or the
 		 * window is at least half the largest the peer ever offered */
-		if (len && len < t->mss && len < avail && usable < t->max_sndwnd / 2)
+		if (len && len < seg && len < avail && usable < t->max_sndwnd / 2)
 			len = 0;
 		fin = may_send_fin(t, len);
 		if (!len && !fin)
@@ -330,8 +357,8 @@ static bool send_sack_recovery(struct eth_tcb *t)
 		}
 		if (next_hole(t, from, &start, &len)) {
 			uint32_t end_data = t->snd_una + t->sbuf.len;
-			if (len > t->mss)
-				len = t->mss;
+			if (len > eth_tcp_seg_max(t))
+				len = eth_tcp_seg_max(t);
 			if (eth_seq_gt(start + len, end_data))
 				len = eth_seq_gt(end_data, start) ? end_data - start : 0;
 			if (!len)
@@ -354,7 +381,7 @@ static bool send_sack_recovery(struct eth_tcb *t)
 			avail = unsent(t);
 			flight = t->snd_nxt - t->snd_una;
 			usable = t->snd_wnd > flight ? t->snd_wnd - flight : 0;
-			len = avail < t->mss ? avail : t->mss;
+			len = avail < eth_tcp_seg_max(t) ? avail : eth_tcp_seg_max(t);
 			if (len > usable)
 				len = usable;
 			if (!len || send_at_nxt(t, len, may_send_fin(t, len)))

@@ -1,0 +1,418 @@
+/* A bench for one Ethernet-side engine instance with no device: shared by the fuzz target
+ * (fuzz_eth_input.c) and the engine-level unit test (tests/unit/test_eth_input.c).
+ *
+ * The EAL starts once without hugepages, PCI, shared config or telemetry, only to give the engine a
+ * real mbuf pool (cache 0, so rte_mempool_avail_count is exact and a leaked mbuf shows). The engine
+ * runs on a fake clock; its frames go to eh_tx, which checks every one of them (Ethernet, IPv4 and TCP
+ * well-formed, checksums right: whatever the input, the engine must only ever send sane frames) and
+ * keeps the last few for the caller to look at. A listener on port 7 echoes, one on 9 discards, both
+ * through a tiny session layer on the stream API, so input reaches the data path and the callbacks.
+ * Everything is static: no malloc, nothing for ASan to report but real bugs. */
+#ifndef FUZZ_ETH_HARNESS_H
+#define FUZZ_ETH_HARNESS_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_eal.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_tcp.h>
+
+#include "eth_side/stack.h"
+
+#define EH_GW_IP	RTE_BE32(0xc6120001u) /* 198.18.0.1 */
+#define EH_PEER_IP	RTE_BE32(0xc6120002u) /* 198.18.0.2 */
+#define EH_MBUFS	4095u
+#define EH_KEEP		64 /* frames kept for inspection */
+#define EH_SESSIONS	64
+#define EH_ECHO_PORT	7
+#define EH_DISCARD_PORT 9
+
+static const uint8_t eh_gw_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+static const uint8_t eh_peer_mac[6] = {0x02, 0, 0, 0, 0, 0x02};
+
+#define EH_CHECK(x)                                                                                        \
+	do {                                                                                               \
+		if (!(x)) {                                                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x);              \
+			abort();                                                                           \
+		}                                                                                          \
+	} while (0)
+
+struct eh_session {
+	struct xlt_stream *s;
+	int discard;
+	int paused; /* not reading: the engine must close its window */
+};
+
+struct eh {
+	struct eth_stack *st;
+	uint64_t now_ns;
+	struct rte_mbuf *kept[EH_KEEP]; /* the most recent frames sent, oldest first */
+	unsigned n_kept;
+	uint64_t n_sent;
+	struct eh_session sess[EH_SESSIONS];
+	int listener_refs;
+};
+
+static struct rte_mempool *eh_pool;
+static char eh_echo_tok, eh_discard_tok; /* listener user pointers: which service a connection gets */
+
+/* The EAL keeps a runtime directory (its multi-process socket) even without shared config: gone at
+ * exit, so runs leave nothing behind in /var/run/dpdk. */
+static inline void eh_eal_cleanup(void)
+{
+	const char *dir = rte_eal_get_runtime_dir();
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *d;
+
+	rte_eal_cleanup();
+	if (!dir || !*dir || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+			unlink(path);
+	closedir(d);
+	rmdir(dir);
+}
+
+/* Starts the EAL and the pool once per process. Returns 0 or -errno. */
+static inline int eh_eal_init(void)
+{
+	char prefix[64];
+	char *argv[] = {"eh", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "64", "-l", "0",
+			"--log-level", "*:error", "--file-prefix", prefix, NULL};
+	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
+
+	if (eh_pool)
+		return 0;
+	snprintf(prefix, sizeof(prefix), "ibgw-eh-%d", (int)getpid());
+	if (rte_eal_init(argc, argv) < 0)
+		return -EIO;
+	atexit(eh_eal_cleanup);
+	eh_pool = rte_pktmbuf_pool_create("eh_pool", EH_MBUFS, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	return eh_pool ? 0 : -ENOMEM;
+}
+
+/* ---- checks of what the engine sends ---- */
+
+static inline void eh_check_frame(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct rte_ether_hdr *eh = (const struct rte_ether_hdr *)p;
+	const struct rte_ipv4_hdr *ip;
+	uint16_t type;
+
+	EH_CHECK(m->nb_segs == 1 && m->data_len == m->pkt_len);
+	EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN && m->data_len <= RTE_ETHER_HDR_LEN + 1500);
+	EH_CHECK(!memcmp(eh->src_addr.addr_bytes, eh_gw_mac, 6));
+	type = rte_be_to_cpu_16(eh->ether_type);
+	if (type == RTE_ETHER_TYPE_ARP) {
+		EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + 28);
+		return;
+	}
+	EH_CHECK(type == RTE_ETHER_TYPE_IPV4);
+	ip = (const struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+	EH_CHECK(ip->version_ihl == RTE_IPV4_VHL_DEF);
+	EH_CHECK(rte_be_to_cpu_16(ip->total_length) == m->data_len - RTE_ETHER_HDR_LEN);
+	EH_CHECK(rte_raw_cksum(ip, sizeof(*ip)) == 0xffff);
+	EH_CHECK(ip->src_addr == EH_GW_IP);
+	if (ip->next_proto_id == IPPROTO_TCP) {
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+		unsigned tlen = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), doff = (th->data_off >> 4) * 4u;
+		uint32_t sum;
+
+		EH_CHECK(tlen >= sizeof(*th) && doff >= sizeof(*th) && doff <= tlen && doff <= 60);
+		sum = (uint32_t)rte_raw_cksum(th, tlen) + rte_ipv4_phdr_cksum(ip, 0);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		EH_CHECK(sum == 0xffff);
+		EH_CHECK(tlen - doff <= 1460);
+		EH_CHECK(th->src_port != 0 && th->dst_port != 0);
+	} else {
+		EH_CHECK(ip->next_proto_id == IPPROTO_ICMP);
+	}
+}
+
+static inline uint16_t eh_tx(void *arg, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct eh *h = arg;
+
+	for (uint16_t i = 0; i < n; i++) {
+		eh_check_frame(pkts[i]);
+		if (h->n_kept == EH_KEEP) {
+			rte_pktmbuf_free(h->kept[0]);
+			memmove(h->kept, h->kept + 1, (EH_KEEP - 1) * sizeof(h->kept[0]));
+			h->n_kept--;
+		}
+		h->kept[h->n_kept++] = pkts[i];
+		h->n_sent++;
+	}
+	return n;
+}
+
+static inline void eh_forget(struct eh *h)
+{
+	if (h->n_kept)
+		rte_pktmbuf_free_bulk(h->kept, h->n_kept);
+	h->n_kept = 0;
+}
+
+/* ---- a tiny session layer: echo and discard ---- */
+
+static inline void eh_pump(struct eh_session *se)
+{
+	struct xlt_stream *s = se->s;
+	const uint8_t *d;
+	size_t n;
+
+	while (!se->paused && s->state == XLT_STREAM_OPEN && (n = s->ops->peek(s, &d)) > 0) {
+		size_t w = se->discard ? n : s->ops->write(s, d, n);
+		if (!w)
+			break;
+		s->ops->consume(s, w);
+	}
+	if (s->state == XLT_STREAM_OPEN && s->peer_done && !s->local_done && !se->paused &&
+	    s->ops->peek(s, &d) == 0)
+		s->ops->shutdown(s);
+}
+
+static inline void eh_on_readable(void *arg)
+{
+	eh_pump(arg);
+}
+
+static inline void eh_on_closed(void *arg, int err)
+{
+	struct eh_session *se = arg;
+
+	(void)err;
+	se->s->ops->release(se->s);
+	se->s = NULL;
+}
+
+static inline void eh_on_accept(void *arg, void *user, struct xlt_stream *s)
+{
+	struct eh *h = arg;
+
+	for (unsigned i = 0; i < EH_SESSIONS; i++) {
+		struct eh_session *se = &h->sess[i];
+		if (se->s)
+			continue;
+		*se = (struct eh_session){.s = s, .discard = user == &eh_discard_tok};
+		s->ev = (struct xlt_stream_events){.arg = se, .on_readable = eh_on_readable,
+						   .on_writable = eh_on_readable, .on_closed = eh_on_closed};
+		return;
+	}
+	eth_tcp_reject(s);
+}
+
+static inline void eh_on_connected(void *arg)
+{
+	eh_pump(arg);
+}
+
+/* Active open to the peer's PORT, echoing what comes back like an accepted connection. Returns 0 or
+ * -errno. */
+static inline int eh_connect(struct eh *h, uint16_t port)
+{
+	struct eth_tcp_params p = {.rbuf_size = 65536, .sbuf_size = 65536, .connect_timeout_ms = 3000};
+	struct xlt_stream *s;
+	int err = 0;
+
+	for (unsigned i = 0; i < EH_SESSIONS; i++) {
+		struct eh_session *se = &h->sess[i];
+		if (se->s)
+			continue;
+		s = eth_tcp_connect(h->st, EH_PEER_IP, port, &p, &err);
+		if (!s)
+			return err;
+		*se = (struct eh_session){.s = s};
+		s->ev = (struct xlt_stream_events){.arg = se, .on_connected = eh_on_connected,
+						   .on_readable = eh_on_readable, .on_writable = eh_on_readable,
+						   .on_closed = eh_on_closed};
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static inline void eh_on_listener_free(void *arg, void *user)
+{
+	(void)user;
+	((struct eh *)arg)->listener_refs--;
+}
+
+/* ---- the instance ---- */
+
+/* Polls once at the current time (replies to what was fed go out now). */
+static inline unsigned eh_poll(struct eh *h)
+{
+	return eth_stack_poll(h->st, h->now_ns);
+}
+
+static inline void eh_advance_ms(struct eh *h, uint64_t ms)
+{
+	h->now_ns += ms * 1000000ull;
+	eh_poll(h);
+}
+
+/* Feeds LEN bytes as one received Ethernet frame. */
+static inline void eh_feed(struct eh *h, const void *frame, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+	char *p;
+
+	EH_CHECK(m);
+	if (len > rte_pktmbuf_tailroom(m))
+		len = rte_pktmbuf_tailroom(m);
+	p = rte_pktmbuf_append(m, (uint16_t)len);
+	EH_CHECK(p || !len);
+	if (len)
+		memcpy(p, frame, len);
+	eth_stack_input(h->st, &m, 1);
+}
+
+/* Builds Ethernet + IPv4 around L4 (L4LEN bytes of protocol PROTO) from the peer to the gateway, in
+ * OUT (at least 34 + L4LEN bytes). With TCP_CKSUM the TCP checksum is computed. Returns the length. */
+static inline size_t eh_ip_frame(uint8_t *out, uint8_t proto, const void *l4, size_t l4len, int tcp_cksum)
+{
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)out;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(e + 1);
+
+	memcpy(e->dst_addr.addr_bytes, eh_gw_mac, 6);
+	memcpy(e->src_addr.addr_bytes, eh_peer_mac, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	memset(ip, 0, sizeof(*ip));
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + l4len));
+	ip->time_to_live = 64;
+	ip->next_proto_id = proto;
+	ip->src_addr = EH_PEER_IP;
+	ip->dst_addr = EH_GW_IP;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	if (l4len)
+		memcpy(ip + 1, l4, l4len);
+	if (tcp_cksum && proto == IPPROTO_TCP && l4len >= sizeof(struct rte_tcp_hdr)) {
+		struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+		th->cksum = 0;
+		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	}
+	return sizeof(*e) + sizeof(*ip) + l4len;
+}
+
+/* Builds a TCP segment (header, OPTLEN bytes of options rounded up to 4, LEN bytes of payload) in
+ * OUT as a full frame with correct checksums. Returns the frame length. */
+static inline size_t eh_tcp_frame(uint8_t *out, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+				  uint8_t flags, uint16_t wnd, const uint8_t *opt, size_t optlen, const uint8_t *data,
+				  size_t len)
+{
+	uint8_t seg[60 + 1500];
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)seg;
+	size_t ol = (optlen + 3) & ~(size_t)3;
+
+	if (ol > 40)
+		ol = optlen = 40;
+	if (len > 1460)
+		len = 1460;
+	memset(th, 0, sizeof(*th));
+	th->src_port = rte_cpu_to_be_16(sport);
+	th->dst_port = rte_cpu_to_be_16(dport);
+	th->sent_seq = rte_cpu_to_be_32(seq);
+	th->recv_ack = rte_cpu_to_be_32(ack);
+	th->data_off = (uint8_t)(((sizeof(*th) + ol) / 4) << 4);
+	th->tcp_flags = flags;
+	th->rx_win = rte_cpu_to_be_16(wnd);
+	memset(seg + sizeof(*th), 0, ol);
+	if (optlen)
+		memcpy(seg + sizeof(*th), opt, optlen);
+	if (len)
+		memcpy(seg + sizeof(*th) + ol, data, len);
+	return eh_ip_frame(out, IPPROTO_TCP, seg, sizeof(*th) + ol + len, 1);
+}
+
+/* An ARP request from the peer for the gateway: the engine learns the peer and answers. */
+static inline void eh_arp_hello(struct eh *h)
+{
+	uint8_t f[42] = {0};
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
+	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
+
+	memset(e->dst_addr.addr_bytes, 0xff, 6);
+	memcpy(e->src_addr.addr_bytes, eh_peer_mac, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	a->arp_hlen = 6;
+	a->arp_plen = 4;
+	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	memcpy(a->arp_data.arp_sha.addr_bytes, eh_peer_mac, 6);
+	a->arp_data.arp_sip = EH_PEER_IP;
+	a->arp_data.arp_tip = EH_GW_IP;
+	eh_feed(h, f, sizeof(f));
+}
+
+/* A fresh instance with listeners on 7 (echo) and 9 (discard), the peer known by ARP. */
+static inline int eh_start(struct eh *h, uint32_t syn_backlog, uint32_t rbuf, uint32_t sbuf)
+{
+	struct eth_stack_conf c = {
+		.worker = 0,
+		.n_workers = 1,
+		.port_id = UINT16_MAX,
+		.pool = eh_pool,
+		.addr = EH_GW_IP,
+		.prefix = 24,
+		.mtu = 1500,
+		.time_wait_ms = 2000,
+		.syn_backlog = syn_backlog,
+		.keepalive_ms = 20000,
+		.keepalive_intvl_ms = 2000,
+		.keepalive_probes = 3,
+		.user_timeout_ms = 30000,
+		.max_conns = 128,
+		.buffer_bytes = 4u << 20,
+		.flow_key = {1, 2},
+		.tx = eh_tx,
+		.on_accept = eh_on_accept,
+		.on_listener_free = eh_on_listener_free,
+	};
+	struct eth_tcp_params p = {.rbuf_size = rbuf, .sbuf_size = sbuf, .connect_timeout_ms = 5000};
+
+	memset(h, 0, sizeof(*h));
+	c.tx_arg = h;
+	c.cb_arg = h;
+	memcpy(c.mac, eh_gw_mac, 6);
+	h->st = eth_stack_create(&c);
+	if (!h->st)
+		return -errno;
+	h->now_ns = 1000ull * 1000000000ull;
+	if (eth_tcp_listen(h->st, EH_ECHO_PORT, &p, &eh_echo_tok) ||
+	    eth_tcp_listen(h->st, EH_DISCARD_PORT, &p, &eh_discard_tok))
+		return -ENOSPC;
+	h->listener_refs = 2;
+	eh_poll(h); /* the gratuitous ARP */
+	eh_arp_hello(h);
+	eh_poll(h);
+	return 0;
+}
+
+/* Destroys the instance; every mbuf must be back in the pool. */
+static inline void eh_stop(struct eh *h)
+{
+	eh_forget(h);
+	eth_stack_destroy(h->st);
+	h->st = NULL;
+	EH_CHECK(h->listener_refs == 0);
+	EH_CHECK(rte_mempool_avail_count(eh_pool) == EH_MBUFS);
+}
+
+#endif
