@@ -88,11 +88,12 @@ EOC
 }
 
 eth_cleanup() {
+	local pid=$GW_PID # (gw_cleanup forgets it; a killed ibgwd leaves its EAL runtime directory)
 	gw_cleanup
 	[ -n "$ETH_LINKEM" ] && kill "$ETH_LINKEM" 2>/dev/null && wait "$ETH_LINKEM" 2>/dev/null
 	ip link del "$ETH_LB" 2>/dev/null
 	ip link del "$ETH_IF" 2>/dev/null
 	ip netns del "$ETH_NS" 2>/dev/null
-	rm -rf "/var/run/dpdk/ibgwd-$GW_PID" 2>/dev/null
+	[ -n "$pid" ] && rm -rf "/var/run/dpdk/ibgwd-$pid" 2>/dev/null
 	true
 }
