@@ -67,6 +67,11 @@ struct gw_session {
 	struct gw_route *route;
 	struct gw_worker *w;
 	struct gw_session *next_free;
+	/* far side not opened yet (transient shortage, e.g. no spare IB connection object): retried
+	 * from gw_sessions_poll until the route's connect_timeout */
+	bool pending;
+	struct gw_session *next_pending;
+	uint64_t retry_ns, deadline_ns;
 };
 
 struct gw_worker {
@@ -83,6 +88,8 @@ struct gw_worker {
 	struct gw_session *sessions; /* pool of max_sessions */
 	struct gw_session *free_sessions;
 	struct xlt_session_owner owner;
+	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
+	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
 	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
 };
 
@@ -168,6 +175,9 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
  * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
  * not taken, the caller must reset and release it. */
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
+/* Worker, every loop: retries pending far-side connects, and every 100 ms accounts backpressure time
+ * still under way. Returns the amount of work done. */
+unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now_ns);
 /* Worker: abort every session (drain timeout). */
 void gw_session_abort_all(struct gw_worker *w);
 int gw_sessions_init(struct gw_daemon *d);

@@ -167,6 +167,15 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	struct gw_worker *w = arg;
 	struct gw_session *s = (struct gw_session *)x;
 
+	if (s->pending) {
+		/* A went away while its far side was still to be opened */
+		struct gw_session **pp = &w->pending;
+		while (*pp != s)
+			pp = &(*pp)->next_pending;
+		*pp = s->next_pending;
+		s->pending = false;
+	}
+
 	if (reason != XLT_END_OK)
 		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
 	unadmit(w->d, s->route);
@@ -175,6 +184,27 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	s->next_free = w->free_sessions;
 	w->free_sessions = s;
 	gw_bump(&w->st.sessions_active, (uint64_t)-1);
+}
+
+/* Far-side connect retries: an engine may lack a ready connection object for a moment (ib_side keeps
+ * a few spare ones per worker, refilled by the control thread every 20 ms; a burst of accepts empties
+ * them). Turning the accepted client away then would reset a connection that a millisecond later
+ * could have been served, so the session starts with its far side missing and retries. */
+#define RETRY_NS    1000000ull
+#define TICK_NS     100000000ull
+
+static bool transient(int err)
+{
+	return err == -ENOBUFS || err == -EAGAIN || err == -ENOMEM || err == -EADDRNOTAVAIL;
+}
+
+static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_route *r, int *err)
+{
+	const struct conf_endpoint *to = &r->conf.connect;
+
+	*err = 0;
+	return to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, err)
+				       : gw_ib_connect(w, r, to->addr, to->port, err);
 }
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
@@ -199,9 +229,8 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	case CONF_EP_TCP:
 	case CONF_EP_IB:
 		kind = XLT_SESSION_RELAY;
-		b = to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, &err)
-					    : gw_ib_connect(w, r, to->addr, to->port, &err);
-		if (!b) {
+		b = far_connect(w, r, &err);
+		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
 			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
 			ret = err ? err : -EIO;
@@ -217,10 +246,57 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	s->w = w;
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner);
+	if (kind == XLT_SESSION_RELAY && !b) {
+		uint64_t now = gw_now_ns();
+		s->pending = true;
+		s->retry_ns = now + RETRY_NS;
+		s->deadline_ns = now + r->conf.connect_timeout_ms * 1000000ull;
+		s->next_pending = w->pending;
+		w->pending = s;
+	}
 	return 0;
 err:
 	unadmit(w->d, r);
 	return ret;
+}
+
+unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
+{
+	struct gw_session **pp = &w->pending;
+	unsigned work = 0;
+
+	while (*pp) {
+		struct gw_session *s = *pp;
+		struct xlt_stream *b = NULL;
+		int err = -ETIMEDOUT;
+
+		if (now < s->retry_ns) {
+			pp = &s->next_pending;
+			continue;
+		}
+		if (now < s->deadline_ns && !(b = far_connect(w, s->route, &err)) && transient(err)) {
+			s->retry_ns = now + RETRY_NS;
+			pp = &s->next_pending;
+			continue;
+		}
+		/* leave the list before the session can end (owner_done unlinks pending ones) */
+		*pp = s->next_pending;
+		s->pending = false;
+		work++;
+		if (b)
+			xlt_session_attach(&s->x, b);
+		else
+			xlt_session_abort(&s->x, err == -ETIMEDOUT ? XLT_END_CONNECT_TIMEOUT
+								  : xlt_end_reason_of(err, true));
+	}
+	if (now >= w->tick_ns && w->st.sessions_active) {
+		unsigned cap = w->d->conf->gateway.max_sessions;
+		w->tick_ns = now + TICK_NS;
+		for (unsigned i = 0; i < cap; i++)
+			if (w->sessions[i].x.live)
+				xlt_session_tick(&w->sessions[i].x);
+	}
+	return work;
 }
 
 void gw_session_abort_all(struct gw_worker *w)

@@ -34,7 +34,7 @@ int gw_worker_main(void *arg)
 			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
 			gw_session_abort_all(w);
 		}
-		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now);
+		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now) + gw_sessions_poll(w, now);
 
 		gw_bump(&w->st.loops, 1);
 		if (work) {

@@ -80,6 +80,8 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 
 	if (!src || src->state != XLT_STREAM_OPEN)
 		return;
+	if (s->kind == XLT_SESSION_RELAY && !dst)
+		return; /* B not attached yet (connect retried by the owner): A's bytes wait, window closed */
 	if (dst && dst->state != XLT_STREAM_OPEN)
 		return; /* connecting: A's bytes wait in A's buffer, its window/credits closed */
 	while ((n = src->ops->peek(src, &p)) > 0) {
@@ -188,6 +190,22 @@ static void on_closed(void *arg, int err)
 	finish(s);
 }
 
+static void install(struct xlt_session *s, unsigned i)
+{
+	struct xlt_stream *st = s->st[i];
+
+	s->ends[i] = (struct xlt_session_end){.s = s, .idx = i};
+	if (!st)
+		return;
+	st->ev = (struct xlt_stream_events){
+		.arg = &s->ends[i],
+		.on_connected = on_connected,
+		.on_readable = on_readable,
+		.on_writable = on_writable,
+		.on_closed = on_closed,
+	};
+}
+
 void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct xlt_stream *a,
 		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner)
 {
@@ -203,24 +221,39 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->connect_start_ns = owner->now_ns(owner->arg);
 	add(&stats->sessions_total, 1);
 	add(&stats->sessions_active, 1);
-	for (unsigned i = 0; i < 2; i++) {
-		struct xlt_stream *st = s->st[i];
-		s->ends[i] = (struct xlt_session_end){.s = s, .idx = i};
-		if (!st)
-			continue;
-		st->ev = (struct xlt_stream_events){
-			.arg = &s->ends[i],
-			.on_connected = on_connected,
-			.on_readable = on_readable,
-			.on_writable = on_writable,
-			.on_closed = on_closed,
-		};
-	}
+	for (unsigned i = 0; i < 2; i++)
+		install(s, i);
 	if (s->st[1] && s->st[1]->state == XLT_STREAM_OPEN) {
 		s->b_open = true;
 		add(&stats->connects, 1);
 	}
 	xlt_session_pump(s);
+}
+
+void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
+{
+	s->st[1] = b;
+	install(s, 1);
+	if (b->state == XLT_STREAM_OPEN) {
+		s->b_open = true;
+		add(&s->stats->connect_ns_sum, s->owner->now_ns(s->owner->arg) - s->connect_start_ns);
+		add(&s->stats->connects, 1);
+	}
+	xlt_session_pump(s);
+}
+
+void xlt_session_tick(struct xlt_session *s)
+{
+	uint64_t now;
+
+	if (!s->live || !(s->blocked[0] || s->blocked[1]))
+		return;
+	now = s->owner->now_ns(s->owner->arg);
+	for (unsigned i = 0; i < 2; i++)
+		if (s->blocked[i]) {
+			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b, now - s->blocked_since[i]);
+			s->blocked_since[i] = now;
+		}
 }
 
 void xlt_session_abort(struct xlt_session *s, enum xlt_end_reason reason)

@@ -344,6 +344,95 @@ static void test_abort(void **state)
 	free(b);
 }
 
+/* The owner could not open B at once (a transient shortage): A's bytes wait, untouched, until B is
+ * attached; then they flow and the connect latency covers the wait. Giving up instead aborts A. */
+static void test_late_attach(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner);
+	peer_sends(a, "early", 5);
+	assert_int_equal(a->rx_off, 0);
+	assert_int_equal(st.bytes_a_to_b, 0);
+	clock_ns += 3000;
+	xlt_session_attach(&s, &b->s);
+	assert_int_equal(a->rx_off, 0); /* B still connecting */
+	clock_ns += 2000;
+	b->s.state = XLT_STREAM_OPEN;
+	b->s.ev.on_connected(b->s.ev.arg);
+	assert_int_equal(b->tx_len, 5);
+	assert_memory_equal(b->tx, "early", 5);
+	assert_int_equal(st.connects, 1);
+	assert_int_equal(st.connect_ns_sum, 5000);
+	a->s.peer_done = 1;
+	b->s.peer_done = 1;
+	peer_sends(a, "", 0);
+	peer_sends(b, "", 0);
+	closed(a, 0);
+	closed(b, 0);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_OK);
+	assert_int_equal(a->releases + b->releases, 2);
+	free(a);
+	free(b);
+
+	/* the owner gives up: A is aborted, the session ends with the connect failure's reason */
+	a = fake_new(XLT_STREAM_OPEN, CAP);
+	memset(&s, 0, sizeof(s));
+	memset(&st, 0, sizeof(st));
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner);
+	peer_sends(a, "x", 1);
+	xlt_session_abort(&s, XLT_END_CONNECT_TIMEOUT);
+	assert_int_equal(a->aborts, 1);
+	closed(a, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_CONNECT_TIMEOUT);
+	assert_int_equal(st.ends[XLT_END_CONNECT_TIMEOUT], 1);
+	assert_int_equal(st.sessions_active, 0);
+	assert_int_equal(a->releases, 1);
+	free(a);
+}
+
+/* Backpressure time grows while a direction stays blocked (tick), and is not counted twice when
+ * the episode ends. */
+static void test_blocked_time_ticks(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 0);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	peer_sends(a, "abc", 3);
+	assert_int_equal(st.blocked_a_to_b, 1);
+	clock_ns += 1000;
+	xlt_session_tick(&s);
+	assert_int_equal(st.blocked_ns_a_to_b, 1000);
+	clock_ns += 500;
+	xlt_session_tick(&s);
+	assert_int_equal(st.blocked_ns_a_to_b, 1500);
+	clock_ns += 250;
+	peer_drains(b, 10);
+	assert_int_equal(st.blocked_ns_a_to_b, 1750);
+	assert_int_equal(b->tx_len, 3);
+	clock_ns += 1000;
+	xlt_session_tick(&s); /* not blocked: nothing more */
+	assert_int_equal(st.blocked_ns_a_to_b, 1750);
+	assert_int_equal(st.blocked_ns_b_to_a, 0);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	closed(a, -ECONNABORTED);
+	closed(b, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +444,8 @@ int main(void)
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_abort),
+		cmocka_unit_test(test_late_attach),
+		cmocka_unit_test(test_blocked_time_ticks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
