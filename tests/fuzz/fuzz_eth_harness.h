@@ -29,23 +29,23 @@
 
 #include "eth_side/stack.h"
 
-#define EH_GW_IP	RTE_BE32(0xc6120001u) /* 198.18.0.1 */
-#define EH_PEER_IP	RTE_BE32(0xc6120002u) /* 198.18.0.2 */
-#define EH_MBUFS	4095u
-#define EH_KEEP		64 /* frames kept for inspection */
-#define EH_SESSIONS	64
-#define EH_ECHO_PORT	7
+#define EH_GW_IP        RTE_BE32(0xc6120001u) /* 198.18.0.1 */
+#define EH_PEER_IP      RTE_BE32(0xc6120002u) /* 198.18.0.2 */
+#define EH_MBUFS        4095u
+#define EH_KEEP         64 /* frames kept for inspection */
+#define EH_SESSIONS     64
+#define EH_ECHO_PORT    7
 #define EH_DISCARD_PORT 9
 
 static const uint8_t eh_gw_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
 static const uint8_t eh_peer_mac[6] = {0x02, 0, 0, 0, 0, 0x02};
 
-#define EH_CHECK(x)                                                                                        \
-	do {                                                                                               \
-		if (!(x)) {                                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x);              \
-			abort();                                                                           \
-		}                                                                                          \
+#define EH_CHECK(x)                                                                                          \
+	do {                                                                                                 \
+		if (!(x)) {                                                                                  \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x);                \
+			abort();                                                                             \
+		}                                                                                            \
 	} while (0)
 
 struct eh_session {
@@ -80,7 +80,8 @@ static inline void eh_eal_cleanup(void)
 	if (!dir || !*dir || !(d = opendir(dir)))
 		return;
 	while ((de = readdir(d)))
-		if (de->d_name[0] != '.' && snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+		if (de->d_name[0] != '.' &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
 			unlink(path);
 	closedir(d);
 	rmdir(dir);
@@ -90,8 +91,8 @@ static inline void eh_eal_cleanup(void)
 static inline int eh_eal_init(void)
 {
 	char prefix[64];
-	char *argv[] = {"eh", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "64", "-l", "0",
-			"--log-level", "*:error", "--file-prefix", prefix, NULL};
+	char *argv[] = {"eh", "--no-huge", "--no-pci",    "--no-shconf", "--no-telemetry", "-m",   "64",
+	                "-l", "0",         "--log-level", "*:error",     "--file-prefix",  prefix, NULL};
 	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
 
 	if (eh_pool)
@@ -100,7 +101,8 @@ static inline int eh_eal_init(void)
 	if (rte_eal_init(argc, argv) < 0)
 		return -EIO;
 	atexit(eh_eal_cleanup);
-	eh_pool = rte_pktmbuf_pool_create("eh_pool", EH_MBUFS, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	eh_pool =
+	    rte_pktmbuf_pool_create("eh_pool", EH_MBUFS, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	return eh_pool ? 0 : -ENOMEM;
 }
 
@@ -129,7 +131,8 @@ static inline void eh_check_frame(const struct rte_mbuf *m)
 	EH_CHECK(ip->src_addr == EH_GW_IP);
 	if (ip->next_proto_id == IPPROTO_TCP) {
 		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
-		unsigned tlen = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), doff = (th->data_off >> 4) * 4u;
+		unsigned tlen = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip),
+		         doff = (th->data_off >> 4) * 4u;
 		uint32_t sum;
 
 		EH_CHECK(tlen >= sizeof(*th) && doff >= sizeof(*th) && doff <= tlen && doff <= 60);
@@ -210,8 +213,10 @@ static inline void eh_on_accept(void *arg, void *user, struct xlt_stream *s)
 		if (se->s)
 			continue;
 		*se = (struct eh_session){.s = s, .discard = user == &eh_discard_tok};
-		s->ev = (struct xlt_stream_events){.arg = se, .on_readable = eh_on_readable,
-						   .on_writable = eh_on_readable, .on_closed = eh_on_closed};
+		s->ev = (struct xlt_stream_events){.arg = se,
+		                                   .on_readable = eh_on_readable,
+		                                   .on_writable = eh_on_readable,
+		                                   .on_closed = eh_on_closed};
 		return;
 	}
 	eth_tcp_reject(s);
@@ -238,9 +243,11 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 		if (!s)
 			return err;
 		*se = (struct eh_session){.s = s};
-		s->ev = (struct xlt_stream_events){.arg = se, .on_connected = eh_on_connected,
-						   .on_readable = eh_on_readable, .on_writable = eh_on_readable,
-						   .on_closed = eh_on_closed};
+		s->ev = (struct xlt_stream_events){.arg = se,
+		                                   .on_connected = eh_on_connected,
+		                                   .on_readable = eh_on_readable,
+		                                   .on_writable = eh_on_readable,
+		                                   .on_closed = eh_on_closed};
 		return 0;
 	}
 	return -ENOSPC;
@@ -313,8 +320,8 @@ static inline size_t eh_ip_frame(uint8_t *out, uint8_t proto, const void *l4, si
 /* Builds a TCP segment (header, OPTLEN bytes of options rounded up to 4, LEN bytes of payload) in
  * OUT as a full frame with correct checksums. Returns the frame length. */
 static inline size_t eh_tcp_frame(uint8_t *out, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
-				  uint8_t flags, uint16_t wnd, const uint8_t *opt, size_t optlen, const uint8_t *data,
-				  size_t len)
+                                  uint8_t flags, uint16_t wnd, const uint8_t *opt, size_t optlen,
+                                  const uint8_t *data, size_t len)
 {
 	uint8_t seg[60 + 1500];
 	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)seg;
@@ -365,25 +372,25 @@ static inline void eh_arp_hello(struct eh *h)
 static inline int eh_start(struct eh *h, uint32_t syn_backlog, uint32_t rbuf, uint32_t sbuf)
 {
 	struct eth_stack_conf c = {
-		.worker = 0,
-		.n_workers = 1,
-		.port_id = UINT16_MAX,
-		.pool = eh_pool,
-		.addr = EH_GW_IP,
-		.prefix = 24,
-		.mtu = 1500,
-		.time_wait_ms = 2000,
-		.syn_backlog = syn_backlog,
-		.keepalive_ms = 20000,
-		.keepalive_intvl_ms = 2000,
-		.keepalive_probes = 3,
-		.user_timeout_ms = 30000,
-		.max_conns = 128,
-		.buffer_bytes = 4u << 20,
-		.flow_key = {1, 2},
-		.tx = eh_tx,
-		.on_accept = eh_on_accept,
-		.on_listener_free = eh_on_listener_free,
+	    .worker = 0,
+	    .n_workers = 1,
+	    .port_id = UINT16_MAX,
+	    .pool = eh_pool,
+	    .addr = EH_GW_IP,
+	    .prefix = 24,
+	    .mtu = 1500,
+	    .time_wait_ms = 2000,
+	    .syn_backlog = syn_backlog,
+	    .keepalive_ms = 20000,
+	    .keepalive_intvl_ms = 2000,
+	    .keepalive_probes = 3,
+	    .user_timeout_ms = 30000,
+	    .max_conns = 128,
+	    .buffer_bytes = 4u << 20,
+	    .flow_key = {1, 2},
+	    .tx = eh_tx,
+	    .on_accept = eh_on_accept,
+	    .on_listener_free = eh_on_listener_free,
 	};
 	struct eth_tcp_params p = {.rbuf_size = rbuf, .sbuf_size = sbuf, .connect_timeout_ms = 5000};
 

@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct flow {
 	uint16_t peer_port, gw_port; /* gw_port 0: an active flow not seen yet */
-	uint32_t peer_nxt;	      /* the peer's next sequence number */
-	uint32_t gw_nxt;	      /* the engine's, learnt from its frames */
+	uint32_t peer_nxt;           /* the peer's next sequence number */
+	uint32_t gw_nxt;             /* the engine's, learnt from its frames */
 };
 
 static const uint64_t steps_ms[8] = {0, 0, 1, 5, 40, 200, 1000, 10000};
@@ -52,7 +52,8 @@ static void learn(void)
 		uint16_t sp, dp;
 		uint32_t end;
 
-		if (e->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) || ip->next_proto_id != IPPROTO_TCP)
+		if (e->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+		    ip->next_proto_id != IPPROTO_TCP)
 			continue;
 		sp = rte_be_to_cpu_16(th->src_port);
 		dp = rte_be_to_cpu_16(th->dst_port);
@@ -122,14 +123,15 @@ static size_t segment(const uint8_t *d, size_t n)
 	len = (size_t)d[7] * 8;
 	if (!f->gw_port)
 		return used + optlen; /* an active flow that does not exist yet */
-	flen = eh_tcp_frame(frame, f->peer_port, f->gw_port, seq, ack, flags,
-			    (uint16_t)(d[1] & 0x80 ? 0 : 0xffff >> (d[6] >> 6)), d + used, optlen, pattern, len);
+	flen =
+	    eh_tcp_frame(frame, f->peer_port, f->gw_port, seq, ack, flags,
+	                 (uint16_t)(d[1] & 0x80 ? 0 : 0xffff >> (d[6] >> 6)), d + used, optlen, pattern, len);
 	if (ob & 0x80)
 		frame[flen - 1] ^= 0x5a; /* a bad checksum (the last byte: payload or option or header) */
 	eh_feed(&h, frame, flen);
 	if (!(ob & 0x80) && seq == f->peer_nxt)
 		f->peer_nxt += (uint32_t)(len > 1460 ? 1460 : len) + !!(flags & RTE_TCP_SYN_FLAG) +
-			       !!(flags & RTE_TCP_FIN_FLAG);
+		               !!(flags & RTE_TCP_FIN_FLAG);
 	return used + optlen;
 }
 
@@ -206,7 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if ((op & 7) == 0) {
 				eh_feed(&h, data + i, len);
 			} else if ((op & 7) == 1) {
-				size_t fl = eh_ip_frame(frame, IPPROTO_TCP, NULL, 0, 0); /* just the headers */
+				size_t fl =
+				    eh_ip_frame(frame, IPPROTO_TCP, NULL, 0, 0); /* just the headers */
 				memcpy(frame + RTE_ETHER_HDR_LEN, data + i, len);
 				(void)fl;
 				eh_feed(&h, frame, RTE_ETHER_HDR_LEN + len);

@@ -30,7 +30,8 @@ static int parse(const uint8_t *p, size_t len, bool syn, struct eth_tcp_opts *o)
 static void test_linux_syn(void **state)
 {
 	/* what Linux 6.1 sends in a SYN: MSS 1460, SACK-permitted, timestamps, NOP, window scale 7 */
-	static const uint8_t syn[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0, 1, 3, 3, 7};
+	static const uint8_t syn[] = {2,    4,    0x05, 0xb4, 4, 2, 8, 10, 0x11, 0x22,
+	                              0x33, 0x44, 0,    0,    0, 0, 1, 3,  3,    7};
 	struct eth_tcp_opts o;
 
 	(void)state;
@@ -51,8 +52,8 @@ static void test_wscale_clamp_and_oddities(void **state)
 {
 	static const uint8_t ws15[] = {3, 3, 15, 0};
 	static const uint8_t eol_garbage[] = {2, 4, 0x02, 0x18, 0, 0xff, 0x00, 0x99}; /* EOL, then junk */
-	static const uint8_t unknown[] = {30, 6, 1, 2, 3, 4, 1, 1, 2, 4, 0x01, 0x00};  /* kind 30 len 6 */
-	static const uint8_t unknown2[] = {254, 2, 1, 0};			       /* bare, len 2 */
+	static const uint8_t unknown[] = {30, 6, 1, 2, 3, 4, 1, 1, 2, 4, 0x01, 0x00}; /* kind 30 len 6 */
+	static const uint8_t unknown2[] = {254, 2, 1, 0};                             /* bare, len 2 */
 	static const uint8_t nops[] = {1, 1, 1, 1, 1, 1, 1, 1};
 	struct eth_tcp_opts o;
 
@@ -101,26 +102,26 @@ static void test_malformed(void **state)
 		uint8_t b[16];
 		size_t len;
 	} bad[] = {
-		{{2, 0, 5, 0xb4}, 4},		      /* length 0 */
-		{{2, 1, 5, 0xb4}, 4},		      /* length 1 */
-		{{2, 3, 5, 0}, 4},		      /* MSS of 3 */
-		{{2, 5, 5, 0xb4, 0}, 5},	      /* MSS of 5 */
-		{{2, 4, 5}, 3},			      /* MSS cut short */
-		{{2}, 1},			      /* a kind with no length byte */
-		{{1, 1, 1, 2}, 4},		      /* the same after NOPs */
-		{{3, 2, 0, 0}, 4},		      /* window scale of 2 */
-		{{3, 4, 7, 0}, 4},		      /* window scale of 4 */
-		{{4, 3, 0, 0}, 4},		      /* SACK-permitted of 3 */
-		{{8, 9, 0, 0, 0, 0, 0, 0, 0, 0}, 10}, /* timestamps of 9 */
-		{{8, 11, 0}, 12},		      /* timestamps of 11 */
-		{{8, 10, 0, 0, 0, 0}, 6},	      /* timestamps cut short */
-		{{5, 2, 0, 0}, 4},		      /* SACK with no block */
-		{{5, 9, 0}, 12},		      /* SACK of 9 */
-		{{5, 11, 0}, 12},		      /* SACK of 11 */
-		{{5, 18, 0}, 12},		      /* SACK of 2 blocks in 12 bytes */
-		{{30, 40, 0, 0}, 4},		      /* unknown kind running past the end */
-		{{30, 255, 0, 0}, 4},
-		{{1, 30, 5, 0}, 4},		      /* unknown kind of length 5 in 3 bytes */
+	    {{2, 0, 5, 0xb4}, 4},                 /* length 0 */
+	    {{2, 1, 5, 0xb4}, 4},                 /* length 1 */
+	    {{2, 3, 5, 0}, 4},                    /* MSS of 3 */
+	    {{2, 5, 5, 0xb4, 0}, 5},              /* MSS of 5 */
+	    {{2, 4, 5}, 3},                       /* MSS cut short */
+	    {{2}, 1},                             /* a kind with no length byte */
+	    {{1, 1, 1, 2}, 4},                    /* the same after NOPs */
+	    {{3, 2, 0, 0}, 4},                    /* window scale of 2 */
+	    {{3, 4, 7, 0}, 4},                    /* window scale of 4 */
+	    {{4, 3, 0, 0}, 4},                    /* SACK-permitted of 3 */
+	    {{8, 9, 0, 0, 0, 0, 0, 0, 0, 0}, 10}, /* timestamps of 9 */
+	    {{8, 11, 0}, 12},                     /* timestamps of 11 */
+	    {{8, 10, 0, 0, 0, 0}, 6},             /* timestamps cut short */
+	    {{5, 2, 0, 0}, 4},                    /* SACK with no block */
+	    {{5, 9, 0}, 12},                      /* SACK of 9 */
+	    {{5, 11, 0}, 12},                     /* SACK of 11 */
+	    {{5, 18, 0}, 12},                     /* SACK of 2 blocks in 12 bytes */
+	    {{30, 40, 0, 0}, 4},                  /* unknown kind running past the end */
+	    {{30, 255, 0, 0}, 4},
+	    {{1, 30, 5, 0}, 4}, /* unknown kind of length 5 in 3 bytes */
 	};
 	struct eth_tcp_opts o;
 
@@ -169,7 +170,8 @@ static void test_write_syn_roundtrip(void **state)
 	for (unsigned sack = 0; sack < 2; sack++)
 		for (unsigned ts = 0; ts < 2; ts++)
 			for (int ws = -1; ws <= 14; ws += 5) {
-				unsigned n = eth_tcp_opt_write_syn(b, 1448, sack, ts, 0xdeadbeefu, 0x01020304u, ws);
+				unsigned n =
+				    eth_tcp_opt_write_syn(b, 1448, sack, ts, 0xdeadbeefu, 0x01020304u, ws);
 				assert_true(n <= 20 && n % 4 == 0);
 				assert_int_equal(parse(b, n, true, &o), 0);
 				assert_true(o.mss_ok);
@@ -199,7 +201,8 @@ static void test_write_roundtrip(void **state)
 	}
 	for (unsigned ts = 0; ts < 2; ts++)
 		for (unsigned n = 0; n <= 6; n++) {
-			unsigned len = eth_tcp_opt_write(b, ts, 7, 8, blk, n), want = n < (ts ? 3u : 4u) ? n : (ts ? 3u : 4u);
+			unsigned len = eth_tcp_opt_write(b, ts, 7, 8, blk, n),
+			         want = n < (ts ? 3u : 4u) ? n : (ts ? 3u : 4u);
 			assert_true(len <= 40 && len % 4 == 0);
 			assert_int_equal(parse(b, len, false, &o), 0);
 			assert_int_equal(o.ts_ok, ts);
@@ -214,13 +217,10 @@ static void test_write_roundtrip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_linux_syn),
-		cmocka_unit_test(test_wscale_clamp_and_oddities),
-		cmocka_unit_test(test_sack_blocks),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_exhaustive_short),
-		cmocka_unit_test(test_write_syn_roundtrip),
-		cmocka_unit_test(test_write_roundtrip),
+	    cmocka_unit_test(test_linux_syn),        cmocka_unit_test(test_wscale_clamp_and_oddities),
+	    cmocka_unit_test(test_sack_blocks),      cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_exhaustive_short), cmocka_unit_test(test_write_syn_roundtrip),
+	    cmocka_unit_test(test_write_roundtrip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,7 +94,7 @@ static void test_acceptable(void **state)
 		assert_true(eth_seq_acceptable(r, 1, r, w));
 		assert_true(eth_seq_acceptable(r + w - 1, 100, r, w)); /* straddles the right edge */
 		assert_false(eth_seq_acceptable(r + w, 1, r, w));
-		assert_true(eth_seq_acceptable(r - 50, 100, r, w)); /* starts old, ends new */
+		assert_true(eth_seq_acceptable(r - 50, 100, r, w));   /* starts old, ends new */
 		assert_false(eth_seq_acceptable(r - 100, 100, r, w)); /* all old: ends at r - 1 */
 		assert_true(eth_seq_acceptable(r - 100, 101, r, w));
 		assert_false(eth_seq_acceptable(r + (1u << 30), 100, r, w));
@@ -108,10 +108,10 @@ static void test_acceptable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_compare_plain),
-		cmocka_unit_test(test_compare_wrap),
-		cmocka_unit_test(test_in_range),
-		cmocka_unit_test(test_acceptable),
+	    cmocka_unit_test(test_compare_plain),
+	    cmocka_unit_test(test_compare_wrap),
+	    cmocka_unit_test(test_in_range),
+	    cmocka_unit_test(test_acceptable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

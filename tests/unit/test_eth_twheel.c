@@ -18,7 +18,7 @@
 
 struct tm {
 	struct eth_timer t;
-	uint64_t want;	 /* tick it should fire at */
+	uint64_t want; /* tick it should fire at */
 	unsigned fired;
 	uint64_t fired_at;
 	uint64_t period; /* re-arm itself this far out (0: one-shot) */
@@ -176,7 +176,8 @@ static void test_random(void **state)
 	}
 	while (total_fired + cancelled < armed) {
 		prev = now;
-		now += rand() % 10 == 0 ? (uint64_t)(rand() % (2 * ETH_TWHEEL_SLOTS)) : (uint64_t)(rand() % 50);
+		now +=
+		    rand() % 10 == 0 ? (uint64_t)(rand() % (2 * ETH_TWHEEL_SLOTS)) : (uint64_t)(rand() % 50);
 		/* shuffle a few pending ones */
 		for (unsigned k = 0; k < 3; k++) {
 			struct tm *m = &tms[rand() % N];
@@ -214,12 +215,9 @@ static void test_random(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exact_tick),
-		cmocka_unit_test(test_laps),
-		cmocka_unit_test(test_long_stall),
-		cmocka_unit_test(test_cancel_rearm),
-		cmocka_unit_test(test_callbacks),
-		cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_exact_tick), cmocka_unit_test(test_laps),
+	    cmocka_unit_test(test_long_stall), cmocka_unit_test(test_cancel_rearm),
+	    cmocka_unit_test(test_callbacks),  cmocka_unit_test(test_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
