@@ -599,6 +599,13 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		ack_later(t);
 		return;
 	}
+	if (t->state == ETH_TCP_SYN_RCVD && !t->passive && sg->seq == t->irs && sg->ack == t->snd_max &&
+	    (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) {
+		/* simultaneous open (RFC 9293 figure 7): the peer's SYN-ACK repeats the SYN we already
+		 * took; what is new is its ACK of our SYN, so it counts as that ACK (as Linux does) */
+		sg->seq++;
+		sg->flags &= (uint8_t)~RTE_TCP_SYN_FLAG;
+	}
 	rwnd = eth_seq_gt(t->rcv_adv, t->rcv_nxt) ? t->rcv_adv - t->rcv_nxt : 0;
 	/* as Linux does, a segment starting exactly at rcv_nxt is looked at even with a zero window:
 	 * its ACK, window and FIN count, its data is trimmed below */

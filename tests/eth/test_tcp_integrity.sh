@@ -55,6 +55,7 @@ t0=$(date +%s.%N)
 eth_ns timeout 120 nc -N "$ETH_GW_IP" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "relay transfer failed"
 [ "$(cat "$tmp/got")" = "$want" ] || fail "relay: $SIZE came back different"
 ok "relay to a kernel server: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+size=$(stat -c %s "$tmp/in")
 rm -f "$tmp/in"
 
 out=$(peer conc "$ETH_GW_IP" 7 1000 20000) || fail "1000 concurrent connections: $out"
@@ -88,5 +89,18 @@ sessions=$(gw_metric "$ETH_STATS" 'ibgw_worker_sessions_active{worker="0"}')
 [ "$active" = 0 ] || fail "$active connections still active"
 [ "$sessions" = 0 ] || fail "$sessions sessions still active"
 ok "no connection or session left over"
+m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+w='{worker="0"}'
+bin=$(m "tcp_bytes_in_total$w") bout=$(m "tcp_bytes_out_total$w")
+sin=$(m "tcp_segments_in_total$w") sout=$(m "tcp_segments_out_total$w")
+pas=$(m 'tcp_connections_opened_total{dir="passive",worker="0"}') act=$(m 'tcp_connections_opened_total{dir="active",worker="0"}')
+closed=$(m "tcp_connections_closed_total$w") failed=$(m "tcp_connect_failures_total$w")
+echo "bytes in $bin out $bout, segments in $sin out $sout, opened passive $pas active $act, closed $closed"
+# echo: SIZE in and out; relay: SIZE from the client and SIZE back from the server, each both ways
+[ "$bin" -ge $((3 * size)) ] && [ "$bout" -ge $((3 * size)) ] || fail "byte counters below 3 x $size"
+[ "$sin" -ge $((3 * size / 1460)) ] && [ "$sout" -ge $((3 * size / 1460)) ] || fail "segment counters too low"
+[ "$pas" -ge 1006 ] && [ "$act" -ge 3 ] || fail "opened: $pas passive (>= 1006), $act active (>= 3)"
+[ "$closed" = $((pas + act - failed)) ] || fail "closed $closed != opened $((pas + act)) - failed $failed"
+ok "counters: bytes and segments both ways, every opened connection counted closed"
 gw_stop || fail "ibgwd exited with $?"
 ok "clean shutdown"

@@ -1,0 +1,598 @@
+/* Engine-level tests of eth_side on crafted frames and a fake clock (tests/fuzz/fuzz_eth_harness.h:
+ * a real mbuf pool, no device, listeners on 7 = echo and 9 = discard). What the host tests cannot
+ * reach or time cheaply: IPv4 fragments (the af_packet PMD has the kernel reassemble them), the
+ * handshake's options, simultaneous open and close, TIME_WAIT expiry and reuse, the SYN backlog,
+ * keepalive, the persist timer against a zero window, our own zero window, fast retransmit with SACK,
+ * and a peer that vanishes with data outstanding (RTO backoff, then user_timeout). Each test checks
+ * the segments on the wire and the counters, and that every mbuf returns to the pool. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/fuzz/fuzz_eth_harness.h"
+
+#include "eth_side/tcp_opt.h"
+#include "eth_side/tcp_seq.h"
+
+#define PEER_ISN 0xfffff000u /* wraps during the tests */
+
+struct out {
+	uint16_t sport, dport;
+	uint32_t seq, ack, len;
+	uint8_t flags;
+	uint16_t win;
+	struct eth_tcp_opts o;
+	const uint8_t *data;
+};
+
+/* A connection from the test's point of view (the peer). */
+struct conn {
+	uint16_t pport, gport;
+	uint32_t pnxt; /* peer's next sequence number */
+	uint32_t gnxt; /* ibgwd's next sequence number (what the peer acknowledges) */
+	uint32_t iss;
+	bool ts;
+	uint32_t tsval;
+};
+
+static struct eh h;
+
+static const struct eth_stack_stats *S(void)
+{
+	return eth_stack_stats(h.st);
+}
+
+/* Decodes the TCP frames kept since the last eh_forget into V (up to MAX). Returns their count. */
+static unsigned sent(struct out *v, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept && n < max; i++) {
+		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+		unsigned doff;
+
+		if (((const struct rte_ether_hdr *)p)->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+		    ip->next_proto_id != IPPROTO_TCP)
+			continue;
+		doff = (th->data_off >> 4) * 4u;
+		v[n].sport = rte_be_to_cpu_16(th->src_port);
+		v[n].dport = rte_be_to_cpu_16(th->dst_port);
+		v[n].seq = rte_be_to_cpu_32(th->sent_seq);
+		v[n].ack = rte_be_to_cpu_32(th->recv_ack);
+		v[n].flags = th->tcp_flags;
+		v[n].win = rte_be_to_cpu_16(th->rx_win);
+		v[n].len = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip) - doff;
+		v[n].data = (const uint8_t *)th + doff;
+		assert_int_equal(eth_tcp_opt_parse((const uint8_t *)(th + 1), doff - sizeof(*th),
+						   th->tcp_flags & RTE_TCP_SYN_FLAG, &v[n].o),
+				 0);
+		n++;
+	}
+	return n;
+}
+
+/* The only TCP segment sent since the last eh_forget (fails unless exactly one). */
+static struct out one(void)
+{
+	struct out v[8];
+
+	assert_int_equal(sent(v, 8), 1);
+	return v[0];
+}
+
+static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t wnd, const uint8_t *data,
+		 size_t len)
+{
+	uint8_t frame[1600], opt[12] = {1, 1, 8, 10};
+	size_t ol = 0;
+
+	if (c->ts) {
+		c->tsval += 10;
+		opt[4] = (uint8_t)(c->tsval >> 24);
+		opt[5] = (uint8_t)(c->tsval >> 16);
+		opt[6] = (uint8_t)(c->tsval >> 8);
+		opt[7] = (uint8_t)c->tsval;
+		ol = 12;
+	}
+	eh_forget(&h);
+	eh_feed(&h, frame, eh_tcp_frame(frame, c->pport, c->gport, seq, ack, flags, wnd, opt, ol, data, len));
+	eh_poll(&h);
+}
+
+/* Sends LEN bytes in order from the peer (acknowledging everything ibgwd sent). */
+static void peer_data(struct conn *c, const uint8_t *data, size_t len, uint8_t extra)
+{
+	feed(c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG | extra, c->pnxt, c->gnxt, 65535, data, len);
+	c->pnxt += (uint32_t)len + !!(extra & RTE_TCP_FIN_FLAG);
+}
+
+static void ack_all(struct conn *c, uint16_t wnd)
+{
+	feed(c, RTE_TCP_ACK_FLAG, c->pnxt, c->gnxt, wnd, NULL, 0);
+}
+
+/* Opens a connection from the peer's PPORT to GPORT, with Linux's SYN options when OPTS. */
+static void open_conn(struct conn *c, uint16_t pport, uint16_t gport, bool opts)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	uint8_t frame[200];
+	struct out o;
+
+	*c = (struct conn){.pport = pport, .gport = gport, .pnxt = PEER_ISN, .ts = opts, .tsval = 1};
+	eh_forget(&h);
+	eh_feed(&h, frame,
+		eh_tcp_frame(frame, pport, gport, c->pnxt, 0, RTE_TCP_SYN_FLAG, 65535, opts ? syn_opts : NULL,
+			     opts ? sizeof(syn_opts) : 0, NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(o.ack, PEER_ISN + 1);
+	c->pnxt++;
+	c->iss = o.seq;
+	c->gnxt = o.seq + 1;
+	ack_all(c, 65535);
+}
+
+static struct eh_session *session_of(uint16_t pport)
+{
+	for (unsigned i = 0; i < EH_SESSIONS; i++)
+		if (h.sess[i].s && h.sess[i].s->peer_port == pport)
+			return &h.sess[i];
+	return NULL;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return eh_start(&h, 4, 16384, 16384);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	eh_stop(&h); /* checks that every mbuf is back */
+	return 0;
+}
+
+static void test_fragments(void **state)
+{
+	uint8_t f[200];
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	uint64_t sent0 = h.n_sent;
+	size_t len;
+
+	(void)state;
+	len = eh_tcp_frame(f, 41000, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	eh_feed(&h, f, len);
+	ip->fragment_offset = rte_cpu_to_be_16(100);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	eh_feed(&h, f, len);
+	eh_poll(&h);
+	assert_int_equal(S()->ip_fragments, 2);
+	assert_int_equal(S()->tcp_segments_in, 0);
+	assert_int_equal(h.n_sent, sent0); /* no SYN-ACK */
+	/* a DF flag alone is no fragment */
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	eh_forget(&h);
+	eh_feed(&h, f, len);
+	eh_poll(&h);
+	assert_int_equal(one().flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(S()->ip_fragments, 2);
+}
+
+static void test_handshake_options(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0x00, 4, 2, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 1, 3, 3, 9};
+	uint8_t f[200];
+	struct out o;
+	struct conn c;
+
+	(void)state;
+	eh_feed(&h, f,
+		eh_tcp_frame(f, 41001, EH_ECHO_PORT, 500, 0, RTE_TCP_SYN_FLAG, 65535, syn_opts, sizeof(syn_opts),
+			     NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_true(o.o.mss_ok && o.o.sack_ok && o.o.ts_ok && o.o.ws_ok);
+	assert_int_equal(o.o.mss, 1460);
+	assert_int_equal(o.o.tsecr, 0x1234); /* our TSecr echoes the peer's TSval */
+	assert_int_equal(o.o.wscale, 0);     /* 16 KiB buffers need no scaling */
+	assert_int_equal(o.win, 16384);
+	assert_int_equal(S()->tcp_syn_rcvd, 1);
+	/* no options at all: no SACK, timestamps or scaling in the answer (RFC 7323, RFC 2018) */
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 41002, EH_ECHO_PORT, 700, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_true(o.o.mss_ok);
+	assert_false(o.o.sack_ok || o.o.ts_ok || o.o.ws_ok);
+	assert_int_equal(S()->tcp_syn_rcvd, 2);
+	/* a full handshake: established, counted, the session accepted it */
+	open_conn(&c, 41003, EH_ECHO_PORT, true);
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_passive_opens, 1);
+	assert_non_null(session_of(41003));
+}
+
+/* Both ends send a SYN at once (RFC 9293 figure 7). */
+static void test_simultaneous_open(void **state)
+{
+	static const uint8_t msg[] = "crossing SYNs";
+	struct conn c = {.pport = 80, .pnxt = 0x7ffffff0u};
+	struct eh_session *se;
+	struct out o;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(eh_connect(&h, 80), 0);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG);
+	c.gport = o.sport;
+	c.iss = o.seq;
+	assert_int_equal(S()->tcp_active_opens, 1);
+	/* the peer's own SYN crosses ours: we answer SYN-ACK with the same ISS */
+	feed(&c, RTE_TCP_SYN_FLAG, c.pnxt, 0, 65535, NULL, 0);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(o.seq, c.iss);
+	assert_int_equal(o.ack, c.pnxt + 1);
+	/* the peer's SYN-ACK (its SYN again, now acknowledging ours): established */
+	feed(&c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, c.iss + 1, 65535, NULL, 0);
+	c.pnxt++;
+	c.gnxt = c.iss + 1;
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_syn_rcvd, 0);
+	assert_int_equal(S()->tcp_challenge_acks, 0);
+	se = session_of(80);
+	assert_non_null(se);
+	assert_int_equal(se->s->state, XLT_STREAM_OPEN);
+	/* and data flows: the session echoes it */
+	peer_data(&c, msg, sizeof(msg), 0);
+	o = one();
+	assert_int_equal(o.len, sizeof(msg));
+	assert_memory_equal(o.data, msg, sizeof(msg));
+	assert_int_equal(o.seq, c.gnxt);
+	assert_int_equal(o.ack, c.pnxt);
+}
+
+static struct conn established_echo(uint16_t pport)
+{
+	struct conn c;
+
+	open_conn(&c, pport, EH_ECHO_PORT, true);
+	return c;
+}
+
+/* Both ends send FIN at once: FIN_WAIT_1 -> CLOSING -> TIME_WAIT, then the block is freed after
+ * time_wait (2 s here); a new SYN on the same pair reuses a TIME_WAIT block only when newer. */
+static void test_simultaneous_close_time_wait(void **state)
+{
+	struct conn c = established_echo(41010), c2;
+	struct eh_session *se = session_of(41010);
+	uint32_t fin_seq;
+	struct out o;
+	uint8_t f[200];
+
+	(void)state;
+	eh_forget(&h);
+	se->s->ops->shutdown(se->s);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags & RTE_TCP_FIN_FLAG, RTE_TCP_FIN_FLAG);
+	fin_seq = o.seq;
+	/* the peer's FIN, not acknowledging ours: CLOSING, our ACK of it */
+	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, fin_seq, 65535, NULL, 0);
+	c.pnxt++;
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(S()->tcp_time_wait, 0);
+	assert_int_equal(S()->tcp_active, 1);
+	/* its ACK of our FIN: TIME_WAIT; the session saw an orderly close and released the stream */
+	c.gnxt = fin_seq + 1;
+	ack_all(&c, 65535);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	assert_int_equal(S()->tcp_active, 0);
+	assert_int_equal(S()->tcp_closed, 1);
+	assert_null(session_of(41010));
+	/* a retransmitted FIN is acknowledged again */
+	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt - 1, c.gnxt, 65535, NULL, 0);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	/* an old SYN (below what we received) does not reuse the pair: a challenge ACK */
+	c.ts = false;
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 41010, EH_ECHO_PORT, c.pnxt - 100, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_ACK_FLAG);
+	assert_int_equal(S()->tcp_tw_reuse, 0);
+	/* a newer one does, with an ISS above the old connection's sequence space */
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 41010, EH_ECHO_PORT, c.pnxt + 1000, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_true(eth_seq_gt(o.seq, c.gnxt));
+	assert_int_equal(S()->tcp_tw_reuse, 1);
+	assert_int_equal(S()->tcp_time_wait, 0);
+	assert_int_equal(S()->tcp_syn_rcvd, 1);
+	/* a TIME_WAIT that nobody reuses ends after time_wait */
+	c2 = established_echo(41011);
+	peer_data(&c2, NULL, 0, RTE_TCP_FIN_FLAG); /* the peer closes first: the echo closes too */
+	o = one();
+	assert_int_equal(o.flags & RTE_TCP_FIN_FLAG, RTE_TCP_FIN_FLAG);
+	c2.gnxt = o.seq + o.len + 1;
+	ack_all(&c2, 65535); /* LAST_ACK -> CLOSED: no TIME_WAIT on the passive closer */
+	assert_int_equal(S()->tcp_time_wait, 0);
+	assert_int_equal(S()->tcp_active, 0);
+	c2 = established_echo(41012);
+	se = session_of(41012);
+	eh_forget(&h);
+	se->s->ops->shutdown(se->s);
+	eh_poll(&h);
+	o = one();
+	c2.gnxt = o.seq + 1;
+	peer_data(&c2, NULL, 0, RTE_TCP_FIN_FLAG); /* acknowledges our FIN and brings its own */
+	assert_int_equal(S()->tcp_time_wait, 1);
+	eh_advance_ms(&h, 1900);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	eh_advance_ms(&h, 200);
+	assert_int_equal(S()->tcp_time_wait, 0);
+	assert_int_equal(eth_stack_conns(h.st), 1); /* only the reused 41010 (half-open) is left */
+}
+
+/* syn_backlog = 4 here: the fifth half-open connection is refused and counted. */
+static void test_syn_backlog(void **state)
+{
+	uint8_t f[200];
+	struct conn c;
+
+	(void)state;
+	for (unsigned i = 0; i < 10; i++)
+		eh_feed(&h, f,
+			eh_tcp_frame(f, (uint16_t)(42000 + i), EH_ECHO_PORT, 1000 * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL,
+				     0, NULL, 0));
+	eh_forget(&h);
+	eh_poll(&h);
+	assert_int_equal(S()->tcp_syn_rcvd, 4);
+	assert_int_equal(S()->tcp_syn_drops, 6);
+	/* a full backlog refuses a new SYN too; once a half-open one times out, room is back */
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 42100, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(S()->tcp_syn_drops, 7);
+	for (unsigned i = 0; i < 70; i++)
+		eh_advance_ms(&h, 1000); /* SYN-ACK retries (1+2+4+8+16+32 s) run out */
+	assert_int_equal(S()->tcp_syn_rcvd, 0);
+	assert_int_equal(S()->tcp_retransmits, 4 * 5);
+	open_conn(&c, 42200, EH_ECHO_PORT, false);
+	assert_int_equal(S()->tcp_active, 1);
+}
+
+/* keepalive 20 s, then probes every 2 s; 3 unanswered probes end the connection. */
+static void test_keepalive(void **state)
+{
+	struct conn c = established_echo(41020);
+	struct out o;
+
+	(void)state;
+	eh_forget(&h);
+	eh_advance_ms(&h, 19000);
+	assert_int_equal(h.n_kept, 0);
+	eh_advance_ms(&h, 1500);
+	o = one();
+	assert_int_equal(o.seq, c.gnxt - 1); /* an old byte: the peer must answer */
+	assert_int_equal(o.len, 0);
+	assert_int_equal(S()->tcp_keepalive_probes, 1);
+	ack_all(&c, 65535); /* the peer answers: idle again */
+	eh_forget(&h);
+	eh_advance_ms(&h, 19000);
+	assert_int_equal(h.n_kept, 0);
+	eh_advance_ms(&h, 1500);
+	assert_int_equal(S()->tcp_keepalive_probes, 2);
+	for (unsigned i = 0; i < 3; i++)
+		eh_advance_ms(&h, 2100); /* the peer is gone */
+	assert_int_equal(S()->tcp_keepalive_probes, 4);
+	assert_int_equal(S()->tcp_timeouts, 1);
+	assert_int_equal(S()->tcp_active, 0);
+	assert_int_equal(S()->tcp_rsts_out, 1);
+	assert_null(session_of(41020)); /* the session saw the close and released the stream */
+}
+
+/* The peer closes its window: we probe it (persist, backing off), never give up while it answers,
+ * and send the data once it opens. */
+static void test_persist(void **state)
+{
+	static uint8_t blob[5000];
+	struct conn c = established_echo(41030);
+	struct eh_session *se = session_of(41030);
+	struct out v[16];
+	unsigned n, probes = 0;
+	uint32_t got = 0;
+
+	(void)state;
+	ack_all(&c, 0);
+	assert_int_equal(S()->tcp_zero_window_rcvd, 1);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 0); /* nothing fits a zero window */
+	for (unsigned i = 0; i < 40; i++) {
+		eh_forget(&h);
+		eh_advance_ms(&h, 250);
+		n = sent(v, 16);
+		for (unsigned k = 0; k < n; k++) {
+			assert_int_equal(v[k].len, 0); /* only probes */
+			assert_int_equal(v[k].seq, c.gnxt - 1);
+			probes++;
+		}
+		if (n)
+			ack_all(&c, 0); /* still closed, but answering */
+	}
+	/* 10 s of probing with backoff from the 200 ms floor: 200, 400, 800, 1600, 3200 ms... */
+	assert_true(probes >= 4 && probes <= 8);
+	assert_int_equal(S()->tcp_active, 1);
+	/* the window opens: the data goes */
+	ack_all(&c, 65535);
+	n = sent(v, 16);
+	for (unsigned k = 0; k < n; k++) {
+		assert_int_equal(v[k].seq, c.gnxt + got);
+		got += v[k].len;
+	}
+	assert_int_equal(got, sizeof(blob));
+}
+
+/* A session that stops reading: the advertised window closes (counted once), and opens again. */
+static void test_zero_window_sent(void **state)
+{
+	static uint8_t blob[1400];
+	struct conn c = established_echo(41040);
+	struct eh_session *se = session_of(41040);
+	struct out o = {0};
+	unsigned sent_bytes = 0;
+
+	(void)state;
+	se->paused = 1;
+	while (sent_bytes < 16384) {
+		size_t n = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
+		peer_data(&c, blob, n, 0);
+		sent_bytes += (unsigned)n;
+	}
+	eh_advance_ms(&h, 50); /* a delayed ACK, if one was owed */
+	{
+		struct out v[8];
+		unsigned n = sent(v, 8); /* since the last segment fed */
+		assert_true(n > 0);
+		o = v[n - 1];
+	}
+	assert_int_equal(o.win, 0);
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(S()->tcp_zero_window_sent, 1);
+	/* a byte beyond the window is not taken */
+	peer_data(&c, blob, 1, 0);
+	c.pnxt--;
+	assert_int_equal(S()->tcp_bytes_in, 16384);
+	/* the session reads: a window update goes out at once */
+	se->paused = 0;
+	eh_forget(&h);
+	se->s->ops->consume(se->s, 0);
+	eh_on_readable(se);
+	eh_poll(&h);
+	{
+		struct out v[32];
+		unsigned n = sent(v, 32);
+		assert_true(n > 0);
+		assert_true(v[n - 1].win > 0);
+	}
+	assert_int_equal(S()->tcp_zero_window_sent, 1);
+}
+
+/* Three duplicate ACKs with SACK: fast retransmit of the first segment, then the next hole. */
+static void test_fast_retransmit_sack(void **state)
+{
+	static uint8_t blob[8 * 1448];
+	struct conn c = established_echo(41050);
+	struct eh_session *se = session_of(41050);
+	uint8_t f[200], opt[12 + 12] = {1, 1, 8, 10, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 5, 10};
+	struct out o, v[16];
+	unsigned n;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent(v, 16);
+	assert_int_equal(n, 8); /* the initial window holds all of it */
+	for (unsigned i = 0; i < 3; i++) {
+		/* segment 0 lost: SACK [1, 1 + i] */
+		uint32_t s = c.gnxt + 1448, e = c.gnxt + 1448 * (2 + i);
+		opt[16] = (uint8_t)(s >> 24), opt[17] = (uint8_t)(s >> 16), opt[18] = (uint8_t)(s >> 8), opt[19] = (uint8_t)s;
+		opt[20] = (uint8_t)(e >> 24), opt[21] = (uint8_t)(e >> 16), opt[22] = (uint8_t)(e >> 8), opt[23] = (uint8_t)e;
+		opt[7] = (uint8_t)(10 + i);
+		eh_forget(&h);
+		eh_feed(&h, f, eh_tcp_frame(f, c.pport, c.gport, c.pnxt, c.gnxt, RTE_TCP_ACK_FLAG, 65535, opt, 24, NULL, 0));
+		eh_poll(&h);
+	}
+	assert_int_equal(S()->tcp_fast_retransmits, 1);
+	o = one();
+	assert_int_equal(o.seq, c.gnxt);
+	assert_int_equal(o.len, 1448);
+	assert_int_equal(S()->tcp_retransmits, 1);
+	assert_int_equal(S()->tcp_rto_expiries, 0);
+	/* everything acknowledged: recovery over, nothing left in flight */
+	c.gnxt += sizeof(blob);
+	ack_all(&c, 65535);
+	eh_forget(&h);
+	eh_advance_ms(&h, 5000);
+	assert_int_equal(S()->tcp_rto_expiries, 0);
+}
+
+/* The peer vanishes with data outstanding: retransmission timeouts back off, and after
+ * user_timeout (30 s here) the connection is reset and freed with its buffers. */
+static void test_vanished_peer(void **state)
+{
+	static uint8_t blob[3000];
+	struct conn c = established_echo(41060);
+	struct eh_session *se = session_of(41060);
+	struct out o;
+	uint64_t t0;
+	unsigned rto = 0;
+
+	(void)state;
+	se->s->ops->write(se->s, blob, sizeof(blob));
+	eh_poll(&h);
+	assert_true(S()->tcp_buffer_bytes > 0);
+	t0 = h.now_ns;
+	while (S()->tcp_active && h.now_ns - t0 < 120ull * 1000000000ull) {
+		eh_forget(&h);
+		eh_advance_ms(&h, 100);
+		if (S()->tcp_rto_expiries != rto) {
+			o = one();
+			assert_int_equal(o.seq, c.gnxt); /* go back to the first unacknowledged byte */
+			rto = (unsigned)S()->tcp_rto_expiries;
+		}
+	}
+	/* 200 ms doubling: 0.2 + 0.4 + ... + 12.8 = 25.4 s, the next expiry passes 30 s */
+	assert_true(rto >= 6 && rto <= 9);
+	assert_true(h.now_ns - t0 >= 30ull * 1000000000ull && h.now_ns - t0 <= 60ull * 1000000000ull);
+	assert_int_equal(S()->tcp_timeouts, 1);
+	assert_int_equal(S()->tcp_active, 0);
+	assert_int_equal(S()->tcp_buffer_bytes, 0);
+	assert_null(session_of(41060));
+	assert_int_equal(eth_stack_conns(h.st), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_backlog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+	};
+
+	if (eh_eal_init()) {
+		fprintf(stderr, "cannot start the DPDK EAL\n");
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
