@@ -1,0 +1,112 @@
+#!/bin/bash
+# In-VM half of tests/e2e/test_e2e_integrity.sh: bytes through both route kinds arrive intact.
+#   outbound: rs_peer (stock rsocket client) -> ib:7000 -> ibgwd -> tcp:NS:5000 (kernel TCP echo
+#             server that hashes what it receives)
+#   inbound:  kernel TCP client in the namespace -> tcp:9000 -> ibgwd -> ib:7600 (rsocket echo server
+#             through librdmacm, hashing what it receives)
+# Each carries $E2E_SIZE (100 MB) each way at the same time; the sender's SHA-256 must equal the far
+# server's and the echo's. Then 200 concurrent sessions, 100 each way, every one verified; the
+# inbound ones reach ibgwd's own IB echo listener (rdma-core 44's rsocket server cannot hold more than
+# a few connections at once, see tests/tools/rs_peer.c). Per-route metrics are checked against it all.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/e2e/guest_lib.sh
+SIZE=${E2E_SIZE:-100000000}
+N=${E2E_CONC:-100}
+EACH=${E2E_CONC_BYTES:-100000}
+
+e2e_start "[route out]
+listen = ib:7000
+connect = tcp:$ETH_PEER_IP:5000
+max_sessions = 200
+[route in]
+listen = tcp:9000
+connect = ib:$IB:7600
+max_sessions = 200
+[route in_many]
+listen = tcp:9100
+connect = ib:$IB:7100
+max_sessions = 200
+[route ib_echo]
+listen = ib:7100
+connect = echo
+max_sessions = 200"
+bg tsrv npeer tcp-serve 5000 "$T/tsrv.log"
+bg rsrv peer rs-serve "$IB" 7600 "$T/rsrv.log"
+wait_for "grep -q listening $T/tsrv.out && grep -q listening $T/rsrv.out" 30 || fail "peers did not start"
+
+# ---- 100 MB each way, both route kinds at once ----
+t0=$(date +%s)
+bg outc "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" echo "$SIZE"
+bg inc npeer tcp-client "$ETH_GW_IP" 9000 "$SIZE"
+reap outc; rc_out=$?
+reap inc; rc_in=$?
+dt=$(($(date +%s) - t0))
+out=$(cat "$T/outc.out") in=$(cat "$T/inc.out")
+echo "    outbound: $out"
+echo "    inbound:  $in"
+sha_out=$(echo "$out" | sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p')
+sha_in=$(echo "$in" | sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p')
+check "[ $rc_out = 0 ] && echo \"\$out\" | grep -q '^ok .*sent=$SIZE recv=$SIZE '" \
+	"outbound: $SIZE bytes IB -> TCP and back, echo identical at the rsocket client (${dt} s for both)"
+check "wait_for 'log_has $T/tsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_out out=$SIZE \" $T/tsrv.log" \
+	"outbound: the kernel TCP server received exactly the client's bytes (sha256 $(echo "$sha_out" | cut -c1-12))"
+check "[ $rc_in = 0 ] && echo \"\$in\" | grep -q '^ok sent=$SIZE got=$SIZE '" \
+	"inbound: $SIZE bytes TCP -> IB and back, echo identical at the TCP client"
+check "wait_for 'log_has $T/rsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_in out=$SIZE \" $T/rsrv.log" \
+	"inbound: the rsocket server received exactly the client's bytes (sha256 $(echo "$sha_in" | cut -c1-12))"
+
+# ---- 200 concurrent sessions, half each way ----
+t0=$(date +%s)
+bg outm "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" conns "$N" "$EACH"
+bg inm eth_ns "$PY3" tests/eth/tcp_peer.py conc "$ETH_GW_IP" 9100 "$N" "$EACH"
+# both batches overlap: count the sessions open at once while they run
+peak=0
+while kill -0 "${PIDS[outm]}" 2>/dev/null || kill -0 "${PIDS[inm]}" 2>/dev/null; do
+	a=$(($(m 'ibgw_route_sessions_active{route="out"}') + $(m 'ibgw_route_sessions_active{route="in_many"}')))
+	[ "$a" -gt "$peak" ] && peak=$a
+	sleep 0.3
+done
+reap outm; rc_out=$?
+reap inm; rc_in=$?
+dt=$(($(date +%s) - t0))
+check "[ $rc_out = 0 ] && tail -1 $T/outm.out | grep -q '^ok conns=$N '" "outbound: $N concurrent sessions, each echo identical at the rsocket client" ||
+	grep -v '^ok' "$T/outm.out" | head -5
+check "[ $rc_in = 0 ] && grep -q '^ok $N' $T/inm.out" "inbound: $N concurrent sessions, each echo identical at the TCP client" ||
+	head -3 "$T/inm.out"
+wait_for "log_has $T/tsrv.log $((N + 1))" 20
+good=$(awk -v n="$EACH" '$2 == "in=" n && $4 == "out=" n { split($3, a, "="); split($5, b, "="); if (a[2] == b[2]) k++ } END { print k + 0 }' "$T/tsrv.log")
+check "[ $good = $N ]" "outbound: the TCP server saw $good of $N concurrent sessions complete and intact"
+echo "    200 sessions in ${dt} s, up to $peak open at once"
+check "[ $peak -ge $((N / 2)) ]" "the sessions overlapped ($peak open at once)"
+
+# ---- per-route metrics ----
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in_many\"}') = 0 ]" 20
+for r in out in in_many ib_echo; do
+	check "[ \$(m 'ibgw_route_sessions_active{route=\"$r\"}') = 0 ]" "route $r: no session left"
+done
+check "[ \$(m 'ibgw_route_sessions_total{route=\"out\"}') = $((N + 1)) ] && [ \$(m 'ibgw_route_sessions_ended_total{route=\"out\",reason=\"ok\"}') = $((N + 1)) ]" \
+	"route out: $((N + 1)) sessions total, all ended ok"
+check "[ \$(m 'ibgw_route_sessions_total{route=\"in_many\"}') = $N ] && [ \$(m 'ibgw_route_sessions_ended_total{route=\"in_many\",reason=\"ok\"}') = $N ]" \
+	"route in_many: $N sessions total, all ended ok"
+check "[ \$(m 'ibgw_route_sessions_ended_total{route=\"in\",reason=\"ok\"}') = 1 ]" "route in: 1 session, ended ok"
+want=$((SIZE + N * EACH))
+check "[ \$(m 'ibgw_route_bytes_total{route=\"out\",dir=\"ib_to_eth\"}') = $want ] && [ \$(m 'ibgw_route_bytes_total{route=\"out\",dir=\"eth_to_ib\"}') = $want ]" \
+	"route out: $want bytes each way counted"
+check "[ \$(m 'ibgw_route_bytes_total{route=\"in\",dir=\"eth_to_ib\"}') = $SIZE ] && [ \$(m 'ibgw_route_bytes_total{route=\"in\",dir=\"ib_to_eth\"}') = $SIZE ]" \
+	"route in: $SIZE bytes each way counted"
+for r in out in in_many; do
+	c=$(m "ibgw_route_connects_total{route=\"$r\"}") s=$(mf "ibgw_route_connect_seconds_total{route=\"$r\"}")
+	echo "    route $r: $c far-side connects, mean $(awk -v s="$s" -v c="$c" 'BEGIN { printf "%.1f", c ? s * 1000 / c : 0 }') ms"
+	check "[ $c = \$(m 'ibgw_route_sessions_total{route=\"$r\"}') ] && fgt $s 0" "route $r: connect latency counted for every session"
+done
+for r in out in in_many; do
+	for k in reset connect_refused connect_timeout connect_failed protocol_error aborted; do
+		v=$(m "ibgw_route_sessions_ended_total{route=\"$r\",reason=\"$k\"}")
+		[ "$v" = 0 ] || check "false" "route $r: $v sessions ended $k"
+		[ "$v" = 0 ] || grep -i "route $r: session" "$GW_LOG" | head -5
+	done
+done
+check "[ \$(m ibgw_ib_connections_active) = 0 ] && [ \$(m 'ibgw_tcp_connections_active{worker=\"0\"}') = 0 ]" "no IB or TCP connection left"
+echo "    RSS $(rss) KiB"
+e2e_done

@@ -1,0 +1,99 @@
+# Shared by the in-VM halves of tests/e2e/test_e2e_*.sh (source it from bash, cwd = project root).
+# Reuses tests/ib/guest_lib.sh (check, m, ib_done, which ibgwd) and tests/eth/lib.sh (the namespace
+# with kernel TCP on a veth whose other end is ibgwd's af_packet port).
+#
+#   e2e_start ROUTES          writes a config (both sides: [ib] on $IB_ADDR_A, [eth] on the veth,
+#                             plus $GW_EXTRA in [gateway] and $E2E_EXTRA in [eth]) with ROUTES, starts
+#                             ibgwd and waits for /health and for the namespace to reach it
+#   peer ARGS...              tests/e2e/peer.py in the VM's root namespace (rsocket side)
+#   npeer ARGS...             tests/e2e/peer.py in the Ethernet namespace (kernel TCP side)
+#   bg NAME CMD...            runs CMD in the background, output in $T/NAME.out, PID in ${PIDS[NAME]}
+#   stop NAME                 kills a background command by its PID and reaps it
+#   wait_for COND SECS        polls COND (eval) every 0.1 s; status 0 once it holds
+#   rss                       ibgwd's resident memory in KiB (VmRSS)
+#   mf NAME                   like m, as a number (floats kept)
+#   log_has FILE N            FILE has at least N "conn" lines
+#   e2e_done                  drains ibgwd (SIGTERM), checks its exit, prints the summary
+# The IB address of the gateway is $IB_ADDR_A (loop topology: rsocket peers use the same rxe device),
+# the Ethernet one $ETH_GW_IP; kernel TCP peers are $ETH_PEER_IP in namespace $ETH_NS.
+. tests/ib/guest_lib.sh
+. tests/eth/lib.sh
+T=$(mktemp -d /tmp/e2e.XXXXXX)
+declare -A PIDS
+trap 'e2e_cleanup' EXIT
+IB=$IB_ADDR_A
+
+e2e_cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do { kill -KILL "$p" && wait "$p"; } 2>/dev/null; done
+	eth_cleanup
+	rm -rf "$T"
+}
+
+peer() { "$PY3" tests/e2e/peer.py "$@"; }
+npeer() { eth_ns "$PY3" tests/e2e/peer.py "$@"; }
+
+bg() {
+	local name=$1
+	shift
+	"$@" >"$T/$name.out" 2>&1 &
+	PIDS[$name]=$!
+}
+
+stop() {
+	local p=${PIDS[$1]:-}
+	[ -n "$p" ] || return 0
+	{ kill "$p" && wait "$p"; } 2>/dev/null
+	unset "PIDS[$1]"
+}
+
+# waits for background command NAME to end; returns its exit status
+reap() {
+	local p=${PIDS[$1]:-} rc
+	[ -n "$p" ] || return 127
+	wait "$p"
+	rc=$?
+	unset "PIDS[$1]"
+	return $rc
+}
+
+wait_for() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		eval "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status"; }
+mf() { m "$1" | awk '{ printf "%.3f", $1 }'; }
+log_has() { [ "$(grep -c '^conn' "$1" 2>/dev/null)" -ge "$2" ]; }
+
+# float comparison: fgt A B is true when A > B
+fgt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+e2e_start() {
+	eth_setup
+	ETH_STATS=$STATS
+	eth_conf /tmp/ibgw.conf "${E2E_EXTRA:-}
+[ib]
+bind = $IB
+${E2E_IB_EXTRA:-}
+$1"
+	# [gateway] extras go right after the section header
+	[ -n "${GW_EXTRA:-}" ] && "$PY3" - /tmp/ibgw.conf "$GW_EXTRA" <<'PY'
+import sys
+p, extra = sys.argv[1], sys.argv[2]
+s = open(p).read().replace("[gateway]\n", "[gateway]\n" + extra + "\n", 1)
+open(p, "w").write(s)
+PY
+	gw_start /tmp/ibgw.conf
+	gw_wait_ready $STATS 60
+	eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the namespace cannot reach ibgwd"
+	echo "ibgwd: $(basename "$(dirname "$IBGWD")")/ibgwd, pid $GW_PID, RSS $(rss) KiB"
+}
+
+e2e_done() {
+	ib_done
+}
