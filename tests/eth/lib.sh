@@ -8,6 +8,7 @@
 #   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
 #   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes)
 #   eth_ns CMD...             runs CMD in the peer namespace
+#   eth_wait_listen PORT      waits (up to 10 s) until a kernel server in the namespace listens on PORT
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
 ETH_NS=ibgw-eth-$$
 ETH_IF=ibe$$a
@@ -20,6 +21,15 @@ mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
 
 eth_ns() { ip netns exec "$ETH_NS" "$@"; }
+
+eth_wait_listen() {
+	local i
+	for i in $(seq 100); do
+		[ -n "$(eth_ns ss -Hltn "sport = :$1")" ] && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on port $1 in $ETH_NS"
+}
 
 eth_setup() {
 	ip netns add "$ETH_NS" || fail "cannot create namespace $ETH_NS"

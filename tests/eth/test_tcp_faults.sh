@@ -33,6 +33,7 @@ gw_start "$tmp/ibgw.conf"
 gw_wait_ready "$ETH_STATS"
 eth_ns socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat &
 pids+=($!)
+eth_wait_listen 5001
 
 head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)

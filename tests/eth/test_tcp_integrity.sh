@@ -50,7 +50,7 @@ ok "echo: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut
 
 eth_ns socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat &
 pids+=($!)
-sleep 0.3
+eth_wait_listen 5001
 t0=$(date +%s.%N)
 eth_ns timeout 120 nc -N "$ETH_GW_IP" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "relay transfer failed"
 [ "$(cat "$tmp/got")" = "$want" ] || fail "relay: $SIZE came back different"
@@ -65,7 +65,7 @@ out=$(peer hc-client "$ETH_GW_IP" 7 3000000) || fail "client half-close: $out"
 ok "half-close by the client: the echo still flows back to EOF"
 peer hc-server-listen 5002 3000000 "$tmp/hc" &
 pids+=($!)
-sleep 0.3
+eth_wait_listen 5002
 out=$(peer hc-server-client "$ETH_GW_IP" 8001 3000000) || fail "server half-close: $out"
 wait "${pids[-1]}"
 [ "$(cat "$tmp/hc")" = "$out" ] || fail "server half-close: the server got '$(cat "$tmp/hc")', expected '$out'"
@@ -79,7 +79,7 @@ rst1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_rsts_in_total{worker="0"}')
 ok "reset from the client counted"
 peer rst-server-listen 5003 &
 pids+=($!)
-sleep 0.3
+eth_wait_listen 5003
 out=$(peer expect-reset "$ETH_GW_IP" 8002) || fail "server reset through the relay: $out"
 ok "reset from the server reached the client through the relay"
 
@@ -93,7 +93,7 @@ m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
 w='{worker="0"}'
 bin=$(m "tcp_bytes_in_total$w") bout=$(m "tcp_bytes_out_total$w")
 sin=$(m "tcp_segments_in_total$w") sout=$(m "tcp_segments_out_total$w")
-pas=$(m 'tcp_connections_opened_total{dir="passive",worker="0"}') act=$(m 'tcp_connections_opened_total{dir="active",worker="0"}')
+pas=$(m 'tcp_connections_opened_total{worker="0",dir="passive"}') act=$(m 'tcp_connections_opened_total{worker="0",dir="active"}')
 closed=$(m "tcp_connections_closed_total$w") failed=$(m "tcp_connect_failures_total$w")
 echo "bytes in $bin out $bout, segments in $sin out $sout, opened passive $pas active $act, closed $closed"
 # echo: SIZE in and out; relay: SIZE from the client and SIZE back from the server, each both ways
