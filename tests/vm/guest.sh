@@ -86,8 +86,13 @@ case $VM_TOPO in
 loop)
 	IB_ADDR_A=198.19.0.1 IB_ADDR_B=198.19.0.1
 	IB_DEV_A=rxe0 IB_DEV_B=rxe0 IB_NETDEV_A=dummy0 IB_NETDEV_B=dummy0
+	# (loading the dummy module may already have made dummy0: numdummies defaults to 1)
+	if [ -e /sys/class/net/dummy0 ]; then
+		echo "link set dummy0 mtu $VM_MTU" >>$B.ip
+	else
+		echo "link add dummy0 mtu $VM_MTU type dummy" >>$B.ip
+	fi
 	cat >>$B.ip <<-EOF
-		link add dummy0 mtu $VM_MTU type dummy
 		addr add 198.19.0.1/24 dev dummy0
 		link set dummy0 up
 	EOF
