@@ -36,6 +36,13 @@ npeer() { eth_ns "$PY3" tests/e2e/peer.py "$@"; }
 bg() {
 	local name=$1
 	shift
+	# spelled out, not through the functions: a function would run in a forked shell whose PID is
+	# not the peer's (killing it would leave the peer running); ip netns exec execs its command
+	case $1 in
+	npeer) shift; set -- ip netns exec "$ETH_NS" "$PY3" tests/e2e/peer.py "$@" ;;
+	peer) shift; set -- "$PY3" tests/e2e/peer.py "$@" ;;
+	eth_ns) shift; set -- ip netns exec "$ETH_NS" "$@" ;;
+	esac
 	"$@" >"$T/$name.out" 2>&1 &
 	PIDS[$name]=$!
 }
