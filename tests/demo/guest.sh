@@ -131,6 +131,8 @@ curl -s http://127.0.0.1:$STATS/metrics | grep -E '^ibgw_route_(sessions_(total|
 curl -s http://127.0.0.1:$STATS/metrics |
 	grep -E '^ibgw_(ib_connections_accepted_total|ib_bytes_total|tcp_connections_opened_total|tcp_segments_(in|out)_total|tcp_retransmits_total|uptime_seconds)' |
 	sed 's/^/   /'
+# (kept for the README's metrics reference, which tests/demo/test_demo.sh checks against it)
+curl -s http://127.0.0.1:$STATS/metrics >"$GW_ROOT/${BUILD:-build}/demo-metrics.txt"
 web=$(gw_metric $STATS 'ibgw_route_bytes_total{route="web-out",dir="eth_to_ib"}')
 api=$(gw_metric $STATS 'ibgw_route_bytes_total{route="api-in",dir="ib_to_eth"}')
 verdict "[ '${web%.*}' -ge $SIZE ] && [ '${api%.*}' -ge $SIZE ]" "the route byte counters account for both transfers"
