@@ -3,8 +3,10 @@
 # with kernel TCP on a veth whose other end is ibgwd's af_packet port).
 #
 #   e2e_start ROUTES          writes a config (both sides: [ib] on $IB_ADDR_A, [eth] on the veth,
-#                             plus $GW_EXTRA in [gateway] and $E2E_EXTRA in [eth]) with ROUTES, starts
-#                             ibgwd and waits for /health and for the namespace to reach it
+#                             plus $GW_EXTRA in [gateway] and $E2E_EXTRA in [eth], drain_timeout
+#                             $E2E_DRAIN) with ROUTES, starts ibgwd and waits for /health and for the
+#                             namespace to reach it
+#   e2e_conf ROUTES           only (re)writes the config (for a SIGHUP reload)
 #   peer ARGS...              tests/e2e/peer.py in the VM's root namespace (rsocket side)
 #   npeer ARGS...             tests/e2e/peer.py in the Ethernet namespace (kernel TCP side)
 #   bg NAME CMD...            runs CMD in the background, output in $T/NAME.out, PID in ${PIDS[NAME]}
@@ -80,9 +82,8 @@ log_has() { [ "$(grep -c '^conn' "$1" 2>/dev/null)" -ge "$2" ]; }
 # float comparison: fgt A B is true when A > B
 fgt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
-e2e_start() {
-	eth_setup
-	ETH_STATS=$STATS
+# e2e_conf ROUTES: (re)writes /tmp/ibgw.conf (also for a reload)
+e2e_conf() {
 	eth_conf /tmp/ibgw.conf "${E2E_EXTRA:-}
 [ib]
 bind = $IB
@@ -95,6 +96,13 @@ p, extra = sys.argv[1], sys.argv[2]
 s = open(p).read().replace("[gateway]\n", "[gateway]\n" + extra + "\n", 1)
 open(p, "w").write(s)
 PY
+	sed -i "s/^drain_timeout = .*/drain_timeout = ${E2E_DRAIN:-2s}/" /tmp/ibgw.conf
+}
+
+e2e_start() {
+	eth_setup
+	ETH_STATS=$STATS
+	e2e_conf "$1"
 	gw_start /tmp/ibgw.conf
 	gw_wait_ready $STATS 60
 	eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the namespace cannot reach ibgwd"

@@ -8,8 +8,8 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
                                                 read nothing for S seconds after accepting
   tcp-sink PORT LOG [--stall S] [--rate BPS]     reads to end of stream (optionally S seconds late and
                                                 at most BPS bytes/s), never answers, then closes
-  tcp-client HOST PORT SIZE [--rate BPS]        sends SIZE random bytes, reads the echo to EOF,
-                                                checks it; prints "ok sent=N sha=H secs=S"
+  tcp-client HOST PORT SIZE [--rate BPS] [--src ADDR]  sends SIZE random bytes (from ADDR), reads the
+                                                echo to EOF, checks it; prints "ok sent=N sha=H secs=S"
   tcp-send HOST PORT SIZE                       sends SIZE random bytes, half-closes, reads to EOF
                                                 (expects nothing back); prints "ok sent=N sha=H secs=S"
   tcp-hold HOST PORT                            connects, sends a little, waits for the peer's end:
@@ -96,9 +96,10 @@ def tcp_serve(args, echo):
 
 def tcp_client(args, expect_echo):
     rate = opt(args, "--rate")
+    src = opt(args, "--src", str)
     host, port, size = args[0], int(args[1]), int(args[2])
     t0 = time.monotonic()
-    s = socket.create_connection((host, port), timeout=30)
+    s = socket.create_connection((host, port), timeout=30, source_address=(src, 0) if src else None)
     s.setblocking(False)
     hs, hr = hashlib.sha256(), hashlib.sha256()
     sel = selectors.DefaultSelector()

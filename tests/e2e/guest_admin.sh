@@ -1,0 +1,148 @@
+#!/bin/bash
+# In-VM half of tests/e2e/test_e2e_admin.sh: admission, reload and drain around live sessions.
+#   - allow lists: a disallowed source refused on the IB side (connect request rejected) and on the
+#     TCP side (reset), an allowed one served, counted as rejected{reason="acl"};
+#   - max_sessions + 1 refused on an outbound and on an inbound route, counted rejected{reason="limit"};
+#   - all of that while a transfer runs on another route: it is not disturbed;
+#   - SIGHUP removing two routes (one of each kind) and adding one while sessions run on them: the
+#     running sessions finish intact, the removed listeners refuse, the new one serves;
+#   - SIGTERM: /health turns 503, new sessions refused, a session in progress finishes within the drain
+#     timeout, a stuck one is aborted at the timeout and counted, ibgwd exits 0.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/e2e/guest_lib.sh
+BIG=${E2E_ADMIN_SIZE:-6000000}
+E2E_DRAIN=6s
+routes_common="[route out]
+listen = ib:7000
+connect = tcp:$ETH_PEER_IP:5000
+[route in]
+listen = tcp:9000
+connect = ib:$IB:7600"
+e2e_start "$routes_common
+[route out_acl]
+listen = ib:7001
+connect = tcp:$ETH_PEER_IP:5000
+allow = 198.19.0.99/32
+[route in_acl]
+listen = tcp:9001
+connect = ib:$IB:7601
+allow = $ETH_PEER_IP2/32, 198.18.1.0/24
+[route out_lim]
+listen = ib:7002
+connect = tcp:$ETH_PEER_IP:5000
+max_sessions = 2
+[route in_lim]
+listen = tcp:9002
+connect = ib:$IB:7601
+max_sessions = 2
+[route out_rm]
+listen = ib:7004
+connect = tcp:$ETH_PEER_IP:5000"
+bg techo npeer tcp-serve 5000 "$T/techo.log"
+bg recho peer rs-serve "$IB" 7600 "$T/recho.log"
+bg recho4 "$TOOLS/rs_peer" -p 7601 "$IB" serve echo
+wait_for "grep -q listening $T/techo.out && grep -q listening $T/recho.out && grep -q listening $T/recho4.out" 30 ||
+	fail "peers did not start"
+rej() { m "ibgw_route_sessions_rejected_total{route=\"$1\",reason=\"$2\"}"; }
+
+# a transfer that must not notice anything below
+bg bystander "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" echo "$BIG"
+
+# ---- allow lists ----
+"$TOOLS/rs_peer" -t 20 -p 7001 "$IB" echo 1000 >"$T/acl1.out" 2>&1
+rc=$?
+check "[ $rc != 0 ] && [ \$(rej out_acl acl) = 1 ] && [ \$(m 'ibgw_ib_connections_rejected_total{reason=\"acl\"}') = 1 ]" \
+	"IB side: a source outside allow refused at connect request (rejected acl: route $(rej out_acl acl), IB $(m 'ibgw_ib_connections_rejected_total{reason="acl"}'))"
+check "[ \$(m 'ibgw_route_sessions_total{route=\"out_acl\"}') = 0 ]" "IB side: no session was started for it"
+npeer tcp-client "$ETH_GW_IP" 9001 1000 >"$T/acl2.out" 2>&1
+rc=$?
+check "[ $rc != 0 ] && [ \$(rej in_acl acl) = 1 ]" "TCP side: a source outside allow refused ($(head -c 60 "$T/acl2.out"))"
+npeer tcp-client "$ETH_GW_IP" 9001 100000 --src "$ETH_PEER_IP2" >"$T/acl3.out" 2>&1
+check "grep -q '^ok ' $T/acl3.out && [ \$(rej in_acl acl) = 1 ]" "TCP side: an allowed source ($ETH_PEER_IP2) served"
+
+# ---- max_sessions + 1, each route kind ----
+bg l1 "$TOOLS/rs_peer" -t 60 -p 7002 "$IB" stall 2000000 6
+bg l2 "$TOOLS/rs_peer" -t 60 -p 7002 "$IB" stall 2000000 6
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out_lim\"}') = 2 ]" 10
+"$TOOLS/rs_peer" -t 20 -p 7002 "$IB" echo 1000 >"$T/lim3.out" 2>&1
+rc=$?
+check "[ $rc != 0 ] && [ \$(rej out_lim limit) = 1 ]" "outbound route: session 3 of max_sessions 2 refused, counted rejected limit"
+bg h1 npeer tcp-hold "$ETH_GW_IP" 9002
+bg h2 npeer tcp-hold "$ETH_GW_IP" 9002
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"in_lim\"}') = 2 ]" 10
+npeer tcp-client "$ETH_GW_IP" 9002 1000 >"$T/lim4.out" 2>&1
+rc=$?
+check "[ $rc != 0 ] && [ \$(rej in_lim limit) = 1 ]" "inbound route: session 3 of max_sessions 2 refused, counted rejected limit"
+stop h1
+stop h2
+reap l1; rc1=$?
+reap l2; rc2=$?
+check "[ $rc1 = 0 ] && [ $rc2 = 0 ]" "the 2 admitted outbound sessions completed intact (stalled reader, 2 MB each)" || cat "$T/l1.out" "$T/l2.out"
+check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"in_lim\\\"}\") = 0 ]' 10" "the 2 held inbound sessions were freed when their clients left"
+reap bystander; rc=$?
+check "[ $rc = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/bystander.out" "a $BIG-byte transfer on another route was not disturbed" || cat "$T/bystander.out"
+
+# ---- reload under load: remove one route of each kind and add one ----
+for r in out in out_rm; do m "ibgw_route_sessions_total{route=\"$r\"}" >"$T/tot_$r"; done
+bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" echo "$BIG"
+bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" echo "$BIG"
+bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG"
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"out_rm\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in\"}') = 1 ]" 20
+e2e_conf "[route out]
+listen = ib:7000
+connect = tcp:$ETH_PEER_IP:5000
+[route out_new]
+listen = ib:7005
+connect = tcp:$ETH_PEER_IP:5000"
+kill -HUP "$GW_PID"
+check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added) while 3 sessions run"
+check "[ \$(m 'ibgw_route_sessions_active{route=\"out_rm\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in\"}') = 1 ]" \
+	"the removed routes' sessions are still running (and still reported)"
+"$TOOLS/rs_peer" -t 30 -p 7005 "$IB" echo 100000 >"$T/new.out" 2>&1
+check "grep -q '^ok ' $T/new.out" "the added route serves at once"
+"$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
+check "[ \$? != 0 ]" "the removed IB listener refuses new sessions"
+npeer tcp-client "$ETH_GW_IP" 9000 1000 >"$T/rm2.out" 2>&1
+check "[ \$? != 0 ]" "the removed TCP listener refuses new sessions"
+reap ld_out; r1=$?
+reap ld_rm; r2=$?
+reap ld_in; r3=$?
+check "[ $r1 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_out.out" "kept route: its session finished intact across the reload"
+check "[ $r2 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_rm.out" "removed IB-side route: its session finished intact" || cat "$T/ld_rm.out"
+check "[ $r3 = 0 ] && grep -q '^ok sent=$BIG got=$BIG ' $T/ld_in.out" "removed TCP-side route: its session finished intact" || cat "$T/ld_in.out"
+check "grep -q 'route in: last session gone, freed' $GW_LOG || wait_for 'grep -q \"route in: last session gone\" $GW_LOG' 5" "removed route freed once its last session ended"
+
+# ---- drain on SIGTERM ----
+bg stuck "$TOOLS/rs_peer" -t 60 -p 7000 "$IB" stall 4000000 60
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 1 ]" 10
+bg finishing "$TOOLS/rs_peer" -t 60 -p 7005 "$IB" echo 1500000
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out_new\"}') = 1 ]" 10
+t0=$(date +%s%N)
+kill -TERM "$GW_PID"
+el() { echo "    [+$((($(date +%s%N) - t0) / 1000000)) ms] $*"; }
+check "wait_for '[ \"\$(curl -s -o /dev/null -w %{http_code} http://127.0.0.1:$STATS/health)\" = 503 ]' 3" "SIGTERM: /health answers 503 while draining"
+"$TOOLS/rs_peer" -t 10 -p 7005 "$IB" echo 1000 >"$T/late.out" 2>&1
+check "[ \$? != 0 ]" "SIGTERM: a new session is refused"
+el late refused
+reap finishing; rc=$?
+el finishing reaped
+check "[ $rc = 0 ] && grep -q '^ok .*sent=1500000 recv=1500000 ' $T/finishing.out" "SIGTERM: a session in progress finished within the drain timeout" || cat "$T/finishing.out"
+wait_for '[ $(m ibgw_drain_aborted_sessions_total) = 1 ]' 12
+ok=$? ta=$(date +%s%N)
+el aborted
+check "[ $ok = 0 ]" "SIGTERM: the stuck session aborted at the drain timeout and counted ($(((ta - t0) / 1000000)) ms after the signal)"
+wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ]" 3
+ok=$?
+check "[ $ok = 0 ]" "SIGTERM: the aborted session was freed ($((($(date +%s%N) - ta) / 1000000)) ms after the abort)"
+for i in $(seq 900); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.1; done
+te=$((($(date +%s%N) - t0) / 1000000))
+gw_stop TERM 30 2>/dev/null
+rc=$?
+check "[ $rc = 0 ]" "SIGTERM: ibgwd exited 0, $te ms after the signal (drain timeout 6000 ms)"
+check "grep -q 'drain timeout: aborting 1 session' $GW_LOG" "SIGTERM: the log names the aborted session"
+reap stuck; rc=$?
+check "[ $rc != 0 ]" "SIGTERM: the stuck client saw its stream end in error"
+echo "ib [$VM_TOPO]: $npass passed, $nfail failed"
+[ $nfail -gt 0 ] && { echo "--- ibgwd log (tail)"; tail -n 30 "$GW_LOG"; }
+[ $nfail = 0 ]
