@@ -8,6 +8,8 @@
 #   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
 #   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes)
 #   eth_ns CMD...             runs CMD in the peer namespace
+#   eth_bg CMD...             runs CMD in the peer namespace in the background (killed by eth_cleanup;
+#                             its PID is in $ETH_BG_PID: `eth_ns CMD &` would only give a subshell's)
 #   eth_wait_listen PORT      waits (up to 10 s) until a kernel server in the namespace listens on PORT
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
 ETH_NS=ibgw-eth-$$
@@ -21,6 +23,13 @@ mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
 
 eth_ns() { ip netns exec "$ETH_NS" "$@"; }
+ETH_BG=()
+ETH_BG_PID=
+eth_bg() {
+	ip netns exec "$ETH_NS" "$@" &
+	ETH_BG_PID=$!
+	ETH_BG+=("$ETH_BG_PID")
+}
 
 eth_wait_listen() {
 	local i
@@ -98,7 +107,8 @@ EOC
 }
 
 eth_cleanup() {
-	local pid=$GW_PID # (gw_cleanup forgets it; a killed ibgwd leaves its EAL runtime directory)
+	local pid=$GW_PID p # (gw_cleanup forgets it; a killed ibgwd leaves its EAL runtime directory)
+	for p in "${ETH_BG[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	gw_cleanup
 	[ -n "$ETH_LINKEM" ] && kill "$ETH_LINKEM" 2>/dev/null && wait "$ETH_LINKEM" 2>/dev/null
 	ip link del "$ETH_LB" 2>/dev/null

@@ -12,12 +12,12 @@ trap 'eth_cleanup; rm -rf "$tmp"' EXIT
 eth_setup
 eth_conf "$tmp/ibgw.conf"
 # watch for the gratuitous ARP while ibgwd starts
-eth_ns timeout 20 "$PY3" -c "
+eth_bg timeout 20 "$PY3" -c "
 from scapy.all import sniff, ARP
 p = sniff(iface='$ETH_PEER', timeout=15, count=1,
           lfilter=lambda p: ARP in p and p[ARP].op == 1 and p[ARP].psrc == '$ETH_GW_IP' and p[ARP].pdst == '$ETH_GW_IP')
-print('garp' if p else 'no garp')" >"$tmp/garp" 2>/dev/null &
-sniffer=$!
+print('garp' if p else 'no garp')" >"$tmp/garp" 2>/dev/null
+sniffer=$ETH_BG_PID
 sleep 1.5 # scapy needs a moment to open its socket
 gw_start "$tmp/ibgw.conf"
 gw_wait_ready "$ETH_STATS"

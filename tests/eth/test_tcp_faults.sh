@@ -31,8 +31,7 @@ connect = tcp:$ETH_PEER_IP:5001
 "
 gw_start "$tmp/ibgw.conf"
 gw_wait_ready "$ETH_STATS"
-eth_ns socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat &
-pids+=($!)
+eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 
 head -c "$SIZE" /dev/urandom >"$tmp/in"
@@ -56,15 +55,13 @@ ok "loss recovery seen in the counters"
 
 # the peer vanishes: one connection with data outstanding, one idle
 kill -USR2 "$ETH_LINKEM" # clean link while they open
-peer hold "$ETH_GW_IP" 7 1 60 >/dev/null &
-pids+=($!)
-eth_ns "$PY3" -c "
+eth_bg "$PY3" tests/eth/tcp_peer.py hold "$ETH_GW_IP" 7 1 60 >/dev/null
+eth_bg "$PY3" -c "
 import socket, time
 s = socket.create_connection(('$ETH_GW_IP', 7))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.send(b'z' * 20000)   # the echo cannot all come back: ibgwd keeps data in flight
-time.sleep(60)" &
-pids+=($!)
+time.sleep(60)"
 sleep 1.5
 [ "$(metric tcp_connections_active)" = 2 ] || fail "expected 2 active connections, have $(metric tcp_connections_active)"
 to0=$(metric tcp_connections_timed_out_total)

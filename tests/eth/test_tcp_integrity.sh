@@ -48,8 +48,7 @@ eth_ns timeout 120 nc -N "$ETH_GW_IP" 7 <"$tmp/in" | sha256sum | cut -d' ' -f1 >
 [ "$(cat "$tmp/got")" = "$want" ] || fail "echo: $SIZE came back different"
 ok "echo: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
 
-eth_ns socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat &
-pids+=($!)
+eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 t0=$(date +%s.%N)
 eth_ns timeout 120 nc -N "$ETH_GW_IP" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "relay transfer failed"
@@ -63,11 +62,10 @@ ok "1000 concurrent echo connections, each verified"
 
 out=$(peer hc-client "$ETH_GW_IP" 7 3000000) || fail "client half-close: $out"
 ok "half-close by the client: the echo still flows back to EOF"
-peer hc-server-listen 5002 3000000 "$tmp/hc" &
-pids+=($!)
+eth_bg "$PY3" tests/eth/tcp_peer.py hc-server-listen 5002 3000000 "$tmp/hc"
 eth_wait_listen 5002
 out=$(peer hc-server-client "$ETH_GW_IP" 8001 3000000) || fail "server half-close: $out"
-wait "${pids[-1]}"
+wait "$ETH_BG_PID"
 [ "$(cat "$tmp/hc")" = "$out" ] || fail "server half-close: the server got '$(cat "$tmp/hc")', expected '$out'"
 ok "half-close by the server: its EOF crossed the relay, the client's data still reached it"
 
@@ -77,8 +75,7 @@ sleep 0.3
 rst1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_rsts_in_total{worker="0"}')
 [ "$rst1" -gt "$rst0" ] || fail "a client's RST was not counted"
 ok "reset from the client counted"
-peer rst-server-listen 5003 &
-pids+=($!)
+eth_bg "$PY3" tests/eth/tcp_peer.py rst-server-listen 5003
 eth_wait_listen 5003
 out=$(peer expect-reset "$ETH_GW_IP" 8002) || fail "server reset through the relay: $out"
 ok "reset from the server reached the client through the relay"
