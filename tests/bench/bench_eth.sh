@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Ethernet-side benchmark (issue #4): ibgwd's own TCP/IP engine against the Linux kernel, on the host,
+# one run, the variants interleaved, medians and ratios printed.
+#
+# Topology (all veth, 198.18.0.0/15): the sender namespace N1 has two links, each a veth pair with
+# transmit checksum offload off on N1's side (what af_packet needs; the kernel side gets the same):
+#   N1 198.18.0.2 <-> 198.18.0.1 ibgwd (release build, net_af_packet, one worker, busy polling)
+#   N1 198.18.1.2 <-> 198.18.1.1 N2, a kernel host: receiver, socat and HAProxy (one thread)
+# and runs the kernel discard server that every relay forwards to (tcp_bulk serve, port 5001).
+#
+#   rx      tcp_bulk send (same sender) -> ibgwd's discard route   vs  -> tcp_bulk serve in N2
+#           (target: ibgwd >= 1.0x the kernel on one core)
+#   relay   sender -> relay -> discard server in N1: ibgwd's TCP relay vs socat vs HAProxy
+#           (target: ibgwd >= 1.5x socat)
+#   cps     connections accepted per second (python clients, connect + RST) by ibgwd's discard route vs
+#           a kernel accept-and-close loop in N2
+#   memory  ibgwd's VmRSS growth with 10,000 idle connections, per connection (target < 4 KiB;
+#           buffers are taken only when data flows, so an idle connection holds none)
+# Env: BENCH_ETH_BYTES (1G), BENCH_ETH_REPS (3), BENCH_ETH_CONNS (10000), BENCH_ETH_CPS_SECS (3),
+#      BENCH_ETH_IDLE_SLEEP (0: busy polling), BENCH_ETH_PERF=rx|relay (perf profile of ibgwd during
+#      that transfer in the first round, report printed).
+# Exits non-zero only when the benchmark could not run; missed targets are reported, not failed.
+set -u
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespaces)"; exit 77; }
+make -s build/release/ibgwd build/release/tools/tcp_bulk >/dev/null || exit 1
+IBGWD=$PWD/build/release/ibgwd
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+BYTES=${BENCH_ETH_BYTES:-1G}
+BYTES=$(numfmt --from=iec "$BYTES")
+REPS=${BENCH_ETH_REPS:-3}
+CONNS=${BENCH_ETH_CONNS:-10000}
+CPS_SECS=${BENCH_ETH_CPS_SECS:-3}
+K_NS=ibgw-ethk-$$
+K_A=ibk$$a
+K_B=ibk$$b
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	eth_cleanup
+	ip netns del "$K_NS" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+BULK=$PWD/build/release/tools/tcp_bulk
+kns() { ip netns exec "$K_NS" "$@"; }
+
+eth_setup
+ip netns add "$K_NS" || fail "cannot create $K_NS"
+ip link add "$K_B" netns "$ETH_NS" type veth peer name "$K_A" netns "$K_NS" || fail "cannot create the kernel link"
+kns ip link set lo up
+kns ip addr add 198.18.1.1/24 dev "$K_A"
+kns ip link set "$K_A" up
+eth_ns ip addr add 198.18.1.2/24 dev "$K_B"
+eth_ns ip link set "$K_B" up
+eth_ns ethtool -K "$K_B" tx off gro off >/dev/null || fail "ethtool on $K_B"
+
+RBUF=${BENCH_ETH_RBUF:-256K}
+ETH_IDLE_SLEEP=${BENCH_ETH_IDLE_SLEEP:-0} ETH_MAX_SESSIONS=$((CONNS + 1000)) ETH_MBUFS=16383 ETH_LOG_LEVEL=notice \
+	ETH_VDEV_EXTRA=${BENCH_ETH_VDEV_EXTRA:-} eth_conf "$tmp/ibgw.conf" "
+[route discard]
+listen = tcp:9
+connect = discard
+max_sessions = 16
+tcp_rbuf = $RBUF
+tcp_sbuf = $RBUF
+
+[route relay]
+listen = tcp:8000
+connect = tcp:$ETH_PEER_IP:5001
+max_sessions = 16
+tcp_rbuf = $RBUF
+tcp_sbuf = $RBUF
+
+[route idle]
+listen = tcp:10
+connect = discard
+max_sessions = $((CONNS + 100))
+tcp_rbuf = 16K
+tcp_sbuf = 16K
+"
+gw_start "$tmp/ibgw.conf"
+gw_wait_ready "$ETH_STATS"
+# (background jobs through `ip netns exec` directly: $! must be the program, not a subshell)
+ip netns exec "$ETH_NS" "$BULK" serve 5001 5002 >"$tmp/serve1" &
+pids+=($!)
+ip netns exec "$K_NS" "$BULK" serve 5001 5002 >"$tmp/serve2" &
+pids+=($!)
+ip netns exec "$K_NS" socat TCP-LISTEN:8001,bind=198.18.1.1,reuseaddr,fork TCP:198.18.1.2:5001 &
+pids+=($!)
+# the kernel's accept rate, for connections/s: a plain accept-and-close loop
+ip netns exec "$K_NS" "$PY3" -c "
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('198.18.1.1', 5003))
+s.listen(4096)
+while True:
+    c, _ = s.accept()
+    c.close()" &
+pids+=($!)
+cat >"$tmp/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 1000
+defaults
+	mode tcp
+	timeout connect 5s
+	timeout client 60s
+	timeout server 60s
+frontend f
+	bind 198.18.1.1:8002
+	default_backend b
+backend b
+	server s 198.18.1.2:5001
+EOF
+ip netns exec "$K_NS" haproxy -f "$tmp/haproxy.cfg" -db >"$tmp/haproxy.log" 2>&1 &
+pids+=($!)
+eth_wait_listen 5001
+for p in 5001 5003 8001 8002; do
+	for i in $(seq 50); do [ -n "$(kns ss -Hltn "sport = :$p")" ] && break; sleep 0.1; done
+done
+gw_pid=$GW_PID
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$gw_pid/status"; }
+echo "ibgwd: one worker, idle_sleep ${BENCH_ETH_IDLE_SLEEP:-0}, TCP buffers $RBUF, vdev extra '${BENCH_ETH_VDEV_EXTRA:-}';" \
+	"$BYTES bytes per transfer, $REPS rounds, medians"
+
+# one transfer: prints Mbit/s (0 when it failed)
+xfer() {
+	local out
+	out=$(eth_ns "$BULK" -t 120 send "$1" "$2" "$BYTES" 2>&1)
+	case "$out" in ok*) echo "$out" | sed -n 's/.*mbit_s=\([0-9.]*\).*/\1/p' ;; *) echo "xfer $1:$2: $out" >&2; echo 0 ;; esac
+}
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+for name in rx_ibgwd rx_kernel relay_ibgwd relay_socat relay_haproxy; do : >"$tmp/$name"; done
+busy0=$(gw_metric "$ETH_STATS" 'ibgw_worker_busy_iterations_total{worker="0"}')
+# a transfer to ibgwd, under perf when BENCH_ETH_PERF names it (first round only)
+gw_xfer() {
+	local what=$1 perf_pid
+	shift
+	if [ "${BENCH_ETH_PERF:-}" = "$what" ] && [ "$r" = 1 ]; then
+		perf record -q -g -p "$gw_pid" -o "$tmp/perf.data" >/dev/null 2>&1 &
+		perf_pid=$!
+		sleep 0.5
+		xfer "$@"
+		kill -INT "$perf_pid"
+		wait "$perf_pid"
+		perf report -i "$tmp/perf.data" --stdio --no-children -g none --percent-limit 0.7 2>/dev/null |
+			grep -v '^$' | head -80 >"$tmp/perf.txt"
+	else
+		xfer "$@"
+	fi
+}
+for r in $(seq "$REPS"); do
+	gw_xfer rx "$ETH_GW_IP" 9 >>"$tmp/rx_ibgwd"
+	xfer 198.18.1.1 5001 >>"$tmp/rx_kernel"
+	gw_xfer relay "$ETH_GW_IP" 8000 >>"$tmp/relay_ibgwd"
+	xfer 198.18.1.1 8001 >>"$tmp/relay_socat"
+	xfer 198.18.1.1 8002 >>"$tmp/relay_haproxy"
+	echo "round $r: rx ibgwd $(tail -1 "$tmp/rx_ibgwd") kernel $(tail -1 "$tmp/rx_kernel");" \
+		"relay ibgwd $(tail -1 "$tmp/relay_ibgwd") socat $(tail -1 "$tmp/relay_socat")" \
+		"haproxy $(tail -1 "$tmp/relay_haproxy") Mbit/s"
+done
+for name in rx_ibgwd rx_kernel relay_ibgwd relay_socat relay_haproxy; do
+	eval "$name=$(median <"$tmp/$name")"
+done
+
+# connections per second: 4 client processes, connect then reset (no TIME_WAIT on either side)
+cat >"$tmp/cps.py" <<'EOF'
+import multiprocessing, socket, struct, sys, time
+host, port, secs, procs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+def run(q):
+    n = fails = 0
+    end = time.monotonic() + secs
+    lg = struct.pack("ii", 1, 0)
+    while time.monotonic() < end:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, lg)
+        try:
+            s.connect((host, port))
+            n += 1
+        except OSError:
+            fails += 1
+        s.close()
+    q.put((n, fails))
+q = multiprocessing.Queue()
+ps = [multiprocessing.Process(target=run, args=(q,)) for _ in range(procs)]
+for p in ps: p.start()
+res = [q.get() for _ in ps]
+for p in ps: p.join()
+print("%d %d" % (sum(r[0] for r in res) / secs, sum(r[1] for r in res)))
+EOF
+opened0=$(gw_metric "$ETH_STATS" 'ibgw_tcp_connections_opened_total{worker="0",dir="passive"}')
+read -r cps_ibgwd cps_ibgwd_fail < <(eth_ns "$PY3" "$tmp/cps.py" "$ETH_GW_IP" 9 "$CPS_SECS" 4)
+opened1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_connections_opened_total{worker="0",dir="passive"}')
+read -r cps_kernel cps_kernel_fail < <(eth_ns "$PY3" "$tmp/cps.py" 198.18.1.1 5003 "$CPS_SECS" 4)
+read -r cps_ibgwd2 _ < <(eth_ns "$PY3" "$tmp/cps.py" "$ETH_GW_IP" 9 "$CPS_SECS" 4)
+read -r cps_kernel2 _ < <(eth_ns "$PY3" "$tmp/cps.py" 198.18.1.1 5003 "$CPS_SECS" 4)
+cps_ibgwd=$(( (cps_ibgwd + cps_ibgwd2) / 2 )) cps_kernel=$(( (cps_kernel + cps_kernel2) / 2 ))
+
+# memory: 10,000 idle connections held open by one client process
+sleep 1
+rss0=$(rss_kib)
+cat >"$tmp/hold.py" <<'EOF'
+import resource, socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_NOFILE, (n + 100, n + 100))
+srcs = sys.argv[4:]
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.bind((srcs[i % len(srcs)], 0))
+    s.settimeout(10)
+    s.connect((host, port))
+    socks.append(s)
+print("holding", len(socks), flush=True)
+time.sleep(600)
+EOF
+ip netns exec "$ETH_NS" "$PY3" "$tmp/hold.py" "$ETH_GW_IP" 10 "$CONNS" "$ETH_PEER_IP" "$ETH_PEER_IP2" >"$tmp/hold" 2>&1 &
+pids+=($!)
+for i in $(seq 600); do grep -q holding "$tmp/hold" && break; kill -0 "${pids[-1]}" 2>/dev/null || break; sleep 0.1; done
+grep -q holding "$tmp/hold" || { cat "$tmp/hold"; fail "could not open $CONNS idle connections"; }
+sleep 2
+active=$(gw_metric "$ETH_STATS" 'ibgw_tcp_connections_active{worker="0"}')
+rss1=$(rss_kib)
+per_conn=$(awk -v a="$rss0" -v b="$rss1" -v n="$active" 'BEGIN { printf "%.2f", n ? (b - a) / n : 0 }')
+tcb_note=$(gw_metric "$ETH_STATS" 'ibgw_tcp_buffer_bytes{worker="0"}')
+
+echo
+echo "== results (medians of $REPS; Mbit/s of application bytes, at the sender, to the orderly end)"
+printf '%-44s %10s %10s %8s  %s\n' "" ibgwd other ratio target
+printf '%-44s %10s %10s %8s  %s\n' "rx: sender -> discard (vs kernel receiver)" "$rx_ibgwd" "$rx_kernel" \
+	"$(ratio "$rx_ibgwd" "$rx_kernel")" ">= 1.00"
+printf '%-44s %10s %10s %8s  %s\n' "relay: ibgwd vs socat" "$relay_ibgwd" "$relay_socat" \
+	"$(ratio "$relay_ibgwd" "$relay_socat")" ">= 1.50"
+printf '%-44s %10s %10s %8s\n' "relay: ibgwd vs HAProxy (nbthread 1)" "$relay_ibgwd" "$relay_haproxy" \
+	"$(ratio "$relay_ibgwd" "$relay_haproxy")"
+printf '%-44s %10s %10s %8s  %s\n' "connections/s accepted (4 python clients)" "$cps_ibgwd" "$cps_kernel" \
+	"$(ratio "$cps_ibgwd" "$cps_kernel")" "(client-bound if ~1.0)"
+echo "   (ibgwd counted $((opened1 - opened0)) passive opens in the first ${CPS_SECS}s run; failed connects: ibgwd $cps_ibgwd_fail, kernel $cps_kernel_fail)"
+printf '%-44s %10s KiB/conn  (%s connections, VmRSS %s -> %s KiB, buffer bytes held %s)  target < 4\n' \
+	"memory: idle connections" "$per_conn" "$active" "$rss0" "$rss1" "$tcb_note"
+busy1=$(gw_metric "$ETH_STATS" 'ibgw_worker_busy_iterations_total{worker="0"}')
+echo "   (worker busy iterations during the transfers: $((busy1 - busy0)); ibgwd retransmits" \
+	"$(gw_metric "$ETH_STATS" 'ibgw_tcp_retransmits_total{worker="0"}'), port rx missed" \
+	"$(gw_metric "$ETH_STATS" 'ibgw_port_rx_missed_total{port="0"}'), out-of-order segments" \
+	"$(gw_metric "$ETH_STATS" 'ibgw_tcp_out_of_order_segments_total{worker="0"}'))"
+[ -s "$tmp/perf.txt" ] && { echo "== perf profile of ibgwd during the $BENCH_ETH_PERF transfer"; cat "$tmp/perf.txt"; }
+kill "${pids[-1]}" 2>/dev/null
+gw_stop || echo "note: ibgwd exited with $?"
