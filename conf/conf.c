@@ -126,7 +126,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "receive queue depth (= credits granted to the peer)"},
 	{I(inline_size), .type = T_UINT, .min = 0, .max = 1024, .def = "64", .doc = "max inline send data"},
 	{I(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0,
-	 .max = 3600 * 1000, .def = "0", .doc = "rsocket keepalive interval (0 = off)"},
+	 .max = 3600 * 1000, .def = "0",
+	 .doc = "rsocket keepalive interval (0 = off); a peer that leaves one unanswered for 3 intervals is dropped"},
 
 	/* [eth] */
 	{E(vdev), .type = T_STRING, .def = "",
