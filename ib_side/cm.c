@@ -182,6 +182,7 @@ static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w)
 	c->s.ops = &ib_conn_ops;
 	c->s.state = XLT_STREAM_CONNECTING;
 	w->ct_conns++;
+	ctl->st.conn_bytes += ctl->conn_size;
 	conn_link(ctl, c);
 	return c;
 }
@@ -234,6 +235,7 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	if (!b->smr)
 		goto err_rmr;
 	ctl->st.buf_bytes += bufs_len(rs, ss);
+	ctl->st.buf_regs++;
 	return b;
 err_rmr:
 	ibv_dereg_mr(b->rmr);
@@ -413,6 +415,7 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	c->w->ct_gen[c->slot] = (c->w->ct_gen[c->slot] + 1) & IB_WR_GEN_MASK;
 	c->w->ct_free[c->w->ct_nfree++] = c->slot;
 	c->w->ct_conns--;
+	ctl->st.conn_bytes -= ctl->conn_size;
 	conn_unlink(ctl, c);
 	free(c);
 }
@@ -1078,6 +1081,10 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
 	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive + send rings)"),
 	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
+	C(buf_regs, "ib_buffer_registrations_total",
+	  "IB buffer sets registered with the device (a connection that reuses a pooled one does not count)"),
+	G(conn_bytes, "ib_connection_state_bytes",
+	  "memory of IB connection objects besides their buffers (spares for active opens included)"),
 	G(cqs, "ib_completion_queues", "completion queues"),
 };
 const unsigned ib_ctl_n_metrics = sizeof(ib_ctl_metrics) / sizeof(ib_ctl_metrics[0]);
@@ -1108,6 +1115,7 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(closed[IB_CLOSE_PROTOCOL], "ib_connections_closed_total", "", "reason=protocol"),
 	CL(closed[IB_CLOSE_ABORTED], "ib_connections_closed_total", "", "reason=aborted"),
 	CL(closed[IB_CLOSE_ERROR], "ib_connections_closed_total", "", "reason=error"),
+	CL(closed[IB_CLOSE_KEEPALIVE], "ib_connections_closed_total", "", "reason=keepalive"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

@@ -163,6 +163,7 @@ struct ib_conn {
 	struct ib_rx rx;
 	struct ib_tx tx;
 	uint64_t last_tx_ns;
+	uint64_t ka_sent_ns; /* when the keepalive in flight was posted (0: none) */
 	uint64_t stall_since, withheld_since;
 	struct ib_conn *work_next;
 	struct ib_conn *live_prev, *live_next;
@@ -199,6 +200,7 @@ struct ib_worker {
 	struct ib_conn *live;
 	uint64_t now;
 	uint64_t ka_ns, ka_next;
+	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */
 	bool wake;
 	bool cq_backlog; /* the last CQ sweep stopped before the queues were empty */
 	struct ib_worker_stats st;

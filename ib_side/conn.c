@@ -38,6 +38,15 @@ enum {
 #define CQ_ROUNDS    4 /* batches per CQ per poll round: bounds the time one round takes */
 #define RING_BATCH    32
 #define IB_CTRL_STUB 0x80000000u /* ib_close reason "not counted" */
+/* After a completion the next one usually follows within a round trip (the peer answers, credits
+ * come back, the next write lands). A worker that naps as soon as one round is idle adds its nap to
+ * every message; so for this long after the last completion the engine reports itself busy. */
+#define IB_HOT_NS    200000
+/* A keepalive is a zero-length RDMA write: any live peer's HCA acknowledges it within a round trip.
+ * One still unacknowledged after this many keepalive intervals means the peer is gone. The transport
+ * would say so by itself only after its retries ran out, which is never when they are infinite
+ * (rxe treats rsocket's retry_count 7 as "retry forever") and can take long on real fabrics. */
+#define IB_KA_DEAD   3
 
 static inline void bump(uint64_t *c, uint64_t n)
 {
@@ -147,6 +156,8 @@ static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
 		return ret;
 	c->ctrl_seq++;
 	c->ctrl_used++;
+	if (kind == IB_WR_KEEPALIVE)
+		c->ka_sent_ns = c->w->now ? c->w->now : 1;
 	bump(kind == IB_WR_KEEPALIVE ? &c->w->st.keepalives_tx : &c->w->st.ctrl_tx, 1);
 	return 0;
 }
@@ -647,6 +658,8 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	}
 	if (kind == IB_WR_FIN)
 		c->fin_acked = true;
+	if (kind == IB_WR_KEEPALIVE)
+		c->ka_sent_ns = 0;
 	if (kind == IB_WR_DATA && c->want_writable && c->ws == IB_W_OPEN) {
 		c->want_writable = false;
 		due(c, IB_EV_WRITABLE);
@@ -783,16 +796,25 @@ static unsigned run_work(struct ib_worker *w)
 
 static void keepalive(struct ib_worker *w)
 {
-	for (struct ib_conn *c = w->live; c; c = c->live_next)
-		if (c->ws == IB_W_OPEN && !c->qp_dead && !c->peer_gone && w->now - c->last_tx_ns >= w->ka_ns &&
+	for (struct ib_conn *c = w->live; c; c = c->live_next) {
+		if (c->ws != IB_W_OPEN || c->qp_dead)
+			continue;
+		if (c->ka_sent_ns && w->now - c->ka_sent_ns >= IB_KA_DEAD * w->ka_ns) {
+			/* completions come in order: whatever was posted before it is stuck as well */
+			c->qp_dead = true;
+			closing(c, -ETIMEDOUT, IB_CLOSE_KEEPALIVE);
+			continue;
+		}
+		if (!c->peer_gone && !c->ka_sent_ns && w->now - c->last_tx_ns >= w->ka_ns &&
 		    c->ctrl_used < IB_RS_CTRL_SLOTS)
 			post_ctrl(c, IB_WR_KEEPALIVE, IB_RS_CTRL_KEEPALIVE); /* a failure shows as a completion error */
+	}
 	w->ka_next = w->now + w->ka_ns / 2;
 }
 
 unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 {
-	unsigned n;
+	unsigned n, done;
 
 	w->now = now_ns;
 	n = drain_in(w);
@@ -802,7 +824,10 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 			break;
 		w->backlog = c->list_next;
 	}
-	n += poll_cqs(w);
+	if ((done = poll_cqs(w))) {
+		n += done;
+		w->hot_until = now_ns + IB_HOT_NS;
+	}
 	if (w->ka_ns && now_ns >= w->ka_next)
 		keepalive(w);
 	if (w->work_head)
@@ -815,7 +840,7 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 			/* EAGAIN: the counter is saturated, the control thread is awake anyway */
 		}
 	}
-	return n;
+	return n ? n : now_ns < w->hot_until;
 }
 
 struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,

@@ -55,6 +55,7 @@ enum ib_close {
 	IB_CLOSE_PROTOCOL, /* the peer broke the protocol */
 	IB_CLOSE_ABORTED,  /* aborted by the gateway */
 	IB_CLOSE_ERROR,	   /* a completion error (transport retries exhausted, ...) */
+	IB_CLOSE_KEEPALIVE, /* a keepalive went unacknowledged for IB_KA_DEAD intervals: the peer is gone */
 	IB_CLOSE_COUNT,
 };
 
@@ -71,6 +72,8 @@ struct ib_ctl_stats {
 	uint64_t cm_events;
 	uint64_t buf_bytes;	 /* gauge: registered buffer memory */
 	uint64_t buf_idle_bytes; /* gauge: of which idle in the pool, ready for the next connection */
+	uint64_t buf_regs;	 /* buffer sets registered (ibv_reg_mr); reuse from the pool does not count */
+	uint64_t conn_bytes;	 /* gauge: connection state (not buffers) of the connections that exist */
 	uint64_t cqs;		 /* gauge: completion queues */
 };
 

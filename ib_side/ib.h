@@ -48,7 +48,8 @@ struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 
 /* Worker: one round of work (messages from the control thread, completions, keepalives, stream
- * events). Returns the amount of work done, 0 when idle. */
+ * events). Returns the amount of work done, 0 when idle; at least 1 for a short while (IB_HOT_NS,
+ * conn.c) after the last completion, so that the worker does not nap just before the next one. */
 unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns);
 
 /* Worker: opens an rsocket connection to ADDR:PORT for ROUTE (whose conf is R). Returns a CONNECTING

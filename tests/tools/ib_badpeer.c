@@ -6,10 +6,14 @@
  *     none      no private data at all
  *     garbage   40 pseudo-random bytes (version byte forced to 1, so the shape checks must catch it)
  *     sgl       version 1 with a target_sgl of 5 entries
+ *     keepalive not bad at all: valid private data, then one rsocket CTRL KEEPALIVE message with its
+ *               immediate (stock rsocket sends its keepalive as a bare RDMA write the receiver never
+ *               sees; the protocol allows this form and a receiver must ignore it), then DISCONNECT
  *
  * Exit 0 when the connect was REJECTED (what the gateway must do), 1 when it was accepted, 2 on any
  * other outcome (unreachable, timeout, local errors). The queue pair is real, so an accept would be a
- * working connection: the verdict is the gateway's. */
+ * working connection: the verdict is the gateway's. Mode keepalive: exit 0 when the connection was
+ * accepted and both messages were delivered (acknowledged by the gateway's queue pair). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -20,6 +24,45 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+
+/* 16-byte sge of rsocket's private data, big-endian */
+static void put_sge(uint8_t *p, uint64_t addr, uint32_t key, uint32_t len)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(addr >> (56 - 8 * i));
+	for (int i = 0; i < 4; i++) {
+		p[8 + i] = (uint8_t)(key >> (24 - 8 * i));
+		p[12 + i] = (uint8_t)(len >> (24 - 8 * i));
+	}
+}
+
+/* Mode keepalive, on an established connection: CTRL KEEPALIVE (op 7, value 1), then CTRL
+ * DISCONNECT (value 0), each a zero-length RDMA write with immediate; waits for both completions. */
+static int send_ctrl(struct rdma_cm_id *id, int ms)
+{
+	static const uint32_t vals[2] = {1, 0};
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+					 .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(7u << 29 | vals[i])}, *bad;
+		struct ibv_wc wc;
+		int n = 0;
+
+		if (ibv_post_send(id->qp, &wr, &bad))
+			return -1;
+		for (int t = 0; t < ms && (n = ibv_poll_cq(id->qp->send_cq, 1, &wc)) == 0; t++)
+			usleep(1000);
+		/* the gateway's advert may complete on our CQ first (a receive): skip those */
+		while (n > 0 && (wc.opcode & IBV_WC_RECV))
+			for (int t = 0; t < ms && (n = ibv_poll_cq(id->qp->send_cq, 1, &wc)) == 0; t++)
+				usleep(1000);
+		if (n <= 0 || wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "ib_badpeer: ctrl %u: %s\n", vals[i], n > 0 ? ibv_wc_status_str(wc.status) : "no completion");
+			return -1;
+		}
+	}
+	return 0;
+}
 
 static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want, int ms,
 		      enum rdma_cm_event_type *got)
@@ -58,7 +101,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST version|short|none|garbage|sgl\n");
+		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST version|short|none|garbage|sgl|keepalive\n");
 		return 2;
 	}
 	mode = argv[optind + 1];
@@ -88,6 +131,8 @@ int main(int argc, char **argv)
 		pd[31] = 0x20; /* data_buf.addr */
 		pd[38] = 0x01; /* data_buf.length 256 */
 		param.private_data = pd, param.private_data_len = 40;
+	} else if (!strcmp(mode, "keepalive")) {
+		param.private_data = pd, param.private_data_len = 40; /* filled once memory is registered */
 	} else {
 		fprintf(stderr, "ib_badpeer: unknown mode %s\n", mode);
 		return 2;
@@ -108,12 +153,41 @@ int main(int argc, char **argv)
 		perror("ib_badpeer: rdma_create_qp");
 		return 2;
 	}
+	if (!strcmp(mode, "keepalive")) {
+		/* a real rsocket side: 4 receives, a target_sgl the gateway's first advert goes into, a
+		 * 4 KiB receive buffer whose first half is offered at once */
+		static uint8_t mem[32 + 4096] __attribute__((aligned(64)));
+		struct ibv_mr *mr = ibv_reg_mr(id->pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
+
+		if (!mr) {
+			perror("ib_badpeer: ibv_reg_mr");
+			return 2;
+		}
+		for (int i = 0; i < 4; i++)
+			if (ibv_post_recv(id->qp, &rw, &bad))
+				return 2;
+		pd[0] = 1;
+		pd[3] = 4; /* credits: our 4 receives */
+		put_sge(pd + 8, (uintptr_t)mem, mr->rkey, 2);
+		put_sge(pd + 24, (uintptr_t)mem + 32, mr->rkey, 2048);
+	}
 	if (rdma_connect(id, &param)) {
 		perror("ib_badpeer: rdma_connect");
 		return 2;
 	}
 	ret = wait_event(ch, RDMA_CM_EVENT_REJECTED, ms, &got);
 	printf("%s: %s\n", mode, ret == -ETIMEDOUT ? "timeout" : rdma_event_str(got));
+	if (got == RDMA_CM_EVENT_ESTABLISHED && !strcmp(mode, "keepalive")) {
+		ret = send_ctrl(id, ms);
+		printf("keepalive: %s\n", ret ? "FAIL" : "KEEPALIVE and DISCONNECT delivered");
+		rdma_disconnect(id);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+		freeaddrinfo(ai);
+		return ret ? 2 : 0;
+	}
 	if (got == RDMA_CM_EVENT_ESTABLISHED)
 		rdma_disconnect(id);
 	rdma_destroy_qp(id);

@@ -6,8 +6,12 @@
  *     send BYTES            send BYTES, half-close, read until end of stream (expects nothing back:
  *                           a discard route answers the half-close with its own)
  *     conns N BYTES         N concurrent echo connections of BYTES each, on one rpoll loop
- *     stall BYTES SECONDS   echo, but read nothing for the first SECONDS: prints how much the gateway
+ *     stall BYTES SECONDS [N]  echo, but read nothing for the first SECONDS: prints how much the gateway
  *                           let us send meanwhile (it must stop at its buffers), then reads all back
+ *                           (SIGUSR1 ends the stall early);
+ *                           N connections at once (default 1): also a way to hold N connections open
+ *     idle N SECONDS        N connections, silent for SECONDS once all are up (fails if the gateway
+ *                           closes one meanwhile), then each half-closes and expects end of stream
  *     latency SIZE ITERS    ping-pong SIZE bytes ITERS times against an echo; mean round trip
  *     serve [echo|discard] [spin]  listen on HOST:PORT (rsocket itself), serve connections until
  *                           killed; spin: busy-poll (rpoll without waiting), rsocket's fastest mode
@@ -26,6 +30,7 @@
 #include <getopt.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -338,6 +343,14 @@ static int conn_check(struct conn *c, const char *tag, double secs)
 	return ok ? 0 : 1;
 }
 
+static volatile sig_atomic_t stall_over; /* SIGUSR1: end the stall now */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stall_over = 1;
+}
+
 static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 {
 	struct conn *cs = calloc(n, sizeof(*cs));
@@ -369,13 +382,13 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 						cs[i].wr_done, cs[i].rd_done);
 			return 3;
 		}
-		if (!stall_reported && now >= t0 + stall_s) {
+		if (!stall_reported && (now >= t0 + stall_s || stall_over)) {
 			uint64_t s = 0, r = 0;
 			for (unsigned i = 0; i < n; i++) {
 				s += cs[i].sent, r += cs[i].recvd;
 				cs[i].reading = true;
 			}
-			printf("stalled secs=%.1f sent_while_stalled=%llu recv=%llu\n", stall_s, (unsigned long long)s,
+			printf("stalled secs=%.1f sent_while_stalled=%llu recv=%llu\n", now - t0, (unsigned long long)s,
 			       (unsigned long long)r);
 			fflush(stdout);
 			stall_reported = true;
@@ -473,6 +486,55 @@ static int run_latency(size_t size, unsigned iters)
 
 #define MAX_SERVED 256
 
+/* N connections that stay open and silent for SECS (no data either way), then close in order. Any
+ * event on one before that (the gateway closed it, an error) fails. Holds connections open for
+ * memory and keepalive tests. */
+static int run_idle(unsigned n, double secs)
+{
+	struct pollfd *pf = calloc(n + 1, sizeof(*pf));
+	int *fds = calloc(n, sizeof(*fds));
+	int tfd = tick_fd();
+	double t_conn, t0 = now_s();
+	uint8_t b[64];
+
+	if (!pf || !fds)
+		die("calloc");
+	for (unsigned i = 0; i < n; i++)
+		fds[i] = connect_to();
+	t_conn = now_s();
+	printf("connected conns=%u secs=%.3f\n", n, t_conn - t0);
+	while (now_s() < t_conn + secs) {
+		for (unsigned i = 0; i < n; i++)
+			pf[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		pf[n] = (struct pollfd){.fd = tfd, .events = POLLIN};
+		if (rpoll(pf, n + 1, -1) < 0 && errno != EINTR)
+			die("rpoll");
+		if (pf[n].revents)
+			tick_drain(tfd);
+		for (unsigned i = 0; i < n; i++)
+			if (pf[i].revents) {
+				printf("FAIL idle conn=%u: event 0x%x after %.1f s idle\n", i, pf[i].revents, now_s() - t_conn);
+				return 1;
+			}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		rshutdown(fds[i], SHUT_WR);
+		for (;;) {
+			ssize_t k = rrecv(fds[i], b, sizeof(b), 0);
+			if (k == 0)
+				break;
+			if (k > 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+				printf("FAIL idle conn=%u: %s at close\n", i, k > 0 ? "data" : strerror(errno));
+				return 1;
+			}
+			rpoll(&(struct pollfd){.fd = fds[i], .events = POLLIN}, 1, -1);
+		}
+		rclose(fds[i]);
+	}
+	printf("ok idle conns=%u secs=%.1f\n", n, secs);
+	return 0;
+}
+
 static int run_serve(bool echo, bool spin)
 {
 	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
@@ -567,8 +629,8 @@ static int run_serve(bool echo, bool spin)
 static void usage(void)
 {
 	fprintf(stderr, "usage: rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] [-m WRITESIZE<=64K] HOST MODE [ARGS]\n"
-			"  modes: echo BYTES | send BYTES | conns N BYTES | stall BYTES SECONDS |\n"
-			"         latency SIZE ITERS | serve [echo|discard] [spin]\n");
+			"  modes: echo BYTES | send BYTES | conns N BYTES | stall BYTES SECONDS [N] |\n"
+			"         idle N SECONDS | latency SIZE ITERS | serve [echo|discard] [spin]\n");
 	exit(2);
 }
 
@@ -592,6 +654,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGUSR1, on_usr1);
 	while ((opt = getopt(argc, argv, "p:t:B:m:")) != -1) {
 		switch (opt) {
 		case 'p': port = optarg; break;
@@ -617,8 +680,10 @@ int main(int argc, char **argv)
 		return run_conns(1, size_arg(argv[0]), false, 0);
 	if (!strcmp(mode, "conns") && argc == 2)
 		return run_conns((unsigned)atoi(argv[0]), size_arg(argv[1]), true, 0);
-	if (!strcmp(mode, "stall") && argc == 2)
-		return run_conns(1, size_arg(argv[0]), true, atof(argv[1]));
+	if (!strcmp(mode, "stall") && (argc == 2 || argc == 3))
+		return run_conns(argc == 3 ? (unsigned)atoi(argv[2]) : 1, size_arg(argv[0]), true, atof(argv[1]));
+	if (!strcmp(mode, "idle") && argc == 2)
+		return run_idle((unsigned)atoi(argv[0]), atof(argv[1]));
 	if (!strcmp(mode, "latency") && argc == 2)
 		return run_latency((size_t)size_arg(argv[0]), (unsigned)atoi(argv[1]));
 	if (!strcmp(mode, "serve"))
