@@ -564,6 +564,13 @@ static void op_release(struct xlt_stream *s)
 	reap_later(t);
 }
 
+/* In-order bytes received and not consumed: the session's buffer-occupancy gauge (added with the
+ * gauge by the session layer, issue #6; peek alone shows only the first chunk). */
+static size_t op_backlog(struct xlt_stream *s)
+{
+	return eth_tcb_of(s)->rbuf.len;
+}
+
 const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.peek = op_peek,
 	.consume = op_consume,
@@ -571,4 +578,5 @@ const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.shutdown = op_shutdown,
 	.abort = op_abort,
 	.release = op_release,
+	.backlog = op_backlog,
 };

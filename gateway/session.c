@@ -429,6 +429,13 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
 				  dir[1][i], NULL);
 	}
+	gw_metrics_family(m, "route_buffer_bytes", XLT_GAUGE,
+			  "bytes received and held in the gateway's buffers because the direction's destination "
+			  "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
+	for (unsigned i = 0; i < n; i++) {
+		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+	}
 	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
 			  "times a direction became blocked by its destination");
 	for (unsigned i = 0; i < n; i++) {

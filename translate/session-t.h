@@ -40,6 +40,10 @@ struct xlt_route_stats {
 	uint64_t blocked_b_to_a;
 	uint64_t connect_ns_sum; /* far-side connect latency: sum and count */
 	uint64_t connects;
+	/* gauges: bytes a direction's source holds that its destination cannot take yet (the receive
+	 * buffer backlog behind closed credits or a closed window), as of the last attempt to move them */
+	uint64_t held_a_to_b;
+	uint64_t held_b_to_a;
 };
 
 /* The session's view of the world: the owner (gateway) provides the clock and hears when a session
@@ -67,6 +71,7 @@ struct xlt_session {
 	struct xlt_session_end ends[2]; /* event args of A and B */
 	bool blocked[2];		 /* direction A->B (0) and B->A (1) waits for its destination */
 	uint64_t blocked_since[2];
+	uint64_t held[2]; /* this session's share of stats->held_* */
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
 	uint64_t connect_start_ns;
 	enum xlt_end_reason reason; /* first cause of the end */

@@ -70,6 +70,15 @@ static void set_blocked(struct xlt_session *s, unsigned dir, bool blocked)
 	s->blocked[dir] = blocked;
 }
 
+/* Records how many bytes direction DIR leaves waiting in its source (the route's occupancy gauge). */
+static void set_held(struct xlt_session *s, unsigned dir, uint64_t n)
+{
+	if (s->held[dir] == n)
+		return;
+	add(dir ? &s->stats->held_b_to_a : &s->stats->held_a_to_b, n - s->held[dir]); /* wraps to a decrease */
+	s->held[dir] = n;
+}
+
 /* Moves bytes of one direction until the source is empty or the destination full. */
 static void pump_dir(struct xlt_session *s, unsigned dir)
 {
@@ -99,10 +108,13 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 			add(bytes, w);
 		}
 		if (w < n) {
+			/* without a backlog op, what peek shows is a lower bound (a ring may wrap) */
+			set_held(s, dir, src->ops->backlog ? src->ops->backlog(src) : n - w);
 			set_blocked(s, dir, true);
 			return;
 		}
 	}
+	set_held(s, dir, 0);
 	set_blocked(s, dir, false);
 	if (src->peer_done) {
 		/* everything the source's peer sent has been handed over: pass its end of stream on
@@ -159,8 +171,10 @@ static void finish(struct xlt_session *s)
 	for (unsigned i = 0; i < 2; i++)
 		if (s->st[i] && s->st[i]->state != XLT_STREAM_CLOSED)
 			return;
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < 2; i++) {
 		set_blocked(s, i, false);
+		set_held(s, i, 0);
+	}
 	for (unsigned i = 0; i < 2; i++)
 		if (s->st[i]) {
 			s->st[i]->ops->release(s->st[i]);
@@ -214,6 +228,7 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->st[0] = a;
 	s->st[1] = kind == XLT_SESSION_RELAY ? b : NULL;
 	s->blocked[0] = s->blocked[1] = false;
+	s->held[0] = s->held[1] = 0;
 	s->reason = XLT_END_OK;
 	s->b_open = false;
 	s->stats = stats;

@@ -46,6 +46,9 @@ struct xlt_stream_ops {
 	void (*abort)(struct xlt_stream *s);
 	/* Releases the stream after on_closed (or one never opened). */
 	void (*release)(struct xlt_stream *s);
+	/* Optional (NULL: the session counts what peek shows, a lower bound): every received byte not
+	 * consumed yet, for the route's buffer-occupancy gauge. */
+	size_t (*backlog)(struct xlt_stream *s);
 };
 
 struct xlt_stream_events {

@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/guest_lib.sh
 SIZE=${E2E_BP_SIZE:-16000000}
-STALL=${E2E_STALL:-8}
+STALL=${E2E_STALL:-10}
 # per-session buffers, the defaults of conf/conf.c spelled out: they are what the bounds below use
 IB_RBUF=131072 IB_SBUF=131072 TCP_RBUF=262144 TCP_SBUF=262144
 SESSION_BUFS=$((IB_RBUF + IB_SBUF + TCP_RBUF + TCP_SBUF))
@@ -62,12 +62,19 @@ t0=$(date +%s.%N)
 bg snd_ib "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" send "$SIZE"
 bg snd_tcp npeer tcp-send "$ETH_GW_IP" 9000 "$SIZE"
 # sample while the receivers sleep
-rss_max=$rss0 tcpbuf_max=0
+rss_max=$rss0 tcpbuf_max=0 held_out_max=0 held_in_max=0 held_samples=
 while awk -v t0="$t0" -v s="$STALL" -v now="$(date +%s.%N)" 'BEGIN { exit !(now - t0 < s - 1.5) }'; do
 	r=$(rss)
 	[ "$r" -gt "$rss_max" ] && rss_max=$r
-	b=$(m 'ibgw_tcp_buffer_bytes{worker="0"}')
+	# one scrape per sample: under TCG each costs a good fraction of a second
+	curl -s "http://127.0.0.1:$STATS/metrics" >"$T/scrape"
+	v() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$T/scrape"; }
+	b=$(v 'ibgw_tcp_buffer_bytes{worker="0"}')
 	[ "$b" -gt "$tcpbuf_max" ] && tcpbuf_max=$b
+	ho=$(v 'ibgw_route_buffer_bytes{route="slow_tcp",dir="ib_to_eth"}') hi=$(v 'ibgw_route_buffer_bytes{route="slow_ib",dir="eth_to_ib"}')
+	held_samples="$held_samples $ho/$hi"
+	[ "$ho" -gt "$held_out_max" ] && held_out_max=$ho
+	[ "$hi" -gt "$held_in_max" ] && held_in_max=$hi
 	sleep 0.4
 done
 # near the end of the stall: what got through the gateway so far
@@ -86,6 +93,9 @@ check "[ $((rss_max - rss0)) -le $((2 * SESSION_BUFS / 1024 + RSS_CONST_KB)) ]" 
 check "[ $tcpbuf_max -le $((2 * (TCP_RBUF + TCP_SBUF) + 65536)) ]" "TCP engine buffers stayed within the two sessions' TCP buffers ($tcpbuf_max bytes)"
 check "fgt $bp_out $((STALL / 2))" "route slow_tcp: backpressure ib_to_eth counted while under way (${bp_out} s)"
 check "fgt $bp_in $((STALL / 2))" "route slow_ib: backpressure eth_to_ib counted while under way (${bp_in} s)"
+echo "    buffer occupancy samples (slow_tcp ib_to_eth / slow_ib eth_to_ib):$held_samples"
+check "[ $held_out_max -gt 0 ] && [ $held_out_max -le $IB_RBUF ]" "route slow_tcp: buffer occupancy ib_to_eth up to $held_out_max bytes (0 < it <= ib_rbuf $IB_RBUF)"
+check "[ $held_in_max -gt 0 ] && [ $held_in_max -le $TCP_RBUF ]" "route slow_ib: buffer occupancy eth_to_ib up to $held_in_max bytes (0 < it <= tcp_rbuf $TCP_RBUF)"
 check "[ $zw1 -gt $zw0 ]" "slow IB reader: TCP zero windows sent ($((zw1 - zw0)))"
 
 reap snd_ib; rc1=$?
@@ -111,5 +121,7 @@ check "[ \$(m 'ibgw_route_sessions_ended_total{route=\"slow_tcp\",reason=\"ok\"}
 	"both stalled sessions ended ok"
 check "[ \$(m 'ibgw_route_bytes_total{route=\"slow_tcp\",dir=\"ib_to_eth\"}') = $SIZE ] && [ \$(m 'ibgw_route_bytes_total{route=\"slow_ib\",dir=\"eth_to_ib\"}') = $SIZE ]" \
 	"route bytes: $SIZE each"
+check "[ \$(m 'ibgw_route_buffer_bytes{route=\"slow_tcp\",dir=\"ib_to_eth\"}') = 0 ] && [ \$(m 'ibgw_route_buffer_bytes{route=\"slow_ib\",dir=\"eth_to_ib\"}') = 0 ]" \
+	"buffer occupancy back to 0 once the sessions ended"
 echo "    RSS at the end: $(rss) KiB"
 e2e_done

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 . tests/e2e/guest_lib.sh
 SIZE=${E2E_SIZE:-100000000}
 N=${E2E_CONC:-100}
-EACH=${E2E_CONC_BYTES:-100000}
+EACH=${E2E_CONC_BYTES:-50000}
 
 e2e_start "[route out]
 listen = ib:7000

@@ -411,6 +411,7 @@ static void test_blocked_time_ticks(void **state)
 	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
 	peer_sends(a, "abc", 3);
 	assert_int_equal(st.blocked_a_to_b, 1);
+	assert_int_equal(st.held_a_to_b, 3); /* the backlog gauge */
 	clock_ns += 1000;
 	xlt_session_tick(&s);
 	assert_int_equal(st.blocked_ns_a_to_b, 1000);
@@ -421,14 +422,53 @@ static void test_blocked_time_ticks(void **state)
 	peer_drains(b, 10);
 	assert_int_equal(st.blocked_ns_a_to_b, 1750);
 	assert_int_equal(b->tx_len, 3);
+	assert_int_equal(st.held_a_to_b, 0);
 	clock_ns += 1000;
 	xlt_session_tick(&s); /* not blocked: nothing more */
 	assert_int_equal(st.blocked_ns_a_to_b, 1750);
 	assert_int_equal(st.blocked_ns_b_to_a, 0);
+	b->tx_room = 0;
+	peer_sends(a, "defgh", 5);
+	peer_drains(b, 2);
+	assert_int_equal(st.held_a_to_b, 3); /* 2 of 5 moved */
 	xlt_session_abort(&s, XLT_END_ABORTED);
 	closed(a, -ECONNABORTED);
 	closed(b, -ECONNABORTED);
 	assert_int_equal(done_calls, 1);
+	assert_int_equal(st.held_a_to_b, 0); /* a session's share leaves with it */
+	free(a);
+	free(b);
+}
+
+/* A stream that knows its whole receive backlog (more than one peek shows) reports it. */
+static size_t f_backlog(struct xlt_stream *s)
+{
+	struct fake *f = (struct fake *)s;
+
+	return f->rx_len - f->rx_off;
+}
+
+static const struct xlt_stream_ops fake_ops_backlog = {f_peek, f_consume, f_write, f_shutdown, f_abort, f_release,
+							f_backlog};
+
+static void test_held_uses_backlog(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 4);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	a->s.ops = &fake_ops_backlog;
+	a->max_peek = 10; /* a chunked buffer: peek shows 10 bytes at a time */
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	peer_sends(a, "0123456789abcdefghijklmnopqrstuvwxyz", 36);
+	assert_int_equal(b->tx_len, 4);
+	assert_int_equal(st.held_a_to_b, 32); /* all of it, not the 6 left of the first peek */
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	closed(a, -ECONNABORTED);
+	closed(b, -ECONNABORTED);
+	assert_int_equal(st.held_a_to_b, 0);
 	free(a);
 	free(b);
 }
@@ -446,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_late_attach),
 		cmocka_unit_test(test_blocked_time_ticks),
+		cmocka_unit_test(test_held_uses_backlog),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
