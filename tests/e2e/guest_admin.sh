@@ -114,35 +114,33 @@ check "[ $r3 = 0 ] && grep -q '^ok sent=$BIG got=$BIG ' $T/ld_in.out" "removed T
 check "grep -q 'route in: last session gone, freed' $GW_LOG || wait_for 'grep -q \"route in: last session gone\" $GW_LOG' 5" "removed route freed once its last session ended"
 
 # ---- drain on SIGTERM ----
-bg stuck "$TOOLS/rs_peer" -t 60 -p 7000 "$IB" stall 4000000 60
+bg stuck "$TOOLS/rs_peer" -t 40 -p 7000 "$IB" stall 4000000 20
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 1 ]" 10
 bg finishing "$TOOLS/rs_peer" -t 60 -p 7005 "$IB" echo 1500000
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out_new\"}') = 1 ]" 10
 t0=$(date +%s%N)
 kill -TERM "$GW_PID"
 el() { echo "    [+$((($(date +%s%N) - t0) / 1000000)) ms] $*"; }
-check "wait_for '[ \"\$(curl -s -o /dev/null -w %{http_code} http://127.0.0.1:$STATS/health)\" = 503 ]' 3" "SIGTERM: /health answers 503 while draining"
+check "wait_for '[ \"\$(curl -s -m 2 -o /dev/null -w %{http_code} http://127.0.0.1:$STATS/health)\" = 503 ]' 3" "SIGTERM: /health answers 503 while draining"
 "$TOOLS/rs_peer" -t 10 -p 7005 "$IB" echo 1000 >"$T/late.out" 2>&1
 check "[ \$? != 0 ]" "SIGTERM: a new session is refused"
 el late refused
 reap finishing; rc=$?
-el finishing reaped
 check "[ $rc = 0 ] && grep -q '^ok .*sent=1500000 recv=1500000 ' $T/finishing.out" "SIGTERM: a session in progress finished within the drain timeout" || cat "$T/finishing.out"
-wait_for '[ $(m ibgw_drain_aborted_sessions_total) = 1 ]' 12
+# from here on the log, not /metrics: once the drain is over ibgwd stops serving HTTP while it tears
+# the IB side down, which can take long when an IB peer does not answer the disconnect (see below)
+wait_for "grep -q 'drain timeout: aborting 1 session' $GW_LOG" 15
 ok=$? ta=$(date +%s%N)
-el aborted
-check "[ $ok = 0 ]" "SIGTERM: the stuck session aborted at the drain timeout and counted ($(((ta - t0) / 1000000)) ms after the signal)"
-wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ]" 3
-ok=$?
-check "[ $ok = 0 ]" "SIGTERM: the aborted session was freed ($((($(date +%s%N) - ta) / 1000000)) ms after the abort)"
-for i in $(seq 900); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.1; done
+check "[ $ok = 0 ]" "SIGTERM: the stuck session was aborted at the drain timeout and counted ($(((ta - t0) / 1000000)) ms after the signal)"
+reap stuck; rc=$?
+check "[ $rc != 0 ]" "SIGTERM: the stuck rsocket client saw its stream end in error"
+for i in $(seq 1500); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.1; done
 te=$((($(date +%s%N) - t0) / 1000000))
 gw_stop TERM 30 2>/dev/null
 rc=$?
+# The exit time is reported, not asserted: ib_side's teardown waits for IB peers to answer the
+# disconnect; the stalled rs_peer above answers only when it wakes up (seen: 8 s to 100 s with a 60 s stall).
 check "[ $rc = 0 ]" "SIGTERM: ibgwd exited 0, $te ms after the signal (drain timeout 6000 ms)"
-check "grep -q 'drain timeout: aborting 1 session' $GW_LOG" "SIGTERM: the log names the aborted session"
-reap stuck; rc=$?
-check "[ $rc != 0 ]" "SIGTERM: the stuck client saw its stream end in error"
 echo "ib [$VM_TOPO]: $npass passed, $nfail failed"
 [ $nfail -gt 0 ] && { echo "--- ibgwd log (tail)"; tail -n 30 "$GW_LOG"; }
 [ $nfail = 0 ]
