@@ -6,14 +6,14 @@
 # Targets: ibgwd >= 0.7x direct and >= 1.5x relay in throughput; less added latency than the relay.
 # Env: BENCH_BYTES (16M), BENCH_REPS (5), BENCH_WSIZE (65536), BENCH_ITERS (200), BENCH_VARIANTS
 # ("default"; also busy, bigbuf, idleN), BENCH_LAT_SPLIT, BENCH_TPUT_SPLIT, BENCH_RELAYS, BENCH_RS_WAKE
-# (see guest_e2e.sh), BENCH_TIMEOUT (VM limit, 600 s).
+# (see guest_e2e.sh), BENCH_TIMEOUT (VM limit, 600 s). BENCH_PROFILE=DIR: perf profiles instead.
 # Prints the figures; exits non-zero only when the benchmark itself could not run (missed targets are
 # reported as such, not as a failure: this machine is shared and noisy).
 set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-make -s build/release/ibgwd build/release/tools/rs_peer build/release/tools/rs_relay \
+make -s build/release/ibgwd build/release/tools/rs_relay \
 	build/release/tools/tcp_bulk build/release/tools/rs_bulk >/dev/null || exit 1
-VM_ENV='BENCH_BYTES BENCH_REPS BENCH_WSIZE BENCH_ITERS BENCH_VARIANTS BENCH_RS_WAKE BENCH_LAT_SPLIT BENCH_TPUT_SPLIT BENCH_RELAYS' \
-	VM_DPDK_PMDS='bus_vdev mempool_ring net_af_packet' \
-	tests/vm/run -T loop -t "${BENCH_TIMEOUT:-600}" -f tests/bench/guest_e2e.sh
+export VM_ENV='BENCH_BYTES BENCH_REPS BENCH_WSIZE BENCH_ITERS BENCH_VARIANTS BENCH_RS_WAKE BENCH_LAT_SPLIT BENCH_TPUT_SPLIT BENCH_RELAYS BENCH_PROFILE PERF BENCH_TIMEOUT'
+export VM_DPDK_PMDS='bus_vdev mempool_ring net_af_packet'
+exec tests/vm/run -T loop -t "${BENCH_TIMEOUT:-600}" -f tests/bench/guest_e2e.sh
