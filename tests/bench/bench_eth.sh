@@ -17,7 +17,7 @@
 #   memory  ibgwd's VmRSS growth with 10,000 idle connections, per connection (target < 4 KiB;
 #           buffers are taken only when data flows, so an idle connection holds none)
 # Env: BENCH_ETH_BYTES (1G), BENCH_ETH_REPS (5), BENCH_ETH_RBUF (4M), BENCH_ETH_VDEV_EXTRA (,framecnt=4096), BENCH_ETH_CONNS (10000), BENCH_ETH_CPS_SECS (3),
-#      BENCH_ETH_IDLE_SLEEP (0: busy polling), BENCH_ETH_PERF=rx|relay (perf profile of ibgwd during
+#      BENCH_ETH_IDLE_SLEEP (0: busy polling), BENCH_ETH_PMD (af_packet; af_xdp), BENCH_ETH_PERF=rx|relay (perf profile of ibgwd during
 #      that transfer in the first round, report printed).
 # Exits non-zero only when the benchmark could not run; missed targets are reported, not failed.
 set -u
@@ -90,6 +90,11 @@ max_sessions = $((CONNS + 100))
 tcp_rbuf = 16K
 tcp_sbuf = 16K
 "
+# BENCH_ETH_PMD=af_xdp (experimental): the same veth through DPDK's AF_XDP PMD instead of af_packet.
+# Seen once (2026-12-03): rx on par with the kernel, but the relay stalled after ~250 MB and ibgwd then
+# stopped answering ARP; not investigated yet
+PMD=${BENCH_ETH_PMD:-af_packet}
+[ "$PMD" = af_xdp ] && sed -i "s/^vdev = .*/vdev = net_af_xdp0,iface=$ETH_IF/" "$tmp/ibgw.conf"
 gw_start "$tmp/ibgw.conf"
 gw_wait_ready "$ETH_STATS"
 # (background jobs through `ip netns exec` directly: $! must be the program, not a subshell)
@@ -133,7 +138,7 @@ for p in 5001 5003 8001 8002; do
 done
 gw_pid=$GW_PID
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$gw_pid/status"; }
-echo "ibgwd: one worker, idle_sleep ${BENCH_ETH_IDLE_SLEEP:-0}, TCP buffers $RBUF, vdev extra '$VDEV_EXTRA';" \
+echo "ibgwd: $PMD, one worker, idle_sleep ${BENCH_ETH_IDLE_SLEEP:-0}, TCP buffers $RBUF, vdev extra '$VDEV_EXTRA';" \
 	"$BYTES bytes per transfer, $REPS rounds, medians"
 
 # one transfer: prints Mbit/s (0 when it failed)
