@@ -4,15 +4,26 @@
 # librdmacm's own rsocket, same device, same sizes (target ratio >= 1.0); and 64-byte round-trip
 # latency through the echo route vs rstream's own server and an rsocket echo. Run twice: with the
 # default [gateway] idle_sleep (100us: a napping worker) and with 0 (busy polling).
-# Env: BENCH_BYTES (64M), BENCH_REPS (3), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop).
+# Env: BENCH_BYTES (64M), BENCH_REPS (5), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop),
+# BENCH_IDLE ("100us 0": the idle_sleep values to run).
 set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
 make -s build/release/ibgwd build/release/tools/rs_peer >/dev/null || exit 1
+out=$(mktemp /tmp/bench_ib.XXXXXX)
+# the VM sees the project tree: private copies of the binaries there, safe from concurrent builds
+export BENCH_BIN=$PWD/${BUILD:-build}/bench-bin.$$
+trap 'rm -f "$out"; rm -rf "$BENCH_BIN"' EXIT
+mkdir -p "$BENCH_BIN" && cp "${BUILD:-build}/release/ibgwd" "${BUILD:-build}/release/tools/rs_peer" "$BENCH_BIN/" || exit 1
 rc=0
-for idle in 100us 0; do
+for idle in ${BENCH_IDLE:-100us 0}; do
 	echo "=== [gateway] idle_sleep = $idle"
-	BENCH_IDLE_SLEEP=$idle VM_ENV='BENCH_IDLE_SLEEP BENCH_BYTES BENCH_REPS BENCH_SIZES' VM_DPDK_PMDS='mempool_ring' \
-		tests/vm/run -T "${BENCH_TOPO:-loop}" -t 900 -f tests/ib/guest_bench.sh || rc=1
+	BENCH_IDLE_SLEEP=$idle VM_ENV='BENCH_IDLE_SLEEP BENCH_BYTES BENCH_REPS BENCH_SIZES BENCH_BIN' VM_DPDK_PMDS='mempool_ring' \
+		tests/vm/run -T "${BENCH_TOPO:-loop}" -t 900 -f tests/ib/guest_bench.sh 2>&1 | tee -a "$out"
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 done
+echo "=== summary: ${BENCH_REPS:-5} back-to-back pairs per line; ratio = median of the pair ratios ibgwd/reference"
+echo "    (throughput: higher is better, target >= 1.0; latency: lower is better); raw figures are medians"
+grep '^RESULT' "$out" | sed 's/^RESULT /  /'
+[ "$(grep -c '^RESULT' "$out")" -gt 0 ] || rc=1
 exit $rc

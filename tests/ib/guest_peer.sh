@@ -37,11 +37,12 @@ vq() { awk '/^[0-9a-f]+-[0-9a-f]+ / {u = /uverbs/} u && /^Rss:/ {s += $2} END {p
 
 # 0. memory: 100 connections held open (silent) against none
 rss0=$(rss) vq0=$(vq) buf0=$(m ibgw_ib_buffer_bytes) st0=$(m ibgw_ib_connection_state_bytes)
-$P "$IB_ADDR_B" idle 100 6 >/tmp/hold.out 2>&1 &
+$P "$IB_ADDR_B" idle 100 120 >/tmp/hold.out 2>&1 &
 hp=$!
 for _ in $(seq 600); do [ "$(m ibgw_ib_connections_active)" = 100 ] && break; kill -0 $hp 2>/dev/null || break; sleep 0.1; done
 act=$(m ibgw_ib_connections_active) rss1=$(rss) vq1=$(vq) buf1=$(m ibgw_ib_buffer_bytes) st1=$(m ibgw_ib_connection_state_bytes)
 regs=$(m ibgw_ib_buffer_registrations_total)
+kill -USR1 $hp # measured: the idle connections close now
 wait $hp
 hrc=$?
 sed 's/^/    /' /tmp/hold.out
@@ -157,11 +158,12 @@ $P -p 7473 "$IB_ADDR_B" echo 1K >/dev/null 2>&1
 rc=$?
 check "[ $rc != 0 ]" "source outside the route's allow list: connect refused"
 check "[ \$(m 'ibgw_ib_connections_rejected_total{reason=\"acl\"}') = 1 ]" "rejection counted: acl"
-$P -p 7474 "$IB_ADDR_B" idle 1 5 >/tmp/one.out 2>&1 &
+$P -p 7474 "$IB_ADDR_B" idle 1 60 >/tmp/one.out 2>&1 &
 op=$!
 for _ in $(seq 100); do [ "$(m 'ibgw_route_sessions_active{route="one"}')" = 1 ] && break; sleep 0.1; done
 $P -p 7474 "$IB_ADDR_B" echo 1K >/dev/null 2>&1
 rc=$?
+kill -USR1 $op
 wait $op
 orc=$?
 check "[ $rc != 0 ] && [ $orc = 0 ]" "route at max_sessions (1): a second connect refused, the first unharmed"
