@@ -70,6 +70,10 @@ H=$IB_ADDR_A
 RL_IF=ibr$$a RL_PEER=ibr$$b RL_IP=198.18.1.1 RL_PEER_IP=198.18.1.2
 RO_IF=ibo$$a RO_PEER=ibo$$b RO_IP=198.18.2.1 RO_PEER_IP=198.18.2.2
 TB=$GW_ROOT/$TOOLS/tcp_bulk RSB=$GW_ROOT/$TOOLS/rs_bulk RLY=$GW_ROOT/$TOOLS/rs_relay
+# private copies: the tree is shared with people rebuilding it while a run is on
+mkdir -p /tmp/e2e-bin
+cp "$IBGWD" "$TB" "$RSB" "$RLY" /tmp/e2e-bin/ || fail "cannot copy the binaries"
+IBGWD=/tmp/e2e-bin/ibgwd TB=/tmp/e2e-bin/tcp_bulk RSB=/tmp/e2e-bin/rs_bulk RLY=/tmp/e2e-bin/rs_relay
 W=/tmp/e2e
 mkdir -p $W
 pids=()
