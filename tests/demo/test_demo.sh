@@ -14,4 +14,7 @@ n=$(grep -c '\[ok\]' <<<"$out")
 grep -q '\[FAILED\]' <<<"$out" && { echo "FAIL: a demo check failed"; exit 1; }
 [ "$n" -ge 6 ] || { echo "FAIL: only $n demo checks reported ok (expected 6)"; exit 1; }
 grep -q '^demo: every check held' <<<"$out" || { echo "FAIL: no final verdict line"; exit 1; }
-echo "PASS: the demo ran, $n checks held"
+
+# the README's metrics reference lists exactly the families the demo's gateway exported
+tests/lib/metrics_doc.py check README.md <"${BUILD:-build}/demo-metrics.txt" || { echo "FAIL: README metrics reference is stale"; exit 1; }
+echo "PASS: the demo ran, $n checks held; README metrics reference current"
