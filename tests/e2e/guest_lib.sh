@@ -11,7 +11,7 @@
 #   npeer ARGS...             tests/e2e/peer.py in the Ethernet namespace (kernel TCP side)
 #   bg NAME CMD...            runs CMD in the background, output in $T/NAME.out, PID in ${PIDS[NAME]}
 #   stop NAME                 kills a background command by its PID and reaps it
-#   wait_for COND SECS        polls COND (eval) every 0.1 s; status 0 once it holds
+#   wait_for COND SECS        polls COND (eval) for SECS seconds; status 0 once it holds
 #   rss                       ibgwd's resident memory in KiB (VmRSS)
 #   mf NAME                   like m, as a number (floats kept)
 #   log_has FILE N            FILE has at least N "conn" lines
@@ -66,13 +66,14 @@ reap() {
 	return $rc
 }
 
+# by the clock, not by a count of tries: on a loaded host one scrape of /metrics can take seconds
 wait_for() {
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
+	local end=$(($(date +%s) + $2))
+	while :; do
 		eval "$1" && return 0
+		[ "$(date +%s)" -lt "$end" ] || return 1
 		sleep 0.1
 	done
-	return 1
 }
 
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status"; }
