@@ -172,6 +172,13 @@ out=$($TOOLS/ib_badpeer "$IB_ADDR_B" keepalive 2>&1)
 rc=$?
 out=$(echo "$out" | tr '\n' ' ')
 check "[ $rc = 0 ] && [ \$(m 'ibgw_ib_keepalives_total{worker=\"0\",dir=\"rx\"}') = 1 ]" "a CTRL KEEPALIVE message: received, counted, ignored ($out)"
+e0=$(m "ibgw_ib_completion_errors_total{$W}") ce0=$(m "ibgw_ib_connections_closed_total{$W,reason=\"error\"}")
+out=$($TOOLS/ib_badpeer "$IB_ADDR_B" badkey 2>&1)
+rc=$?
+out=$(echo "$out" | tr '\n' ' ')
+for _ in $(seq 50); do [ "$(m "ibgw_ib_connections_closed_total{$W,reason=\"error\"}")" -gt "$ce0" ] && break; sleep 0.1; done
+check "[ $rc = 0 ] && [ \$(m 'ibgw_ib_completion_errors_total{$W}') -gt $e0 ]" "a peer offering its buffer under a wrong key: the echo's write fails, completion error counted ($out)"
+check "[ \$(m 'ibgw_ib_connections_closed_total{$W,reason=\"error\"}') = $((ce0 + 1)) ]" "and that connection closed as error"
 check "kill -0 $GW_PID" "daemon alive"
 out=$($P "$IB_ADDR_B" echo 1M)
 check "echo \"\$out\" | grep -q '^ok '" "and still serving (echo 1M)"

@@ -9,6 +9,8 @@
  *     keepalive not bad at all: valid private data, then one rsocket CTRL KEEPALIVE message with its
  *               immediate (stock rsocket sends its keepalive as a bare RDMA write the receiver never
  *               sees; the protocol allows this form and a receiver must ignore it), then DISCONNECT
+ *     badkey    valid private data except the rkey of the receive buffer it offers, then 64 bytes of
+ *               data (to an echo route): the gateway's write back fails with a remote access error
  *
  * Exit 0 when the connect was REJECTED (what the gateway must do), 1 when it was accepted, 2 on any
  * other outcome (unreachable, timeout, local errors). The queue pair is real, so an accept would be a
@@ -64,6 +66,35 @@ static int send_ctrl(struct rdma_cm_id *id, int ms)
 	return 0;
 }
 
+static uint8_t peer_pd[40]; /* the gateway's private data (accept) */
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Mode badkey: 64 bytes of DATA (op 0) into the first half of the gateway's receive buffer. */
+static int send_data(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, int ms)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				 .sg_list = &sge, .num_sge = 1, .imm_data = htonl(64)}, *bad;
+	struct ibv_wc wc;
+	int n = 0;
+
+	wr.wr.rdma.remote_addr = get_be(peer_pd + 24, 8);
+	wr.wr.rdma.rkey = (uint32_t)get_be(peer_pd + 32, 4);
+	if (ibv_post_send(id->qp, &wr, &bad))
+		return -1;
+	for (int t = 0; t < ms && (n = ibv_poll_cq(id->send_cq, 1, &wc)) == 0; t++)
+		usleep(1000);
+	return n > 0 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
 static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want, int ms,
 		      enum rdma_cm_event_type *got)
 {
@@ -75,6 +106,9 @@ static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type wan
 	if (rdma_get_cm_event(ch, &ev))
 		return -errno;
 	*got = ev->event;
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data &&
+	    ev->param.conn.private_data_len >= sizeof(peer_pd))
+		memcpy(peer_pd, ev->param.conn.private_data, sizeof(peer_pd));
 	rdma_ack_cm_event(ev);
 	return *got == want ? 0 : -EPROTO;
 }
@@ -101,7 +135,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST version|short|none|garbage|sgl|keepalive\n");
+		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST version|short|none|garbage|sgl|keepalive|badkey\n");
 		return 2;
 	}
 	mode = argv[optind + 1];
@@ -131,7 +165,7 @@ int main(int argc, char **argv)
 		pd[31] = 0x20; /* data_buf.addr */
 		pd[38] = 0x01; /* data_buf.length 256 */
 		param.private_data = pd, param.private_data_len = 40;
-	} else if (!strcmp(mode, "keepalive")) {
+	} else if (!strcmp(mode, "keepalive") || !strcmp(mode, "badkey")) {
 		param.private_data = pd, param.private_data_len = 40; /* filled once memory is registered */
 	} else {
 		fprintf(stderr, "ib_badpeer: unknown mode %s\n", mode);
@@ -153,13 +187,14 @@ int main(int argc, char **argv)
 		perror("ib_badpeer: rdma_create_qp");
 		return 2;
 	}
-	if (!strcmp(mode, "keepalive")) {
+	static uint8_t mem[32 + 4096 + 64] __attribute__((aligned(64)));
+	struct ibv_mr *mr = NULL;
+	if (!strcmp(mode, "keepalive") || !strcmp(mode, "badkey")) {
 		/* a real rsocket side: 4 receives, a target_sgl the gateway's first advert goes into, a
-		 * 4 KiB receive buffer whose first half is offered at once */
-		static uint8_t mem[32 + 4096] __attribute__((aligned(64)));
-		struct ibv_mr *mr = ibv_reg_mr(id->pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		 * 4 KiB receive buffer whose first half is offered at once (badkey: under a wrong key) */
 		struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
 
+		mr = ibv_reg_mr(id->pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (!mr) {
 			perror("ib_badpeer: ibv_reg_mr");
 			return 2;
@@ -170,7 +205,7 @@ int main(int argc, char **argv)
 		pd[0] = 1;
 		pd[3] = 4; /* credits: our 4 receives */
 		put_sge(pd + 8, (uintptr_t)mem, mr->rkey, 2);
-		put_sge(pd + 24, (uintptr_t)mem + 32, mr->rkey, 2048);
+		put_sge(pd + 24, (uintptr_t)mem + 32, !strcmp(mode, "badkey") ? mr->rkey ^ 0x5a5a00 : mr->rkey, 2048);
 	}
 	if (rdma_connect(id, &param)) {
 		perror("ib_badpeer: rdma_connect");
@@ -178,6 +213,17 @@ int main(int argc, char **argv)
 	}
 	ret = wait_event(ch, RDMA_CM_EVENT_REJECTED, ms, &got);
 	printf("%s: %s\n", mode, ret == -ETIMEDOUT ? "timeout" : rdma_event_str(got));
+	if (got == RDMA_CM_EVENT_ESTABLISHED && !strcmp(mode, "badkey")) {
+		ret = send_data(id, mr, mem + 32 + 4096, ms);
+		printf("badkey: %s\n", ret ? "FAIL: data not delivered" : "64 bytes delivered");
+		sleep(1); /* the echo comes back to the wrong key meanwhile */
+		rdma_disconnect(id);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+		freeaddrinfo(ai);
+		return ret ? 2 : 0;
+	}
 	if (got == RDMA_CM_EVENT_ESTABLISHED && !strcmp(mode, "keepalive")) {
 		ret = send_ctrl(id, ms);
 		printf("keepalive: %s\n", ret ? "FAIL" : "KEEPALIVE and DISCONNECT delivered");
