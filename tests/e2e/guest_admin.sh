@@ -83,10 +83,10 @@ stop h1
 stop h2
 reap l1; rc1=$?
 reap l2; rc2=$?
-check "[ $rc1 = 0 ] && [ $rc2 = 0 ]" "the 2 admitted outbound sessions completed intact (stalled reader, 2 MB each)" || cat "$T/l1.out" "$T/l2.out"
+echk "[ $rc1 = 0 ] && [ $rc2 = 0 ]" "the 2 admitted outbound sessions completed intact (stalled reader, 2 MB each)" || cat "$T/l1.out" "$T/l2.out"
 check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"in_lim\\\"}\") = 0 ]' 10" "the 2 held inbound sessions were freed when their clients left"
 reap bystander; rc=$?
-check "[ $rc = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/bystander.out" "a $BIG-byte transfer on another route was not disturbed" || cat "$T/bystander.out"
+echk "[ $rc = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/bystander.out" "a $BIG-byte transfer on another route was not disturbed" || cat "$T/bystander.out"
 
 # ---- [gateway] max_sessions + 1 (over all routes) ----
 wait_for "[ \$(m 'ibgw_worker_sessions_active{worker=\"0\"}') = 0 ]" 10
@@ -124,9 +124,9 @@ check "[ \$? != 0 ]" "the removed TCP listener refuses new sessions"
 reap ld_out; r1=$?
 reap ld_rm; r2=$?
 reap ld_in; r3=$?
-check "[ $r1 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_out.out" "kept route: its session finished intact across the reload" || cat "$T/ld_out.out"
-check "[ $r2 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_rm.out" "removed IB-side route: its session finished intact" || cat "$T/ld_rm.out"
-check "[ $r3 = 0 ] && grep -q '^ok sent=$BIG got=$BIG ' $T/ld_in.out" "removed TCP-side route: its session finished intact" || cat "$T/ld_in.out"
+echk "[ $r1 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_out.out" "kept route: its session finished intact across the reload" || cat "$T/ld_out.out"
+echk "[ $r2 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_rm.out" "removed IB-side route: its session finished intact" || cat "$T/ld_rm.out"
+echk "[ $r3 = 0 ] && grep -q '^ok sent=$BIG got=$BIG ' $T/ld_in.out" "removed TCP-side route: its session finished intact" || cat "$T/ld_in.out"
 check "grep -q 'route in: last session gone, freed' $GW_LOG || wait_for 'grep -q \"route in: last session gone\" $GW_LOG' 5" "removed route freed once its last session ended"
 
 # ---- drain on SIGTERM ----
@@ -144,7 +144,7 @@ rc=$?
 check "[ $rc != 0 ]" "SIGTERM: a new session is not admitted ($([ $rc = 124 ] && echo 'connect request unanswered for 15 s' || echo refused))"
 el late: exit $rc
 reap finishing; rc=$?
-check "[ $rc = 0 ] && grep -q '^ok .*sent=1500000 recv=1500000 ' $T/finishing.out" "SIGTERM: a session in progress finished within the drain timeout ($((($(date +%s%N) - t0) / 1000000)) ms after the signal)" || cat "$T/finishing.out"
+echk "[ $rc = 0 ] && grep -q '^ok .*sent=1500000 recv=1500000 ' $T/finishing.out" "SIGTERM: a session in progress finished within the drain timeout ($((($(date +%s%N) - t0) / 1000000)) ms after the signal)" || cat "$T/finishing.out"
 # from here on the log, not /metrics: once the drain is over ibgwd stops serving HTTP while it tears
 # the IB side down, which can take long when an IB peer does not answer the disconnect (see below)
 wait_for "grep -q 'drain timeout: aborting 1 session' $GW_LOG" 20

@@ -104,11 +104,11 @@ dt=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - t0 }'
 out_ib=$(cat "$T/snd_ib.out") out_tcp=$(cat "$T/snd_tcp.out")
 sha_ib=$(echo "$out_ib" | sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p')
 sha_tcp=$(echo "$out_tcp" | sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p')
-check "[ $rc1 = 0 ] && echo \"\$out_ib\" | grep -q '^ok .*sent=$SIZE '" "slow TCP receiver: the IB sender finished once the reader resumed (${dt} s)" ||
+echk "[ $rc1 = 0 ] && echo \"\$out_ib\" | grep -q '^ok .*sent=$SIZE '" "slow TCP receiver: the IB sender finished once the reader resumed (${dt} s)" ||
 	echo "      $out_ib"
 check "wait_for 'log_has $T/tsink.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_ib \" $T/tsink.log" \
 	"slow TCP receiver: every byte arrived, sha256 equal ($(echo "$sha_ib" | cut -c1-12))"
-check "[ $rc2 = 0 ] && echo \"\$out_tcp\" | grep -q '^ok sent=$SIZE '" "slow IB reader: the TCP sender finished once the reader resumed" ||
+echk "[ $rc2 = 0 ] && echo \"\$out_tcp\" | grep -q '^ok sent=$SIZE '" "slow IB reader: the TCP sender finished once the reader resumed" ||
 	echo "      $out_tcp"
 check "wait_for 'log_has $T/rsink.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_tcp \" $T/rsink.log" \
 	"slow IB reader: every byte arrived, sha256 equal ($(echo "$sha_tcp" | cut -c1-12))"

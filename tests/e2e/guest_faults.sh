@@ -63,10 +63,10 @@ bg nin npeer tcp-client "$ETH_GW_IP" 9000 "$SIZE"
 reap nout; rc1=$?
 reap nin; rc2=$?
 dt=$(($(date +%s) - t0))
-check "[ $rc1 = 0 ] && grep -q '^ok .*sent=$SIZE recv=$SIZE ' $T/nout.out" "impaired link: outbound $SIZE bytes each way, echo identical" || cat "$T/nout.out"
+echk "[ $rc1 = 0 ] && grep -q '^ok .*sent=$SIZE recv=$SIZE ' $T/nout.out" "impaired link: outbound $SIZE bytes each way, echo identical" || cat "$T/nout.out"
 sha=$(sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p' "$T/nout.out")
 check "wait_for 'log_has $T/techo.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha \" $T/techo.log" "impaired link: the TCP server received the exact bytes"
-check "[ $rc2 = 0 ] && grep -q '^ok sent=$SIZE got=$SIZE ' $T/nin.out" "impaired link: inbound $SIZE bytes each way, echo identical" || cat "$T/nin.out"
+echk "[ $rc2 = 0 ] && grep -q '^ok sent=$SIZE got=$SIZE ' $T/nin.out" "impaired link: inbound $SIZE bytes each way, echo identical" || cat "$T/nin.out"
 sha=$(sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p' "$T/nin.out")
 check "wait_for 'log_has $T/recho.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha \" $T/recho.log" "impaired link: the rsocket server received the exact bytes"
 rx1=$(m 'ibgw_tcp_retransmits_total{worker="0"}') ooo1=$(m 'ibgw_tcp_out_of_order_segments_total{worker="0"}')

@@ -8,6 +8,7 @@
 # server's and the echo's. Then 200 concurrent sessions, 100 each way, every one verified; the
 # inbound ones reach ibgwd's own IB echo listener (rdma-core 44's rsocket server cannot hold more than
 # a few connections at once, see tests/tools/rs_peer.c). Per-route metrics are checked against it all.
+# connect_timeout 30s: 100 IB connects at once take seconds each under TCG on a loaded host.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/guest_lib.sh
@@ -19,14 +20,17 @@ e2e_start "[route out]
 listen = ib:7000
 connect = tcp:$ETH_PEER_IP:5000
 max_sessions = 200
+connect_timeout = 30s
 [route in]
 listen = tcp:9000
 connect = ib:$IB:7600
 max_sessions = 200
+connect_timeout = 30s
 [route in_many]
 listen = tcp:9100
 connect = ib:$IB:7100
 max_sessions = 200
+connect_timeout = 30s
 [route ib_echo]
 listen = ib:7100
 connect = echo
@@ -70,9 +74,9 @@ done
 reap outm; rc_out=$?
 reap inm; rc_in=$?
 dt=$(($(date +%s) - t0))
-check "[ $rc_out = 0 ] && tail -1 $T/outm.out | grep -q '^ok conns=$N '" "outbound: $N concurrent sessions, each echo identical at the rsocket client" ||
+echk "[ $rc_out = 0 ] && tail -1 $T/outm.out | grep -q '^ok conns=$N '" "outbound: $N concurrent sessions, each echo identical at the rsocket client" ||
 	grep -v '^ok' "$T/outm.out" | head -5
-check "[ $rc_in = 0 ] && grep -q '^ok $N' $T/inm.out" "inbound: $N concurrent sessions, each echo identical at the TCP client" ||
+echk "[ $rc_in = 0 ] && grep -q '^ok $N' $T/inm.out" "inbound: $N concurrent sessions, each echo identical at the TCP client" ||
 	head -3 "$T/inm.out"
 wait_for "log_has $T/tsrv.log $((N + 1))" 20
 good=$(awk -v n="$EACH" '$2 == "in=" n && $4 == "out=" n { split($3, a, "="); split($5, b, "="); if (a[2] == b[2]) k++ } END { print k + 0 }' "$T/tsrv.log")
@@ -82,31 +86,32 @@ check "[ $peak -ge $((N / 2)) ]" "the sessions overlapped ($peak open at once)"
 
 # ---- per-route metrics ----
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in_many\"}') = 0 ]" 20
+scrape # the rest reads this one sample: nothing moves any more
 for r in out in in_many ib_echo; do
-	check "[ \$(m 'ibgw_route_sessions_active{route=\"$r\"}') = 0 ]" "route $r: no session left"
+	check "[ \$(ms 'ibgw_route_sessions_active{route=\"$r\"}') = 0 ]" "route $r: no session left"
 done
-check "[ \$(m 'ibgw_route_sessions_total{route=\"out\"}') = $((N + 1)) ] && [ \$(m 'ibgw_route_sessions_ended_total{route=\"out\",reason=\"ok\"}') = $((N + 1)) ]" \
+check "[ \$(ms 'ibgw_route_sessions_total{route=\"out\"}') = $((N + 1)) ] && [ \$(ms 'ibgw_route_sessions_ended_total{route=\"out\",reason=\"ok\"}') = $((N + 1)) ]" \
 	"route out: $((N + 1)) sessions total, all ended ok"
-check "[ \$(m 'ibgw_route_sessions_total{route=\"in_many\"}') = $N ] && [ \$(m 'ibgw_route_sessions_ended_total{route=\"in_many\",reason=\"ok\"}') = $N ]" \
+check "[ \$(ms 'ibgw_route_sessions_total{route=\"in_many\"}') = $N ] && [ \$(ms 'ibgw_route_sessions_ended_total{route=\"in_many\",reason=\"ok\"}') = $N ]" \
 	"route in_many: $N sessions total, all ended ok"
-check "[ \$(m 'ibgw_route_sessions_ended_total{route=\"in\",reason=\"ok\"}') = 1 ]" "route in: 1 session, ended ok"
+check "[ \$(ms 'ibgw_route_sessions_ended_total{route=\"in\",reason=\"ok\"}') = 1 ]" "route in: 1 session, ended ok"
 want=$((SIZE + N * EACH))
-check "[ \$(m 'ibgw_route_bytes_total{route=\"out\",dir=\"ib_to_eth\"}') = $want ] && [ \$(m 'ibgw_route_bytes_total{route=\"out\",dir=\"eth_to_ib\"}') = $want ]" \
+check "[ \$(ms 'ibgw_route_bytes_total{route=\"out\",dir=\"ib_to_eth\"}') = $want ] && [ \$(ms 'ibgw_route_bytes_total{route=\"out\",dir=\"eth_to_ib\"}') = $want ]" \
 	"route out: $want bytes each way counted"
-check "[ \$(m 'ibgw_route_bytes_total{route=\"in\",dir=\"eth_to_ib\"}') = $SIZE ] && [ \$(m 'ibgw_route_bytes_total{route=\"in\",dir=\"ib_to_eth\"}') = $SIZE ]" \
+check "[ \$(ms 'ibgw_route_bytes_total{route=\"in\",dir=\"eth_to_ib\"}') = $SIZE ] && [ \$(ms 'ibgw_route_bytes_total{route=\"in\",dir=\"ib_to_eth\"}') = $SIZE ]" \
 	"route in: $SIZE bytes each way counted"
 for r in out in in_many; do
-	c=$(m "ibgw_route_connects_total{route=\"$r\"}") s=$(mf "ibgw_route_connect_seconds_total{route=\"$r\"}")
+	c=$(ms "ibgw_route_connects_total{route=\"$r\"}") s=$(ms "ibgw_route_connect_seconds_total{route=\"$r\"}")
 	echo "    route $r: $c far-side connects, mean $(awk -v s="$s" -v c="$c" 'BEGIN { printf "%.1f", c ? s * 1000 / c : 0 }') ms"
-	check "[ $c = \$(m 'ibgw_route_sessions_total{route=\"$r\"}') ] && fgt $s 0" "route $r: connect latency counted for every session"
+	check "[ $c = \$(ms 'ibgw_route_sessions_total{route=\"$r\"}') ] && fgt $s 0" "route $r: connect latency counted for every session"
 done
 for r in out in in_many; do
 	for k in reset connect_refused connect_timeout connect_failed protocol_error aborted; do
-		v=$(m "ibgw_route_sessions_ended_total{route=\"$r\",reason=\"$k\"}")
+		v=$(ms "ibgw_route_sessions_ended_total{route=\"$r\",reason=\"$k\"}")
 		[ "$v" = 0 ] || check "false" "route $r: $v sessions ended $k"
 		[ "$v" = 0 ] || grep -i "route $r: session" "$GW_LOG" | head -5
 	done
 done
-check "[ \$(m ibgw_ib_connections_active) = 0 ] && [ \$(m 'ibgw_tcp_connections_active{worker=\"0\"}') = 0 ]" "no IB or TCP connection left"
+check "[ \$(ms ibgw_ib_connections_active) = 0 ] && [ \$(ms 'ibgw_tcp_connections_active{worker=\"0\"}') = 0 ]" "no IB or TCP connection left"
 echo "    RSS $(rss) KiB"
 e2e_done

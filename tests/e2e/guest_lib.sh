@@ -14,7 +14,9 @@
 #   wait_for COND SECS        polls COND (eval) for SECS seconds; status 0 once it holds
 #   rss                       ibgwd's resident memory in KiB (VmRSS)
 #   mf NAME                   like m, as a number (floats kept)
+#   scrape; ms NAME           one fetch of /metrics, then samples read from it
 #   log_has FILE N            FILE has at least N "conn" lines
+#   echk COND MSG             check, with a status (0: passed) to chain diagnostics after ||
 #   e2e_done                  drains ibgwd (SIGTERM), checks its exit, prints the summary
 # The IB address of the gateway is $IB_ADDR_A (loop topology: rsocket peers use the same rxe device),
 # the Ethernet one $ETH_GW_IP; kernel TCP peers are $ETH_PEER_IP in namespace $ETH_NS.
@@ -75,6 +77,17 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# like check, but its status says whether the check passed (for "echk ... || show details")
+echk() {
+	local before=$nfail
+	check "$@"
+	[ "$nfail" = "$before" ]
+}
+
+# scrape; then ms NAME reads that one scrape (one /metrics fetch can take seconds under load)
+scrape() { curl -s -m 20 "http://127.0.0.1:$STATS/metrics" >"$T/scrape"; }
+ms() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$T/scrape"; }
 
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status"; }
 mf() { m "$1" | awk '{ printf "%.3f", $1 }'; }

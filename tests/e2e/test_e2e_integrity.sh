@@ -2,13 +2,13 @@
 # End to end, both route kinds (outbound ib -> tcp, inbound tcp -> ib) in the soft-RoCE VM: 100 MB
 # each way through each, sha256 checked at both ends; 200 concurrent sessions, 100 each way, each
 # verified; per-route metrics (sessions, bytes, connect latency) match. In-VM half: guest_integrity.sh.
-# timeout: 400
+# timeout: 600
 set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
 VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES' \
-	tests/vm/run -T loop -t 360 -f tests/e2e/guest_integrity.sh
+	tests/vm/run -T loop -t 540 -f tests/e2e/guest_integrity.sh
 rc=$?
 [ $rc = 0 ] && echo "PASS: end-to-end integrity" || echo "FAIL: exit $rc"
 exit $rc
