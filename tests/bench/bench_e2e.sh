@@ -10,13 +10,13 @@
 # Prints the figures; exits non-zero only when the benchmark itself could not run (missed targets are
 # reported as such, not as a failure: this machine is shared and noisy).
 #
-# Measured 2026-12-03 (2-core host shared with other VMs, load 6-9; medians of 3-4 blocks per run, 3 runs):
-# ibgwd 0.34-0.54x direct both ways; ibgw/relay 0.66-1.20 (ib->eth) and 0.60-1.21 (eth->ib); added 64 B
-# round trip +3.0..+7.9 ms vs relay +6.5..+16 ms (lower in 5 of 6 direction-runs). perf: ibgwd's own
-# code ~2-3% of samples, its worker's kernel time (af_packet sendto -> veth -> peer TCP; rxe post_send
-# with crc32) 16-24%, ~25% idle in every path: the testbed's soft-RoCE and veth dominate. Idle ibgwd:
-# 20-40% of a vCPU at idle_sleep 100us, 7-11% at 1ms, 84-100% busy. ib_rbuf/sbuf + tcp_rbuf/sbuf 1M
-# ("bigbuf"): +15-45% throughput in 3 of 4 direction-runs.
+# Measured 2026-12-03 (2-core host shared with other VMs, load 6-9; 4 runs of 3-4 blocks): ibgwd
+# 0.34-0.49x direct ib->eth, 0.37-0.54x eth->ib; ibgw/relay 0.66-1.20 ib->eth, 0.60-1.21 eth->ib; added
+# 64 B round trip lower than the relay's in 7 of 8 direction-runs (ibgw +2.4..+10.5 ms, relay
+# +6.1..+16.3 ms). perf: ibgwd's own code ~2-3% of samples, its worker's kernel time (af_packet sendto ->
+# veth -> peer TCP; rxe post_send with crc32) 16-24%, ~25% idle in every path: soft-RoCE and veth
+# dominate. Idle ibgwd: 20-40% of a vCPU at idle_sleep 100us, 7-11% at 1ms, 84-100% busy-polling.
+# 1M IB and TCP buffers ("bigbuf"): x-direct ratio up 15-60% in all 4 direction-runs of 2 runs.
 set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
