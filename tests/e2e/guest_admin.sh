@@ -104,7 +104,10 @@ for r in out in out_rm; do m "ibgw_route_sessions_total{route=\"$r\"}" >"$T/tot_
 bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" stall "$BIG" 8
 bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" stall "$BIG" 8
 bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG" --rate 500000
-wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"out_rm\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in\"}') = 1 ]" 20
+act() { echo "out=$(m 'ibgw_route_sessions_active{route="out"}') out_rm=$(m 'ibgw_route_sessions_active{route="out_rm"}') in=$(m 'ibgw_route_sessions_active{route="in"}')"; }
+wait_for '[ "$(act)" = "out=1 out_rm=1 in=1" ]' 40
+a=$(act)
+check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "3 sessions running before the reload ($a)"
 e2e_conf "[route out]
 listen = ib:7000
 connect = tcp:$ETH_PEER_IP:5000
@@ -113,8 +116,8 @@ listen = ib:7005
 connect = tcp:$ETH_PEER_IP:5000"
 kill -HUP "$GW_PID"
 check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added) while 3 sessions run"
-check "[ \$(m 'ibgw_route_sessions_active{route=\"out_rm\"}') = 1 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in\"}') = 1 ]" \
-	"the removed routes' sessions are still running (and still reported)"
+a=$(act)
+check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "the removed routes' sessions are still running (and still reported: $a)"
 timeout 40 "$TOOLS/rs_peer" -t 30 -p 7005 "$IB" echo 100000 >"$T/new.out" 2>&1
 check "grep -q '^ok ' $T/new.out" "the added route serves at once"
 timeout 40 "$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
