@@ -95,7 +95,7 @@ s0=$(m 'ibgw_ib_credit_stalls_total{worker="0"}')
 k0=$(m 'ibgw_ib_keepalives_total{worker="0",dir="tx"}')
 ws0=$(m ibgw_ib_credit_withheld_seconds_total) ss0=$(m ibgw_ib_credit_stall_seconds_total)
 t_st=$(date +%s%N)
-$P "$IB_ADDR_B" stall 8M 60 >/tmp/stall.out 2>&1 &
+$P "$IB_ADDR_B" stall 2M 60 >/tmp/stall.out 2>&1 &
 sp=$!
 # wait until the gateway holds credits back and the client has filled what it was given (nothing
 # arrived for 0.3 s), look, then end the stall (SIGUSR1) once it lasted 3 s at least
@@ -114,7 +114,7 @@ wait $sp
 src=$?
 sed 's/^/    /' /tmp/stall.out | grep -v 'conn=0 sent=' ; grep '^ok\|^FAIL' /tmp/stall.out | sed 's/^/    /'
 sent=$(sed -n 's/.*sent_while_stalled=\([0-9]*\).*/\1/p' /tmp/stall.out)
-check "[ $src = 0 ]" "stalled reader: all 8M verified once it read again"
+check "[ $src = 0 ]" "stalled reader: all 2M verified once it read again"
 # what the client could push while not reading: our receive and send buffers, its own receive
 # buffer (the echo fills it), 64K of slack for writes in flight
 check "[ \"${sent:-99999999}\" -le $((131072 * 3 + 65536)) ]" "stalled reader: the client could send ${sent:-?} bytes, no more than the buffers"

@@ -11,6 +11,7 @@
  *               sees; the protocol allows this form and a receiver must ignore it), then DISCONNECT
  *     badkey    valid private data except the rkey of the receive buffer it offers, then 64 bytes of
  *               data (to an echo route): the gateway's write back fails with a remote access error
+ *               (exit 0 once connected: the gateway's counters tell the rest)
  *
  * Exit 0 when the connect was REJECTED (what the gateway must do), 1 when it was accepted, 2 on any
  * other outcome (unreachable, timeout, local errors). The queue pair is real, so an accept would be a
@@ -214,9 +215,12 @@ int main(int argc, char **argv)
 	ret = wait_event(ch, RDMA_CM_EVENT_REJECTED, ms, &got);
 	printf("%s: %s\n", mode, ret == -ETIMEDOUT ? "timeout" : rdma_event_str(got));
 	if (got == RDMA_CM_EVENT_ESTABLISHED && !strcmp(mode, "badkey")) {
+		/* the echo coming back to the wrong key puts our queue pair in the error state too, which
+		 * may flush our write before its acknowledgement shows: its outcome is not the verdict */
 		ret = send_data(id, mr, mem + 32 + 4096, ms);
-		printf("badkey: %s\n", ret ? "FAIL: data not delivered" : "64 bytes delivered");
-		sleep(1); /* the echo comes back to the wrong key meanwhile */
+		printf("badkey: 64 bytes %s\n", ret ? "sent, then our queue pair failed" : "delivered");
+		ret = 0;
+		sleep(1);
 		rdma_disconnect(id);
 		rdma_destroy_qp(id);
 		rdma_destroy_id(id);
