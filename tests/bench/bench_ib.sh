@@ -6,6 +6,20 @@
 # default [gateway] idle_sleep (100us: a napping worker) and with 0 (busy polling).
 # Env: BENCH_BYTES (64M), BENCH_REPS (5), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop),
 # BENCH_IDLE ("100us 0": the idle_sleep values to run).
+#
+# Measured (2026-12-03, loop topology, host load average 7-9 from other VMs: absolute figures are
+# 3-10x below those of a quiet host, ratios are what counts). Ratio = median of per-pair ratios.
+#   BENCH_BYTES=16M BENCH_REPS=9, idle_sleep = 100us (default), 9 pairs each:
+#     rsend 64 KiB: ibgwd 15.7 vs rsocket 16.6 Mbit/s (medians), ratio 1.06
+#     rsend 4 KiB:  ibgwd 12.9 vs rsocket 12.5 Mbit/s, ratio 1.15
+#     64 B RTT, rstream:  ibgwd 3742 us vs rstream server 10095 us, ratio 0.34
+#     64 B RTT, rs_peer:  ibgwd 6895 us vs rsocket echo 7751 us, ratio 1.03
+#   BENCH_BYTES=32M BENCH_REPS=5, 5 pairs each:
+#     idle_sleep = 100us: 64 KiB ratio 0.79, 4 KiB 1.02; RTT ratios 0.75 (rstream), 0.44 (rs_peer)
+#     idle_sleep = 0:     64 KiB ratio 1.18, 4 KiB 0.84; RTT ratios 0.31 (rstream), 0.81 (rs_peer)
+#   Single pairs range from 0.6 to 1.6 under this load: the two receivers are within noise of each
+#   other (the stock rsocket sender and rxe bound the rate); on a quiet host (earlier run, 3 pairs,
+#   16M) busy polling gave 64 KiB 0.94, 4 KiB 1.04, 68.8 vs 73.4 Mbit/s.
 set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
