@@ -18,7 +18,7 @@
 #     idle_sleep = 100us: 64 KiB ratio 0.79, 4 KiB 1.02; RTT ratios 0.75 (rstream), 0.44 (rs_peer)
 #     idle_sleep = 0:     64 KiB ratio 1.18, 4 KiB 0.84; RTT ratios 0.31 (rstream), 0.81 (rs_peer)
 #   Single pairs range from 0.6 to 1.6 under this load: the two receivers are within noise of each
-#   other (the stock rsocket sender and rxe bound the rate); on a quiet host (earlier run, 3 pairs,
+#   other (the stock rsocket sender and rxe bound the rate); at load 3 (earlier run, 3 pairs,
 #   16M) busy polling gave 64 KiB 0.94, 4 KiB 1.04, 68.8 vs 73.4 Mbit/s.
 set -u
 cd "$(dirname "$0")/../.."
