@@ -17,7 +17,11 @@
 #   BENCH_BYTES=32M BENCH_REPS=5, 5 pairs each:
 #     idle_sleep = 100us: 64 KiB ratio 0.79, 4 KiB 1.02; RTT ratios 0.75 (rstream), 0.44 (rs_peer)
 #     idle_sleep = 0:     64 KiB ratio 1.18, 4 KiB 0.84; RTT ratios 0.31 (rstream), 0.81 (rs_peer)
-#   Single pairs range from 0.6 to 1.6 under this load: the two receivers are within noise of each
+#   BENCH_IDLE=100us BENCH_BYTES=16M BENCH_REPS=5 at load 2 (09:31): 64 KiB 61.4 vs 61.8 Mbit/s, ratio
+#     0.91; 4 KiB 49.1 vs 61.1, ratio 0.83; RTT rstream 63 vs 190 us, ratio 0.44; RTT rs_peer 582 vs
+#     192 us, ratio 3.56 (its round trip, ~0.5 ms under TCG, is longer than the engine's 200 us hot
+#     window, so the worker naps between requests; with idle_sleep = 0 that ratio was 1.02).
+#   Single pairs range from 0.6 to 1.6 under load: the two receivers are within noise of each
 #   other (the stock rsocket sender and rxe bound the rate); at load 3 (earlier run, 3 pairs,
 #   16M) busy polling gave 64 KiB 0.94, 4 KiB 1.04, 68.8 vs 73.4 Mbit/s.
 set -u
