@@ -42,7 +42,21 @@ ref_start() { # MODE: rs_peer serve on port 7480
 	echo "reference server did not start"; cat /tmp/ref.out; exit 1
 }
 ref_stop() { kill "$ref_pid" 2>/dev/null; wait "$ref_pid" 2>/dev/null; ref_pid=; }
-trap 'ref_stop; gw_cleanup' EXIT
+# Each receiver runs alone: the reference server exists only during its own runs (a spinning one
+# would take a vCPU from ibgwd's), and ibgwd is frozen (SIGSTOP) during the reference's (its idle
+# polling would take CPU from the reference). Both then share the 2 vCPUs only with the client.
+gw_freeze() { kill -STOP "$GW_PID"; }
+gw_thaw() { kill -CONT "$GW_PID"; sleep 0.2; }
+ref_run() { # MODE COMMAND...: the reference server in MODE, the command measured against it
+	local mode=$1
+	shift
+	gw_freeze
+	ref_start "$mode"
+	"$@"
+	ref_stop
+	gw_thaw
+}
+trap 'ref_stop; kill -CONT "$GW_PID" 2>/dev/null; gw_cleanup' EXIT
 
 pairs_reset() { : >/tmp/gw.v; : >/tmp/rs.v; : >/tmp/ratio.v; nfail=0; }
 pair() { # G S: one pair of figures (empty: that run failed)
@@ -61,22 +75,26 @@ result() { # WHAT GW_NAME REF_NAME SCALE NOTE: the RESULT line of the pairs so f
 run_gw_first() { [ $(($1 % 2)) = 1 ]; } # A B on odd runs, B A on even ones
 
 echo "== throughput: $BYTES one way, client rs_peer, receiver = ibgwd discard route vs rsocket (rs_peer serve spin)"
+send_mbit() { # PORT SIZE: one transfer's Mbit/s, into $fig
+	fig=$($TOOLS/rs_peer -m "$2" -p "$1" "$H" send "$BYTES" | sed -n 's/.*mbit_s=\([0-9.]*\).*/\1/p')
+}
 for sz in $SIZES; do
-	ref_start discard
 	pairs_reset
 	for r in $(seq "$REPS"); do
 		g= s=
 		for who in $(run_gw_first "$r" && echo gw ref || echo ref gw); do
+			fig=
 			if [ $who = gw ]; then
-				g=$($TOOLS/rs_peer -m "$sz" -p 7472 "$H" send "$BYTES" | sed -n 's/.*mbit_s=\([0-9.]*\).*/\1/p')
+				send_mbit 7472 "$sz"
+				g=$fig
 			else
-				s=$($TOOLS/rs_peer -m "$sz" -p 7480 "$H" send "$BYTES" | sed -n 's/.*mbit_s=\([0-9.]*\).*/\1/p')
+				ref_run discard send_mbit 7480 "$sz"
+				s=$fig
 			fi
 		done
 		echo "   rsend ${sz} B, run $r: ibgwd ${g:-failed} Mbit/s, rsocket ${s:-failed} Mbit/s"
 		pair "$g" "$s"
 	done
-	ref_stop
 	result "throughput rsend=${sz}B" ibgwd_mbit_s rsocket_mbit_s 1 "ibgwd/rsocket; target >= 1.0"
 done
 
@@ -89,11 +107,13 @@ for r in $(seq "$REPS"); do
 			g=$(timeout 120 rstream -s "$H" -p 7471 -S 64 -C 1 -I 500 | awk 'NR == 2 {print $NF}')
 		else
 			# rstream's server serves one client and exits: one per run
+			gw_freeze
 			timeout 130 rstream -b "$H" -p 7481 -S 64 -C 1 -I 500 >/dev/null 2>&1 &
 			rsp=$!
 			sleep 1
 			s=$(timeout 120 rstream -s "$H" -p 7481 -S 64 -C 1 -I 500 | awk 'NR == 2 {print $NF}')
 			wait $rsp
+			gw_thaw
 		fi
 	done
 	echo "   rstream run $r: ibgwd ${g:-failed} us/xfer, rstream server ${s:-failed} us/xfer"
@@ -101,20 +121,24 @@ for r in $(seq "$REPS"); do
 done
 # rstream's usec/xfer is half a round trip: one transfer each way per iteration
 result "latency rstream_64B" ibgwd_rtt_us rstream_rtt_us 2 "ibgwd/rstream server; <= 1.0: no slower"
-ref_start echo
+rtt_us() { # PORT: one latency run's mean round trip, into $fig
+	fig=$($TOOLS/rs_peer -p "$1" "$H" latency 64 500 | sed -n 's/.*rtt_us=\([0-9.]*\).*/\1/p')
+}
 pairs_reset
 for r in $(seq "$REPS"); do
 	g= s=
 	for who in $(run_gw_first "$r" && echo gw ref || echo ref gw); do
+		fig=
 		if [ $who = gw ]; then
-			g=$($TOOLS/rs_peer -p 7471 "$H" latency 64 500 | sed -n 's/.*rtt_us=\([0-9.]*\).*/\1/p')
+			rtt_us 7471
+			g=$fig
 		else
-			s=$($TOOLS/rs_peer -p 7480 "$H" latency 64 500 | sed -n 's/.*rtt_us=\([0-9.]*\).*/\1/p')
+			ref_run echo rtt_us 7480
+			s=$fig
 		fi
 	done
 	echo "   rs_peer run $r: ibgwd ${g:-failed} us, rsocket echo ${s:-failed} us"
 	pair "$g" "$s"
 done
-ref_stop
 result "latency rs_peer_64B" ibgwd_rtt_us rsocket_rtt_us 1 "ibgwd/rsocket echo; <= 1.0: no slower"
 gw_stop TERM 30
