@@ -6,7 +6,12 @@
  * nothing here asks for offloads the PMD may not have. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <dirent.h>
+#include <linux/if_packet.h>
+#include <sys/socket.h>
 
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -21,6 +26,7 @@ struct eth_port {
 	unsigned n_queues;
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
+	int rx_fd[]; /* per queue: see eth_port_rx_fd */
 };
 
 const struct xlt_metric_desc eth_port_metrics[] = {
@@ -39,6 +45,76 @@ const struct xlt_metric_desc eth_port_metrics[] = {
 const unsigned eth_port_n_metrics = sizeof(eth_port_metrics) / sizeof(eth_port_metrics[0]);
 
 
+/* af_packet's ring frame size (its default, and the bytes of each frame its header takes). */
+#define AF_PACKET_FRAMESZ    2048u
+#define AF_PACKET_FRAME_HDR  (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+
+/* The numeric value of KEY=N in a vdev argument string, or DEF when absent or not a number. */
+static unsigned vdev_arg(const char *vdev, const char *key, unsigned def)
+{
+	size_t klen = strlen(key);
+
+	for (const char *s = strchr(vdev, ','); s; s = strchr(s + 1, ',')) {
+		char *end;
+		unsigned long v;
+
+		if (strncmp(s + 1, key, klen) || s[1 + klen] != '=')
+			continue;
+		v = strtoul(s + 2 + klen, &end, 0);
+		if (end != s + 2 + klen && (*end == ',' || !*end) && v <= UINT32_MAX)
+			return (unsigned)v;
+	}
+	return def;
+}
+
+/* af_packet keeps its ring sockets (one per queue pair, opened in queue order, bound to the
+ * interface) to itself. They are found among the process's fds by domain and bound interface, so an
+ * idle worker can sleep in poll() until the kernel fills a ring frame instead of napping blind. Any
+ * doubt (a count that does not match) leaves every queue without an fd: workers then nap as before. */
+static void find_packet_fds(struct eth_port *p, int ifindex)
+{
+	int fds[64];
+	unsigned n = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	for (unsigned q = 0; q < p->n_queues; q++)
+		p->rx_fd[q] = -1;
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		struct sockaddr_ll sll;
+		socklen_t len = sizeof(sll);
+		int fd, dom;
+		socklen_t dlen = sizeof(dom);
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		fd = atoi(de->d_name);
+		if (fd == dirfd(dir) || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dlen) || dom != AF_PACKET)
+			continue;
+		if (getsockname(fd, (struct sockaddr *)&sll, &len) || len < offsetof(struct sockaddr_ll, sll_addr) ||
+		    sll.sll_ifindex != ifindex)
+			continue;
+		if (n == RTE_DIM(fds)) {
+			n = 0;
+			break;
+		}
+		for (unsigned i = n++; ; i--) { /* insertion: queue order is fd order */
+			if (i == 0 || fds[i - 1] < fd) {
+				fds[i] = fd;
+				break;
+			}
+			fds[i] = fds[i - 1];
+		}
+	}
+	closedir(dir);
+	if (n != p->n_queues)
+		return;
+	for (unsigned q = 0; q < n; q++)
+		p->rx_fd[q] = fds[q];
+}
+
 struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, char *errbuf, size_t errlen)
 {
 	struct rte_eth_conf econf = {0};
@@ -46,7 +122,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	struct eth_port *p = NULL;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t rx_desc = (uint16_t)c->rx_desc, tx_desc = (uint16_t)c->tx_desc;
-	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE, max_mtu;
 	int ret;
 
 	if (!rte_eth_dev_is_valid_port((uint16_t)c->port)) {
@@ -55,7 +131,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		ret = -ENODEV;
 		goto err;
 	}
-	p = rte_zmalloc("eth_port", sizeof(*p), 0);
+	p = rte_zmalloc("eth_port", sizeof(*p) + n_queues * sizeof(p->rx_fd[0]), 0);
 	if (!p) {
 		ret = -ENOMEM;
 		snprintf(errbuf, errlen, "out of memory");
@@ -78,6 +154,28 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	}
 	if (c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM > room)
 		room = c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM;
+	/* af_packet copies whole ring frames and refuses a queue whose mbufs are smaller than a frame */
+	if (!strcmp(info.driver_name, "net_af_packet")) {
+		unsigned frame = vdev_arg(c->vdev, "framesz", AF_PACKET_FRAMESZ);
+
+		if (c->mtu + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR > frame) {
+			unsigned need = rte_align32pow2(c->mtu + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR);
+
+			snprintf(errbuf, errlen,
+				 "port %u: mtu %u does not fit af_packet frames of %u bytes (add framesz=%u "
+				 "and blocksz=%u to [eth] vdev)",
+				 p->id, c->mtu, frame, need, RTE_MAX(need, 4096u));
+			ret = -EINVAL;
+			goto err;
+		}
+		if (frame + RTE_PKTMBUF_HEADROOM > room)
+			room = frame + RTE_PKTMBUF_HEADROOM;
+	}
+	if (room > UINT16_MAX) {
+		snprintf(errbuf, errlen, "port %u: frames of %u bytes do not fit an mbuf", p->id, room);
+		ret = -EINVAL;
+		goto err;
+	}
 	snprintf(name, sizeof(name), "ibgw_pool_%u", p->id);
 	p->pool = rte_pktmbuf_pool_create(name, c->mbufs, RTE_MIN(256u, c->mbufs / 8), 0, (uint16_t)room,
 					  rte_socket_id());
@@ -86,9 +184,19 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		snprintf(errbuf, errlen, "cannot create a pool of %u mbufs: %s", c->mbufs, rte_strerror(rte_errno));
 		goto err;
 	}
-	econf.rxmode.mtu = c->mtu;
-	if (c->mtu > info.max_mtu)
-		econf.rxmode.mtu = info.max_mtu; /* af_packet refuses jumbo here but still carries it (testbed.md) */
+	/* The device's own limit: af_packet claims 1518-byte frames (max_rx_pktlen) yet carries whole ring
+	 * frames, so there a larger MTU is used by the engine while the device is told what it accepts. */
+	max_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
+			  info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN :
+			  c->mtu;
+	max_mtu = RTE_MIN(max_mtu, (uint32_t)info.max_mtu);
+	econf.rxmode.mtu = RTE_MIN(c->mtu, max_mtu);
+	if (c->mtu > max_mtu && strcmp(info.driver_name, "net_af_packet")) {
+		snprintf(errbuf, errlen, "port %u (%s): mtu %u is above the device's maximum %u", p->id,
+			 info.driver_name, c->mtu, max_mtu);
+		ret = -EINVAL;
+		goto err;
+	}
 	ret = rte_eth_dev_configure(p->id, (uint16_t)n_queues, (uint16_t)n_queues, &econf);
 	if (ret) {
 		snprintf(errbuf, errlen, "port %u: configure: %s", p->id, rte_strerror(-ret));
@@ -115,6 +223,10 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		snprintf(errbuf, errlen, "port %u: start: %s", p->id, rte_strerror(-ret));
 		goto err;
 	}
+	for (unsigned q = 0; q < n_queues; q++)
+		p->rx_fd[q] = -1;
+	if (!strcmp(info.driver_name, "net_af_packet"))
+		find_packet_fds(p, (int)info.if_index);
 	return p;
 err:
 	if (p) {
@@ -153,6 +265,11 @@ const uint8_t *eth_port_mac(const struct eth_port *p)
 unsigned eth_port_queues(const struct eth_port *p)
 {
 	return p->n_queues;
+}
+
+int eth_port_rx_fd(const struct eth_port *p, unsigned q)
+{
+	return q < p->n_queues ? p->rx_fd[q] : -1;
 }
 
 int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st)

@@ -23,6 +23,9 @@ struct rte_mempool *eth_port_pool(const struct eth_port *p);
 /* Port MAC address (6 bytes). */
 const uint8_t *eth_port_mac(const struct eth_port *p);
 unsigned eth_port_queues(const struct eth_port *p);
+/* A file descriptor that polls readable (POLLIN) when RX queue Q has a frame, or -1 when the PMD
+ * offers none. Only af_packet has one here: its ring socket. The worker of Q may sleep on it. */
+int eth_port_rx_fd(const struct eth_port *p, unsigned q);
 
 /* Reads the hardware/PMD counters and link state; control thread. Returns 0 or -errno. */
 int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st);

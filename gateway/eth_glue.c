@@ -130,8 +130,9 @@ int gw_eth_start(struct gw_daemon *d)
 		goto err;
 	{
 		char a[INET_ADDRSTRLEN];
-		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s)", inet_ntop(AF_INET, &e->address.net, a, sizeof(a)),
-			e->address.prefix, e->mtu, d->n_workers);
+		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s), idle workers %s",
+			inet_ntop(AF_INET, &e->address.net, a, sizeof(a)), e->address.prefix, e->mtu, d->n_workers,
+			eth_port_rx_fd(d->workers[0].port, 0) >= 0 ? "wake on arriving frames" : "nap and poll");
 	}
 	return 0;
 err:
@@ -188,6 +189,12 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 		eth_tcp_unlisten(w->eth, g->lis[i].port);
 		g->lis[i] = g->lis[--g->n_lis];
 	}
+}
+
+int gw_eth_rx_fd(struct gw_worker *w, bool *sole)
+{
+	*sole = !w->port || eth_port_queues(w->port) == 1;
+	return w->port ? eth_port_rx_fd(w->port, w->id) : -1;
 }
 
 unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)

@@ -74,6 +74,8 @@ struct gw_session {
 	uint64_t retry_ns, deadline_ns;
 };
 
+struct pollfd;
+
 struct gw_worker {
 	unsigned id;	   /* also the port queue it owns */
 	unsigned lcore;
@@ -157,6 +159,13 @@ unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns);
 void gw_ib_routes(struct gw_daemon *d);
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 void gw_ib_stop(struct gw_daemon *d);
+/* Sleeping without missing work (worker.c): each side names the fds that turn readable when it has
+ * work. gw_eth_rx_fd: the fd of the worker's RX queue or -1; *SOLE is true when nothing else feeds
+ * the worker frames (one queue: no steering ring from other workers). gw_ib_arm: as ib_worker_arm
+ * (0 without IB), gw_ib_woken: as ib_worker_woken. */
+int gw_eth_rx_fd(struct gw_worker *w, bool *sole);
+int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
+void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 
 /* session.c: routes and sessions.
  * gw_routes_apply (control): builds d->routes from d->conf, keeping unchanged routes (and their

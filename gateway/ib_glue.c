@@ -141,6 +141,17 @@ unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns)
 	return w->ib ? ib_worker_poll(w->ib, now_ns) : 0;
 }
 
+int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max)
+{
+	return w->ib ? ib_worker_arm(w->ib, fds, max) : 0;
+}
+
+void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n)
+{
+	if (w->ib)
+		ib_worker_woken(w->ib, fds, n);
+}
+
 void gw_ib_routes(struct gw_daemon *d)
 {
 	char addr[INET_ADDRSTRLEN];

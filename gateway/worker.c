@@ -1,9 +1,19 @@
 /* Datapath worker loop.
  *
- * Each worker polls only what it owns (its port queue; later its TCP engine and IB completion queue),
- * so the hot path takes no locks. When a whole round finds nothing to do the worker naps with an
- * exponential back-off capped at [gateway] idle_sleep: on a shared 2-core box a busy-polling worker
- * would starve the peers it serves; idle_sleep = 0 gives classic DPDK busy polling. */
+ * Each worker polls only what it owns (its port queue, its TCP engine, its IB completion queues), so
+ * the hot path takes no locks. When a whole round finds nothing to do the worker sleeps, for at most
+ * [gateway] idle_sleep: on a shared box a busy-polling worker would starve the peers it serves, and
+ * idle_sleep = 0 gives classic DPDK busy polling.
+ *
+ * Sleeping must not delay work, so the worker sleeps in ppoll() on what signals new work: the
+ * af_packet ring socket of its RX queue (readable when a frame is in the ring) and the event channels
+ * of its CQs (armed first: readable at the next completion). Arming is followed by one more round,
+ * which finds whatever arrived in between, before the worker actually sleeps. When those fds cover
+ * every source of work the sleep is the whole idle_sleep at once; otherwise (frames steered from other
+ * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep as
+ * before, and the IB side keeps polling for a while after each completion. Control-thread messages
+ * (new sessions, listeners) wait for the next round: at most idle_sleep. */
+#include <poll.h>
 #include <time.h>
 
 #include "gw.h"
@@ -22,10 +32,16 @@ const struct xlt_metric_desc gw_worker_metrics[] = {
 };
 const unsigned gw_worker_n_metrics = sizeof(gw_worker_metrics) / sizeof(gw_worker_metrics[0]);
 
+/* At most this many CQs are waited on; a worker with more naps instead (see above). */
+#define WAIT_FDS 16
+
 int gw_worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
+	struct pollfd fds[1 + WAIT_FDS];
 	uint64_t nap_us = 0;
+	unsigned n_fds = 0, n_eth = 0;
+	bool armed = false, covered = false;
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = gw_now_ns();
@@ -40,14 +56,30 @@ int gw_worker_main(void *arg)
 		if (work) {
 			gw_bump(&w->st.busy_loops, 1);
 			nap_us = 0;
+			armed = false;
 			continue;
 		}
 		if (!w->idle_sleep_us)
 			continue;
+		if (!armed) {
+			bool sole;
+			int fd = gw_eth_rx_fd(w, &sole), n_ib;
+
+			n_eth = fd >= 0;
+			if (n_eth)
+				fds[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+			n_ib = gw_ib_arm(w, fds + n_eth, WAIT_FDS);
+			n_fds = n_eth + (n_ib > 0 ? (unsigned)n_ib : 0);
+			covered = n_ib >= 0 && sole && (n_eth || !w->port);
+			armed = true;
+			continue; /* one more round: what came before the arming is seen now */
+		}
 		nap_us = nap_us ? nap_us * 2 : 1;
-		if (nap_us > w->idle_sleep_us)
+		if (covered || nap_us > w->idle_sleep_us)
 			nap_us = w->idle_sleep_us;
-		nanosleep(&(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL);
+		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
+			gw_ib_woken(w, fds + n_eth, n_fds - n_eth);
+		armed = false;
 		gw_bump(&w->st.idle_sleeps, 1);
 	}
 	return 0;

@@ -306,8 +306,17 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	cq->cq = ibv_create_cq(dev->ctx, (int)(cq_conns(dev, need) * need), NULL, NULL, 0);
+	/* an event channel lets the idle worker sleep until a completion arrives; without one (no
+	 * fd to spare) the CQ is polled only and the worker falls back to short naps */
+	cq->ch = ibv_create_comp_channel(dev->ctx);
+	if (cq->ch && fcntl(cq->ch->fd, F_SETFL, fcntl(cq->ch->fd, F_GETFL) | O_NONBLOCK)) {
+		ibv_destroy_comp_channel(cq->ch);
+		cq->ch = NULL;
+	}
+	cq->cq = ibv_create_cq(dev->ctx, (int)(cq_conns(dev, need) * need), NULL, cq->ch, 0);
 	if (!cq->cq) {
+		if (cq->ch)
+			ibv_destroy_comp_channel(cq->ch);
 		free(cq);
 		return NULL;
 	}
@@ -911,8 +920,10 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 		w->max_cqs += n / cq_conns(&ctl->devs[d], need) + 2;
 	}
 	w->cqs = calloc(w->max_cqs, sizeof(w->cqs[0]));
-	if (!w->cqs)
+	w->chans = calloc(w->max_cqs, sizeof(w->chans[0]));
+	if (!w->cqs || !w->chans)
 		return -ENOMEM;
+	w->evented = true; /* no CQ yet: nothing to wait for */
 	snprintf(name, sizeof(name), "ib_in%u", i);
 	w->in = rte_ring_create_elem(name, sizeof(struct ib_msg), pow2_at_least(4ull * n), SOCKET_ID_ANY,
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -989,7 +1000,9 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 			while (dev->cqs[i]) {
 				struct ib_cq *cq = dev->cqs[i];
 				dev->cqs[i] = cq->next;
-				ibv_destroy_cq(cq->cq);
+				ibv_destroy_cq(cq->cq); /* (the worker acked every event it read) */
+				if (cq->ch)
+					ibv_destroy_comp_channel(cq->ch);
 				free(cq);
 			}
 		while (dev->pool) {
@@ -1011,6 +1024,7 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 		free(w->ct_gen);
 		free(w->ct_free);
 		free(w->cqs);
+		free(w->chans);
 		if (ctl->pend)
 			free(ctl->pend[i].m);
 	}

@@ -67,6 +67,7 @@ struct ib_dev;
 /* A completion queue shared by the connections of one worker on one device. */
 struct ib_cq {
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch; /* its completion events (non-blocking), or NULL: polled only */
 	uint32_t size;
 	uint32_t reserved; /* control: entries promised to queue pairs on it */
 	struct ib_cq *next;
@@ -193,7 +194,9 @@ struct ib_worker {
 	struct ib_slot *slots;
 	uint32_t n_slots;
 	struct ibv_cq **cqs;
+	struct ibv_comp_channel **chans; /* cqs[i]'s event channel or NULL */
 	unsigned n_cqs, max_cqs;
+	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
 	struct ib_conn *stash;	  /* spares taken but not used, and RELEASEs the ring had no room for */
 	struct ib_conn *backlog;
 	struct ib_conn *work_head, *work_tail;

@@ -17,6 +17,7 @@
  *    that is gone, or whose slot was reused, is recognised and dropped. */
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -407,8 +408,12 @@ static void add_cq(struct ib_worker *w, struct ib_cq *cq)
 		if (w->cqs[i] == cq->cq)
 			return;
 	/* the control thread creates at most max_cqs CQs for a worker (internal consistency) */
-	if (w->n_cqs < w->max_cqs)
+	if (w->n_cqs < w->max_cqs) {
+		w->chans[w->n_cqs] = cq->ch;
 		w->cqs[w->n_cqs++] = cq->cq;
+		if (!cq->ch)
+			w->evented = false;
+	}
 }
 
 static void live_add(struct ib_worker *w, struct ib_conn *c)
@@ -826,7 +831,8 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 	}
 	if ((done = poll_cqs(w))) {
 		n += done;
-		w->hot_until = now_ns + IB_HOT_NS;
+		if (!w->evented)
+			w->hot_until = now_ns + IB_HOT_NS;
 	}
 	if (w->ka_ns && now_ns >= w->ka_next)
 		keepalive(w);
@@ -889,4 +895,38 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_rout
 const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w)
 {
 	return &w->st;
+}
+
+int ib_worker_arm(struct ib_worker *w, struct pollfd *fds, unsigned max)
+{
+	unsigned n = 0;
+
+	if (!w->evented || w->n_cqs > max)
+		return -ENOTSUP;
+	for (unsigned i = 0; i < w->n_cqs; i++) {
+		int ret = ibv_req_notify_cq(w->cqs[i], 0);
+
+		if (ret)
+			return -ret; /* (a positive errno at the verbs edge) */
+		fds[n++] = (struct pollfd){.fd = w->chans[i]->fd, .events = POLLIN};
+	}
+	return (int)n;
+}
+
+void ib_worker_woken(struct ib_worker *w, const struct pollfd *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n && i < w->n_cqs; i++) {
+		struct ibv_cq *cq;
+		void *ctx;
+		unsigned got = 0;
+
+		if (!(fds[i].revents & POLLIN))
+			continue;
+		/* read every event the channel holds (non-blocking) and ack them at once: the CQ
+		 * cannot be destroyed while an event read is unacked */
+		while (!ibv_get_cq_event(w->chans[i], &cq, &ctx))
+			got++;
+		if (got)
+			ibv_ack_cq_events(w->cqs[i], got);
+	}
 }

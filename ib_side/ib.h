@@ -19,6 +19,8 @@
 #include "../translate/metric-t.h"
 #include "ib-t.h"
 
+struct pollfd;
+
 /* Control thread, before the workers run. Opens every RDMA device librdmacm sees (or only
  * C->device), a protection domain each, the rdma_cm event channel, and the per-worker state for
  * N_WORKERS workers (WARGS[i] is passed back to hooks->accept on worker i). MAX_CONNS bounds the
@@ -48,9 +50,19 @@ struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 
 /* Worker: one round of work (messages from the control thread, completions, keepalives, stream
- * events). Returns the amount of work done, 0 when idle; at least 1 for a short while (IB_HOT_NS,
- * conn.c) after the last completion, so that the worker does not nap just before the next one. */
+ * events). Returns the amount of work done, 0 when idle. A worker whose CQs cannot all raise events
+ * gets at least 1 for a short while (IB_HOT_NS, conn.c) after the last completion, so that it does
+ * not nap just before the next one. */
 unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns);
+
+/* Worker, before it sleeps: asks every CQ for an event at its next completion and puts the event
+ * channels' fds (POLLIN) in FDS. Returns how many (at most MAX), or -ENOTSUP when some CQ has no
+ * channel (then only short naps are safe), or another -errno. A completion that raced with the
+ * arming is found by the poll round the caller runs after arming and before sleeping. */
+int ib_worker_arm(struct ib_worker *w, struct pollfd *fds, unsigned max);
+/* Worker, after the sleep: consumes and acknowledges the events of the fds that fired (FDS, N as
+ * ib_worker_arm filled them, with revents). */
+void ib_worker_woken(struct ib_worker *w, const struct pollfd *fds, unsigned n);
 
 /* Worker: opens an rsocket connection to ADDR:PORT for ROUTE (whose conf is R). Returns a CONNECTING
  * stream: on_connected or on_closed (-ECONNREFUSED, -ETIMEDOUT after R->connect_timeout_ms,
