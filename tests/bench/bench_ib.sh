@@ -7,7 +7,16 @@
 # Env: BENCH_BYTES (64M), BENCH_REPS (5), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop),
 # BENCH_IDLE ("100us 0": the idle_sleep values to run).
 #
-# Measured (2026-12-03, loop topology, host load average 7-9 from other VMs: absolute figures are
+# Measured 2026-12-03 10:38 UTC, quiet host (load ~2: this benchmark only), loop topology, defaults
+# (idle_sleep 100us), 64M per run, 5 pairs, each receiver running alone (see guest_bench.sh):
+#     rsend 64 KiB: ibgwd 133.2 vs rsocket 135.1 Mbit/s (medians), ratio 1.04   target >= 1.0 met
+#     rsend 4 KiB:  ibgwd 123.6 vs rsocket 99.5 Mbit/s, ratio 1.06              target >= 1.0 met
+#     64 B RTT, rstream:  ibgwd 40.1 us vs rstream server 36.7 us, ratio 1.04 (~equal)
+#     64 B RTT, rs_peer:  ibgwd 48.7 us vs rsocket echo 49.3 us, ratio 1.06 (~equal)
+#   Single pairs range 0.78-1.42: both receivers keep up with the one stock rsocket sender; rxe and
+#   the sender bound the rate. Before 2026-12-03 10:40 the spinning reference server ran during
+#   ibgwd's runs too (a vCPU taken from it): the figures below are from that setup and load 7-9.
+# Earlier (2026-12-03, loop topology, host load average 7-9 from other VMs: absolute figures are
 # 3-10x below those of a quiet host, ratios are what counts). Ratio = median of per-pair ratios.
 #   BENCH_BYTES=16M BENCH_REPS=9, idle_sleep = 100us (default), 9 pairs each:
 #     rsend 64 KiB: ibgwd 15.7 vs rsocket 16.6 Mbit/s (medians), ratio 1.06
