@@ -133,14 +133,20 @@ static void sweep_tick(evutil_socket_t fd, short what, void *arg)
 	gw_routes_sweep(arg);
 }
 
+/* The drain is over when no session is left and every IB connection was freed, or at the deadline.
+ * The IB connections count too: one that just closed or was aborted still has a message on its way to
+ * its peer (an rsocket peer learns that its stream ended only from it), which the teardown after the
+ * drain would flush. Nothing here waits for a peer beyond the deadlines: drain_timeout, then 2 s for
+ * the aborts. */
 static void drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
 	uint64_t active = gw_sessions_active(d);
+	uint64_t busy = active + gw_ib_connections(d);
 
 	(void)fd;
 	(void)what;
-	if (active && gw_now_ns() < d->drain_deadline_ns)
+	if (busy && gw_now_ns() < d->drain_deadline_ns)
 		return;
 	if (active && !d->drain_aborting) {
 		/* the workers abort their sessions; give the aborts a moment to reach the peers */
@@ -152,7 +158,7 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 		d->drain_deadline_ns = gw_now_ns() + 2000000000ull;
 		return;
 	}
-	if (active && gw_now_ns() < d->drain_deadline_ns)
+	if (busy && gw_now_ns() < d->drain_deadline_ns)
 		return;
 	d->state = GW_STOPPING;
 	event_base_loopexit(d->base, NULL);

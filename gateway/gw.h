@@ -158,6 +158,8 @@ int gw_ib_start(struct gw_daemon *d);
 unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns);
 void gw_ib_routes(struct gw_daemon *d);
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* Control thread: IB connections that still exist (a session's, or on their way out). */
+uint64_t gw_ib_connections(const struct gw_daemon *d);
 void gw_ib_stop(struct gw_daemon *d);
 /* Sleeping without missing work (worker.c): each side names the fds that turn readable when it has
  * work. gw_eth_rx_fd: the fd of the worker's RX queue or -1; *SOLE is true when nothing else feeds

@@ -239,6 +239,11 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_sample(m, withheld, NULL);
 }
 
+uint64_t gw_ib_connections(const struct gw_daemon *d)
+{
+	return d->ib ? ib_ctl_stats(d->ib)->active : 0;
+}
+
 void gw_ib_stop(struct gw_daemon *d)
 {
 	while (g.n_lis)

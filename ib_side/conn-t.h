@@ -158,6 +158,8 @@ struct ib_conn {
 	uint8_t events;	    /* IB_EV_* due */
 	bool listed;	    /* on the worker's work list */
 	bool released;
+	bool abort_sent;    /* our abort (CTRL DISCONNECT) is posted: hand back once it completed */
+	uint64_t linger_until; /* ... or at this time, whichever comes first */
 	int err;	    /* for on_closed */
 	uint16_t ctrl_used; /* control work requests in flight */
 	uint32_t ctrl_seq;
@@ -168,7 +170,7 @@ struct ib_conn {
 	uint64_t stall_since, withheld_since;
 	struct ib_conn *work_next;
 	struct ib_conn *live_prev, *live_next;
-	struct ib_conn *list_next; /* worker's stash or backlog */
+	struct ib_conn *list_next; /* worker's stash, backlog or linger list */
 	uint32_t ends[]; /* rq_depth: the receive side's message ends */
 };
 
@@ -199,6 +201,7 @@ struct ib_worker {
 	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
 	struct ib_conn *stash;	  /* spares taken but not used, and RELEASEs the ring had no room for */
 	struct ib_conn *backlog;
+	struct ib_conn *linger; /* done with, but their abort is still on its way to the peer */
 	struct ib_conn *work_head, *work_tail;
 	struct ib_conn *live;
 	uint64_t now;

@@ -48,6 +48,13 @@ enum {
  * would say so by itself only after its retries ran out, which is never when they are infinite
  * (rxe treats rsocket's retry_count 7 as "retry forever") and can take long on real fabrics. */
 #define IB_KA_DEAD   3
+/* A connection we abort is handed back to the control thread, which moves its queue pair to the error
+ * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
+ * flushed, and an rsocket peer learns that a stream ended only from that message (it ignores the
+ * rdma_cm DREQ while connected): it would wait forever, or retry writes into a queue pair that is gone.
+ * So an aborted connection lingers until its abort completed, for this long at most (well within the
+ * 2 s the drain gives aborts, daemon.c). */
+#define IB_LINGER_NS 1000000000ull
 
 static inline void bump(uint64_t *c, uint64_t n)
 {
@@ -161,6 +168,14 @@ static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
 		c->ka_sent_ns = c->w->now ? c->w->now : 1;
 	bump(kind == IB_WR_KEEPALIVE ? &c->w->st.keepalives_tx : &c->w->st.ctrl_tx, 1);
 	return 0;
+}
+
+static void send_abort(struct ib_conn *c)
+{
+	if (!post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT)) {
+		c->abort_sent = true;
+		c->linger_until = c->w->now + IB_LINGER_NS;
+	}
 }
 
 static int post_credit(struct ib_conn *c, bool advert)
@@ -366,9 +381,10 @@ static void op_abort(struct xlt_stream *s)
 
 	if (c->ws >= IB_W_CLOSING)
 		return;
-	/* best effort: tell the peer; the control thread's rdma_disconnect follows on release */
+	/* best effort: tell the peer; the control thread's rdma_disconnect follows on release, once the
+	 * message left (IB_LINGER_NS) */
 	if (open && !c->qp_dead && c->ctrl_used < IB_RS_CTRL_SLOTS)
-		post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT);
+		send_abort(c);
 	c->qp_dead = true;
 	closing(c, -ECONNABORTED, open ? IB_CLOSE_ABORTED : IB_CTRL_STUB);
 }
@@ -444,7 +460,7 @@ static struct ib_conn *lookup(struct ib_worker *w, uint32_t slot, uint32_t gen)
 	if (slot >= w->n_slots)
 		return NULL;
 	c = w->slots[slot].conn;
-	if (!c || w->slots[slot].gen != (gen & IB_WR_GEN_MASK) || c->released)
+	if (!c || w->slots[slot].gen != (gen & IB_WR_GEN_MASK))
 		return NULL;
 	return c;
 }
@@ -461,7 +477,7 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	if (ret) {
 		/* refused by admission: reset it ourselves, no session ever sees it */
 		if (c->ctrl_used < IB_RS_CTRL_SLOTS)
-			post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT);
+			send_abort(c);
 		c->qp_dead = true;
 		closing(c, ret, IB_CTRL_STUB);
 		return;
@@ -500,7 +516,7 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 		return;
 	}
 	c = lookup(w, m->slot, m->gen);
-	if (!c)
+	if (!c || c->released)
 		return;
 	switch (m->type) {
 	case IB_MSG_ESTABLISHED:
@@ -687,6 +703,12 @@ static void on_wc(struct ib_worker *w, const struct ibv_wc *wc)
 		if (!c)
 			return; /* stale: its connection is gone */
 	}
+	if (c->released || (c->ws == IB_W_CLOSED && c->no_session)) {
+		/* lingering (or about to): only the control messages in flight matter now */
+		if (kind != IB_WR_RECV && kind != IB_WR_DATA && c->ctrl_used)
+			c->ctrl_used--;
+		return;
+	}
 	if (kind == IB_WR_RECV)
 		on_recv(w, c, wc);
 	else
@@ -740,6 +762,32 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 	}
 }
 
+/* The worker is done with C: hands it back now, or once the abort it sent completed (IB_LINGER_NS). */
+static void retire(struct ib_worker *w, struct ib_conn *c)
+{
+	if (c->abort_sent && c->ctrl_used && w->now < c->linger_until) {
+		c->list_next = w->linger;
+		w->linger = c;
+		return;
+	}
+	hand_back(w, c);
+}
+
+static void linger_check(struct ib_worker *w)
+{
+	struct ib_conn **pp = &w->linger;
+
+	while (*pp) {
+		struct ib_conn *c = *pp;
+		if (c->ctrl_used && w->now < c->linger_until) {
+			pp = &c->list_next;
+			continue;
+		}
+		*pp = c->list_next;
+		hand_back(w, c);
+	}
+}
+
 /* The connections put on the work list during this round: post what is due, fire stream events. */
 static unsigned run_work(struct ib_worker *w)
 {
@@ -754,7 +802,7 @@ static unsigned run_work(struct ib_worker *w)
 		c->listed = false;
 		n++;
 		if (c->released) {
-			hand_back(w, c);
+			retire(w, c);
 			continue;
 		}
 		if (c->cm_gone && c->ws < IB_W_CLOSING) {
@@ -777,7 +825,7 @@ static unsigned run_work(struct ib_worker *w)
 			if (ev & IB_EV_CLOSED) {
 				c->ws = IB_W_CLOSED;
 				c->s.state = XLT_STREAM_CLOSED;
-				hand_back(w, c);
+				retire(w, c);
 			}
 			continue;
 		}
@@ -834,6 +882,8 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 		if (!w->evented)
 			w->hot_until = now_ns + IB_HOT_NS;
 	}
+	if (w->linger)
+		linger_check(w);
 	if (w->ka_ns && now_ns >= w->ka_next)
 		keepalive(w);
 	if (w->work_head)
