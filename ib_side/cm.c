@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rte_ring.h>
@@ -564,16 +565,40 @@ static int remaining_ms(struct ib_ctl *ctl, struct ib_conn *c)
 	return left < 1 ? 1 : left > 60000 ? 60000 : (int)left;
 }
 
+/* rdma_cm resolving from a bound source address does not fail when there is no route: it keeps trying
+ * until its timeout (seen on 6.1: ADDR_ERROR -ETIMEDOUT after connect_timeout, reported as a timeout),
+ * whereas an unbound resolution fails at once with ENETUNREACH. A UDP connect() from the same source
+ * asks the routing table the same question and answers at once (no packet is sent). Returns 0 (routed,
+ * or cannot tell: rdma_cm decides) or -ENETUNREACH/-EHOSTUNREACH. */
+static int route_check(struct in_addr src, const struct sockaddr_in *dst)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_addr = src};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+
+	if (fd < 0)
+		return 0;
+	if (!bind(fd, (struct sockaddr *)&s, sizeof(s)) && connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) &&
+	    (errno == ENETUNREACH || errno == EHOSTUNREACH))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static void start_active(struct ib_ctl *ctl, struct ib_conn *c)
 {
 	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->dst_port), .sin_addr = c->dst};
 	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = ctl->conf.bind};
+	int ret;
 
 	c->ct = IB_CT_RESOLVING;
 	c->active = true;
 	ctl->st.active++;
 	ctl->st.connects++;
 	c->deadline_ns = ctl->now + c->timeout_ms * 1000000ull;
+	if (src.sin_addr.s_addr && (ret = route_check(src.sin_addr, &dst))) {
+		fail_active(ctl, c, ret, IB_FAIL_UNREACHABLE);
+		return;
+	}
 	if (rdma_create_id(ctl->ch, &c->id, c, RDMA_PS_TCP)) {
 		c->id = NULL;
 		fail_active(ctl, c, -errno, IB_FAIL_RESOURCES);
