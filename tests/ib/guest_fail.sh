@@ -1,0 +1,193 @@
+#!/bin/bash
+# In-VM half of tests/ib/test_ib_fail.sh: the IB connection failures and refusals that need a fault
+# of their own to happen (ib_connections_failed_total reasons unreachable, protocol, resources, accept;
+# ib_connections_rejected_total reason resources). refused and timeout are in guest_tcp2ib.sh, the
+# other rejections in guest_peer.sh.
+#
+# ibgwd runs without CAP_IPC_LOCK (dropped from its bounding set before exec) under RLIMIT_MEMLOCK
+# $LOCK_KIB KiB: what it registers with the RDMA device counts against that limit (rxe pins user
+# memory like a real HCA), so a route whose IB buffers are larger than the limit cannot get any,
+# while the other routes' buffers fit many times over.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/ib/guest_lib.sh
+. tests/eth/lib.sh
+trap 'eth_cleanup; [ -n "${BY:-}" ] && kill -KILL $BY 2>/dev/null; [ -n "${SRV:-}" ] && kill -KILL $SRV 2>/dev/null' EXIT
+IB=$IB_ADDR_A
+NOROUTE=198.19.250.1 # no route in the VM (checked below)
+LOCK_KIB=4096
+FAT=8M # IB buffers of routes fat and in_fat: beyond LOCK_KIB on their own
+
+GW_REAL=$IBGWD
+IBGWD=/tmp/ibgwd-memlock
+cat >$IBGWD <<EOF
+#!/bin/sh
+# $GW_REAL without CAP_IPC_LOCK, RLIMIT_MEMLOCK $LOCK_KIB KiB (same PID: each step execs the next)
+exec $PY3 -c 'import ctypes, os, resource, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(24, 14, 0, 0, 0): # PR_CAPBSET_DROP, CAP_IPC_LOCK: not regained at exec
+    sys.exit("prctl: errno %d" % ctypes.get_errno())
+resource.setrlimit(resource.RLIMIT_MEMLOCK, ($LOCK_KIB * 1024, $LOCK_KIB * 1024))
+os.execv(sys.argv[1], sys.argv[1:])' "$GW_REAL" "\$@"
+EOF
+chmod 755 $IBGWD
+
+eth_setup
+ETH_STATS=$STATS
+eth_conf /tmp/ibgw.conf "[ib]
+bind = $IB
+[route echo]
+listen = ib:7471
+connect = echo
+max_sessions = 8
+[route fat]
+listen = ib:7472
+connect = echo
+ib_rbuf = $FAT
+max_sessions = 2
+[route in_ok]
+listen = tcp:9000
+connect = ib:$IB:7471
+max_sessions = 4
+[route in_fat]
+listen = tcp:9003
+connect = ib:$IB:7471
+ib_rbuf = $FAT
+max_sessions = 2
+[route in_noroute]
+listen = tcp:9004
+connect = ib:$NOROUTE:7471
+max_sessions = 2
+[route in_badpd]
+listen = tcp:9005
+connect = ib:$IB:7480
+max_sessions = 2"
+gw_start /tmp/ibgw.conf
+gw_wait_ready $STATS 60
+eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the namespace cannot reach ibgwd"
+cap=$(awk '/^CapBnd:/ {print $2}' /proc/$GW_PID/status)
+lim=$(awk '/^Max locked memory/ {print $4}' /proc/$GW_PID/limits)
+check "[ \$(( 0x$cap >> 14 & 1 )) = 0 ] && [ '$lim' = $((LOCK_KIB * 1024)) ]" \
+	"ibgwd (pid $GW_PID) runs without CAP_IPC_LOCK (bounding set $cap), locked memory limit $lim bytes"
+check "! ip route get $NOROUTE >/dev/null 2>&1" "no route to $NOROUTE in the VM"
+
+# every IB connection counter, from one scrape: "name=value ..." in a fixed order
+IBC="failed:refused failed:timeout failed:unreachable failed:protocol failed:resources failed:accept
+  rejected:version rejected:malformed rejected:acl rejected:limit rejected:resources accepted connects established"
+ibc() {
+	curl -s -m 20 "http://127.0.0.1:$STATS/metrics" | awk -v keys="$(echo $IBC)" '
+		/^ibgw_ib_connections_failed_total\{/ { split($1, a, "\""); v["failed:" a[2]] = $2 }
+		/^ibgw_ib_connections_rejected_total\{/ { split($1, a, "\""); v["rejected:" a[2]] = $2 }
+		$1 == "ibgw_ib_connections_accepted_total" { v["accepted"] = $2 }
+		$1 == "ibgw_ib_connects_total" { v["connects"] = $2 }
+		$1 == "ibgw_ib_connects_established_total" { v["established"] = $2 }
+		END { n = split(keys, k, " "); for (i = 1; i <= n; i++) printf "%s%s=%s", (i > 1 ? " " : ""), k[i], ((k[i] in v) ? v[k[i]] : "?"); print "" }'
+}
+# ib_delta BEFORE "key=n ...": waits (10 s) until the counters are BEFORE plus exactly these deltas,
+# every other one unchanged. Sets SEEN to the differences from BEFORE that it last saw.
+ib_delta() {
+	local want= kv k now i
+	declare -A inc=()
+	for kv in $2; do inc[${kv%=*}]=${kv#*=}; done
+	for kv in $1; do k=${kv%=*}; want="$want $k=$((${kv#*=} + ${inc[$k]:-0}))"; done
+	want=${want# }
+	for i in $(seq 100); do
+		now=$(ibc)
+		[ "$now" = "$want" ] && break
+		sleep 0.1
+	done
+	SEEN=$(printf '%s\n%s\n' "$1" "$now" | awk 'NR == 1 { for (i = 1; i <= NF; i++) b[i] = $i; next }
+		{ for (i = 1; i <= NF; i++) if ($i != b[i]) { split(b[i], x, "="); split($i, y, "=");
+			printf "%s%s %+d", (n++ ? ", " : ""), y[1], y[2] - x[2] } }
+		END { if (!n) printf "none" }')
+	[ -n "$now" ] && [ "$now" = "$want" ] && ! echo "$now" | grep -q '=?'
+}
+# waits (10 s) until sample NAME equals VALUE
+m_is() {
+	local i
+	for i in $(seq 100); do [ "$(m "$1")" = "$2" ] && return 0; sleep 0.1; done
+	return 1
+}
+# the IB connections and sessions that must be there between the faults: the bystander's only
+settled() {
+	local i
+	for i in $(seq 100); do
+		[ "$(m ibgw_ib_connections_active)" = 1 ] && [ "$(m 'ibgw_route_sessions_active{route="echo"}')" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+tcp_client() { eth_ns timeout 60 "$PY3" tests/e2e/peer.py tcp-client "$ETH_GW_IP" "$@" 2>&1 | tail -1; }
+ended() { m_is "ibgw_route_sessions_ended_total{route=\"$1\",reason=\"$2\"}" 1; }
+
+# a session in progress through all of it: an rsocket echo whose client reads nothing until SIGUSR1
+"$TOOLS/rs_peer" -t 200 -p 7471 "$IB" stall 3M 200 >/tmp/by.out 2>&1 &
+BY=$!
+settled || fail "the bystander session did not start ($(cat /tmp/by.out))"
+
+# ---- unreachable: an active open to an address without a route ----
+b=$(ibc)
+out=$(tcp_client 9004 1000)
+check "! echo \"\$out\" | grep -q '^ok'" "no route to $NOROUTE: the TCP client is turned away ($out)"
+ib_delta "$b" "failed:unreachable=1 connects=1"
+check "[ $? = 0 ]" "counted: failed unreachable (deltas: $SEEN)"
+check "ended in_noroute connect_failed" "route in_noroute: session ended connect_failed"
+check "settled" "no IB connection left over, the bystander's session still there"
+
+# ---- protocol: the destination accepts with private data that is not rsocket's ----
+"$TOOLS/ib_badpeer" -p 7480 -n 1 "$IB" serve short >/tmp/srv.out 2>&1 &
+SRV=$!
+for _ in $(seq 100); do grep -q '^listening' /tmp/srv.out && break; sleep 0.1; done
+b=$(ibc)
+out=$(tcp_client 9005 1000)
+check "! echo \"\$out\" | grep -q '^ok'" "bad private data in the accept: the TCP client is turned away ($out)"
+ib_delta "$b" "failed:protocol=1 connects=1"
+check "[ $? = 0 ]" "counted: failed protocol, not established (deltas: $SEEN)"
+check "ended in_badpd protocol_error" "route in_badpd: session ended protocol_error"
+for _ in $(seq 100); do kill -0 $SRV 2>/dev/null || break; sleep 0.1; done
+wait $SRV
+rc=$?
+SRV=
+check "[ $rc = 0 ]" "the raw server saw its accepted connection disconnected by the gateway ($(tr '\n' ' ' </tmp/srv.out))"
+check "settled" "no IB connection left over, the bystander's session still there"
+
+# ---- resources: IB buffers beyond the locked memory limit, active open and connect request ----
+regs=$(m ibgw_ib_buffer_registrations_total)
+b=$(ibc)
+out=$(tcp_client 9003 1000)
+check "! echo \"\$out\" | grep -q '^ok'" "active open whose $FAT buffers cannot be registered: the TCP client is turned away ($out)"
+ib_delta "$b" "failed:resources=1 connects=1"
+check "[ $? = 0 ]" "counted: failed resources (deltas: $SEEN)"
+check "ended in_fat connect_failed" "route in_fat: session ended connect_failed"
+check "settled" "no IB connection left over, the bystander's session still there"
+b=$(ibc)
+timeout 40 "$TOOLS/rs_peer" -t 20 -p 7472 "$IB" echo 1000 >/tmp/fat.out 2>&1
+rc=$?
+check "[ $rc != 0 ]" "connect request whose $FAT buffers cannot be registered: refused ($(tail -1 /tmp/fat.out))"
+ib_delta "$b" "rejected:resources=1"
+check "[ $? = 0 ]" "counted: rejected resources (deltas: $SEEN)"
+check "[ \$(m 'ibgw_route_sessions_total{route=\"fat\"}') = 0 ]" "route fat: no session started"
+check "settled" "no IB connection left over, the bystander's session still there"
+check "[ \$(m ibgw_ib_buffer_registrations_total) = $regs ]" "the registrations that failed are not counted as registrations"
+
+# ---- accept: the client answers the gateway's accept with a REJ ----
+b=$(ibc)
+out=$("$TOOLS/ib_badpeer" -p 7471 "$IB" unaccept 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "a client that rejects the gateway's accept ($out)"
+ib_delta "$b" "accepted=1 failed:accept=1"
+check "[ $? = 0 ]" "counted: accepted, then failed accept (deltas: $SEEN)"
+check "settled" "no IB connection left over, the bystander's session still there"
+check "[ \$(m 'ibgw_route_sessions_total{route=\"echo\"}') = 1 ]" "no session was started for it"
+
+# ---- still whole and serving ----
+check "kill -0 $GW_PID" "ibgwd alive"
+kill -USR1 $BY
+wait $BY
+rc=$?
+BY=
+check "[ $rc = 0 ] && grep -q '^ok .*sent=3145728 recv=3145728 ' /tmp/by.out" \
+	"the session in progress all along: 3M echoed intact ($(grep '^ok\|^FAIL' /tmp/by.out | cut -c1-60))"
+out=$(tcp_client 9000 1000000)
+check "echo \"\$out\" | grep -q '^ok '" "TCP -> IB still served: 1000000 bytes echoed intact"
+ib_done
