@@ -52,6 +52,10 @@ struct gw_route {
 	uint32_t active;	/* admitted sessions, atomic */
 	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
 	struct gw_route *next_removed; /* control thread */
+	/* control thread only: the counters of freed route objects of the same name (a changed route's
+	 * predecessor, once its last session ended), so that a route's series never go backwards */
+	uint64_t past_rejected[3];
+	struct xlt_route_stats past;
 	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
 };
 

@@ -80,6 +80,40 @@ int gw_routes_apply(struct gw_daemon *d)
 	return 0;
 }
 
+/* R (removed, unreferenced) is about to be freed: its counters go to the route object that carries its
+ * name on, the running one or else another removed one still in use, so that the per-name samples of
+ * /metrics (which add up every object of a name) never go backwards. A name that no object carries any
+ * more disappears from /metrics: Prometheus treats a series that stops as stale, whereas a counter
+ * that drops would read as a restart and skew rate() and increase(). */
+static void route_fold(struct gw_daemon *d, struct gw_route *r)
+{
+	struct xlt_route_stats sum = r->past;
+	uint64_t *acc = (uint64_t *)&sum;
+	struct gw_route *to = NULL;
+
+	for (unsigned i = 0; i < d->n_routes && !to; i++)
+		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
+			to = d->routes[i];
+	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
+		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) && !strcmp(o->conf.name, r->conf.name))
+			to = o;
+	if (!to)
+		return;
+	/* no reference left: no worker writes these any more (the acquire load of refs saw their last) */
+	for (unsigned w = 0; w < d->n_workers; w++) {
+		const uint64_t *v = (const uint64_t *)&r->st[w];
+		for (size_t k = 0; k < sizeof(sum) / sizeof(uint64_t); k++)
+			acc[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+	}
+	/* gauges describe the object's sessions, and it has none */
+	sum.sessions_active = sum.held_a_to_b = sum.held_b_to_a = 0;
+	acc = (uint64_t *)&to->past;
+	for (size_t k = 0; k < sizeof(sum) / sizeof(uint64_t); k++)
+		acc[k] += ((const uint64_t *)&sum)[k];
+	for (unsigned k = 0; k < 3; k++)
+		to->past_rejected[k] += r->past_rejected[k] + __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED);
+}
+
 void gw_routes_sweep(struct gw_daemon *d)
 {
 	struct gw_route **pp = &d->removed_routes;
@@ -89,6 +123,7 @@ void gw_routes_sweep(struct gw_daemon *d)
 		if (__atomic_load_n(&r->refs, __ATOMIC_ACQUIRE) == 0) {
 			*pp = r->next_removed;
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
+			route_fold(d, r);
 			free(r);
 		} else {
 			pp = &r->next_removed;
@@ -357,8 +392,11 @@ static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned 
 	sum->name = r->conf.name;
 	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
 	for (unsigned k = 0; k < 3; k++)
-		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED);
-	/* struct xlt_route_stats is all uint64_t counters: add them up field by field */
+		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
+	/* struct xlt_route_stats is all uint64_t counters: add them up field by field (the freed
+	 * predecessors' too; their gauges are 0) */
+	for (size_t k = 0; k < sizeof(struct xlt_route_stats) / sizeof(uint64_t); k++)
+		acc[k] += ((const uint64_t *)&r->past)[k];
 	for (unsigned w = 0; w < n_workers; w++) {
 		const uint64_t *v = (const uint64_t *)&r->st[w];
 		for (size_t k = 0; k < sizeof(struct xlt_route_stats) / sizeof(uint64_t); k++)

@@ -44,6 +44,9 @@ connect = ib:$IB:7601
 max_sessions = 2
 [route out_rm]
 listen = ib:7004
+connect = tcp:$ETH_PEER_IP:5000
+[route out_chg]
+listen = ib:7006
 connect = tcp:$ETH_PEER_IP:5000"
 bg techo npeer tcp-serve 5000 "$T/techo.log"
 bg recho peer rs-serve "$IB" 7600 "$T/recho.log"
@@ -105,6 +108,7 @@ for r in out in out_rm; do m "ibgw_route_sessions_total{route=\"$r\"}" >"$T/tot_
 bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" stall "$BIG" 20
 bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" stall "$BIG" 20
 bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG" --rate 200000
+bg ld_chg "$TOOLS/rs_peer" -t 200 -p 7006 "$IB" stall "$BIG" 20
 act() { echo "out=$(m 'ibgw_route_sessions_active{route="out"}') out_rm=$(m 'ibgw_route_sessions_active{route="out_rm"}') in=$(m 'ibgw_route_sessions_active{route="in"}')"; }
 wait_for '[ "$(act)" = "out=1 out_rm=1 in=1" ]' 40
 a=$(act) tl=$(date +%s%N)
@@ -114,11 +118,15 @@ listen = ib:7000
 connect = tcp:$ETH_PEER_IP:5000
 [route out_new]
 listen = ib:7005
-connect = tcp:$ETH_PEER_IP:5000"
+connect = tcp:$ETH_PEER_IP:5000
+[route out_chg]
+listen = ib:7006
+connect = tcp:$ETH_PEER_IP:5000
+max_sessions = 4"
 kill -HUP "$GW_PID"
-check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added) while 3 sessions run"
+check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added, 1 changed) while 4 sessions run"
 a=$(act)
-check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "the removed routes' sessions are still running (and still reported: $a)"
+check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "the removed routes' sessions are still running (and still reported: $a, $((($(date +%s%N) - tl) / 1000000)) ms later)"
 timeout 40 "$TOOLS/rs_peer" -t 30 -p 7005 "$IB" echo 100000 >"$T/new.out" 2>&1
 check "grep -q '^ok ' $T/new.out" "the added route serves at once"
 timeout 40 "$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
@@ -132,6 +140,14 @@ echk "[ $r1 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_out.out" "kept r
 echk "[ $r2 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_rm.out" "removed IB-side route: its session finished intact" || cat "$T/ld_rm.out"
 echk "[ $r3 = 0 ] && grep -q '^ok sent=$BIG got=$BIG ' $T/ld_in.out" "removed TCP-side route: its session finished intact" || cat "$T/ld_in.out"
 check "grep -q 'route in: last session gone, freed' $GW_LOG || wait_for 'grep -q \"route in: last session gone\" $GW_LOG' 5" "removed route freed once its last session ended"
+# a changed route: its old object ends with its session and is freed; the route's series go on, and
+# they must not go backwards (they add up both objects while both exist, and keep the old one's counts)
+reap ld_chg; r4=$?
+echk "[ $r4 = 0 ] && grep -q '^ok .*sent=$BIG recv=$BIG ' $T/ld_chg.out" "changed route: its session finished intact" || cat "$T/ld_chg.out"
+check "wait_for 'grep -q \"route out_chg: last session gone, freed\" $GW_LOG' 5" "changed route: the old object freed once its session ended"
+scrape
+c="$(ms 'ibgw_route_sessions_total{route="out_chg"}') $(ms 'ibgw_route_sessions_ended_total{route="out_chg",reason="ok"}') $(ms 'ibgw_route_bytes_total{route="out_chg",dir="ib_to_eth"}') $(ms 'ibgw_route_bytes_total{route="out_chg",dir="eth_to_ib"}')"
+check "[ \"$c\" = \"1 1 $BIG $BIG\" ]" "changed route: its counters kept the freed object's counts (sessions, ended ok, bytes each way: $c)"
 
 # ---- drain on SIGTERM ----
 bg stuck "$TOOLS/rs_peer" -t 60 -p 7000 "$IB" stall 4000000 25
