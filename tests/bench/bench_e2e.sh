@@ -10,7 +10,22 @@
 # Prints the figures; exits non-zero only when the benchmark itself could not run (missed targets are
 # reported as such, not as a failure: this machine is shared and noisy).
 #
-# Measured 2026-12-03 (2-core host shared with other VMs, load 6-9; 4 runs of 3-4 blocks): ibgwd
+# Measured 2026-12-03 on a quiet host (10:44-10:58 UTC, this benchmark only; 4-5 blocks per run):
+#   before the event-driven worker: ib->eth 0.58x direct, 0.79x relay; eth->ib 0.65x direct, 0.80x
+#   relay; added 64 B RTT +842 vs relay +1050 us (ib->eth), +791 vs +1093 us (eth->ib).
+#   event-driven worker (gateway/worker.c), default vs jumbo (all links at 9000, relays' too):
+#     ib->eth  default 0.39x direct, 0.43x relay; jumbo 0.73x direct (met), 0.76x relay
+#     eth->ib  default 0.64x direct, 0.80x relay; jumbo 0.82x direct (met), 0.88x relay
+#     added RTT about equal to the relay's (+690..+770 vs +611 us); an A/B run of event-driven vs
+#     the old nap+spin worker gave the same throughput within noise (0.42 vs 0.46x direct ib->eth).
+#   CPU per MB (ib->eth): ibgwd 48-59 ms vs rs_relay 18-28 ms. perf: ibgwd's own code 3-4% of all
+#   samples; its worker's kernel time is af_packet TX: every frame is sent from the ring as zero-copy
+#   frags, which the local veth peer must copy into a fresh page (skb_copy_ubufs), and Debian's kernel
+#   zeroes every page it allocates (CONFIG_INIT_ON_ALLOC_DEFAULT_ON): clear_page_erms alone is 5% of
+#   all samples, more than ibgwd's code. The relay's kernel TCP pays neither. net_af_xdp (variant
+#   xdp, 11:40 at load 5-7) was no better: 0.78x relay ib->eth, 0.66x eth->ib (af_packet 0.73/0.90).
+#   The >= 1.5x relay target needs a NIC DPDK drives without the kernel, which this machine lacks.
+# Earlier (2-core host shared with other VMs, load 6-9; 4 runs of 3-4 blocks): ibgwd
 # 0.34-0.49x direct ib->eth, 0.37-0.54x eth->ib; ibgw/relay 0.66-1.20 ib->eth, 0.60-1.21 eth->ib; added
 # 64 B round trip lower than the relay's in 7 of 8 direction-runs (ibgw +2.4..+10.5 ms, relay
 # +6.1..+16.3 ms). perf: ibgwd's own code ~2-3% of samples, its worker's kernel time (af_packet sendto ->
@@ -22,6 +37,7 @@ cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
 make -s build/release/ibgwd build/release/tools/rs_relay \
 	build/release/tools/tcp_bulk build/release/tools/rs_bulk >/dev/null || exit 1
+mkdir -p build/bpf && cp /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog*.o /usr/lib/x86_64-linux-gnu/bpf/xdp-dispatcher.o build/bpf/ 2>/dev/null # the xdp variant's
 export VM_ENV='BENCH_BYTES BENCH_REPS BENCH_WSIZE BENCH_ITERS BENCH_VARIANTS BENCH_RS_WAKE BENCH_LAT_SPLIT BENCH_TPUT_SPLIT BENCH_RELAYS BENCH_PROFILE PERF BENCH_TIMEOUT'
-export VM_DPDK_PMDS='bus_vdev mempool_ring net_af_packet'
+export VM_DPDK_PMDS='bus_vdev mempool_ring net_af_packet net_af_xdp'
 exec tests/vm/run -T loop -t "${BENCH_TIMEOUT:-600}" -f tests/bench/guest_e2e.sh

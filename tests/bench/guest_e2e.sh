@@ -34,7 +34,8 @@
 #   idleN     idle_sleep = N us (e.g. idle10)
 #   bigbuf    ib_rbuf/ib_sbuf 1M and tcp_rbuf/tcp_sbuf 1M on the routes
 #   jumbo     [eth] mtu = 9000 (af_packet framesz 16384); every veth of the block, the relays' too, at 9000
-#             (ibgwd 2026-12-03 refuses it: eth_side/port.c caps the MTU by max_mtu, not max_rx_pktlen)
+#   xdp       DPDK's net_af_xdp PMD on the same veth instead of net_af_packet (libxdp's default XDP
+#             program; its object files come from the host's libxdp1 via build/bpf)
 # rsocket's rpoll (rdma-core 44) misses the wake-up of a listening rsocket when a connection arrives and
 # sleeps until its wake_up_interval, 5 s by default (upstream lowered it to 500 ms in "librdmacm: Change
 # wake-up timeout from rpoll"): every accept by rs_relay would cost up to 5 s (rs_bulk avoids rpoll).
@@ -150,7 +151,7 @@ eth_ns ping -c 1 -W 5 "$RO_IP" >/dev/null || fail "relay[offload] veth: no ping"
 
 # ---- ibgwd, one variant at a time ----
 gw_up() { # VARIANT
-	local gwx="idle_sleep = 100us" rx="" ex="" vx="" mtu=1500 mbufs=8191
+	local gwx="idle_sleep = 100us" rx="" ex="" vx=",qdisc_bypass=1" mtu=1500 mbufs=8191 pmd=net_af_packet0
 	case $1 in
 	default) ;;
 	busy) gwx="idle_sleep = 0" ;;
@@ -159,7 +160,11 @@ gw_up() { # VARIANT
 ib_sbuf = 1M
 tcp_rbuf = 1M
 tcp_sbuf = 1M" ;;
-	jumbo) mtu=9000 mbufs=4095 vx=",blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
+	jumbo) mtu=9000 mbufs=4095 vx=",qdisc_bypass=1,blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
+	xdp) # libxdp loads its default XDP program from an object file the initrd lacks (bench_e2e.sh copies it)
+		pmd=net_af_xdp0 vx=""
+		mkdir -p /usr/lib/x86_64-linux-gnu/bpf && cp "$GW_ROOT"/build/bpf/*.o /usr/lib/x86_64-linux-gnu/bpf/ ||
+			fail "no libxdp objects in build/bpf" ;;
 	*) fail "unknown variant $1" ;;
 	esac
 	# every Ethernet link of the block gets the variant's MTU: the relays are compared on equal links
@@ -173,7 +178,7 @@ drain_timeout = 2s
 memory_limit = 2G
 $gwx
 [eth]
-vdev = net_af_packet0,iface=$ETH_IF,qdisc_bypass=1$vx
+vdev = $pmd,iface=$ETH_IF$vx
 eal_args = --no-pci --no-huge -m 256
 address = $ETH_GW_IP/24
 mbufs = $mbufs
