@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# An idle worker sleeps, yet wakes when a frame arrives: with idle_sleep at its maximum (100 ms), pings
+# and TCP round trips through the echo route still take about a millisecond, not up to 100 ms, because
+# the worker sleeps in poll() on its af_packet ring socket (gateway/worker.c). The worker's sleep
+# counter shows that it did sleep in between.
+# timeout: 120
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+tmp=$(mktemp -d)
+trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+
+eth_setup
+ETH_IDLE_SLEEP=100ms eth_conf "$tmp/ibgw.conf" "
+[route echo]
+listen = tcp:7
+connect = echo"
+gw_start "$tmp/ibgw.conf"
+gw_wait_ready "$ETH_STATS"
+grep -q "idle workers wake on arriving frames" "$GW_LOG" || fail "ibgwd did not find its af_packet socket (see $GW_LOG)"
+ok "the worker sleeps on its af_packet socket"
+
+sleeps0=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
+eth_ns ping -c 10 -i 0.25 -W 2 "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping failed"; }
+avg=$(sed -n 's|.* = [0-9.]*/\([0-9.]*\)/.*|\1|p' "$tmp/ping")
+sleeps1=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
+[ "$sleeps1" -gt "$sleeps0" ] || fail "the worker never slept between pings"
+# 100 ms naps would average ~50 ms; a woken worker answers in well under 20 ms even on a loaded host
+awk -v a="$avg" 'BEGIN { exit !(a < 20) }' || { cat "$tmp/ping"; fail "ping rtt avg $avg ms: the worker was not woken"; }
+ok "10 pings with 250 ms gaps: rtt avg $avg ms, $((sleeps1 - sleeps0)) sleeps in between"
+
+out=$(eth_ns "$PY3" - "$ETH_GW_IP" <<'EOF'
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], 7), timeout=5)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+rtts = []
+for i in range(20):
+    time.sleep(0.2)  # let the worker fall asleep
+    msg = b"%05d" % i * 13
+    t = time.monotonic()
+    s.sendall(msg)
+    got = b""
+    while len(got) < len(msg):
+        got += s.recv(len(msg) - len(got))
+    rtts.append((time.monotonic() - t) * 1000)
+    assert got == msg, "echo differs"
+s.close()
+rtts.sort()
+print("%.2f %.2f" % (rtts[len(rtts) // 2], rtts[-1]))
+EOF
+) || fail "TCP echo round trips failed: $out"
+read -r med max <<<"$out"
+awk -v m="$med" 'BEGIN { exit !(m < 20) }' || fail "TCP echo median round trip $med ms: the worker was not woken"
+ok "20 TCP echo round trips after 200 ms pauses: median $med ms, max $max ms"
+gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
+ok "clean shutdown"
