@@ -62,13 +62,20 @@ t0=$(date +%s.%N)
 bg snd_ib "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" send "$SIZE"
 bg snd_tcp npeer tcp-send "$ETH_GW_IP" 9000 "$SIZE"
 # sample while the receivers sleep
-rss_max=$rss0 tcpbuf_max=0 held_out_max=0 held_in_max=0 held_samples=
+rss_max=$rss0 tcpbuf_max=0 held_out_max=0 held_in_max=0 held_samples= in_ib= in_tcp=
 while awk -v t0="$t0" -v s="$STALL" -v now="$(date +%s.%N)" 'BEGIN { exit !(now - t0 < s - 1.5) }'; do
 	r=$(rss)
 	[ "$r" -gt "$rss_max" ] && rss_max=$r
 	# one scrape per sample: under TCG each costs a good fraction of a second
 	curl -s "http://127.0.0.1:$STATS/metrics" >"$T/scrape"
 	v() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$T/scrape"; }
+	# what got through the gateway so far, from the last scrape that surely ended inside the stall
+	# (the receivers' stalls start at their accept, after t0; on a loaded host one loop round can
+	# take seconds, so reading the counters after the loop could land after the stall)
+	if awk -v t0="$t0" -v s="$STALL" -v now="$(date +%s.%N)" 'BEGIN { exit !(now - t0 < s) }'; then
+		in_ib=$(($(v 'ibgw_ib_bytes_total{worker="0",dir="rx"}') - ibrx0))
+		in_tcp=$(($(v 'ibgw_tcp_bytes_in_total{worker="0"}') - tcpin0))
+	fi
 	b=$(v 'ibgw_tcp_buffer_bytes{worker="0"}')
 	[ "$b" -gt "$tcpbuf_max" ] && tcpbuf_max=$b
 	ho=$(v 'ibgw_route_buffer_bytes{route="slow_tcp",dir="ib_to_eth"}') hi=$(v 'ibgw_route_buffer_bytes{route="slow_ib",dir="eth_to_ib"}')
@@ -77,9 +84,7 @@ while awk -v t0="$t0" -v s="$STALL" -v now="$(date +%s.%N)" 'BEGIN { exit !(now 
 	[ "$hi" -gt "$held_in_max" ] && held_in_max=$hi
 	sleep 0.4
 done
-# near the end of the stall: what got through the gateway so far
-in_ib=$(($(m 'ibgw_ib_bytes_total{worker="0",dir="rx"}') - ibrx0))
-in_tcp=$(($(m 'ibgw_tcp_bytes_in_total{worker="0"}') - tcpin0))
+[ -n "$in_ib" ] || fail "no scrape ended inside the ${STALL} s stall"
 bp_out=$(mf 'ibgw_route_backpressure_seconds_total{route="slow_tcp",dir="ib_to_eth"}')
 bp_in=$(mf 'ibgw_route_backpressure_seconds_total{route="slow_ib",dir="eth_to_ib"}')
 zw1=$(m 'ibgw_tcp_zero_window_total{worker="0",dir="sent"}')
