@@ -10,9 +10,10 @@
  * of its CQs (armed first: readable at the next completion). Arming is followed by one more round,
  * which finds whatever arrived in between, before the worker actually sleeps. When those fds cover
  * every source of work the sleep is the whole idle_sleep at once; otherwise (frames steered from other
- * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep as
- * before, and the IB side keeps polling for a while after each completion. Control-thread messages
- * (new sessions, listeners) wait for the next round: at most idle_sleep. */
+ * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
+ * side keeps the worker polling for a while after each completion (ib.h): within a burst, polling
+ * beats sleeping and being woken. Control-thread messages (new sessions, listeners) wait for the next
+ * round: at most idle_sleep. */
 #include <poll.h>
 #include <time.h>
 

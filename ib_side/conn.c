@@ -879,8 +879,7 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 	}
 	if ((done = poll_cqs(w))) {
 		n += done;
-		if (!w->evented)
-			w->hot_until = now_ns + IB_HOT_NS;
+		w->hot_until = now_ns + IB_HOT_NS;
 	}
 	if (w->linger)
 		linger_check(w);

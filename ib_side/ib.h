@@ -50,9 +50,10 @@ struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 
 /* Worker: one round of work (messages from the control thread, completions, keepalives, stream
- * events). Returns the amount of work done, 0 when idle. A worker whose CQs cannot all raise events
- * gets at least 1 for a short while (IB_HOT_NS, conn.c) after the last completion, so that it does
- * not nap just before the next one. */
+ * events). Returns the amount of work done, 0 when idle; at least 1 for a short while (IB_HOT_NS,
+ * conn.c) after the last completion: the next one is likely due, and polling for it is cheaper than
+ * sleeping and being woken by its event (measured under TCG: 64 B round trips 37 vs 188 us, 4 KiB
+ * writes 1.06 vs 0.83 of rsocket's throughput). Only a longer silence puts the worker to sleep. */
 unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns);
 
 /* Worker, before it sleeps: asks every CQ for an event at its next completion and puts the event

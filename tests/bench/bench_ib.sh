@@ -7,6 +7,11 @@
 # Env: BENCH_BYTES (64M), BENCH_REPS (5), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop),
 # BENCH_IDLE ("100us 0": the idle_sleep values to run).
 #
+# Measured 2026-12-03 12:19 UTC (load ~2), event-driven worker that still polls IB_HOT_NS after each
+# completion (the version in the tree): rsend 64 KiB ratio 1.28 (93.5 vs 80.4 Mbit/s), 4 KiB 1.03
+# (90.2 vs 74.6), 64 B RTT rstream 1.11 (31.6 vs 28.0 us), rs_peer 1.02 (45.8 vs 41.7 us); 5 pairs.
+# The same run at 12:13 without that polling window (sleeping on the CQ event right away): 64 KiB
+# 0.97, 4 KiB 0.83, RTT rs_peer 188 vs 37 us (5.0x): a TCG wake-up costs more than polling.
 # Measured 2026-12-03 10:38 UTC, quiet host (load ~2: this benchmark only), loop topology, defaults
 # (idle_sleep 100us), 64M per run, 5 pairs, each receiver running alone (see guest_bench.sh):
 #     rsend 64 KiB: ibgwd 133.2 vs rsocket 135.1 Mbit/s (medians), ratio 1.04   target >= 1.0 met
