@@ -15,20 +15,8 @@
 
 #include <rdma/rsocket.h>
 
-static int parse(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *c = strrchr(s, ':');
-
-	if (!c || (size_t)(c - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(c - s));
-	host[c - s] = 0;
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(c + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
-}
+#define TOOL_NAME "rs_http"
+#include "tool.h"
 
 static int send_all(int fd, const void *buf, size_t len)
 {
@@ -142,9 +130,9 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in sa;
 
-	if (argc >= 4 && !strcmp(argv[1], "get") && !parse(argv[2], &sa))
+	if (argc >= 4 && !strcmp(argv[1], "get") && !tool_addr_parse(argv[2], &sa))
 		return get(&sa, argv[3]);
-	if (argc >= 3 && !strcmp(argv[1], "serve") && !parse(argv[2], &sa))
+	if (argc >= 3 && !strcmp(argv[1], "serve") && !tool_addr_parse(argv[2], &sa))
 		return serve(&sa, argc > 3 ? atol(argv[3]) : 0);
 	fprintf(stderr, "usage: rs_http get HOST:PORT PATH | rs_http serve ADDR:PORT [COUNT]\n");
 	return 2;

@@ -45,6 +45,9 @@
 
 #include <rdma/rsocket.h>
 
+#define TOOL_NAME "rs_peer"
+#include "tool.h"
+
 /* ---- SHA-256 (FIPS 180-4) ---- */
 
 struct sha256 {
@@ -136,20 +139,6 @@ static const char *host, *port = "7471";
 static int timeout_s = 120, bufsize;
 static size_t wsize = 65536; /* bytes per rsend call (-m) */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "rs_peer: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
 /* A timerfd ticking every 100 ms: the wake-up of every rpoll (see the header). */
 static int tick_fd(void)
 {
@@ -157,7 +146,7 @@ static int tick_fd(void)
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 
 	if (fd < 0 || timerfd_settime(fd, 0, &it, NULL))
-		die("timerfd");
+		tool_die("timerfd");
 	return fd;
 }
 
@@ -207,12 +196,12 @@ static int connect_to(void)
 	}
 	fd = rsocket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
-		die("rsocket");
+		tool_die("rsocket");
 	set_opts(fd);
 	if (rconnect(fd, ai->ai_addr, ai->ai_addrlen))
-		die("rconnect");
+		tool_die("rconnect");
 	if (rfcntl(fd, F_SETFL, O_NONBLOCK))
-		die("rfcntl");
+		tool_die("rfcntl");
 	freeaddrinfo(ai);
 	return fd;
 }
@@ -357,13 +346,13 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 	struct conn *cs = calloc(n, sizeof(*cs));
 	struct pollfd *pf = calloc(n + 1, sizeof(*pf));
 	int tfd = tick_fd();
-	double t0 = now_s(), deadline = t0 + timeout_s;
+	double t0 = tool_now_s(), deadline = t0 + timeout_s;
 	unsigned done = 0;
 	int bad = 0;
 	bool stall_reported = stall_s <= 0;
 
 	if (!cs || !pf)
-		die("calloc");
+		tool_die("calloc");
 	for (unsigned i = 0; i < n; i++) {
 		conn_init(&cs[i], bytes, i + 1, echo);
 		if (stall_s > 0) {
@@ -373,7 +362,7 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 	}
 	while (done < n) {
 		int ret;
-		double now = now_s();
+		double now = tool_now_s();
 		if (now > deadline) {
 			fprintf(stderr, "rs_peer: timeout after %d s (%u of %u done)\n", timeout_s, done, n);
 			for (unsigned i = 0; i < n; i++)
@@ -402,7 +391,7 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 		pf[n] = (struct pollfd){.fd = tfd, .events = POLLIN};
 		ret = rpoll(pf, n + 1, -1);
 		if (ret < 0 && errno != EINTR)
-			die("rpoll");
+			tool_die("rpoll");
 		if (pf[n].revents)
 			tick_drain(tfd);
 		for (unsigned i = 0; i < n; i++) {
@@ -420,12 +409,12 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 	for (unsigned i = 0; i < n; i++) {
 		char tag[32];
 		snprintf(tag, sizeof(tag), "conn=%u", i);
-		bad |= conn_check(&cs[i], tag, now_s() - t0);
+		bad |= conn_check(&cs[i], tag, tool_now_s() - t0);
 		rclose(cs[i].fd);
 	}
 	if (n > 1)
 		printf("%s conns=%u bytes_each=%llu secs=%.3f\n", bad ? "FAIL" : "ok", n, (unsigned long long)bytes,
-		       now_s() - t0);
+		       tool_now_s() - t0);
 	return bad;
 }
 
@@ -438,21 +427,21 @@ static int run_latency(size_t size, unsigned iters)
 	double t0 = 0;
 
 	if (!buf || !in)
-		die("malloc");
+		tool_die("malloc");
 	conn_init(&c, 0, 7, true);
 	pf.fd = c.fd;
 	pf.events = POLLOUT;
 	if (rpoll(&pf, 1, -1) <= 0 || (pf.revents & (POLLERR | POLLHUP)))
-		die("connect");
+		tool_die("connect");
 	memset(buf, 0x5a, size);
 	for (unsigned i = 0; i <= iters; i++) {
 		size_t off = 0;
 		if (i == 1)
-			t0 = now_s(); /* the first round trip warms up both ends */
+			t0 = tool_now_s(); /* the first round trip warms up both ends */
 		while (off < size) {
 			ssize_t n = rsend(c.fd, buf + off, size - off, 0);
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-				die("rsend");
+				tool_die("rsend");
 			if (n > 0)
 				off += (size_t)n;
 			else
@@ -466,7 +455,7 @@ static int run_latency(size_t size, unsigned iters)
 				return 1;
 			}
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-				die("rrecv");
+				tool_die("rrecv");
 			if (n > 0)
 				off += (size_t)n;
 			else
@@ -477,7 +466,7 @@ static int run_latency(size_t size, unsigned iters)
 			return 1;
 		}
 	}
-	printf("ok latency size=%zu iters=%u rtt_us=%.1f\n", size, iters, (now_s() - t0) * 1e6 / iters);
+	printf("ok latency size=%zu iters=%u rtt_us=%.1f\n", size, iters, (tool_now_s() - t0) * 1e6 / iters);
 	rshutdown(c.fd, SHUT_RDWR);
 	rclose(c.fd);
 	return 0;
@@ -495,26 +484,26 @@ static int run_idle(unsigned n, double secs)
 	struct pollfd *pf = calloc(n + 1, sizeof(*pf));
 	int *fds = calloc(n, sizeof(*fds));
 	int tfd = tick_fd();
-	double t_conn, t0 = now_s();
+	double t_conn, t0 = tool_now_s();
 	uint8_t b[64];
 
 	if (!pf || !fds)
-		die("calloc");
+		tool_die("calloc");
 	for (unsigned i = 0; i < n; i++)
 		fds[i] = connect_to();
-	t_conn = now_s();
+	t_conn = tool_now_s();
 	printf("connected conns=%u secs=%.3f\n", n, t_conn - t0);
-	while (now_s() < t_conn + secs && !stall_over) {
+	while (tool_now_s() < t_conn + secs && !stall_over) {
 		for (unsigned i = 0; i < n; i++)
 			pf[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 		pf[n] = (struct pollfd){.fd = tfd, .events = POLLIN};
 		if (rpoll(pf, n + 1, -1) < 0 && errno != EINTR)
-			die("rpoll");
+			tool_die("rpoll");
 		if (pf[n].revents)
 			tick_drain(tfd);
 		for (unsigned i = 0; i < n; i++)
 			if (pf[i].revents) {
-				printf("FAIL idle conn=%u: event 0x%x after %.1f s idle\n", i, pf[i].revents, now_s() - t_conn);
+				printf("FAIL idle conn=%u: event 0x%x after %.1f s idle\n", i, pf[i].revents, tool_now_s() - t_conn);
 				return 1;
 			}
 	}
@@ -532,7 +521,7 @@ static int run_idle(unsigned n, double secs)
 		}
 		rclose(fds[i]);
 	}
-	printf("ok idle conns=%u secs=%.1f\n", n, now_s() - t_conn);
+	printf("ok idle conns=%u secs=%.1f\n", n, tool_now_s() - t_conn);
 	return 0;
 }
 
@@ -551,14 +540,14 @@ static int run_serve(bool echo, bool spin)
 	int lfd, one = 1, n = 0;
 
 	if (!s || getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo");
+		tool_die("getaddrinfo");
 	lfd = rsocket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0)
-		die("rsocket");
+		tool_die("rsocket");
 	rsetsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	set_opts(lfd);
 	if (rbind(lfd, ai->ai_addr, ai->ai_addrlen) || rlisten(lfd, 64))
-		die("rbind/rlisten");
+		tool_die("rbind/rlisten");
 	freeaddrinfo(ai);
 	rfcntl(lfd, F_SETFL, O_NONBLOCK);
 	printf("listening %s:%s %s\n", host, port, echo ? "echo" : "discard");
@@ -571,7 +560,7 @@ static int run_serve(bool echo, bool spin)
 								      (s[i].off == s[i].len && !s[i].eof ? POLLIN : 0))};
 		/* timeout 0 returns before the code with the leak (see the header) */
 		if (rpoll(pf, (nfds_t)n + 1, spin ? 0 : -1) < 0 && errno != EINTR)
-			die("rpoll");
+			tool_die("rpoll");
 		if ((pf[0].revents & POLLIN) && n < MAX_SERVED) {
 			int fd = raccept(lfd, NULL, NULL);
 			if (fd >= 0) {
@@ -579,7 +568,7 @@ static int run_serve(bool echo, bool spin)
 				rfcntl(fd, F_SETFL, O_NONBLOCK);
 				memset(&s[n], 0, sizeof(s[n]));
 				s[n].fd = fd;
-				s[n].t0 = now_s();
+				s[n].t0 = tool_now_s();
 				n++;
 			}
 		}
@@ -614,7 +603,7 @@ static int run_serve(bool echo, bool spin)
 				}
 			}
 			if (closed || (s[i].eof && s[i].off == s[i].len)) {
-				double dt = now_s() - s[i].t0;
+				double dt = tool_now_s() - s[i].t0;
 				printf("served bytes=%llu secs=%.3f mbit_s=%.1f\n", (unsigned long long)s[i].bytes, dt,
 				       dt > 0 ? (double)s[i].bytes * 8 / dt / 1e6 : 0.0);
 				fflush(stdout);
@@ -635,20 +624,6 @@ static void usage(void)
 	exit(2);
 }
 
-static uint64_t size_arg(const char *s)
-{
-	char *end;
-	uint64_t v = strtoull(s, &end, 10);
-
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; break;
-	case 'm': case 'M': v <<= 20; break;
-	case 'g': case 'G': v <<= 30; break;
-	default: break;
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	const char *mode;
@@ -660,9 +635,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'p': port = optarg; break;
 		case 't': timeout_s = atoi(optarg); break;
-		case 'B': bufsize = (int)size_arg(optarg); break;
+		case 'B': bufsize = (int)tool_size_arg(optarg); break;
 		case 'm':
-			wsize = (size_t)size_arg(optarg);
+			wsize = (size_t)tool_size_arg(optarg);
 			if (!wsize || wsize > BUF)
 				usage();
 			break;
@@ -676,17 +651,17 @@ int main(int argc, char **argv)
 	argv += optind + 2;
 	argc -= optind + 2;
 	if (!strcmp(mode, "echo") && argc == 1)
-		return run_conns(1, size_arg(argv[0]), true, 0);
+		return run_conns(1, tool_size_arg(argv[0]), true, 0);
 	if (!strcmp(mode, "send") && argc == 1)
-		return run_conns(1, size_arg(argv[0]), false, 0);
+		return run_conns(1, tool_size_arg(argv[0]), false, 0);
 	if (!strcmp(mode, "conns") && argc == 2)
-		return run_conns((unsigned)atoi(argv[0]), size_arg(argv[1]), true, 0);
+		return run_conns((unsigned)atoi(argv[0]), tool_size_arg(argv[1]), true, 0);
 	if (!strcmp(mode, "stall") && (argc == 2 || argc == 3))
-		return run_conns(argc == 3 ? (unsigned)atoi(argv[2]) : 1, size_arg(argv[0]), true, atof(argv[1]));
+		return run_conns(argc == 3 ? (unsigned)atoi(argv[2]) : 1, tool_size_arg(argv[0]), true, atof(argv[1]));
 	if (!strcmp(mode, "idle") && argc == 2)
 		return run_idle((unsigned)atoi(argv[0]), atof(argv[1]));
 	if (!strcmp(mode, "latency") && argc == 2)
-		return run_latency((size_t)size_arg(argv[0]), (unsigned)atoi(argv[1]));
+		return run_latency((size_t)tool_size_arg(argv[0]), (unsigned)atoi(argv[1]));
 	if (!strcmp(mode, "serve"))
 		return run_serve(argc > 0 && !strcmp(argv[0], "echo"), argc > 1 && !strcmp(argv[1], "spin"));
 	usage();

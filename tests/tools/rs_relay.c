@@ -29,6 +29,9 @@
 
 #include <rdma/rsocket.h>
 
+#define TOOL_NAME "rs_relay"
+#include "tool.h"
+
 #define MAX_SESSIONS 256
 
 struct end {
@@ -59,21 +62,6 @@ static void on_signal(int sig)
 	if (write(sig_pipe[1], "x", 1) < 0) {
 		/* full: a wake-up is pending anyway */
 	}
-}
-
-static int parse(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *c = strrchr(s, ':');
-
-	if (!c || (size_t)(c - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(c - s));
-	host[c - s] = 0;
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(c + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
 static ssize_t e_read(struct end *e, void *b, size_t n)
@@ -184,8 +172,8 @@ int main(int argc, char **argv)
 	bool out;
 	int lfd, reuse = 1, one = 1;
 
-	if (argc != 4 || (strcmp(argv[1], "out") && strcmp(argv[1], "in")) || parse(argv[2], &lsa) ||
-	    parse(argv[3], &far)) {
+	if (argc != 4 || (strcmp(argv[1], "out") && strcmp(argv[1], "in")) || tool_addr_parse(argv[2], &lsa) ||
+	    tool_addr_parse(argv[3], &far)) {
 		fprintf(stderr, "usage: rs_relay out IB_ADDR:PORT TCP_HOST:PORT | in TCP_ADDR:PORT IB_HOST:PORT\n");
 		return 2;
 	}

@@ -9,7 +9,8 @@
  *                                    nothing back); prints secs (connect included, as rs_peer does)
  *     latency HOST PORT SIZE ITERS   ping-pong SIZE bytes ITERS times against an echo; mean round trip
  *
- * One thread, poll(); TCP_NODELAY on every connection (small messages must not wait for Nagle). */
+ * One thread, poll(); TCP_NODELAY on every connection (small messages must not wait for Nagle). The
+ * clients and the command line are tool.h's, shared with rs_bulk; the server is this file's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,28 +25,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
+
+#define TOOL_NAME "tcp_bulk"
+#include "tool.h"
 
 #define MAX_CONNS 64
 #define BUFSZ (256 * 1024)
-
-static size_t wsize = 65536;
-static int timeout_s = 120;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "tcp_bulk: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
 
 static void nodelay(int fd)
 {
@@ -54,7 +40,7 @@ static void nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static int connect_to(const char *host, const char *port)
+static int connect_to(const char *host, const char *port, int timeout_s)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
 	struct timeval tv = {.tv_sec = timeout_s};
@@ -66,13 +52,13 @@ static int connect_to(const char *host, const char *port)
 	}
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
-		die("socket");
+		tool_die("socket");
 	nodelay(fd);
 	/* a stuck path fails the run instead of hanging it */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		die("connect");
+		tool_die("connect");
 	return fd;
 }
 
@@ -82,10 +68,10 @@ static int listen_on(int port)
 	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
 	if (fd < 0)
-		die("socket");
+		tool_die("socket");
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64))
-		die("bind/listen");
+		tool_die("bind/listen");
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
 }
@@ -113,7 +99,7 @@ static int run_serve(int dport, int eport)
 			pf[2 + i] = (struct pollfd){.fd = c[i].fd,
 						    .events = (short)(c[i].off < c[i].len ? POLLOUT : c[i].eof ? 0 : POLLIN)};
 		if (poll(pf, (nfds_t)(2 + n), -1) < 0 && errno != EINTR)
-			die("poll");
+			tool_die("poll");
 		for (int l = 0; l < 2; l++) {
 			int fd;
 			if (!(pf[l].revents & POLLIN) || n == MAX_CONNS)
@@ -126,9 +112,9 @@ static int run_serve(int dport, int eport)
 			memset(&c[n], 0, sizeof(c[n]));
 			c[n].fd = fd;
 			c[n].echo = l == 1;
-			c[n].t0 = now_s();
+			c[n].t0 = tool_now_s();
 			if (!(c[n].buf = malloc(BUFSZ)))
-				die("malloc");
+				tool_die("malloc");
 			n++;
 		}
 		for (int i = 0; i < n; i++) {
@@ -164,7 +150,7 @@ static int run_serve(int dport, int eport)
 				}
 			}
 			if (closed || (c[i].eof && c[i].off == c[i].len)) {
-				double dt = now_s() - c[i].t0;
+				double dt = tool_now_s() - c[i].t0;
 				printf("served %s bytes=%llu secs=%.3f%s\n", c[i].echo ? "echo" : "discard",
 				       (unsigned long long)c[i].bytes, dt, closed ? " error" : "");
 				fflush(stdout);
@@ -178,135 +164,21 @@ static int run_serve(int dport, int eport)
 	return 0;
 }
 
-static int run_send(const char *host, const char *port, uint64_t total)
+/* serve DISCARD_PORT ECHO_PORT */
+static int serve(int argc, char **argv)
 {
-	char *buf = malloc(wsize), rbuf[4096];
-	double t0 = now_s(), deadline = t0 + timeout_s;
-	uint64_t sent = 0, recvd = 0;
-	int fd;
-
-	if (!buf)
-		die("malloc");
-	for (size_t i = 0; i < wsize; i++)
-		buf[i] = (char)(i * 131 + 7);
-	fd = connect_to(host, port);
-	signal(SIGPIPE, SIG_IGN);
-	while (sent < total) {
-		size_t n = total - sent < wsize ? (size_t)(total - sent) : wsize;
-		ssize_t k = send(fd, buf, n, MSG_NOSIGNAL);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			die("send");
-		}
-		sent += (uint64_t)k;
-		if (now_s() > deadline) {
-			fprintf(stderr, "tcp_bulk: timeout after %d s (sent %llu)\n", timeout_s, (unsigned long long)sent);
-			return 3;
-		}
-	}
-	shutdown(fd, SHUT_WR);
-	for (;;) {
-		ssize_t k = recv(fd, rbuf, sizeof(rbuf), 0);
-		if (k == 0)
-			break;
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			die("recv (waiting for the end of stream)");
-		}
-		recvd += (uint64_t)k;
-	}
-	double secs = now_s() - t0;
-	printf("%s send sent=%llu recv=%llu secs=%.3f mbit_s=%.1f\n", recvd ? "FAIL" : "ok", (unsigned long long)sent,
-	       (unsigned long long)recvd, secs, secs > 0 ? (double)sent * 8 / secs / 1e6 : 0.0);
-	close(fd);
-	return recvd ? 1 : 0;
+	if (argc != 3)
+		return -1;
+	return run_serve(atoi(argv[1]), atoi(argv[2]));
 }
 
-static int run_latency(const char *host, const char *port, size_t size, unsigned iters)
-{
-	char *out = malloc(size), *in = malloc(size);
-	double t0 = 0;
-	int fd;
-
-	if (!out || !in)
-		die("malloc");
-	memset(out, 0x5a, size);
-	fd = connect_to(host, port);
-	for (unsigned i = 0; i <= iters; i++) {
-		size_t off = 0;
-		if (i == 1)
-			t0 = now_s(); /* the first round trip warms up every hop */
-		while (off < size) {
-			ssize_t k = send(fd, out + off, size - off, MSG_NOSIGNAL);
-			if (k < 0 && errno != EINTR)
-				die("send");
-			if (k > 0)
-				off += (size_t)k;
-		}
-		off = 0;
-		while (off < size) {
-			ssize_t k = recv(fd, in + off, size - off, 0);
-			if (k == 0) {
-				fprintf(stderr, "tcp_bulk: end of stream in round %u\n", i);
-				return 1;
-			}
-			if (k < 0 && errno != EINTR)
-				die("recv");
-			if (k > 0)
-				off += (size_t)k;
-		}
-		if (memcmp(out, in, size)) {
-			fprintf(stderr, "tcp_bulk: round %u: echo differs\n", i);
-			return 1;
-		}
-	}
-	printf("ok latency size=%zu iters=%u rtt_us=%.1f\n", size, iters, (now_s() - t0) * 1e6 / iters);
-	close(fd);
-	return 0;
-}
-
-static uint64_t size_arg(const char *s)
-{
-	char *end;
-	uint64_t v = strtoull(s, &end, 0);
-
-	switch (*end) {
-	case 'K': case 'k': return v << 10;
-	case 'M': case 'm': return v << 20;
-	case 'G': case 'g': return v << 30;
-	default: return v;
-	}
-}
-
-static void usage(void)
-{
-	fprintf(stderr, "usage: tcp_bulk [-m WRITESIZE] [-t SECONDS] serve DISCARD_PORT ECHO_PORT |\n"
-			"       send HOST PORT BYTES | latency HOST PORT SIZE ITERS\n");
-	exit(2);
-}
+static const struct tool_bulk tcp_api = {
+	.send = send, .recv = recv, .shutdown = shutdown, .close = close,
+	.send_name = "send", .recv_name = "recv", .send_flags = MSG_NOSIGNAL, .alarm = false,
+	.connect = connect_to, .serve = serve, .serve_args = "DISCARD_PORT ECHO_PORT",
+};
 
 int main(int argc, char **argv)
 {
-	int o;
-
-	while ((o = getopt(argc, argv, "m:t:")) != -1) {
-		switch (o) {
-		case 'm': wsize = (size_t)size_arg(optarg); break;
-		case 't': timeout_s = atoi(optarg); break;
-		default: usage();
-		}
-	}
-	argc -= optind, argv += optind;
-	if (!wsize || argc < 1)
-		usage();
-	if (!strcmp(argv[0], "serve") && argc == 3)
-		return run_serve(atoi(argv[1]), atoi(argv[2]));
-	if (!strcmp(argv[0], "send") && argc == 4)
-		return run_send(argv[1], argv[2], size_arg(argv[3]));
-	if (!strcmp(argv[0], "latency") && argc == 5)
-		return run_latency(argv[1], argv[2], (size_t)size_arg(argv[3]), (unsigned)atoi(argv[4]));
-	usage();
-	return 2;
+	return tool_bulk_main(&tcp_api, argc, argv);
 }
