@@ -18,26 +18,14 @@ IB_RBUF=131072 IB_SBUF=131072 TCP_RBUF=262144 TCP_SBUF=262144
 SESSION_BUFS=$((IB_RBUF + IB_SBUF + TCP_RBUF + TCP_SBUF))
 KERNEL_SLACK=$((1024 * 1024)) # what the slow peers' own kernels/rsocket may hold (socket buffers)
 RSS_CONST_KB=$((12 * 1024))	 # mbufs, IB connection objects and allocator slack touched afresh
-bufs="ib_rbuf = $IB_RBUF
-ib_sbuf = $IB_SBUF
-tcp_rbuf = $TCP_RBUF
-tcp_sbuf = $TCP_SBUF"
-e2e_start "[route slow_tcp]
-listen = ib:7000
-connect = tcp:$ETH_PEER_IP:5000
-$bufs
-[route slow_ib]
-listen = tcp:9000
-connect = ib:$IB:7600
-$bufs
-[route warm_out]
-listen = ib:7001
-connect = tcp:$ETH_PEER_IP:5001
-$bufs
-[route warm_in]
-listen = tcp:9001
-connect = ib:$IB:7601
-$bufs"
+bufs="ib_rbuf=$IB_RBUF ib_sbuf=$IB_SBUF tcp_rbuf=$TCP_RBUF tcp_sbuf=$TCP_SBUF"
+e2e_start "$(gw_routes <<EOF
+slow_tcp	ib:7000		tcp:$ETH_PEER_IP:5000	$bufs
+slow_ib		tcp:9000	ib:$IB:7600		$bufs
+warm_out	ib:7001		tcp:$ETH_PEER_IP:5001	$bufs
+warm_in		tcp:9001	ib:$IB:7601		$bufs
+EOF
+)"
 bg tsink npeer tcp-sink 5000 "$T/tsink.log" --stall "$STALL" --rcvbuf 65536
 bg techo npeer tcp-serve 5001 "$T/techo.log"
 bg rsink peer rs-serve "$IB" 7600 "$T/rsink.log" sink --stall "$STALL"

@@ -12,32 +12,17 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/guest_lib.sh
 SIZE=${E2E_FAULT_SIZE:-3000000}
-e2e_start "[route out]
-listen = ib:7000
-connect = tcp:$ETH_PEER_IP:5000
-[route in]
-listen = tcp:9000
-connect = ib:$IB:7600
-[route kill_srv]
-listen = ib:7001
-connect = tcp:$ETH_PEER_IP:5001
-[route kill_cli]
-listen = ib:7002
-connect = tcp:$ETH_PEER_IP:5002
-[route out_refused]
-listen = ib:7010
-connect = tcp:$ETH_PEER_IP:5999
-[route out_silent]
-listen = ib:7011
-connect = tcp:198.18.0.99:5000
-connect_timeout = 2s
-[route in_refused]
-listen = tcp:9010
-connect = ib:$IB:7699
-[route in_silent]
-listen = tcp:9011
-connect = ib:198.19.0.99:7600
-connect_timeout = 2s"
+e2e_start "$(gw_routes <<EOF
+out		ib:7000		tcp:$ETH_PEER_IP:5000
+in		tcp:9000	ib:$IB:7600
+kill_srv	ib:7001		tcp:$ETH_PEER_IP:5001
+kill_cli	ib:7002		tcp:$ETH_PEER_IP:5002
+out_refused	ib:7010		tcp:$ETH_PEER_IP:5999
+out_silent	ib:7011		tcp:198.18.0.99:5000	connect_timeout=2s
+in_refused	tcp:9010	ib:$IB:7699
+in_silent	tcp:9011	ib:198.19.0.99:7600	connect_timeout=2s
+EOF
+)"
 bg techo npeer tcp-serve 5000 "$T/techo.log"
 bg tkill npeer tcp-serve 5001 "$T/tkill.log"
 bg tvict npeer tcp-serve 5002 "$T/tvict.log"
@@ -57,16 +42,11 @@ eth_ns tc qdisc add dev ifbe2e root netem $IMPAIR
 check "eth_ns tc qdisc show dev ifbe2e | grep -q 'loss 2%' && eth_ns tc qdisc show dev $ETH_PEER | grep -q 'duplicate 1%'" \
 	"netem on the Ethernet link both ways: $IMPAIR"
 rx0=$(m 'ibgw_tcp_retransmits_total{worker="0"}') ooo0=$(m 'ibgw_tcp_out_of_order_segments_total{worker="0"}')
-t0=$(date +%s)
-bg nout "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" echo "$SIZE"
-bg nin npeer tcp-client "$ETH_GW_IP" 9000 "$SIZE"
-reap nout; rc1=$?
-reap nin; rc2=$?
-dt=$(($(date +%s) - t0))
-echk "[ $rc1 = 0 ] && grep -q '^ok .*sent=$SIZE recv=$SIZE ' $T/nout.out" "impaired link: outbound $SIZE bytes each way, echo identical" || cat "$T/nout.out"
+echo_both nout nin "$SIZE" -t 200
+echk "[ $rc_out = 0 ] && grep -q '^ok .*sent=$SIZE recv=$SIZE ' $T/nout.out" "impaired link: outbound $SIZE bytes each way, echo identical" || cat "$T/nout.out"
 sha=$(sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p' "$T/nout.out")
 check "wait_for 'log_has $T/techo.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha \" $T/techo.log" "impaired link: the TCP server received the exact bytes"
-echk "[ $rc2 = 0 ] && grep -q '^ok sent=$SIZE got=$SIZE ' $T/nin.out" "impaired link: inbound $SIZE bytes each way, echo identical" || cat "$T/nin.out"
+echk "[ $rc_in = 0 ] && grep -q '^ok sent=$SIZE got=$SIZE ' $T/nin.out" "impaired link: inbound $SIZE bytes each way, echo identical" || cat "$T/nin.out"
 sha=$(sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p' "$T/nin.out")
 check "wait_for 'log_has $T/recho.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha \" $T/recho.log" "impaired link: the rsocket server received the exact bytes"
 rx1=$(m 'ibgw_tcp_retransmits_total{worker="0"}') ooo1=$(m 'ibgw_tcp_out_of_order_segments_total{worker="0"}')

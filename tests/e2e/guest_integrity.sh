@@ -16,36 +16,19 @@ SIZE=${E2E_SIZE:-100000000}
 N=${E2E_CONC:-100}
 EACH=${E2E_CONC_BYTES:-50000}
 
-e2e_start "[route out]
-listen = ib:7000
-connect = tcp:$ETH_PEER_IP:5000
-max_sessions = 200
-connect_timeout = 30s
-[route in]
-listen = tcp:9000
-connect = ib:$IB:7600
-max_sessions = 200
-connect_timeout = 30s
-[route in_many]
-listen = tcp:9100
-connect = ib:$IB:7100
-max_sessions = 200
-connect_timeout = 30s
-[route ib_echo]
-listen = ib:7100
-connect = echo
-max_sessions = 200"
+e2e_start "$(gw_routes <<EOF
+out	ib:7000		tcp:$ETH_PEER_IP:5000	max_sessions=200 connect_timeout=30s
+in	tcp:9000	ib:$IB:7600		max_sessions=200 connect_timeout=30s
+in_many	tcp:9100	ib:$IB:7100		max_sessions=200 connect_timeout=30s
+ib_echo	ib:7100		echo			max_sessions=200
+EOF
+)"
 bg tsrv npeer tcp-serve 5000 "$T/tsrv.log"
 bg rsrv peer rs-serve "$IB" 7600 "$T/rsrv.log"
 wait_for "grep -q listening $T/tsrv.out && grep -q listening $T/rsrv.out" 30 || fail "peers did not start"
 
 # ---- 100 MB each way, both route kinds at once ----
-t0=$(date +%s)
-bg outc "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" echo "$SIZE"
-bg inc npeer tcp-client "$ETH_GW_IP" 9000 "$SIZE"
-reap outc; rc_out=$?
-reap inc; rc_in=$?
-dt=$(($(date +%s) - t0))
+echo_both outc inc "$SIZE" -t 300
 out=$(cat "$T/outc.out") in=$(cat "$T/inc.out")
 echo "    outbound: $out"
 echo "    inbound:  $in"

@@ -12,6 +12,10 @@
 #   bg NAME CMD...            runs CMD in the background, output in $T/NAME.out, PID in ${PIDS[NAME]}
 #   stop NAME                 kills a background command by its PID and reaps it
 #   wait_for COND SECS        polls COND (eval) for SECS seconds; status 0 once it holds
+#   echo_both OUT IN SIZE [RS_PEER_OPTION...]
+#                             SIZE bytes echoed each way at once: rs_peer through ib:7000 (background
+#                             command OUT) and a kernel TCP client through tcp:9000 (IN); waits for both,
+#                             sets rc_out and rc_in (their exit statuses) and dt (seconds for both)
 #   rss                       ibgwd's resident memory in KiB (VmRSS)
 #   mf NAME                   like m, as a number (floats kept)
 #   scrape; ms NAME           one fetch of /metrics, then samples read from it
@@ -76,6 +80,19 @@ wait_for() {
 		[ "$(date +%s)" -lt "$end" ] || return 1
 		sleep 0.1
 	done
+}
+
+echo_both() {
+	local out=$1 in=$2 size=$3 t0
+	shift 3
+	t0=$(date +%s)
+	bg "$out" "$TOOLS/rs_peer" "$@" -p 7000 "$IB" echo "$size"
+	bg "$in" npeer tcp-client "$ETH_GW_IP" 9000 "$size"
+	reap "$out"
+	rc_out=$?
+	reap "$in"
+	rc_in=$?
+	dt=$(($(date +%s) - t0))
 }
 
 # like check, but its status says whether the check passed (for "echk ... || show details")

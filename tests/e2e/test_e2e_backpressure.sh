@@ -6,10 +6,6 @@
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
+. tests/lib/vm_test.sh
 VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_BP_SIZE E2E_STALL' \
-	tests/vm/run -T loop -t 240 -f tests/e2e/guest_backpressure.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: end-to-end backpressure" || echo "FAIL: exit $rc"
-exit $rc
+	vm_test "end-to-end backpressure" -T loop -t 240 -f tests/e2e/guest_backpressure.sh

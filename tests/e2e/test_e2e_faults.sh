@@ -5,10 +5,6 @@
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
+. tests/lib/vm_test.sh
 VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_FAULT_SIZE' \
-	tests/vm/run -T loop -t 240 -f tests/e2e/guest_faults.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: end-to-end faults" || echo "FAIL: exit $rc"
-exit $rc
+	vm_test "end-to-end faults" -T loop -t 240 -f tests/e2e/guest_faults.sh

@@ -5,10 +5,6 @@
 # timeout: 600
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
+. tests/lib/vm_test.sh
 VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES' \
-	tests/vm/run -T loop -t 540 -f tests/e2e/guest_integrity.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: end-to-end integrity" || echo "FAIL: exit $rc"
-exit $rc
+	vm_test "end-to-end integrity" -T loop -t 540 -f tests/e2e/guest_integrity.sh

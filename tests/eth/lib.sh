@@ -5,8 +5,12 @@
 # $ETH_PEER_IP (and $ETH_PEER_IP2 for a second host). ibgwd is $ETH_GW_IP. Names carry the test's PID
 # so tests may run side by side; only 198.18.0.0/15 addresses are used.
 #
+#   eth_test_init             what a tests/eth script does first: a scratch directory $tmp, and an EXIT
+#                             trap that kills the PIDs in the array pids, calls eth_cleanup, removes $tmp
 #   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
 #   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes)
+#   eth_gw_start FILE [EXTRA] eth_conf, then starts ibgwd on FILE and waits until /health answers
+#                             ($ETH_READY_S seconds at most, default 30)
 #   eth_ns CMD...             runs CMD in the peer namespace
 #   eth_bg CMD...             runs CMD in the peer namespace in the background (killed by eth_cleanup;
 #                             its PID is in $ETH_BG_PID: `eth_ns CMD &` would only give a subshell's)
@@ -21,6 +25,12 @@ ETH_PEER_IP2=198.18.0.3
 ETH_STATS=
 mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
+
+eth_test_init() {
+	tmp=$(mktemp -d)
+	pids=()
+	trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup; rm -rf "$tmp"' EXIT
+}
 
 eth_ns() { ip netns exec "$ETH_NS" "$@"; }
 ETH_BG=()
@@ -46,6 +56,11 @@ eth_setup() {
 	sysctl -qw "net.ipv6.conf.$ETH_IF.disable_ipv6=1" >/dev/null 2>&1
 	ip link set "$ETH_IF" up
 	ethtool -K "$ETH_IF" gro off gso off tso off >/dev/null 2>&1
+	eth_peer_up
+}
+
+# The namespace's end of the link, once it exists (both setups), and a stats port for ibgwd.
+eth_peer_up() {
 	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=1" >/dev/null 2>&1
 	eth_ns ip link set lo up
 	eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
@@ -72,13 +87,7 @@ eth_setup_impaired() {
 		ip link set "$i" up
 		ethtool -K "$i" tx off gro off gso off tso off >/dev/null 2>&1
 	done
-	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=1" >/dev/null 2>&1
-	eth_ns ip link set lo up
-	eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
-	eth_ns ip addr add "$ETH_PEER_IP2/24" dev "$ETH_PEER"
-	eth_ns ip link set "$ETH_PEER" up
-	eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
-	ETH_STATS=$(gw_free_port)
+	eth_peer_up
 	"$PY3" tests/eth/linkem.py "$ETH_LA" "$ETH_LB" "$@" >"${GW_ROOT}/${BUILD:-build}/test-logs/linkem-$$.log" 2>&1 &
 	ETH_LINKEM=$!
 	for i in $(seq 50); do grep -q ready "${GW_ROOT}/${BUILD:-build}/test-logs/linkem-$$.log" 2>/dev/null && return 0; sleep 0.1; done
@@ -104,6 +113,12 @@ address = $ETH_GW_IP/24
 mbufs = ${ETH_MBUFS:-8191}
 $extra
 EOC
+}
+
+eth_gw_start() {
+	eth_conf "$@"
+	gw_start "$1"
+	gw_wait_ready "$ETH_STATS" "${ETH_READY_S:-30}"
 }
 
 eth_cleanup() {

@@ -6,8 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
-trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+eth_test_init
 
 eth_setup
 eth_conf "$tmp/ibgw.conf"

@@ -11,19 +11,12 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
-trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+eth_test_init
 BACKLOG=16
 
 eth_setup
-eth_conf "$tmp/ibgw.conf" "syn_backlog = $BACKLOG
-
-[route echo]
-listen = tcp:7
-connect = echo
-"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+eth_gw_start "$tmp/ibgw.conf" "syn_backlog = $BACKLOG
+$(echo 'echo tcp:7 echo' | gw_routes)"
 eth_ns "$PY3" tests/eth/badinput.py "$ETH_PEER" "$ETH_GW_IP" "$ETH_PEER_IP" "$ETH_PEER_IP2" \
 	"http://127.0.0.1:$ETH_STATS/metrics" "/proc/$$/ns/net" "$BACKLOG"
 rc=$?

@@ -8,29 +8,21 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
+eth_test_init
 SIZE=${ETH_FAULT_SIZE:-1000000}
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup; rm -rf "$tmp"' EXIT
 peer() { eth_ns "$PY3" tests/eth/tcp_peer.py "$@"; }
 metric() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
 
 eth_setup_impaired --loss 0.05 --dup 0.01 --delay 0.02 --reorder 0.25
-eth_conf "$tmp/ibgw.conf" "user_timeout = 4s
+eth_gw_start "$tmp/ibgw.conf" "user_timeout = 4s
 keepalive = 2s
 keepalive_interval = 500ms
 keepalive_probes = 3
-
-[route echo]
-listen = tcp:7
-connect = echo
-
-[route relay]
-listen = tcp:8000
-connect = tcp:$ETH_PEER_IP:5001
-"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+$(gw_routes <<EOF
+echo	tcp:7		echo
+relay	tcp:8000	tcp:$ETH_PEER_IP:5001
+EOF
+)"
 eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 

@@ -7,38 +7,19 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
+eth_test_init
 SIZE=${ETH_BIG_SIZE:-200M}
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup; rm -rf "$tmp"' EXIT
 peer() { eth_ns "$PY3" tests/eth/tcp_peer.py "$@"; }
 
 eth_setup
-ETH_MAX_SESSIONS=4096 eth_conf "$tmp/ibgw.conf" "
-[route echo]
-listen = tcp:7
-connect = echo
-max_sessions = 2048
-
-[route discard]
-listen = tcp:9
-connect = discard
-
-[route relay]
-listen = tcp:8000
-connect = tcp:$ETH_PEER_IP:5001
-max_sessions = 64
-
-[route hc]
-listen = tcp:8001
-connect = tcp:$ETH_PEER_IP:5002
-
-[route rst]
-listen = tcp:8002
-connect = tcp:$ETH_PEER_IP:5003
-"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+ETH_MAX_SESSIONS=4096 eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<EOF
+echo	tcp:7		echo			max_sessions=2048
+discard	tcp:9		discard
+relay	tcp:8000	tcp:$ETH_PEER_IP:5001	max_sessions=64
+hc	tcp:8001	tcp:$ETH_PEER_IP:5002
+rst	tcp:8002	tcp:$ETH_PEER_IP:5003
+EOF
+)"
 
 head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)

@@ -10,25 +10,16 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
-trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+eth_test_init
 peer() { eth_ns "$PY3" tests/eth/tcp_peer.py "$@"; }
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
 
 eth_setup
-ETH_WORKERS=2 ETH_VDEV_EXTRA=",qpairs=2" eth_conf "$tmp/ibgw.conf" "
-[route echo]
-listen = tcp:7
-connect = echo
-max_sessions = 1024
-
-[route relay]
-listen = tcp:8000
-connect = tcp:$ETH_PEER_IP:5001
-max_sessions = 128
-"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+ETH_WORKERS=2 ETH_VDEV_EXTRA=",qpairs=2" eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<EOF
+echo	tcp:7		echo			max_sessions=1024
+relay	tcp:8000	tcp:$ETH_PEER_IP:5001	max_sessions=128
+EOF
+)"
 eth_bg socat TCP-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat # (socat listens with a backlog of 5 by default)
 eth_wait_listen 5001
 

@@ -10,27 +10,15 @@ cd "$(dirname "$0")/../.."
 trap 'eth_cleanup' EXIT
 eth_setup
 ETH_STATS=$STATS
-eth_conf /tmp/ibgw.conf "[ib]
+ETH_READY_S=60 eth_gw_start /tmp/ibgw.conf "[ib]
 bind = $IB_ADDR_B
-[route ingest]
-listen = tcp:9000
-connect = ib:$IB_ADDR_B:7471
-max_sessions = 16
-[route echo]
-listen = ib:7471
-connect = echo
-max_sessions = 16
-[route refused]
-listen = tcp:9001
-connect = ib:$IB_ADDR_B:7499
-max_sessions = 4
-[route silent]
-listen = tcp:9002
-connect = ib:198.19.0.99:7471
-connect_timeout = 2s
-max_sessions = 4"
-gw_start /tmp/ibgw.conf
-gw_wait_ready $STATS 60
+$(gw_routes <<EOF
+ingest	tcp:9000	ib:$IB_ADDR_B:7471	max_sessions=16
+echo	ib:7471		echo			max_sessions=16
+refused	tcp:9001	ib:$IB_ADDR_B:7499	max_sessions=4
+silent	tcp:9002	ib:198.19.0.99:7471	connect_timeout=2s max_sessions=4
+EOF
+)"
 eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null
 
 client() { # PORT BYTES: echo check over TCP, half-close after sending

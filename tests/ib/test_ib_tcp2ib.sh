@@ -6,9 +6,5 @@
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
-VM_DPDK_PMDS='net_af_packet mempool_ring' tests/vm/run -T loop -t 240 -f tests/ib/guest_tcp2ib.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: TCP -> IB routes" || echo "FAIL: exit $rc"
-exit $rc
+. tests/lib/vm_test.sh
+VM_DPDK_PMDS='net_af_packet mempool_ring' vm_test "TCP -> IB routes" -T loop -t 240 -f tests/ib/guest_tcp2ib.sh

@@ -7,6 +7,9 @@
 #   gw_metric STATS_PORT 'name{labels}'  prints the value of one sample of /metrics (0 if absent)
 #   gw_stop [SIGNAL] [S]         sends SIGNAL (TERM) and waits up to S s (20); returns ibgwd's exit code
 #   gw_cleanup                   kills a still-running ibgwd (by PID); call it from your EXIT trap
+#   gw_routes                    prints the [route NAME] sections of a config from a table on stdin, a
+#                                route a line: NAME LISTEN CONNECT [KEY=VALUE...] (values without spaces;
+#                                blank lines and # comments skipped)
 #   fail MSG / ok MSG            print and exit 1 / print a check that passed
 GW_ROOT=${GW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IBGWD=${IBGWD:-$GW_ROOT/${BUILD:-build}/asan/ibgwd}
@@ -70,4 +73,13 @@ gw_cleanup() {
 		wait "$GW_PID" 2>/dev/null
 	fi
 	GW_PID=
+}
+
+gw_routes() {
+	local name listen connect rest kv
+	while read -r name listen connect rest; do
+		case $name in '' | '#'*) continue ;; esac
+		printf '[route %s]\nlisten = %s\nconnect = %s\n' "$name" "$listen" "$connect"
+		for kv in $rest; do printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"; done
+	done
 }
