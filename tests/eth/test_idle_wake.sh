@@ -8,16 +8,10 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
-trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+eth_test_init
 
 eth_setup
-ETH_IDLE_SLEEP=100ms eth_conf "$tmp/ibgw.conf" "
-[route echo]
-listen = tcp:7
-connect = echo"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+ETH_IDLE_SLEEP=100ms eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<<'echo tcp:7 echo')"
 grep -q "idle workers wake on arriving frames" "$GW_LOG" || fail "ibgwd did not find its af_packet socket (see $GW_LOG)"
 ok "the worker sleeps on its af_packet socket"
 

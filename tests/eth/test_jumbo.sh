@@ -7,16 +7,13 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
-tmp=$(mktemp -d)
-trap 'eth_cleanup; rm -rf "$tmp"' EXIT
+eth_test_init
 
 eth_setup
 ip link set "$ETH_IF" mtu 9000
 eth_ns ip link set "$ETH_PEER" mtu 9000
 routes="mtu = 9000
-[route echo]
-listen = tcp:7
-connect = echo"
+$(gw_routes <<<'echo tcp:7 echo')"
 
 # 1. default ring frames (2048 bytes): refused, with the fix named
 eth_conf "$tmp/small.conf" "$routes"
@@ -31,9 +28,7 @@ rm -rf /var/run/dpdk/ibgwd-* 2>/dev/null
 
 # 2. 16 KiB frames: jumbo ping and TCP
 GW_LOG=
-ETH_VDEV_EXTRA=,framesz=16384,blocksz=16384,framecnt=512 eth_conf "$tmp/ibgw.conf" "$routes"
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
+ETH_VDEV_EXTRA=,framesz=16384,blocksz=16384,framecnt=512 eth_gw_start "$tmp/ibgw.conf" "$routes"
 eth_ns ping -c 3 -i 0.2 -W 2 -s 8972 -M do "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "9000-byte ping failed"; }
 ok "9000-byte pings (DF) answered"
 

@@ -36,32 +36,15 @@ eth_setup
 ETH_STATS=$STATS
 eth_conf /tmp/ibgw.conf "[ib]
 bind = $IB
-[route echo]
-listen = ib:7471
-connect = echo
-max_sessions = 8
-[route fat]
-listen = ib:7472
-connect = echo
-ib_rbuf = $FAT
-max_sessions = 2
-[route in_ok]
-listen = tcp:9000
-connect = ib:$IB:7471
-max_sessions = 4
-[route in_fat]
-listen = tcp:9003
-connect = ib:$IB:7471
-ib_rbuf = $FAT
-max_sessions = 2
-[route in_noroute]
-listen = tcp:9004
-connect = ib:$NOROUTE:7471
-max_sessions = 2
-[route in_badpd]
-listen = tcp:9005
-connect = ib:$IB:7480
-max_sessions = 2"
+$(gw_routes <<ROUTES
+echo       ib:7471  echo                max_sessions=8
+fat        ib:7472  echo                ib_rbuf=$FAT max_sessions=2
+in_ok      tcp:9000 ib:$IB:7471        max_sessions=4
+in_fat     tcp:9003 ib:$IB:7471        ib_rbuf=$FAT max_sessions=2
+in_noroute tcp:9004 ib:$NOROUTE:7471   max_sessions=2
+in_badpd   tcp:9005 ib:$IB:7480        max_sessions=2
+ROUTES
+)"
 gw_start /tmp/ibgw.conf
 gw_wait_ready $STATS 60
 eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the namespace cannot reach ibgwd"
