@@ -10,12 +10,7 @@
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
-for t in build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd; do
-	[ -x "$t" ] || { echo "FAIL: $t not built (make check builds it)"; exit 1; }
-done
-VM_DPDK_PMDS='net_af_packet mempool_ring' tests/vm/run -T loop -t 240 -f tests/ib/guest_fail.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: IB connection failures and refusals by reason" || echo "FAIL: exit $rc"
-exit $rc
+. tests/lib/vm_test.sh
+VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd' \
+	VM_DPDK_PMDS='net_af_packet mempool_ring' \
+	vm_test "IB connection failures and refusals by reason" -T loop -t 240 -f tests/ib/guest_fail.sh

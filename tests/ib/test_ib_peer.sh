@@ -13,14 +13,8 @@
 # timeout: 500
 set -u
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 missing"; exit 77; }
-for t in build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd; do
-	[ -x "$t" ] || { echo "FAIL: $t not built (make check builds it)"; exit 1; }
-done
+. tests/lib/vm_test.sh
 export IBGW_ECHO_BYTES=${ECHO_BYTES:-100M}
-VM_DPDK_PMDS='mempool_ring' VM_ENV='ECHO_BYTES' ECHO_BYTES=$IBGW_ECHO_BYTES \
-	tests/vm/run -T "${VM_TOPO_IB:-pair}" -t 420 -f tests/ib/guest_peer.sh
-rc=$?
-[ $rc = 0 ] && echo "PASS: IB side against rs_peer and ib_badpeer" || echo "FAIL: exit $rc"
-exit $rc
+VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd' \
+	VM_DPDK_PMDS='mempool_ring' VM_ENV='ECHO_BYTES' ECHO_BYTES=$IBGW_ECHO_BYTES \
+	vm_test "IB side against rs_peer and ib_badpeer" -T "${VM_TOPO_IB:-pair}" -t 420 -f tests/ib/guest_peer.sh
