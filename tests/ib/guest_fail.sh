@@ -108,25 +108,27 @@ ended() { m_is "ibgw_route_sessions_ended_total{route=\"$1\",reason=\"$2\"}" 1; 
 BY=$!
 settled || fail "the bystander session did not start ($(cat /tmp/by.out))"
 
+# A TCP client through route ROUTE (port PORT) that the IB side cannot serve, for WHY: turned away,
+# exactly the IB counter deltas DELTAS (ib_delta's notation), the session ended with reason END.
+turned_away() { # PORT WHY DELTAS ROUTE END
+	local b out
+	b=$(ibc)
+	out=$(tcp_client "$1" 1000)
+	check "! echo \"\$out\" | grep -q '^ok'" "$2: the TCP client is turned away ($out)"
+	ib_delta "$b" "$3"
+	check "[ $? = 0 ]" "counted: $3 (deltas: $SEEN)"
+	check "ended $4 $5" "route $4: session ended $5"
+}
+
 # ---- unreachable: an active open to an address without a route ----
-b=$(ibc)
-out=$(tcp_client 9004 1000)
-check "! echo \"\$out\" | grep -q '^ok'" "no route to $NOROUTE: the TCP client is turned away ($out)"
-ib_delta "$b" "failed:unreachable=1 connects=1"
-check "[ $? = 0 ]" "counted: failed unreachable (deltas: $SEEN)"
-check "ended in_noroute connect_failed" "route in_noroute: session ended connect_failed"
+turned_away 9004 "no route to $NOROUTE" "failed:unreachable=1 connects=1" in_noroute connect_failed
 check "settled" "no IB connection left over, the bystander's session still there"
 
 # ---- protocol: the destination accepts with private data that is not rsocket's ----
 "$TOOLS/ib_badpeer" -p 7480 -n 1 "$IB" serve short >/tmp/srv.out 2>&1 &
 SRV=$!
 for _ in $(seq 100); do grep -q '^listening' /tmp/srv.out && break; sleep 0.1; done
-b=$(ibc)
-out=$(tcp_client 9005 1000)
-check "! echo \"\$out\" | grep -q '^ok'" "bad private data in the accept: the TCP client is turned away ($out)"
-ib_delta "$b" "failed:protocol=1 connects=1"
-check "[ $? = 0 ]" "counted: failed protocol, not established (deltas: $SEEN)"
-check "ended in_badpd protocol_error" "route in_badpd: session ended protocol_error"
+turned_away 9005 "bad private data in the accept" "failed:protocol=1 connects=1" in_badpd protocol_error
 for _ in $(seq 100); do kill -0 $SRV 2>/dev/null || break; sleep 0.1; done
 wait $SRV
 rc=$?
@@ -136,12 +138,8 @@ check "settled" "no IB connection left over, the bystander's session still there
 
 # ---- resources: IB buffers beyond the locked memory limit, active open and connect request ----
 regs=$(m ibgw_ib_buffer_registrations_total)
-b=$(ibc)
-out=$(tcp_client 9003 1000)
-check "! echo \"\$out\" | grep -q '^ok'" "active open whose $FAT buffers cannot be registered: the TCP client is turned away ($out)"
-ib_delta "$b" "failed:resources=1 connects=1"
-check "[ $? = 0 ]" "counted: failed resources (deltas: $SEEN)"
-check "ended in_fat connect_failed" "route in_fat: session ended connect_failed"
+turned_away 9003 "active open whose $FAT buffers cannot be registered" "failed:resources=1 connects=1" in_fat \
+	connect_failed
 check "settled" "no IB connection left over, the bystander's session still there"
 b=$(ibc)
 timeout 40 "$TOOLS/rs_peer" -t 20 -p 7472 "$IB" echo 1000 >/tmp/fat.out 2>&1
