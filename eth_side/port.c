@@ -70,7 +70,8 @@ static unsigned vdev_arg(const char *vdev, const char *key, unsigned def)
 /* af_packet keeps its ring sockets (one per queue pair, opened in queue order, bound to the
  * interface) to itself. They are found among the process's fds by domain and bound interface, so an
  * idle worker can sleep in poll() until the kernel fills a ring frame instead of napping blind. Any
- * doubt (a count that does not match) leaves every queue without an fd: workers then nap as before. */
+ * doubt (a count that does not match) leaves every queue without an fd (the caller's -1): workers then
+ * nap as before. */
 static void find_packet_fds(struct eth_port *p, int ifindex)
 {
 	int fds[64];
@@ -78,8 +79,6 @@ static void find_packet_fds(struct eth_port *p, int ifindex)
 	DIR *dir = opendir("/proc/self/fd");
 	struct dirent *de;
 
-	for (unsigned q = 0; q < p->n_queues; q++)
-		p->rx_fd[q] = -1;
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
@@ -123,6 +122,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t rx_desc = (uint16_t)c->rx_desc, tx_desc = (uint16_t)c->tx_desc;
 	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE, max_mtu;
+	bool af_packet;
 	int ret;
 
 	if (!rte_eth_dev_is_valid_port((uint16_t)c->port)) {
@@ -144,6 +144,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		snprintf(errbuf, errlen, "port %u: cannot read device info: %s", p->id, rte_strerror(-ret));
 		goto err;
 	}
+	af_packet = !strcmp(info.driver_name, "net_af_packet");
 	if (n_queues > info.max_rx_queues || n_queues > info.max_tx_queues) {
 		snprintf(errbuf, errlen,
 			 "port %u (%s) has at most %u queue pairs but %u workers need one each "
@@ -155,7 +156,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	if (c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM > room)
 		room = c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM;
 	/* af_packet copies whole ring frames and refuses a queue whose mbufs are smaller than a frame */
-	if (!strcmp(info.driver_name, "net_af_packet")) {
+	if (af_packet) {
 		unsigned frame = vdev_arg(c->vdev, "framesz", AF_PACKET_FRAMESZ);
 
 		if (c->mtu + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR > frame) {
@@ -191,7 +192,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 			  c->mtu;
 	max_mtu = RTE_MIN(max_mtu, (uint32_t)info.max_mtu);
 	econf.rxmode.mtu = RTE_MIN(c->mtu, max_mtu);
-	if (c->mtu > max_mtu && strcmp(info.driver_name, "net_af_packet")) {
+	if (c->mtu > max_mtu && !af_packet) {
 		snprintf(errbuf, errlen, "port %u (%s): mtu %u is above the device's maximum %u", p->id,
 			 info.driver_name, c->mtu, max_mtu);
 		ret = -EINVAL;
@@ -225,7 +226,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	}
 	for (unsigned q = 0; q < n_queues; q++)
 		p->rx_fd[q] = -1;
-	if (!strcmp(info.driver_name, "net_af_packet"))
+	if (af_packet)
 		find_packet_fds(p, (int)info.if_index);
 	return p;
 err:

@@ -80,6 +80,38 @@ int gw_routes_apply(struct gw_daemon *d)
 	return 0;
 }
 
+/* ---- per-name sums of route counters (/metrics, and a freed route's counters carried on) ---- */
+
+struct route_sum {
+	const char *name;
+	uint64_t active, rejected[3];
+	struct xlt_route_stats st;
+};
+
+/* ACC += S field by field: struct xlt_route_stats is all uint64_t (S may be a worker's, written as we
+ * read: relaxed loads give whole values). */
+static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats *s)
+{
+	uint64_t *a = (uint64_t *)acc;
+	const uint64_t *v = (const uint64_t *)s;
+
+	for (size_t k = 0; k < sizeof(*s) / sizeof(uint64_t); k++)
+		a[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+}
+
+/* SUM += everything R counted: its workers' counters and those of the freed predecessors it carries
+ * (whose gauges are 0). */
+static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
+{
+	sum->name = r->conf.name;
+	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
+	for (unsigned k = 0; k < 3; k++)
+		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
+	stats_add(&sum->st, &r->past);
+	for (unsigned w = 0; w < n_workers; w++)
+		stats_add(&sum->st, &r->st[w]);
+}
+
 /* R (removed, unreferenced) is about to be freed: its counters go to the route object that carries its
  * name on, the running one or else another removed one still in use, so that the per-name samples of
  * /metrics (which add up every object of a name) never go backwards. A name that no object carries any
@@ -87,8 +119,7 @@ int gw_routes_apply(struct gw_daemon *d)
  * that drops would read as a restart and skew rate() and increase(). */
 static void route_fold(struct gw_daemon *d, struct gw_route *r)
 {
-	struct xlt_route_stats sum = r->past;
-	uint64_t *acc = (uint64_t *)&sum;
+	struct route_sum sum = {0};
 	struct gw_route *to = NULL;
 
 	for (unsigned i = 0; i < d->n_routes && !to; i++)
@@ -100,18 +131,12 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 	if (!to)
 		return;
 	/* no reference left: no worker writes these any more (the acquire load of refs saw their last) */
-	for (unsigned w = 0; w < d->n_workers; w++) {
-		const uint64_t *v = (const uint64_t *)&r->st[w];
-		for (size_t k = 0; k < sizeof(sum) / sizeof(uint64_t); k++)
-			acc[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
-	}
+	sum_route(&sum, r, d->n_workers);
 	/* gauges describe the object's sessions, and it has none */
-	sum.sessions_active = sum.held_a_to_b = sum.held_b_to_a = 0;
-	acc = (uint64_t *)&to->past;
-	for (size_t k = 0; k < sizeof(sum) / sizeof(uint64_t); k++)
-		acc[k] += ((const uint64_t *)&sum)[k];
+	sum.st.sessions_active = sum.st.held_a_to_b = sum.st.held_b_to_a = 0;
+	stats_add(&to->past, &sum.st);
 	for (unsigned k = 0; k < 3; k++)
-		to->past_rejected[k] += r->past_rejected[k] + __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED);
+		to->past_rejected[k] += sum.rejected[k];
 }
 
 void gw_routes_sweep(struct gw_daemon *d)
@@ -374,34 +399,9 @@ void gw_sessions_fini(struct gw_daemon *d)
 
 /* ---- metrics: one sample per route name (a changed route and its draining predecessor add up) ---- */
 
-struct route_sum {
-	const char *name;
-	uint64_t active, rejected[3];
-	struct xlt_route_stats st;
-};
-
 static const char *side_name(enum conf_endpoint_kind k)
 {
 	return k == CONF_EP_IB ? "ib" : k == CONF_EP_TCP ? "eth" : "diag";
-}
-
-static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
-{
-	uint64_t *acc = (uint64_t *)&sum->st;
-
-	sum->name = r->conf.name;
-	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
-	for (unsigned k = 0; k < 3; k++)
-		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
-	/* struct xlt_route_stats is all uint64_t counters: add them up field by field (the freed
-	 * predecessors' too; their gauges are 0) */
-	for (size_t k = 0; k < sizeof(struct xlt_route_stats) / sizeof(uint64_t); k++)
-		acc[k] += ((const uint64_t *)&r->past)[k];
-	for (unsigned w = 0; w < n_workers; w++) {
-		const uint64_t *v = (const uint64_t *)&r->st[w];
-		for (size_t k = 0; k < sizeof(struct xlt_route_stats) / sizeof(uint64_t); k++)
-			acc[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
-	}
 }
 
 void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)

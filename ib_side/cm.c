@@ -945,8 +945,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 		w->max_cqs += n / cq_conns(&ctl->devs[d], need) + 2;
 	}
 	w->cqs = calloc(w->max_cqs, sizeof(w->cqs[0]));
-	w->chans = calloc(w->max_cqs, sizeof(w->chans[0]));
-	if (!w->cqs || !w->chans)
+	if (!w->cqs)
 		return -ENOMEM;
 	w->evented = true; /* no CQ yet: nothing to wait for */
 	snprintf(name, sizeof(name), "ib_in%u", i);
@@ -1049,7 +1048,6 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 		free(w->ct_gen);
 		free(w->ct_free);
 		free(w->cqs);
-		free(w->chans);
 		if (ctl->pend)
 			free(ctl->pend[i].m);
 	}

@@ -195,8 +195,7 @@ struct ib_worker {
 	/* worker */
 	struct ib_slot *slots;
 	uint32_t n_slots;
-	struct ibv_cq **cqs;
-	struct ibv_comp_channel **chans; /* cqs[i]'s event channel or NULL */
+	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created) */
 	unsigned n_cqs, max_cqs;
 	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
 	struct ib_conn *stash;	  /* spares taken but not used, and RELEASEs the ring had no room for */

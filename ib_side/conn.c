@@ -421,12 +421,11 @@ void ib_conn_proto_init(struct ib_conn *c)
 static void add_cq(struct ib_worker *w, struct ib_cq *cq)
 {
 	for (unsigned i = 0; i < w->n_cqs; i++)
-		if (w->cqs[i] == cq->cq)
+		if (w->cqs[i] == cq)
 			return;
 	/* the control thread creates at most max_cqs CQs for a worker (internal consistency) */
 	if (w->n_cqs < w->max_cqs) {
-		w->chans[w->n_cqs] = cq->ch;
-		w->cqs[w->n_cqs++] = cq->cq;
+		w->cqs[w->n_cqs++] = cq;
 		if (!cq->ch)
 			w->evented = false;
 	}
@@ -724,7 +723,7 @@ static unsigned poll_cqs(struct ib_worker *w)
 	for (unsigned i = 0; i < w->n_cqs; i++) {
 		int n = 0;
 		for (unsigned r = 0; r < CQ_ROUNDS; r++) {
-			n = ibv_poll_cq(w->cqs[i], CQ_BATCH, wc);
+			n = ibv_poll_cq(w->cqs[i]->cq, CQ_BATCH, wc);
 			for (int k = 0; k < n; k++)
 				on_wc(w, &wc[k]);
 			if (n > 0)
@@ -953,11 +952,11 @@ int ib_worker_arm(struct ib_worker *w, struct pollfd *fds, unsigned max)
 	if (!w->evented || w->n_cqs > max)
 		return -ENOTSUP;
 	for (unsigned i = 0; i < w->n_cqs; i++) {
-		int ret = ibv_req_notify_cq(w->cqs[i], 0);
+		int ret = ibv_req_notify_cq(w->cqs[i]->cq, 0);
 
 		if (ret)
 			return -ret; /* (a positive errno at the verbs edge) */
-		fds[n++] = (struct pollfd){.fd = w->chans[i]->fd, .events = POLLIN};
+		fds[n++] = (struct pollfd){.fd = w->cqs[i]->ch->fd, .events = POLLIN};
 	}
 	return (int)n;
 }
@@ -973,9 +972,9 @@ void ib_worker_woken(struct ib_worker *w, const struct pollfd *fds, unsigned n)
 			continue;
 		/* read every event the channel holds (non-blocking) and ack them at once: the CQ
 		 * cannot be destroyed while an event read is unacked */
-		while (!ibv_get_cq_event(w->chans[i], &cq, &ctx))
+		while (!ibv_get_cq_event(w->cqs[i]->ch, &cq, &ctx))
 			got++;
 		if (got)
-			ibv_ack_cq_events(w->cqs[i], got);
+			ibv_ack_cq_events(cq, got);
 	}
 }
