@@ -83,6 +83,7 @@ struct conf_eth {
 	struct conf_cidr address; /* prefix 0 and address 0 = unset */
 	struct in_addr gateway;	  /* 0 = none */
 	uint32_t mtu;
+	uint32_t offloads;	     /* 1: use the device's checksum/TSO/LRO offloads when it has them */
 	uint32_t rx_desc;
 	uint32_t tx_desc;
 	uint32_t mbufs;

@@ -138,6 +138,8 @@ static const struct conf_key conf_keys[] = {
 	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
 	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
 	{E(mtu), .type = T_UINT, .min = 576, .max = 9000, .def = "1500", .doc = "IP MTU of the port (above 1500 on af_packet, vdev needs framesz=16384,blocksz=16384)"},
+	{E(offloads), .type = T_UINT, .min = 0, .max = 1, .def = "1",
+	 .doc = "1: use the device's TCP checksum, TSO and LRO offloads when it has them (virtio_user on vhost-net has; af_packet has none); 0: never"},
 	{E(rx_desc), .type = T_UINT, .min = 64, .max = 16384, .def = "1024", .doc = "RX ring descriptors"},
 	{E(tx_desc), .type = T_UINT, .min = 64, .max = 16384, .def = "1024", .doc = "TX ring descriptors"},
 	{E(mbufs), .type = T_UINT, .min = 1023, .max = 4194303, .def = "16383",

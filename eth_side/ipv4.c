@@ -97,7 +97,7 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	ihl = (ip->version_ihl & 0xf) * 4u;
 	tot = rte_be_to_cpu_16(ip->total_length);
-	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || tot < ihl || tot > m->data_len)
+	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || ihl > m->data_len || tot < ihl || tot > m->pkt_len)
 		goto hdr_err;
 	if (rte_raw_cksum(ip, ihl) != 0xffff) {
 		ETH_INC(st, ip_checksum_errors);
@@ -113,13 +113,17 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		ETH_INC(st, ip_fragments);
 		goto drop;
 	}
-	if (tot < m->data_len)
-		rte_pktmbuf_trim(m, (uint16_t)(m->data_len - tot)); /* Ethernet padding */
+	if (tot < m->pkt_len && m->nb_segs == 1)
+		rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - tot)); /* Ethernet padding */
+	else if (tot < m->pkt_len)
+		goto hdr_err; /* a chain (LRO) is never padded */
 	switch (ip->next_proto_id) {
 	case IPPROTO_TCP:
 		eth_tcp_input(st, m, ip);
 		return;
 	case IPPROTO_ICMP:
+		if (m->nb_segs > 1)
+			goto hdr_err; /* an echo request is never merged; its checks read one buffer */
 		icmp_input(st, m, ip, ihl);
 		return;
 	default:

@@ -20,10 +20,12 @@
 #include <rte_mempool.h>
 
 #include "port.h"
+#include "stack-t.h"
 
 struct eth_port {
 	uint16_t id;
 	unsigned n_queues;
+	unsigned offloads; /* ETH_OFFLOAD_* */
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	int rx_fd[]; /* per queue: see eth_port_rx_fd */
@@ -114,6 +116,40 @@ static void find_packet_fds(struct eth_port *p, int ifindex)
 		p->rx_fd[q] = fds[q];
 }
 
+/* What the engine can use of the device's offloads, asked for in ECONF. TSO needs the checksum and
+ * multi-segment transmission too (a TSO frame is an mbuf chain); LRO needs the receive checksum
+ * (merged segments carry no valid sum). A device with none (af_packet) is left as it is. */
+static unsigned offloads_choose(const struct rte_eth_dev_info *info, struct rte_eth_conf *econf)
+{
+	const uint64_t tx_csum = RTE_ETH_TX_OFFLOAD_TCP_CKSUM,
+		       tso = RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_MULTI_SEGS,
+		       rx_csum = RTE_ETH_RX_OFFLOAD_TCP_CKSUM, lro = RTE_ETH_RX_OFFLOAD_TCP_LRO;
+	unsigned o = 0;
+
+	if ((info->tx_offload_capa & tx_csum) == tx_csum) {
+		econf->txmode.offloads |= tx_csum;
+		o |= ETH_OFFLOAD_TX_CSUM;
+		if ((info->tx_offload_capa & tso) == tso) {
+			econf->txmode.offloads |= tso;
+			o |= ETH_OFFLOAD_TSO;
+		}
+		if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) {
+			econf->txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+			o |= ETH_OFFLOAD_IP_CSUM;
+		}
+	}
+	if ((info->rx_offload_capa & rx_csum) == rx_csum) {
+		econf->rxmode.offloads |= rx_csum;
+		o |= ETH_OFFLOAD_RX_CSUM;
+		if ((info->rx_offload_capa & lro) == lro) {
+			econf->rxmode.offloads |= lro;
+			econf->rxmode.max_lro_pkt_size = info->max_lro_pkt_size; /* 0: ethdev's default */
+			o |= ETH_OFFLOAD_LRO;
+		}
+	}
+	return o;
+}
+
 struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, char *errbuf, size_t errlen)
 {
 	struct rte_eth_conf econf = {0};
@@ -198,6 +234,8 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		ret = -EINVAL;
 		goto err;
 	}
+	if (c->offloads)
+		p->offloads = offloads_choose(&info, &econf);
 	ret = rte_eth_dev_configure(p->id, (uint16_t)n_queues, (uint16_t)n_queues, &econf);
 	if (ret) {
 		snprintf(errbuf, errlen, "port %u: configure: %s", p->id, rte_strerror(-ret));
@@ -271,6 +309,11 @@ unsigned eth_port_queues(const struct eth_port *p)
 int eth_port_rx_fd(const struct eth_port *p, unsigned q)
 {
 	return q < p->n_queues ? p->rx_fd[q] : -1;
+}
+
+unsigned eth_port_offloads(const struct eth_port *p)
+{
+	return p->offloads;
 }
 
 int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st)

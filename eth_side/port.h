@@ -26,6 +26,8 @@ unsigned eth_port_queues(const struct eth_port *p);
 /* A file descriptor that polls readable (POLLIN) when RX queue Q has a frame, or -1 when the PMD
  * offers none. Only af_packet has one here: its ring socket. The worker of Q may sleep on it. */
 int eth_port_rx_fd(const struct eth_port *p, unsigned q);
+/* ETH_OFFLOAD_* flags (stack-t.h) the port was configured with. */
+unsigned eth_port_offloads(const struct eth_port *p);
 
 /* Reads the hardware/PMD counters and link state; control thread. Returns 0 or -errno. */
 int eth_port_stats(const struct eth_port *p, struct eth_port_stats *st);

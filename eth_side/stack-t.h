@@ -22,6 +22,17 @@ typedef void (*eth_accept_fn)(void *arg, void *user, struct xlt_stream *s);
 /* The last reference to a closed listener's USER went away (its connections are all released). */
 typedef void (*eth_listener_free_fn)(void *arg, void *user);
 
+/* Offloads a port does for the engine (eth_stack_conf.offloads). The engine asks for none of them
+ * from a device that lacks them (af_packet, the tests' sinks): then it checksums in software and
+ * sends MTU-sized frames only. */
+#define ETH_OFFLOAD_TX_CSUM 0x1u /* TCP checksum: the engine writes the pseudo-header sum only */
+#define ETH_OFFLOAD_TSO	    0x2u /* TCP segmentation: one frame of up to ETH_TSO_MAX payload bytes */
+#define ETH_OFFLOAD_RX_CSUM 0x4u /* the device flags received TCP checksums good (or verified) */
+#define ETH_OFFLOAD_LRO	    0x8u /* received segments may arrive merged, as an mbuf chain */
+#define ETH_OFFLOAD_IP_CSUM 0x10u /* IPv4 header checksum (asked for in TSO frames only) */
+/* Payload of one TSO frame at most: IPv4's 64 KiB less the largest IP and TCP headers. */
+#define ETH_TSO_MAX (65535u - 60u - 60u)
+
 /* Per-connection settings: the buffers bound what the connection may hold. */
 struct eth_tcp_params {
 	uint32_t rbuf_size;	      /* receive buffer = the largest window advertised */
@@ -41,6 +52,7 @@ struct eth_stack_conf {
 	uint8_t prefix;		  /* of the attached network */
 	uint32_t gateway;	  /* default gateway, network byte order; 0 = none */
 	uint32_t mtu;		  /* IP MTU */
+	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;
 	uint32_t syn_backlog;	  /* half-open connections this instance keeps at most */
 	uint64_t keepalive_ms;	  /* idle time before keepalive probes; 0 = off */

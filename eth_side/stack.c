@@ -304,7 +304,9 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 
 	if (!steered)
 		ETH_INC(st, frames_in);
-	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m))
+	/* a chain that fits its first buffer is made one; a bigger one (LRO: merged TCP segments) is kept
+	 * as it is, with the headers checked to lie in the first segment */
+	if (m->nb_segs > 1 && rte_pktmbuf_tailroom(m) >= m->pkt_len - m->data_len && rte_pktmbuf_linearize(m))
 		goto drop;
 	if (m->data_len < RTE_ETHER_HDR_LEN)
 		goto drop;

@@ -24,7 +24,9 @@
 struct seg {
 	uint32_t seq, ack, len, wnd;
 	uint8_t flags;
-	const uint8_t *data;
+	const uint8_t *data;	   /* the payload, when the frame is one buffer (m == NULL) */
+	const struct rte_mbuf *m;  /* else the chain (LRO) holding it, from byte moff of the packet */
+	uint32_t moff;
 	const struct rte_ipv4_hdr *ip;
 	const struct rte_tcp_hdr *th;
 	struct eth_tcp_opts o;
@@ -453,6 +455,32 @@ static void ooo_merge(struct eth_tcb *t)
 	}
 }
 
+/* Stores the segment's payload at offset OFF of queue Q (eth_bufq_write_at's contract). */
+static int seg_write(struct eth_stack *st, struct eth_bufq *q, uint32_t off, const struct seg *sg)
+{
+	uint32_t skip = sg->moff, left = sg->len;
+
+	if (!sg->m)
+		return eth_bufq_write_at(&st->chunks, q, off, sg->data, sg->len);
+	for (const struct rte_mbuf *s = sg->m; s && left; s = s->next) {
+		uint32_t n;
+		int ret;
+
+		if (skip >= s->data_len) {
+			skip -= s->data_len;
+			continue;
+		}
+		n = s->data_len - skip < left ? s->data_len - skip : left;
+		ret = eth_bufq_write_at(&st->chunks, q, off, rte_pktmbuf_mtod_offset(s, const uint8_t *, skip), n);
+		if (ret)
+			return ret;
+		off += n;
+		left -= n;
+		skip = 0;
+	}
+	return left ? -EINVAL : 0;
+}
+
 /* Payload of an acceptable segment, already trimmed to start at or after rcv_nxt and to end inside
  * the window. Returns false when it could not be kept (then a FIN it carries is not taken either). */
 static bool data_input(struct eth_tcb *t, struct seg *sg)
@@ -467,7 +495,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG;
 	}
 	if (off == 0) {
-		if (eth_bufq_write_at(&st->chunks, &t->rbuf, t->rbuf.len, sg->data, sg->len)) {
+		if (seg_write(st, &t->rbuf, t->rbuf.len, sg)) {
 			ETH_INC(st, tcp_ooo_drops); /* the buffer pool is dry: as if lost */
 			ack_later(t);
 			return false;
@@ -478,7 +506,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		if (t->n_ooo) {
 			ooo_merge(t);
 			t->ack_now = true; /* a hole filled: tell the sender at once (RFC 5681 4.2) */
-		} else if (++t->unacked_segs >= 2) {
+		} else if (++t->unacked_segs >= 2 || sg->len > t->mss) { /* merged (LRO) = several segments */
 			t->ack_now = true;
 		} else if (!t->t_delack) {
 			t->t_delack = st->now_ms + ETH_TCP_DELACK_MS;
@@ -486,7 +514,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		eth_tcb_event(t, ETH_EV_READABLE);
 	} else {
 		ETH_INC(st, tcp_ooo_segments);
-		if (eth_bufq_write_at(&st->chunks, &t->rbuf, t->rbuf.len + off, sg->data, sg->len) ||
+		if (seg_write(st, &t->rbuf, t->rbuf.len + off, sg) ||
 		    !ooo_add(t, sg->seq, sg->seq + sg->len)) {
 			ETH_INC(st, tcp_ooo_drops);
 			ack_later(t);
@@ -645,6 +673,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 			sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG; /* a duplicate FIN */
 		}
 		sg->data += d;
+		sg->moff += d;
 		sg->len -= d;
 		sg->seq += d;
 		t->ack_now = true; /* duplicates are acknowledged at once */
@@ -709,6 +738,16 @@ out:
 	}
 }
 
+/* Whether the device vouched for the TCP checksum: GOOD, or NONE (a merged or locally sent segment
+ * whose sum field is not filled in but whose data the device verified). */
+static bool rx_csum_ok(const struct eth_stack *st, const struct rte_mbuf *m)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	return (st->c.offloads & ETH_OFFLOAD_RX_CSUM) &&
+	       (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || f == RTE_MBUF_F_RX_L4_CKSUM_NONE);
+}
+
 void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
 {
 	unsigned ihl = (ip->version_ihl & 0xf) * 4u, tlen = rte_be_to_cpu_16(ip->total_length) - ihl, doff;
@@ -721,14 +760,22 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	if (tlen < sizeof(*th))
 		goto hdr_err;
 	doff = (th->data_off >> 4) * 4u;
-	if (doff < sizeof(*th) || doff > tlen)
-		goto hdr_err;
-	sum = (uint32_t)rte_raw_cksum(th, tlen) + rte_ipv4_phdr_cksum(ip, 0);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	if (sum != 0xffff) {
-		ETH_INC(st, tcp_checksum_errors);
-		goto drop;
+	if (doff < sizeof(*th) || doff > tlen || (uint8_t *)th + doff > rte_pktmbuf_mtod_offset(m, uint8_t *, m->data_len))
+		goto hdr_err; /* (the headers of a chain must lie in its first buffer) */
+	if (!rx_csum_ok(st, m)) {
+		uint16_t raw = 0;
+
+		if (m->nb_segs == 1)
+			raw = rte_raw_cksum(th, tlen);
+		else if (rte_raw_cksum_mbuf(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
+			goto hdr_err;
+		sum = (uint32_t)raw + rte_ipv4_phdr_cksum(ip, 0);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		if (sum != 0xffff) {
+			ETH_INC(st, tcp_checksum_errors);
+			goto drop;
+		}
 	}
 	sg.flags = th->tcp_flags;
 	if ((sg.flags & RTE_TCP_SYN_FLAG) && (sg.flags & (RTE_TCP_RST_FLAG | RTE_TCP_FIN_FLAG)))
@@ -741,6 +788,8 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	sg.ack = rte_be_to_cpu_32(th->recv_ack);
 	sg.wnd = rte_be_to_cpu_16(th->rx_win);
 	sg.data = (const uint8_t *)th + doff;
+	sg.m = m->nb_segs > 1 ? m : NULL;
+	sg.moff = (uint32_t)(sg.data - rte_pktmbuf_mtod(m, const uint8_t *));
 	sg.len = tlen - doff;
 	sg.ip = ip;
 	sg.th = th;

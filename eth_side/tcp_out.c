@@ -11,8 +11,14 @@
  *
  * Segments are single mbufs: headers, then the payload copied out of the send queue (the one place
  * where an external-buffer mbuf pointing into the queue would go for zero-copy transmission). The
- * checksums are computed in software (af_packet and veths offer no offload). */
+ * checksums are computed in software (af_packet and veths offer no offload) unless the port does
+ * them (ETH_OFFLOAD_TX_CSUM). On a port with TSO, new data leaves in frames of up to ETH_TSO_MAX
+ * bytes (an mbuf chain) that the device cuts into segments of eth_tcp_seg_max() bytes, each with
+ * the same options: one frame, one pass through the engine and the device for ~44 segments.
+ * Retransmissions stay single segments. */
 #include <string.h>
+
+#include <rte_ether.h>
 
 #include "buf.h"
 #include "engine.h"
@@ -91,9 +97,40 @@ uint32_t eth_tcp_seg_max(const struct eth_tcb *t)
 	return t->mss > sack + 16 ? t->mss - sack : 16;
 }
 
+/* Copies LEN bytes of the send queue from offset OFF after M's data, chaining more mbufs once the
+ * first is full (only TSO frames outgrow one). Returns 0 or -ENOMEM (the caller frees M). */
+static int payload_append(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len)
+{
+	struct rte_mbuf *last = m;
+
+	while (len) {
+		uint32_t room = rte_pktmbuf_tailroom(last), n;
+
+		if (!room) {
+			struct rte_mbuf *s = eth_pkt_alloc(t->st);
+
+			if (!s)
+				return -ENOMEM;
+			s->data_off = 0; /* headers live in the first segment only */
+			last->next = s;
+			last = s;
+			m->nb_segs++;
+			continue;
+		}
+		n = len < room ? len : room;
+		eth_bufq_read(&t->sbuf, off, rte_pktmbuf_mtod_offset(last, uint8_t *, last->data_len), n);
+		last->data_len = (uint16_t)(last->data_len + n);
+		m->pkt_len += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
 int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	struct eth_stack *st = t->st;
+	uint32_t segsz = eth_tcp_seg_max(t), wire = len < segsz ? len : segsz;
 	uint8_t opts[40];
 	unsigned optlen, hlen;
 	struct rte_ipv4_hdr *ip;
@@ -110,8 +147,8 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	else {
 		unsigned n_sack = sack_blocks(t);
 
-		/* never past the MTU: SACK blocks that do not fit beside LEN bytes are left out */
-		while (n_sack && sizeof(*ip) + sizeof(*th) + opt_bytes(t->ts_ok, n_sack) + len > st->c.mtu)
+		/* never past the MTU: SACK blocks that do not fit beside a segment's bytes are left out */
+		while (n_sack && sizeof(*ip) + sizeof(*th) + opt_bytes(t->ts_ok, n_sack) + wire > st->c.mtu)
 			n_sack--;
 		optlen = eth_tcp_opt_write(opts, t->ts_ok, eth_tcp_tsval(t), t->ts_recent, t->ooo, n_sack);
 	}
@@ -119,10 +156,10 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	m = eth_pkt_alloc(st);
 	if (!m)
 		return -ENOMEM;
-	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)(hlen + len));
-	if (!ip) {
+	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
+	if (!ip || payload_append(t, m, seq - t->snd_una, len)) {
 		rte_pktmbuf_free(m);
-		return -EMSGSIZE;
+		return ip ? -ENOMEM : -EMSGSIZE;
 	}
 	th = (struct rte_tcp_hdr *)(ip + 1);
 	th->src_port = rte_cpu_to_be_16(t->lport);
@@ -135,17 +172,31 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	if (len)
-		eth_bufq_read(&t->sbuf, seq - t->snd_una, (uint8_t *)(th + 1) + optlen, len);
 	eth_ipv4_fill(st, ip, t->raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen + len));
-	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
+		m->l2_len = RTE_ETHER_HDR_LEN;
+		m->l3_len = sizeof(*ip);
+		m->l4_len = (uint8_t)(sizeof(*th) + optlen);
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+		if (len > segsz) { /* only on a TSO port: send_data keeps len <= segsz elsewhere */
+			m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
+			m->tso_segsz = (uint16_t)segsz;
+			if (st->c.offloads & ETH_OFFLOAD_IP_CSUM) {
+				m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM; /* each segment's header is the device's */
+				ip->hdr_checksum = 0;
+			}
+		}
+		th->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+	} else {
+		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	}
 	if (flags & RTE_TCP_ACK_FLAG) {
 		t->last_ack_sent = t->rcv_nxt;
 		t->ack_now = false;
 		t->unacked_segs = 0;
 		t->t_delack = 0;
 	}
-	ETH_INC(st, tcp_segments_out);
+	ETH_ADD(st, tcp_segments_out, len > segsz ? (len + segsz - 1) / segsz : 1);
 	ETH_ADD(st, tcp_bytes_out, len);
 	if (flags & RTE_TCP_RST_FLAG)
 		ETH_INC(st, tcp_rsts_out);
@@ -275,7 +326,8 @@ static bool send_data(struct eth_tcb *t)
 		uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
 		uint32_t wnd = t->snd_wnd < t->cwnd ? t->snd_wnd : t->cwnd;
 		uint32_t usable = wnd > flight ? wnd - flight : 0;
-		uint32_t seg = eth_tcp_seg_max(t), len = avail < seg ? avail : seg;
+		uint32_t seg = eth_tcp_seg_max(t), most = t->st->c.offloads & ETH_OFFLOAD_TSO ? ETH_TSO_MAX : seg;
+		uint32_t len = avail < most ? avail : most;
 		bool fin;
 
 		if (tx_full(t->st)) {
@@ -288,6 +340,9 @@ static bool send_data(struct eth_tcb *t)
 		 * window is at least half the largest the peer ever offered */
 		if (len && len < seg && len < avail && usable < t->max_sndwnd / 2)
 			len = 0;
+		/* a TSO frame short of the data ends on a whole segment: no runt in the middle of a stream */
+		if (len > seg && len < avail)
+			len -= len % seg;
 		fin = may_send_fin(t, len);
 		if (!len && !fin)
 			break;

@@ -151,9 +151,9 @@ eth_ns ping -c 1 -W 5 "$RO_IP" >/dev/null || fail "relay[offload] veth: no ping"
 
 # ---- ibgwd, one variant at a time ----
 gw_up() { # VARIANT
-	local gwx="idle_sleep = 100us" rx="" ex="" vx=",qdisc_bypass=1" mtu=1500 mbufs=8191 pmd=net_af_packet0
+	local gwif=$ETH_IF gwx="idle_sleep = 100us" rx="" ex="" vx=",qdisc_bypass=1" mtu=1500 mbufs=8191 pmd=net_af_packet0
 	case $1 in
-	default) ;;
+	default | gro) ;;
 	busy) gwx="idle_sleep = 0" ;;
 	idle[0-9]*) gwx="idle_sleep = ${1#idle}us" ;;
 	bigbuf) rx="ib_rbuf = 1M
@@ -161,6 +161,9 @@ ib_sbuf = 1M
 tcp_rbuf = 1M
 tcp_sbuf = 1M" ;;
 	jumbo) mtu=9000 mbufs=4095 vx=",qdisc_bypass=1,blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
+	vhost) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
+		modprobe vhost_net || fail "no vhost_net"
+		pmd=virtio_user0 gwif=ibv$$ vx=",path=/dev/vhost-net,queues=1,queue_size=1024" ;;
 	xdp) # libxdp loads its default XDP program from an object file the initrd lacks (bench_e2e.sh copies it)
 		pmd=net_af_xdp0 vx=""
 		mkdir -p /usr/lib/x86_64-linux-gnu/bpf && cp "$GW_ROOT"/build/bpf/*.o /usr/lib/x86_64-linux-gnu/bpf/ ||
@@ -170,6 +173,10 @@ tcp_sbuf = 1M" ;;
 	# every Ethernet link of the block gets the variant's MTU: the relays are compared on equal links
 	for l in "$ETH_IF" "$RL_IF" "$RO_IF"; do ip link set "$l" mtu "$mtu"; done
 	for l in "$ETH_PEER" "$RL_PEER" "$RO_PEER"; do eth_ns ip link set "$l" mtu "$mtu"; done
+	# gro: the namespace's ends of ibgwd's and the relay's links merge received segments (GRO, as a
+	# server's NIC driver does); the relay[offload] link has it in every variant
+	local gro=off; [ "$1" = gro ] && gro=on
+	for l in "$ETH_PEER" "$RL_PEER"; do eth_ns ethtool -K "$l" gro $gro >/dev/null || fail "ethtool gro $gro on $l"; done
 	cat >$W/ibgw.conf <<EOC
 [gateway]
 workers = 1
@@ -178,7 +185,7 @@ drain_timeout = 2s
 memory_limit = 2G
 $gwx
 [eth]
-vdev = $pmd,iface=$ETH_IF$vx
+vdev = $pmd,iface=$gwif$vx
 eal_args = --no-pci --no-huge -m 256
 address = $ETH_GW_IP/24
 mbufs = $mbufs
@@ -209,12 +216,23 @@ EOC
 	GW_LOG=$W/ibgwd-$1.log
 	gw_start $W/ibgw.conf
 	gw_wait_ready "$ETH_STATS" 60
+	if [ "$1" = vhost ]; then
+		eth_ns ip addr flush dev "$ETH_PEER"
+		ip link set "ibv$$" netns "$ETH_NS" || fail "cannot move the tap"
+		eth_ns ip link set "ibv$$" address 02:00:00:00:00:02 # DPDK gives the tap its own MAC
+		eth_ns ip link set "ibv$$" up
+		eth_ns ip addr add "$ETH_PEER_IP/24" dev "ibv$$"
+		eth_ns ip link show "ibv$$"; eth_ns ethtool -k "ibv$$" | grep -E "tx-check|segmentation-off|generic-rec"
+	fi
 	eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "ibgwd ($1): no ping"
 }
 gw_down() {
 	local rc
 	gw_stop TERM 20
 	rc=$?
+	if ! eth_ns ip addr show dev "$ETH_PEER" | grep -q "$ETH_PEER_IP"; then
+		eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
+	fi
 	[ $rc = 0 ] || { echo "ibgwd exited $rc"; tail -n 20 "$GW_LOG"; }
 	rm -rf "/var/run/dpdk/ibgwd-"* 2>/dev/null
 }
