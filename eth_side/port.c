@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <dirent.h>
+#include <unistd.h>
 #include <linux/if_packet.h>
 #include <sys/socket.h>
 
@@ -26,6 +27,7 @@ struct eth_port {
 	uint16_t id;
 	unsigned n_queues;
 	unsigned offloads; /* ETH_OFFLOAD_* */
+	bool rx_intr;	   /* rx_fd are the device's RX interrupt eventfds (eth_port_rx_arm) */
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	int rx_fd[]; /* per queue: see eth_port_rx_fd */
@@ -236,7 +238,14 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	}
 	if (c->offloads)
 		p->offloads = offloads_choose(&info, &econf);
+	/* RX interrupts give an idle worker an fd to sleep on (af_packet has its ring socket instead);
+	 * a device without them is configured again without */
+	econf.intr_conf.rxq = !af_packet;
 	ret = rte_eth_dev_configure(p->id, (uint16_t)n_queues, (uint16_t)n_queues, &econf);
+	if (ret && econf.intr_conf.rxq) {
+		econf.intr_conf.rxq = 0;
+		ret = rte_eth_dev_configure(p->id, (uint16_t)n_queues, (uint16_t)n_queues, &econf);
+	}
 	if (ret) {
 		snprintf(errbuf, errlen, "port %u: configure: %s", p->id, rte_strerror(-ret));
 		goto err;
@@ -266,6 +275,17 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		p->rx_fd[q] = -1;
 	if (af_packet)
 		find_packet_fds(p, (int)info.if_index);
+	else if (econf.intr_conf.rxq) {
+		unsigned n = 0;
+
+		for (unsigned q = 0; q < n_queues; q++) {
+			p->rx_fd[q] = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, (uint16_t)q);
+			n += p->rx_fd[q] >= 0 && rte_eth_dev_rx_intr_disable(p->id, (uint16_t)q) == 0;
+		}
+		p->rx_intr = n == n_queues;
+		for (unsigned q = 0; q < n_queues && !p->rx_intr; q++)
+			p->rx_fd[q] = -1; /* all or none: workers then nap */
+	}
 	return p;
 err:
 	if (p) {
@@ -309,6 +329,23 @@ unsigned eth_port_queues(const struct eth_port *p)
 int eth_port_rx_fd(const struct eth_port *p, unsigned q)
 {
 	return q < p->n_queues ? p->rx_fd[q] : -1;
+}
+
+void eth_port_rx_arm(const struct eth_port *p, unsigned q)
+{
+	if (p->rx_intr)
+		rte_eth_dev_rx_intr_enable(p->id, (uint16_t)q);
+}
+
+void eth_port_rx_disarm(const struct eth_port *p, unsigned q)
+{
+	uint64_t n;
+
+	if (!p->rx_intr)
+		return;
+	rte_eth_dev_rx_intr_disable(p->id, (uint16_t)q);
+	if (read(p->rx_fd[q], &n, sizeof(n)) < 0) /* clear the eventfd (non-blocking) */
+		return;
 }
 
 unsigned eth_port_offloads(const struct eth_port *p)

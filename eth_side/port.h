@@ -24,8 +24,14 @@ struct rte_mempool *eth_port_pool(const struct eth_port *p);
 const uint8_t *eth_port_mac(const struct eth_port *p);
 unsigned eth_port_queues(const struct eth_port *p);
 /* A file descriptor that polls readable (POLLIN) when RX queue Q has a frame, or -1 when the PMD
- * offers none. Only af_packet has one here: its ring socket. The worker of Q may sleep on it. */
+ * offers none: af_packet's ring socket, or the RX interrupt eventfd of a device that has them
+ * (virtio_user). The worker of Q may sleep on it. */
 int eth_port_rx_fd(const struct eth_port *p, unsigned q);
+/* Before sleeping on eth_port_rx_fd(Q): make the fd signal the next frame (a device with RX
+ * interrupts; af_packet's ring socket needs nothing). After the sleep, and before polling again:
+ * eth_port_rx_disarm (interrupts off while polling; the eventfd cleared). */
+void eth_port_rx_arm(const struct eth_port *p, unsigned q);
+void eth_port_rx_disarm(const struct eth_port *p, unsigned q);
 /* ETH_OFFLOAD_* flags (stack-t.h) the port was configured with. */
 unsigned eth_port_offloads(const struct eth_port *p);
 

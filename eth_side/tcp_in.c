@@ -793,7 +793,8 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	sg.len = tlen - doff;
 	sg.ip = ip;
 	sg.th = th;
-	ETH_INC(st, tcp_segments_in);
+	/* an LRO frame counts as the segments it merged */
+	ETH_ADD(st, tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz : 1u);
 	h = eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
 	t = eth_tcb_lookup(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (!t)

@@ -196,10 +196,19 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 	}
 }
 
-int gw_eth_rx_fd(struct gw_worker *w, bool *sole)
+int gw_eth_arm(struct gw_worker *w, bool *sole)
 {
+	int fd = w->port ? eth_port_rx_fd(w->port, w->id) : -1;
+
 	*sole = !w->port || eth_port_queues(w->port) == 1;
-	return w->port ? eth_port_rx_fd(w->port, w->id) : -1;
+	if (fd >= 0)
+		eth_port_rx_arm(w->port, w->id);
+	return fd;
+}
+
+void gw_eth_woken(struct gw_worker *w)
+{
+	eth_port_rx_disarm(w->port, w->id);
 }
 
 unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)

@@ -166,10 +166,12 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 uint64_t gw_ib_connections(const struct gw_daemon *d);
 void gw_ib_stop(struct gw_daemon *d);
 /* Sleeping without missing work (worker.c): each side names the fds that turn readable when it has
- * work. gw_eth_rx_fd: the fd of the worker's RX queue or -1; *SOLE is true when nothing else feeds
- * the worker frames (one queue: no steering ring from other workers). gw_ib_arm: as ib_worker_arm
- * (0 without IB), gw_ib_woken: as ib_worker_woken. */
-int gw_eth_rx_fd(struct gw_worker *w, bool *sole);
+ * work. gw_eth_arm: the fd of the worker's RX queue, armed (eth_port_rx_arm), or -1; *SOLE is true
+ * when nothing else feeds the worker frames (one queue: no steering ring from other workers);
+ * gw_eth_woken disarms it after the sleep. gw_ib_arm: as ib_worker_arm (0 without IB), gw_ib_woken:
+ * as ib_worker_woken. */
+int gw_eth_arm(struct gw_worker *w, bool *sole);
+void gw_eth_woken(struct gw_worker *w);
 int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
 void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 

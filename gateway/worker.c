@@ -6,8 +6,9 @@
  * idle_sleep = 0 gives classic DPDK busy polling.
  *
  * Sleeping must not delay work, so the worker sleeps in ppoll() on what signals new work: the
- * af_packet ring socket of its RX queue (readable when a frame is in the ring) and the event channels
- * of its CQs (armed first: readable at the next completion). Arming is followed by one more round,
+ * af_packet ring socket of its RX queue (readable when a frame is in the ring) or the queue's RX
+ * interrupt eventfd (virtio_user; interrupts on only while sleeping), and the event channels of its
+ * CQs (armed first: readable at the next completion). Arming is followed by one more round,
  * which finds whatever arrived in between, before the worker actually sleeps. When those fds cover
  * every source of work the sleep is the whole idle_sleep at once; otherwise (frames steered from other
  * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
@@ -64,7 +65,7 @@ int gw_worker_main(void *arg)
 			continue;
 		if (!armed) {
 			bool sole;
-			int fd = gw_eth_rx_fd(w, &sole), n_ib;
+			int fd = gw_eth_arm(w, &sole), n_ib;
 
 			n_eth = fd >= 0;
 			if (n_eth)
@@ -80,6 +81,8 @@ int gw_worker_main(void *arg)
 			nap_us = w->idle_sleep_us;
 		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
 			gw_ib_woken(w, fds + n_eth, n_fds - n_eth);
+		if (n_eth)
+			gw_eth_woken(w);
 		armed = false;
 		gw_bump(&w->st.idle_sleeps, 1);
 	}

@@ -5,6 +5,11 @@
 # $ETH_PEER_IP (and $ETH_PEER_IP2 for a second host). ibgwd is $ETH_GW_IP. Names carry the test's PID
 # so tests may run side by side; only 198.18.0.0/15 addresses are used.
 #
+# ETH_LINK=vhost (in the test VM: the host kernel has no vhost-net) puts DPDK's virtio_user PMD on the
+# kernel's vhost-net instead: the PMD creates a tap device, which eth_gw_start moves into the namespace
+# as "$ETH_PEER" once ibgwd is up (each start makes a new one; it goes away with ibgwd). That link has
+# checksum, TSO and LRO offloads, and RX interrupts to wake an idle worker.
+#
 #   eth_test_init             what a tests/eth script does first: a scratch directory $tmp, and an EXIT
 #                             trap that kills the PIDs in the array pids, calls eth_cleanup, removes $tmp
 #   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
@@ -52,6 +57,12 @@ eth_wait_listen() {
 
 eth_setup() {
 	ip netns add "$ETH_NS" || fail "cannot create namespace $ETH_NS"
+	if [ "${ETH_LINK:-}" = vhost ]; then
+		modprobe vhost_net 2>/dev/null
+		[ -c /dev/vhost-net ] || fail "ETH_LINK=vhost: no /dev/vhost-net"
+		ETH_STATS=$(gw_free_port)
+		return 0 # the link appears with ibgwd (eth_gw_start)
+	fi
 	ip link add "$ETH_IF" type veth peer name "$ETH_PEER" netns "$ETH_NS" || fail "cannot create veth"
 	sysctl -qw "net.ipv6.conf.$ETH_IF.disable_ipv6=1" >/dev/null 2>&1
 	ip link set "$ETH_IF" up
@@ -66,9 +77,11 @@ eth_peer_up() {
 	eth_ns ip addr add "$ETH_PEER_IP/24" dev "$ETH_PEER"
 	eth_ns ip addr add "$ETH_PEER_IP2/24" dev "$ETH_PEER"
 	eth_ns ip link set "$ETH_PEER" up
-	# testbed.md: without this the PMD sees CHECKSUM_PARTIAL frames (and TSO super-frames)
-	eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
-	ETH_STATS=$(gw_free_port)
+	# testbed.md: without this af_packet sees CHECKSUM_PARTIAL frames (and TSO super-frames); the
+	# tap of ETH_LINK=vhost is told by ibgwd itself what it may send
+	[ "${ETH_LINK:-}" = vhost ] ||
+		eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
+	[ -n "$ETH_STATS" ] || ETH_STATS=$(gw_free_port)
 }
 
 # Like eth_setup, but the link crosses tests/eth/linkem.py (user-space netem: this host kernel has no
@@ -107,7 +120,7 @@ max_sessions = ${ETH_MAX_SESSIONS:-2048}
 memory_limit = ${ETH_MEMORY_LIMIT:-2G}
 
 [eth]
-vdev = net_af_packet0,iface=$ETH_IF,qdisc_bypass=1${ETH_VDEV_EXTRA:-}
+vdev = $(eth_vdev)
 eal_args = ${ETH_EAL_ARGS:---no-pci --no-huge -m 512}
 address = $ETH_GW_IP/24
 mbufs = ${ETH_MBUFS:-8191}
@@ -115,10 +128,27 @@ $extra
 EOC
 }
 
+eth_vdev() {
+	if [ "${ETH_LINK:-}" = vhost ]; then
+		echo "virtio_user0,path=/dev/vhost-net,queues=${ETH_WORKERS:-1},queue_size=1024,iface=$ETH_IF${ETH_VDEV_EXTRA:-}"
+	else
+		echo "net_af_packet0,iface=$ETH_IF,qdisc_bypass=1${ETH_VDEV_EXTRA:-}"
+	fi
+}
+
 eth_gw_start() {
 	eth_conf "$@"
 	gw_start "$1"
 	gw_wait_ready "$ETH_STATS" "${ETH_READY_S:-30}"
+	if [ "${ETH_LINK:-}" = vhost ]; then
+		local i
+		for i in $(seq 50); do ip link show "$ETH_IF" >/dev/null 2>&1 && break; sleep 0.1; done
+		ip link set "$ETH_IF" netns "$ETH_NS" || fail "cannot move the tap $ETH_IF into $ETH_NS"
+		eth_ns ip link set "$ETH_IF" name "$ETH_PEER" || fail "cannot rename the tap"
+		# virtio_user gives the tap the port's own MAC: the kernel end needs another one
+		eth_ns ip link set "$ETH_PEER" address 02:00:00:00:00:02
+		eth_peer_up
+	fi
 }
 
 eth_cleanup() {

@@ -12,8 +12,8 @@ eth_test_init
 
 eth_setup
 ETH_IDLE_SLEEP=100ms eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<<'echo tcp:7 echo')"
-grep -q "idle workers wake on arriving frames" "$GW_LOG" || fail "ibgwd did not find its af_packet socket (see $GW_LOG)"
-ok "the worker sleeps on its af_packet socket"
+grep -q "idle workers wake on arriving frames" "$GW_LOG" || fail "ibgwd has no fd to sleep on for its RX queue (see $GW_LOG)"
+ok "the worker sleeps on its RX queue's fd"
 
 sleeps0=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
 eth_ns ping -c 10 -i 0.25 -W 2 "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping failed"; }
