@@ -20,6 +20,7 @@
 #   eth_bg CMD...             runs CMD in the peer namespace in the background (killed by eth_cleanup;
 #                             its PID is in $ETH_BG_PID: `eth_ns CMD &` would only give a subshell's)
 #   eth_wait_listen PORT      waits (up to 10 s) until a kernel server in the namespace listens on PORT
+#   eth_tap_adopt TAP NAME    (ETH_LINK=vhost) moves virtio_user's tap into the namespace as NAME
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
 ETH_NS=ibgw-eth-$$
 ETH_IF=ibe$$a
@@ -141,14 +142,19 @@ eth_gw_start() {
 	gw_start "$1"
 	gw_wait_ready "$ETH_STATS" "${ETH_READY_S:-30}"
 	if [ "${ETH_LINK:-}" = vhost ]; then
-		local i
-		for i in $(seq 50); do ip link show "$ETH_IF" >/dev/null 2>&1 && break; sleep 0.1; done
-		ip link set "$ETH_IF" netns "$ETH_NS" || fail "cannot move the tap $ETH_IF into $ETH_NS"
-		eth_ns ip link set "$ETH_IF" name "$ETH_PEER" || fail "cannot rename the tap"
-		# virtio_user gives the tap the port's own MAC: the kernel end needs another one
-		eth_ns ip link set "$ETH_PEER" address 02:00:00:00:00:02
+		eth_tap_adopt "$ETH_IF" "$ETH_PEER"
 		eth_peer_up
 	fi
+}
+
+# eth_tap_adopt TAP NAME: moves the tap virtio_user made into the namespace as NAME
+eth_tap_adopt() {
+	local i
+	for i in $(seq 50); do ip link show "$1" >/dev/null 2>&1 && break; sleep 0.1; done
+	ip link set "$1" netns "$ETH_NS" || fail "cannot move the tap $1 into $ETH_NS"
+	[ "$1" = "$2" ] || eth_ns ip link set "$1" name "$2" || fail "cannot rename the tap"
+	# virtio_user gives the tap the port's own MAC: the kernel end needs another one
+	eth_ns ip link set "$2" address 02:00:00:00:00:02
 }
 
 eth_cleanup() {
