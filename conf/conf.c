@@ -112,7 +112,7 @@ static const struct conf_key conf_keys[] = {
 	{G(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "10000",
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
-	 .def = "100us", .doc = "longest sleep of an idle worker; frames (af_packet) and IB completions wake it early (0 = busy-poll)"},
+	 .def = "100us", .doc = "longest sleep of an idle worker; frames (af_packet, virtio_user) and IB completions wake it early (0 = busy-poll)"},
 
 	/* [ib] */
 	{I(bind), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPoIB/RoCE address the rsocket listeners bind to"},
