@@ -131,7 +131,8 @@ EOC
 
 eth_vdev() {
 	if [ "${ETH_LINK:-}" = vhost ]; then
-		echo "virtio_user0,path=/dev/vhost-net,queues=${ETH_WORKERS:-1},queue_size=1024,iface=$ETH_IF${ETH_VDEV_EXTRA:-}"
+		# (ETH_VDEV_EXTRA holds af_packet arguments: not for this device)
+		echo "virtio_user0,path=/dev/vhost-net,queues=${ETH_WORKERS:-1},queue_size=1024,iface=$ETH_IF"
 	else
 		echo "net_af_packet0,iface=$ETH_IF,qdisc_bypass=1${ETH_VDEV_EXTRA:-}"
 	fi

@@ -3,8 +3,9 @@
 # DPDK's virtio_user PMD on the kernel's vhost-net, its tap in the peer namespace (ETH_LINK=vhost in
 # tests/eth/lib.sh). Checks that ibgwd takes the TCP checksum, TSO and LRO offloads, that merged
 # (LRO) frames in and TSO frames out carry every byte (sha256 both ways, the integrity test's
-# connections, half-closes and resets), that offloads = 0 still works on the same link, and that an
-# idle worker sleeping on the queue's RX interrupt eventfd is woken by a frame.
+# connections, half-closes and resets), that offloads = 0 still works on the same link, that an
+# idle worker sleeping on the queue's RX interrupt eventfd is woken by a frame, and two workers on two
+# queues (the workers test: steering between them).
 # In-VM half: tests/eth/guest_vhost.sh.
 # timeout: 400
 set -u
