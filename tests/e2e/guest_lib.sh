@@ -1,6 +1,7 @@
 # Shared by the in-VM halves of tests/e2e/test_e2e_*.sh (source it from bash, cwd = project root).
 # Reuses tests/ib/guest_lib.sh (check, m, ib_done, which ibgwd) and tests/eth/lib.sh (the namespace
-# with kernel TCP on a veth whose other end is ibgwd's af_packet port).
+# with kernel TCP on a veth whose other end is ibgwd's af_packet port; ETH_LINK=vhost: on a tap of
+# virtio_user on vhost-net, with offloads).
 #
 #   e2e_start ROUTES          writes a config (both sides: [ib] on $IB_ADDR_A, [eth] on the veth,
 #                             plus $GW_EXTRA in [gateway] and $E2E_EXTRA in [eth], drain_timeout
@@ -136,6 +137,10 @@ e2e_start() {
 	e2e_conf "$1"
 	gw_start /tmp/ibgw.conf
 	gw_wait_ready $STATS 60
+	if [ "${ETH_LINK:-}" = vhost ]; then # the tap came with ibgwd (tests/eth/lib.sh)
+		eth_tap_adopt "$ETH_IF" "$ETH_PEER"
+		eth_peer_up
+	fi
 	eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the namespace cannot reach ibgwd"
 	echo "ibgwd: $(basename "$(dirname "$IBGWD")")/ibgwd, pid $GW_PID, RSS $(rss) KiB"
 }
