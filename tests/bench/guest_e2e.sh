@@ -46,7 +46,7 @@
 # every rsocket program alike (ibgwd does not use librdmacm's rsocket).
 # Env: BENCH_BYTES (16M), BENCH_REPS (5), BENCH_WSIZE (65536: rsend/send size), BENCH_ITERS (200: round
 # trips per latency run, split in BENCH_LAT_SPLIT (4) slices), BENCH_TPUT_SPLIT (2: transfers of
-# BYTES/2 per path and block), BENCH_VARIANTS (default), BENCH_RS_WAKE (10), BENCH_RELAYS ("relay
+# BYTES/2 per path and block), BENCH_VARIANTS ("default vhost"), BENCH_RS_WAKE (10), BENCH_RELAYS ("relay
 # offload": which relay links to measure).
 set -u
 # run from a copy: bash reads a script as it goes, and this one may be edited while a long run is on
@@ -69,7 +69,7 @@ SLICE_N=$(($(numfmt --from=iec "$BYTES") / TSPLIT))
 SLICE=$SLICE_N
 blk=0
 RELAYS=${BENCH_RELAYS:-relay offload}
-VARIANTS=${BENCH_VARIANTS:-default}
+VARIANTS=${BENCH_VARIANTS:-default vhost}
 H=$IB_ADDR_A
 RL_IF=ibr$$a RL_PEER=ibr$$b RL_IP=198.18.1.1 RL_PEER_IP=198.18.1.2
 RO_IF=ibo$$a RO_PEER=ibo$$b RO_IP=198.18.2.1 RO_PEER_IP=198.18.2.2
