@@ -3,14 +3,18 @@
  * reach or time cheaply: IPv4 fragments (the af_packet PMD has the kernel reassemble them), the
  * handshake's options, simultaneous open and close, TIME_WAIT expiry and reuse, the SYN backlog,
  * keepalive, the persist timer against a zero window, our own zero window, fast retransmit with SACK,
- * and a peer that vanishes with data outstanding (RTO backoff, then user_timeout). Each test checks
- * the segments on the wire and the counters, and that every mbuf returns to the pool. */
+ * and a peer that vanishes with data outstanding (RTO backoff, then user_timeout); and what a device
+ * with offloads brings (no host link here has LRO): merged segments as mbuf chains, good and hostile,
+ * checksums the device vouched for, TSO frames out. Each test checks the segments on the wire and the
+ * counters, and that every mbuf returns to the pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include <rte_icmp.h>
 
 #include "tests/fuzz/fuzz_eth_harness.h"
 
@@ -26,6 +30,8 @@ struct out {
 	uint16_t win;
 	struct eth_tcp_opts o;
 	const uint8_t *data;
+	uint16_t nb_segs, tso_segsz; /* a TSO frame: its mbufs, and the segments the device cuts */
+	uint64_t ol_flags;
 };
 
 /* A connection from the test's point of view (the peer). */
@@ -45,10 +51,12 @@ static const struct eth_stack_stats *S(void)
 	return eth_stack_stats(h.st);
 }
 
-/* Decodes the TCP frames kept since the last eh_forget into V (up to MAX). Returns their count. */
+/* Decodes the TCP frames kept since the last eh_forget into V (up to MAX). Returns their count. The
+ * payload of a chain (TSO) is copied out, valid until the next call. */
 static unsigned sent(struct out *v, unsigned max)
 {
-	unsigned n = 0;
+	static uint8_t copies[8][65536];
+	unsigned n = 0, nc = 0;
 
 	for (unsigned i = 0; i < h.n_kept && n < max; i++) {
 		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
@@ -68,6 +76,14 @@ static unsigned sent(struct out *v, unsigned max)
 		v[n].win = rte_be_to_cpu_16(th->rx_win);
 		v[n].len = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip) - doff;
 		v[n].data = (const uint8_t *)th + doff;
+		v[n].nb_segs = h.kept[i]->nb_segs;
+		v[n].tso_segsz = h.kept[i]->tso_segsz;
+		v[n].ol_flags = h.kept[i]->ol_flags;
+		if (h.kept[i]->nb_segs > 1) {
+			assert_true(nc < 8);
+			eh_frame_read(h.kept[i], RTE_ETHER_HDR_LEN + sizeof(*ip) + doff, copies[nc], v[n].len);
+			v[n].data = copies[nc++];
+		}
 		assert_int_equal(eth_tcp_opt_parse((const uint8_t *)(th + 1), doff - sizeof(*th),
 						   th->tcp_flags & RTE_TCP_SYN_FLAG, &v[n].o),
 				 0);
@@ -575,6 +591,301 @@ static void test_vanished_peer(void **state)
 	assert_int_equal(eth_stack_conns(h.st), 0);
 }
 
+/* ---- device offloads: LRO chains in, TSO frames out, checksums the device vouched for ---- */
+
+#define LRO_LEN 4000 /* a payload LRO merged from 3 segments */
+#define TS_HDR	(RTE_ETHER_HDR_LEN + 20 + 32) /* Ethernet, IPv4, TCP with timestamps */
+
+static uint8_t payload[LRO_LEN];
+
+static int setup_ofl(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + (i >> 8));
+	return eh_start_ofl(&h, 4, 16384, 16384, EH_OFFLOADS_ALL);
+}
+
+static int setup_plain(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + (i >> 8));
+	return eh_start(&h, 4, 16384, 16384);
+}
+
+/* Builds the peer's next in-order segment of C with LEN bytes of DATA (timestamps as feed does) in
+ * F (EH_FRAME_MAX bytes). Returns the frame length. */
+static size_t data_frame(struct conn *c, uint8_t *f, const uint8_t *data, size_t len)
+{
+	uint8_t opt[12] = {1, 1, 8, 10};
+
+	c->tsval += 10;
+	opt[4] = (uint8_t)(c->tsval >> 24);
+	opt[5] = (uint8_t)(c->tsval >> 16);
+	opt[6] = (uint8_t)(c->tsval >> 8);
+	opt[7] = (uint8_t)c->tsval;
+	return eh_tcp_frame_big(f, c->pport, c->gport, c->pnxt, c->gnxt, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, 65535,
+				opt, sizeof(opt), data, len);
+}
+
+/* Feeds FRAME (LEN bytes) as RX says and polls. */
+static void feed_rx(const uint8_t *frame, size_t len, const struct eh_rx *rx)
+{
+	eh_forget(&h);
+	eh_feed_rx(&h, frame, len, rx);
+	eh_poll(&h);
+}
+
+/* A 4000-byte payload merged by LRO (3 segments of a chain, flagged good) reaches the echo intact,
+ * counts as the 3 segments it was, and goes back as ONE TSO frame that the device cuts in segments
+ * of an MSS. */
+static void test_lro_chain_echo_tso(void **state)
+{
+	static uint8_t f[EH_FRAME_MAX];
+	struct conn c = established_echo(41100);
+	const struct eh_rx rx = {.n_cuts = 2,
+				 .cuts = {TS_HDR + 1400, TS_HDR + 2700},
+				 .ol_flags = RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+				 .tso_segsz = 1448};
+	uint64_t seg_in = S()->tcp_segments_in, seg_out = S()->tcp_segments_out;
+	size_t len = data_frame(&c, f, payload, LRO_LEN);
+	struct out o;
+
+	(void)state;
+	assert_int_equal(len, TS_HDR + LRO_LEN);
+	feed_rx(f, len, &rx);
+	c.pnxt += LRO_LEN;
+	assert_int_equal(S()->tcp_bytes_in, LRO_LEN);
+	assert_int_equal(S()->tcp_segments_in - seg_in, 3);
+	assert_int_equal(S()->tcp_header_errors + S()->ip_header_errors + S()->tcp_checksum_errors, 0);
+	o = one();
+	assert_int_equal(o.seq, c.gnxt);
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.len, LRO_LEN);
+	assert_memory_equal(o.data, payload, LRO_LEN);
+	assert_true(o.nb_segs >= 2); /* 4000 bytes outgrow one buffer */
+	assert_true(o.ol_flags & RTE_MBUF_F_TX_TCP_SEG);
+	assert_int_equal(o.tso_segsz, 1448); /* MSS 1460 less the timestamps */
+	assert_int_equal(S()->tcp_segments_out - seg_out, 3);
+	assert_int_equal(S()->tcp_bytes_out, LRO_LEN);
+	/* the peer acknowledges: nothing left in flight, nothing resent */
+	c.gnxt += LRO_LEN;
+	ack_all(&c, 65535);
+	eh_forget(&h);
+	eh_advance_ms(&h, 3000);
+	assert_int_equal(S()->tcp_retransmits, 0);
+	assert_int_equal(h.n_kept, 0);
+}
+
+/* Without offloads, an LRO chain's checksum is verified in software over the segments, whatever
+ * their boundaries, and the echo goes back in MSS-sized single-buffer frames. */
+static void check_chain_sw_echo(uint32_t cut1, uint32_t cut2, uint16_t pport)
+{
+	static uint8_t f[EH_FRAME_MAX];
+	struct conn c = established_echo(pport);
+	const struct eh_rx rx = {.n_cuts = 2, .cuts = {cut1, cut2}};
+	uint64_t bytes_in = S()->tcp_bytes_in;
+	struct out v[8];
+	uint32_t got = 0;
+	unsigned n;
+
+	feed_rx(f, data_frame(&c, f, payload, LRO_LEN), &rx);
+	c.pnxt += LRO_LEN;
+	assert_int_equal(S()->tcp_checksum_errors, 0);
+	assert_int_equal(S()->tcp_bytes_in - bytes_in, LRO_LEN);
+	n = sent(v, 8);
+	assert_int_equal(n, 3);
+	for (unsigned k = 0; k < n; k++) {
+		assert_int_equal(v[k].nb_segs, 1);
+		assert_int_equal(v[k].ol_flags & RTE_MBUF_F_TX_OFFLOAD_MASK, 0);
+		assert_int_equal(v[k].seq, c.gnxt + got);
+		assert_true(v[k].len <= 1448);
+		assert_memory_equal(v[k].data, payload + got, v[k].len);
+		got += v[k].len;
+	}
+	assert_int_equal(got, LRO_LEN);
+}
+
+static void test_lro_chain_sw_checksum(void **state)
+{
+	(void)state;
+	check_chain_sw_echo(TS_HDR + 1400, TS_HDR + 2700, 41105); /* even boundaries */
+}
+
+/* A chain whose headers do not all lie in its first segment is dropped and counted, offload flags
+ * or not; the connection is unharmed and takes the same bytes once they come whole. */
+static void test_chain_split_headers(void **state)
+{
+	static uint8_t f[EH_FRAME_MAX];
+	struct conn c = established_echo(41110);
+	struct eh_rx rx = {.n_cuts = 2,
+			   .cuts = {0, TS_HDR + 2000},
+			   .ol_flags = RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+			   .tso_segsz = 1448};
+	size_t len;
+
+	(void)state;
+	len = data_frame(&c, f, payload, LRO_LEN);
+	/* the TCP header's first 13 bytes (its data offset) in the first segment, the rest not */
+	rx.cuts[0] = RTE_ETHER_HDR_LEN + 20 + 13;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->tcp_header_errors, 1);
+	/* the fixed header in, the options (timestamps) split */
+	rx.cuts[0] = TS_HDR - 5;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->tcp_header_errors, 2);
+	/* the IPv4 header split */
+	rx.cuts[0] = RTE_ETHER_HDR_LEN + 10;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->ip_header_errors, 1);
+	/* the same with every segment's data at its buffer's end (nothing to read past) */
+	rx.tight = true;
+	rx.cuts[0] = TS_HDR - 1;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->tcp_header_errors, 3);
+	assert_int_equal(S()->tcp_bytes_in, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_active, 1);
+	/* headers whole in the first segment (and the first buffer full): taken */
+	rx.cuts[0] = TS_HDR;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->tcp_bytes_in, LRO_LEN);
+	assert_int_equal(S()->tcp_header_errors, 3);
+	c.pnxt += LRO_LEN;
+	assert_int_equal(one().ack, c.pnxt);
+}
+
+/* A chain is never padded: an IP total length short of the chain's length (or past it) drops it,
+ * while a single buffer's Ethernet padding is trimmed. */
+static void test_chain_ip_length(void **state)
+{
+	static uint8_t f[EH_FRAME_MAX + 100];
+	struct conn c = established_echo(41120);
+	const struct eh_rx rx = {.n_cuts = 2, .cuts = {TS_HDR + 1400, TS_HDR + 2700}};
+	size_t len;
+	struct out o;
+
+	(void)state;
+	len = data_frame(&c, f, payload, LRO_LEN);
+	memset(f + len, 0, 100);
+	feed_rx(f, len + 100, &rx); /* 100 bytes past the IP packet */
+	assert_int_equal(S()->ip_header_errors, 1);
+	feed_rx(f, len + 1, &rx);
+	assert_int_equal(S()->ip_header_errors, 2);
+	feed_rx(f, len - 1, &rx); /* a byte short */
+	assert_int_equal(S()->ip_header_errors, 3);
+	assert_int_equal(S()->tcp_bytes_in, 0);
+	assert_int_equal(h.n_kept, 0);
+	/* one buffer with padding: the padding is cut, the data taken */
+	len = data_frame(&c, f, payload, 100);
+	memset(f + len, 0, 20);
+	feed_rx(f, len + 20, NULL);
+	c.pnxt += 100;
+	assert_int_equal(S()->ip_header_errors, 3);
+	assert_int_equal(S()->tcp_bytes_in, 100);
+	o = one();
+	assert_int_equal(o.len, 100);
+	assert_memory_equal(o.data, payload, 100);
+}
+
+/* Feeds the peer's next segment of C with a wrong TCP checksum, flagged FLAGS by the device, as one
+ * buffer or (CHAIN) an LRO chain. Returns whether the engine took it. */
+static bool feed_bad_sum(struct conn *c, uint64_t flags, bool chain, size_t len)
+{
+	static uint8_t f[EH_FRAME_MAX];
+	const struct eh_rx rx = {.n_cuts = chain ? 2 : 0, .cuts = {TS_HDR + 1000, TS_HDR + 2000}, .ol_flags = flags};
+	size_t flen = data_frame(c, f, payload, len);
+	uint64_t in = S()->tcp_bytes_in;
+
+	f[RTE_ETHER_HDR_LEN + 20 + 16] ^= 0x5a; /* the checksum field */
+	feed_rx(f, flen, &rx);
+	if (S()->tcp_bytes_in == in)
+		return false;
+	assert_int_equal(S()->tcp_bytes_in - in, len);
+	c->pnxt += (uint32_t)len;
+	return true;
+}
+
+/* With RX_CSUM the engine believes the device: GOOD (or NONE: verified, field not filled) frames are
+ * taken unchecked, single or chained; BAD and UNKNOWN are verified in software. */
+static void test_rx_csum_trusted(void **state)
+{
+	struct conn c = established_echo(41130);
+	struct out o;
+
+	(void)state;
+	assert_true(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_GOOD, false, 100));
+	o = one();
+	assert_int_equal(o.len, 100);
+	assert_memory_equal(o.data, payload, 100);
+	c.gnxt += 100;
+	assert_true(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_NONE, false, 200));
+	c.gnxt += 200;
+	assert_true(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_LRO, true, LRO_LEN));
+	c.gnxt += LRO_LEN;
+	assert_int_equal(S()->tcp_checksum_errors, 0);
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_BAD, false, 100));
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, false, 100));
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN | RTE_MBUF_F_RX_LRO, true, LRO_LEN));
+	assert_int_equal(S()->tcp_checksum_errors, 3);
+	assert_int_equal(S()->tcp_bytes_in, 100 + 200 + LRO_LEN);
+}
+
+/* Without RX_CSUM a device's GOOD means nothing: the wrong checksum is found and counted. */
+static void test_rx_csum_not_trusted(void **state)
+{
+	struct conn c = established_echo(41140);
+
+	(void)state;
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_GOOD, false, 100));
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_NONE, false, 100));
+	assert_false(feed_bad_sum(&c, RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_LRO, true, LRO_LEN));
+	assert_int_equal(S()->tcp_checksum_errors, 3);
+	assert_int_equal(S()->tcp_bytes_in, 0);
+	assert_int_equal(h.n_kept, 0);
+}
+
+/* An ICMP echo request in one buffer is answered; as a chain the engine keeps (it does not fit its
+ * first buffer, or that buffer is full) it is dropped and counted; one that fits is made one. */
+static void test_chain_icmp(void **state)
+{
+	static uint8_t f[EH_FRAME_MAX], msg[3000];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct eh_rx rx = {.n_cuts = 1, .cuts = {1500}};
+	size_t len;
+
+	(void)state;
+	memcpy(msg + sizeof(*ic), payload, sizeof(msg) - sizeof(*ic));
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_ident = rte_cpu_to_be_16(7);
+	ic->icmp_seq_nb = rte_cpu_to_be_16(1);
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	feed_rx(f, len, &rx); /* 3034 bytes, cut at 1500 */
+	assert_int_equal(S()->ip_header_errors, 1);
+	assert_int_equal(S()->icmp_in, 0);
+	assert_int_equal(h.n_kept, 0);
+	/* a small one, cut: made one buffer and answered */
+	ic->icmp_cksum = 0;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, 64);
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, 64, 0);
+	rx.cuts[0] = 60;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->icmp_echo_replies, 1);
+	assert_int_equal(h.n_kept, 1);
+	/* the same with the first buffer full: a chain, dropped */
+	rx.tight = true;
+	feed_rx(f, len, &rx);
+	assert_int_equal(S()->ip_header_errors, 2);
+	assert_int_equal(S()->icmp_echo_replies, 1);
+	assert_int_equal(h.n_kept, 0);
+	/* and whole */
+	feed_rx(f, len, NULL);
+	assert_int_equal(S()->icmp_echo_replies, 2);
+	assert_int_equal(h.n_kept, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +899,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
+		cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_ip_length, setup_ofl, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_csum_trusted, setup_ofl, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
 	};
 
 	if (eh_eal_init()) {
