@@ -41,9 +41,13 @@ for w in 0 1; do
 	echo "worker $w: $p passive opens, $a active opens, $s frames steered to the other"
 	[ "$p" -gt 20 ] && [ "$a" -gt 2 ] || fail "worker $w carried too few connections ($p passive, $a active)"
 	[ "$s" -gt 0 ] || fail "worker $w steered nothing: are both queues in use?"
-	[ "$(m "eth_steer_drops_total{worker=\"$w\"}")" = 0 ] || fail "worker $w dropped steered frames"
+	# a ring holds 1024 frames: a worker the host deschedules for milliseconds overflows it like a
+	# NIC queue (seen at load 7); TCP recovers (the bytes were verified above), but more than 1% is a fault
+	d=$(m "eth_steer_drops_total{worker=\"$w\"}")
+	[ $((d * 100)) -le "$s" ] || fail "worker $w dropped $d of $s steered frames"
+	[ "$d" = 0 ] || echo "worker $w: $d steered frames dropped (ring full)"
 done
-ok "both workers carried connections and steered frames to each other, none dropped"
+ok "both workers carried connections and steered frames to each other, drops <= 1%"
 sleep 0.5
 for w in 0 1; do
 	[ "$(m "tcp_connections_active{worker=\"$w\"}")" = 0 ] || fail "connections left on worker $w"
