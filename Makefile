@@ -107,7 +107,8 @@ TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/release/tools/%,$(TOOL_SRCS))
 # Fuzz targets: libFuzzer + ASan with clang; each links the sources its header comment names.
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(PC_CFLAGS) -fsanitize=fuzzer,address,undefined
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(DEPS_STAMP)
+# (no .d files here: every header counts)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard */*.h tests/fuzz/*.h) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $$(sed -n 's/^ \* fuzz-sources: //p' $<) $(LDLIBS_BASE)

@@ -738,6 +738,34 @@ out:
 	}
 }
 
+/* The folded 16-bit ones'-complement sum of LEN bytes of M's chain from packet offset OFF (false when
+ * the chain is shorter). Not DPDK 22.11's rte_raw_cksum_mbuf: it truncates the sum of a segment that
+ * starts at an odd position before swapping its bytes, so valid chains would fail the check. */
+static bool chain_sum(const struct rte_mbuf *m, uint32_t off, uint32_t len, uint16_t *out)
+{
+	uint32_t sum = 0, done = 0;
+
+	for (const struct rte_mbuf *s = m; s && done < len; s = s->next) {
+		uint32_t n, part;
+
+		if (off >= s->data_len) {
+			off -= s->data_len;
+			continue;
+		}
+		n = s->data_len - off < len - done ? s->data_len - off : len - done;
+		part = rte_raw_cksum(rte_pktmbuf_mtod_offset(s, const void *, off), n);
+		if (done & 1) /* this segment's bytes sit at odd positions of the sum */
+			part = ((part & 0xffu) << 8) | (part >> 8);
+		sum += part;
+		done += n;
+		off = 0;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	*out = (uint16_t)sum;
+	return done == len;
+}
+
 /* Whether the device vouched for the TCP checksum: GOOD, or NONE (a merged or locally sent segment
  * whose sum field is not filled in but whose data the device verified). */
 static bool rx_csum_ok(const struct eth_stack *st, const struct rte_mbuf *m)
@@ -752,22 +780,24 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 {
 	unsigned ihl = (ip->version_ihl & 0xf) * 4u, tlen = rte_be_to_cpu_16(ip->total_length) - ihl, doff;
 	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)((uint8_t *)ip + ihl);
+	const uint8_t *end = rte_pktmbuf_mtod_offset(m, const uint8_t *, m->data_len); /* of the first buffer */
 	struct eth_tcb *t;
 	struct seg sg;
 	uint32_t sum;
 	uint64_t h;
 
-	if (tlen < sizeof(*th))
+	/* the headers of a chain must lie in its first buffer: nothing is read before that holds */
+	if (tlen < sizeof(*th) || (uint8_t *)(th + 1) > end)
 		goto hdr_err;
 	doff = (th->data_off >> 4) * 4u;
-	if (doff < sizeof(*th) || doff > tlen || (uint8_t *)th + doff > rte_pktmbuf_mtod_offset(m, uint8_t *, m->data_len))
-		goto hdr_err; /* (the headers of a chain must lie in its first buffer) */
+	if (doff < sizeof(*th) || doff > tlen || (uint8_t *)th + doff > end)
+		goto hdr_err;
 	if (!rx_csum_ok(st, m)) {
 		uint16_t raw = 0;
 
 		if (m->nb_segs == 1)
 			raw = rte_raw_cksum(th, tlen);
-		else if (rte_raw_cksum_mbuf(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
+		else if (!chain_sum(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
 			goto hdr_err;
 		sum = (uint32_t)raw + rte_ipv4_phdr_cksum(ip, 0);
 		sum = (sum & 0xffff) + (sum >> 16);

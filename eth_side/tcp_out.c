@@ -178,7 +178,7 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 		m->l3_len = sizeof(*ip);
 		m->l4_len = (uint8_t)(sizeof(*th) + optlen);
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-		if (len > segsz) { /* only on a TSO port: send_data keeps len <= segsz elsewhere */
+		if (len > segsz) { /* only with tso_on(): send_data keeps len <= segsz otherwise */
 			m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
 			m->tso_segsz = (uint16_t)segsz;
 			if (st->c.offloads & ETH_OFFLOAD_IP_CSUM) {
@@ -265,6 +265,12 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, co
 	ip_send(st, m, ip->src_addr);
 }
 
+/* TSO frames carry the pseudo-header sum only: TSO without the checksum offload is not used. */
+static bool tso_on(const struct eth_stack *st)
+{
+	return (st->c.offloads & (ETH_OFFLOAD_TSO | ETH_OFFLOAD_TX_CSUM)) == (ETH_OFFLOAD_TSO | ETH_OFFLOAD_TX_CSUM);
+}
+
 static bool tx_full(const struct eth_stack *st)
 {
 	return eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP;
@@ -326,7 +332,7 @@ static bool send_data(struct eth_tcb *t)
 		uint32_t avail = unsent(t), flight = t->snd_nxt - t->snd_una;
 		uint32_t wnd = t->snd_wnd < t->cwnd ? t->snd_wnd : t->cwnd;
 		uint32_t usable = wnd > flight ? wnd - flight : 0;
-		uint32_t seg = eth_tcp_seg_max(t), most = t->st->c.offloads & ETH_OFFLOAD_TSO ? ETH_TSO_MAX : seg;
+		uint32_t seg = eth_tcp_seg_max(t), most = tso_on(t->st) ? ETH_TSO_MAX : seg;
 		uint32_t len = avail < most ? avail : most;
 		bool fin;
 

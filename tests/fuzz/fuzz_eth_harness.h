@@ -373,26 +373,6 @@ struct eh_rx {
 	uint16_t tso_segsz;         /* with RTE_MBUF_F_RX_LRO: the merged segments' size */
 };
 
-/* KNOWN BUG, until eth_side/tcp_in.c is fixed: eth_tcp_input reads the TCP header's data offset
- * (byte 12) before it checks that the header lies in the chain's first segment, so a first segment
- * that ends inside those 13 bytes is read past by up to 13 bytes. Those bytes of buffer I (the first)
- * of chain HEAD are left unpoisoned; the rest is checked. Returns how many. */
-static inline size_t eh_known_overread(const struct rte_mbuf *head, unsigned i)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(head, const uint8_t *);
-	size_t ihl, end;
-
-	if (i || head->nb_segs == 1 || head->data_len < RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) ||
-	    p[12] != 0x08 || p[13] != 0x00 || p[RTE_ETHER_HDR_LEN + 9] != IPPROTO_TCP)
-		return 0;
-	ihl = (p[RTE_ETHER_HDR_LEN] & 0xfu) * 4;
-	end = RTE_ETHER_HDR_LEN + ihl + 13;
-	if (head->data_len < RTE_ETHER_HDR_LEN + ihl || head->data_len >= end)
-		return 0;
-	end -= head->data_len;
-	return end < rte_pktmbuf_tailroom(head) ? end : rte_pktmbuf_tailroom(head);
-}
-
 /* Feeds LEN bytes of FRAME as one received frame, as RX says (NULL: one buffer, no flags). While the
  * engine handles it, the bytes of each buffer past its segment's data are poisoned for ASan: a
  * buffer's tailroom is nothing the engine may read. (Not the first buffer's when the engine may
@@ -457,8 +437,7 @@ static inline void eh_feed_rx(struct eh *h, const void *frame, size_t len, const
 	poison = rte_mempool_avail_count(eh_pool) >= 256;
 	for (unsigned i = 0; poison && i < nt; i++)
 		if (i || head->nb_segs == 1 || rte_pktmbuf_tailroom(head) < head->pkt_len - head->data_len)
-			ASAN_POISON_MEMORY_REGION(tail[i].p + eh_known_overread(head, i),
-			                          tail[i].n - eh_known_overread(head, i));
+			ASAN_POISON_MEMORY_REGION(tail[i].p, tail[i].n);
 	eth_stack_input(h->st, &head, 1);
 	for (unsigned i = 0; poison && i < nt; i++)
 		ASAN_UNPOISON_MEMORY_REGION(tail[i].p, tail[i].n);
