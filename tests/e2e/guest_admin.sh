@@ -150,6 +150,8 @@ c="$(ms 'ibgw_route_sessions_total{route="out_chg"}') $(ms 'ibgw_route_sessions_
 check "[ \"$c\" = \"1 1 $BIG $BIG\" ]" "changed route: its counters kept the freed object's counts (sessions, ended ok, bytes each way: $c)"
 
 # ---- drain on SIGTERM ----
+# (the buffers on the way, kernel TCP's autotuned ones included, often take all 4 MB: the stuck client
+# then has nothing left to send and asks rpoll for nothing; rs_peer still acts on the hangup at once)
 bg stuck "$TOOLS/rs_peer" -t 60 -p 7000 "$IB" stall 4000000 25
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 1 ]" 10
 bg finishing "$TOOLS/rs_peer" -t 60 -p 7005 "$IB" stall 1500000 2 # still running at the signal

@@ -8,7 +8,8 @@
  *     conns N BYTES         N concurrent echo connections of BYTES each, on one rpoll loop
  *     stall BYTES SECONDS [N]  echo, but read nothing for the first SECONDS: prints how much the gateway
  *                           let us send meanwhile (it must stop at its buffers), then reads all back
- *                           (SIGUSR1 ends the stall early);
+ *                           (SIGUSR1 ends the stall early; so does the peer ending the stream, for that
+ *                           connection: a stalled reader still notices a hangup at once);
  *                           N connections at once (default 1): also a way to hold N connections open
  *     idle N SECONDS        N connections, silent for SECONDS once all are up or until SIGUSR1 (fails
  *                           if the gateway closes one meanwhile), then each half-closes and expects
@@ -397,6 +398,16 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 		for (unsigned i = 0; i < n; i++) {
 			if (conn_done(&cs[i]) || !pf[i].revents)
 				continue;
+			if (!cs[i].reading && (pf[i].revents & (POLLHUP | POLLERR))) {
+				/* The peer ended the stream while we stall. A stalled connection that is done
+				 * writing asks for no event at all, so nothing below would look at it and the
+				 * end would only show when the stall is over: read now (what is left, then the
+				 * end of stream or the error). */
+				printf("hangup conn=%u while stalled secs=%.1f sent=%llu\n", i, now - t0,
+				       (unsigned long long)cs[i].sent);
+				fflush(stdout);
+				cs[i].reading = true;
+			}
 			if (conn_step(&cs[i], pf[i].revents)) {
 				fprintf(stderr, "rs_peer: conn %u failed (sent %llu recv %llu)\n", i,
 					(unsigned long long)cs[i].sent, (unsigned long long)cs[i].recvd);
