@@ -158,6 +158,7 @@ struct ib_conn {
 	uint8_t events;	    /* IB_EV_* due */
 	bool listed;	    /* on the worker's work list */
 	bool released;
+	bool abort_due;	    /* our abort waits for a control slot: the next control completion posts it */
 	bool abort_sent;    /* our abort (CTRL DISCONNECT) is posted: hand back once it completed */
 	uint64_t linger_until; /* ... or at this time, whichever comes first */
 	int err;	    /* for on_closed */

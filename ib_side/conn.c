@@ -170,12 +170,38 @@ static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
 	return 0;
 }
 
+/* Posts the abort that is due if a control slot is free; otherwise the next control completion does
+ * (ctrl_done). */
+static void post_abort(struct ib_conn *c)
+{
+	if (!c->abort_due || c->ctrl_used >= IB_RS_CTRL_SLOTS)
+		return;
+	c->abort_due = false;
+	if (!post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT))
+		c->abort_sent = true;
+}
+
+/* Our abort (CTRL DISCONNECT). Like any control message it needs no credit (credits count data
+ * messages; the peer reposts each receive as it polls) but one of the IB_RS_CTRL_SLOTS. With all of
+ * them in flight (credit updates, a FIN, a keepalive) it waits for the first to complete rather than
+ * being dropped: a stock rsocket peer learns that its stream ended only from this message. The
+ * connection lingers until it completed, IB_LINGER_NS from now at most. */
 static void send_abort(struct ib_conn *c)
 {
-	if (!post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT)) {
-		c->abort_sent = true;
-		c->linger_until = c->w->now + IB_LINGER_NS;
-	}
+	c->abort_due = true;
+	c->linger_until = c->w->now + IB_LINGER_NS;
+	post_abort(c);
+}
+
+/* A control message completed: its slot is free again, for the abort if one waits. */
+static void ctrl_done(struct ib_conn *c, const struct ibv_wc *wc)
+{
+	if (c->ctrl_used)
+		c->ctrl_used--;
+	if (wc->status == IBV_WC_SUCCESS)
+		post_abort(c);
+	else
+		c->abort_due = false; /* the queue pair is in error: nothing reaches the peer any more */
 }
 
 static int post_credit(struct ib_conn *c, bool advert)
@@ -383,7 +409,7 @@ static void op_abort(struct xlt_stream *s)
 		return;
 	/* best effort: tell the peer; the control thread's rdma_disconnect follows on release, once the
 	 * message left (IB_LINGER_NS) */
-	if (open && !c->qp_dead && c->ctrl_used < IB_RS_CTRL_SLOTS)
+	if (open && !c->qp_dead)
 		send_abort(c);
 	c->qp_dead = true;
 	closing(c, -ECONNABORTED, open ? IB_CLOSE_ABORTED : IB_CTRL_STUB);
@@ -475,8 +501,7 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	ret = w->hooks->accept(w->arg, c->route, &c->s);
 	if (ret) {
 		/* refused by admission: reset it ourselves, no session ever sees it */
-		if (c->ctrl_used < IB_RS_CTRL_SLOTS)
-			send_abort(c);
+		send_abort(c);
 		c->qp_dead = true;
 		closing(c, ret, IB_CTRL_STUB);
 		return;
@@ -670,8 +695,8 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	(void)w;
 	if (kind == IB_WR_DATA)
 		ib_tx_done(&c->tx, len);
-	else if (c->ctrl_used)
-		c->ctrl_used--;
+	else
+		ctrl_done(c, wc);
 	if (wc->status != IBV_WC_SUCCESS) {
 		wc_error(c, wc);
 		return;
@@ -704,8 +729,8 @@ static void on_wc(struct ib_worker *w, const struct ibv_wc *wc)
 	}
 	if (c->released || (c->ws == IB_W_CLOSED && c->no_session)) {
 		/* lingering (or about to): only the control messages in flight matter now */
-		if (kind != IB_WR_RECV && kind != IB_WR_DATA && c->ctrl_used)
-			c->ctrl_used--;
+		if (kind != IB_WR_RECV && kind != IB_WR_DATA)
+			ctrl_done(c, wc);
 		return;
 	}
 	if (kind == IB_WR_RECV)
@@ -764,7 +789,7 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 /* The worker is done with C: hands it back now, or once the abort it sent completed (IB_LINGER_NS). */
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
-	if (c->abort_sent && c->ctrl_used && w->now < c->linger_until) {
+	if ((c->abort_sent || c->abort_due) && c->ctrl_used && w->now < c->linger_until) {
 		c->list_next = w->linger;
 		w->linger = c;
 		return;
