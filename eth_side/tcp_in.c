@@ -155,6 +155,12 @@ static void establish(struct eth_tcb *t)
 	t->ssthresh = UINT32_MAX / 2;
 	t->backoff = 0;
 	t->first_rexmit_ms = 0;
+	/* A SYN or SYN-ACK to send again (the retransmission timer, or the peer's repeated SYN) sets
+	 * snd_nxt back to the ISS until the output pass sends it; the ACK that establishes us can be
+	 * taken first (same receive burst, or the output was put off by a full device). It acknowledges
+	 * that SYN: left on the ISS, snd_nxt would make the connection send nothing ever again. */
+	if (eth_seq_lt(t->snd_nxt, t->snd_una))
+		t->snd_nxt = t->snd_una;
 	eth_tcb_set_state(t, ETH_TCP_ESTABLISHED);
 	t->s.state = XLT_STREAM_OPEN;
 	eth_tcp_keepalive_reset(t);
