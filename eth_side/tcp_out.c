@@ -211,7 +211,11 @@ void eth_tcp_send_ack(struct eth_tcb *t)
 
 void eth_tcp_send_rst(struct eth_tcb *t)
 {
-	eth_tcp_xmit(t, t->snd_nxt, 0, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG);
+	/* at snd_max, not snd_nxt: after a timeout snd_nxt went back to the first unacknowledged byte,
+	 * and a peer that got more (only its ACKs were lost) drops a reset below its window without a
+	 * word (RFC 5961 3.2); at snd_max it matches, or earns a challenge ACK that we reset again.
+	 * BSD's tcp_output does the same for any segment without data. */
+	eth_tcp_xmit(t, t->snd_max, 0, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG);
 }
 
 void eth_tcp_challenge_ack(struct eth_tcb *t)

@@ -291,7 +291,7 @@ static void test_simultaneous_open(void **state)
 static void test_syn_again_then_ack(void **state)
 {
 	static const uint8_t msg[] = "after a lost SYN-ACK";
-	struct conn c = {.pport = 41060, .gport = EH_ECHO_PORT, .pnxt = PEER_ISN};
+	struct conn c = {.pport = 41005, .gport = EH_ECHO_PORT, .pnxt = PEER_ISN};
 	uint8_t f[200];
 	struct out o;
 
@@ -616,6 +616,11 @@ static void test_vanished_peer(void **state)
 			rto = (unsigned)S()->tcp_rto_expiries;
 		}
 	}
+	/* the reset at the highest sequence number sent, not at the rewound snd_nxt: a peer that
+	 * received it all (only its ACKs were lost) takes nothing below its window (RFC 5961 3.2) */
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(o.seq, c.gnxt + sizeof(blob));
 	/* 200 ms doubling: 0.2 + 0.4 + ... + 12.8 = 25.4 s, the next expiry passes 30 s */
 	assert_true(rto >= 6 && rto <= 9);
 	assert_true(h.now_ns - t0 >= 30ull * 1000000000ull && h.now_ns - t0 <= 60ull * 1000000000ull);
