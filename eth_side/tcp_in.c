@@ -357,12 +357,16 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	} else if (ack == t->snd_una) {
 		if (t->snd_una == t->snd_max)
 			t->first_rexmit_ms = 0; /* persist: the peer answers our probes */
-		/* After a timeout (ack still below recover) only duplicates with new SACK information
-		 * count: they prove a loss among the data sent again, where plain duplicates may just
-		 * answer our own go-back-N copies (RFC 6582's reason to ignore them). */
+		/* A duplicate is RFC 5681's (no data, same window) or, with SACK, RFC 6675's: any
+		 * segment that SACKs something new, even one carrying data or another window. A peer that
+		 * sends too (an echo client, a relay) piggybacks its ACKs on data while its window moves:
+		 * under RFC 5681's rule alone its losses waited for the retransmission timer. After a
+		 * timeout (ack still below recover) only duplicates with new SACK information count:
+		 * they prove a loss among the data sent again, where plain duplicates may just answer our
+		 * own go-back-N copies (RFC 6582's reason to ignore them). */
 		bool after_rto = !t->in_recovery && eth_seq_leq(ack, t->recover);
-		if (sg->len == 0 && !has(sg, RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG) && wnd == t->snd_wnd &&
-		    t->snd_max != t->snd_una && (!after_rto || sack_news)) {
+		bool plain = sg->len == 0 && !has(sg, RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG) && wnd == t->snd_wnd;
+		if (t->snd_max != t->snd_una && (sack_news || (plain && !after_rto))) {
 			t->dupacks++;
 			if (t->in_recovery) {
 				if (!t->sack_ok)

@@ -3,11 +3,11 @@
  * reach or time cheaply: IPv4 fragments (the af_packet PMD has the kernel reassemble them), the
  * handshake's options, a repeated SYN and its ACK in one burst, simultaneous open and close,
  * TIME_WAIT expiry and reuse, the SYN backlog, keepalive, the persist timer against a zero window,
- * our own zero window, fast retransmit with SACK, and a peer that vanishes with data outstanding
- * (RTO backoff, then user_timeout); and what a device with offloads brings (no host link here has
- * LRO): merged segments as mbuf chains, good and hostile, checksums the device vouched for, TSO
- * frames out. Each test checks the segments on the wire and the counters, and that every mbuf
- * returns to the pool. */
+ * our own zero window, fast retransmit with SACK (also on ACKs riding on data), and a peer that
+ * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
+ * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
+ * the device vouched for, TSO frames out. Each test checks the segments on the wire and the
+ * counters, and that every mbuf returns to the pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -591,6 +591,46 @@ static void test_fast_retransmit_sack(void **state)
 	assert_int_equal(S()->tcp_rto_expiries, 0);
 }
 
+/* The same loss while the peer sends too (an echo client): its ACKs ride on data and its window
+ * moves, yet each SACKs something new, so they count as duplicates (RFC 6675) and the hole goes
+ * at once instead of after a retransmission timeout. */
+static void test_fast_retransmit_sack_on_data(void **state)
+{
+	static uint8_t blob[8 * 1448], msg[100];
+	struct conn c;
+	struct eh_session *se;
+	uint8_t f[400], opt[12 + 12] = {1, 1, 8, 10, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 5, 10};
+	struct out v[16];
+	unsigned n, resent = 0;
+
+	(void)state;
+	open_conn(&c, 41051, EH_DISCARD_PORT, true);
+	se = session_of(41051);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(sent(v, 16), 8);
+	for (unsigned i = 0; i < 3; i++) {
+		/* segment 0 lost: SACK [1, 1 + i], on 100 bytes of data, the window one larger each time */
+		uint32_t s = c.gnxt + 1448, e = c.gnxt + 1448 * (2 + i);
+		opt[16] = (uint8_t)(s >> 24), opt[17] = (uint8_t)(s >> 16), opt[18] = (uint8_t)(s >> 8), opt[19] = (uint8_t)s;
+		opt[20] = (uint8_t)(e >> 24), opt[21] = (uint8_t)(e >> 16), opt[22] = (uint8_t)(e >> 8), opt[23] = (uint8_t)e;
+		opt[7] = (uint8_t)(10 + i);
+		eh_forget(&h);
+		eh_feed(&h, f,
+			eh_tcp_frame(f, c.pport, c.gport, c.pnxt, c.gnxt, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG,
+				     (uint16_t)(60000 + i), opt, 24, msg, sizeof(msg)));
+		c.pnxt += sizeof(msg);
+		eh_poll(&h);
+	}
+	assert_int_equal(S()->tcp_fast_retransmits, 1);
+	n = sent(v, 16);
+	for (unsigned i = 0; i < n; i++)
+		resent += v[i].seq == c.gnxt && v[i].len == 1448;
+	assert_int_equal(resent, 1);
+	assert_int_equal(S()->tcp_rto_expiries, 0);
+}
+
 /* The peer vanishes with data outstanding: retransmission timeouts back off, and after
  * user_timeout (30 s here) the connection is reset and freed with its buffers. */
 static void test_vanished_peer(void **state)
@@ -970,6 +1010,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
 		cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
