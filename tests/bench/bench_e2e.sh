@@ -38,6 +38,6 @@ cd "$(dirname "$0")/../.."
 make -s build/release/ibgwd build/release/tools/rs_relay \
 	build/release/tools/tcp_bulk build/release/tools/rs_bulk >/dev/null || exit 1
 mkdir -p build/bpf && cp /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog*.o /usr/lib/x86_64-linux-gnu/bpf/xdp-dispatcher.o build/bpf/ 2>/dev/null # the xdp variant's
-export VM_ENV='BENCH_BYTES BENCH_REPS BENCH_WSIZE BENCH_ITERS BENCH_VARIANTS BENCH_RS_WAKE BENCH_LAT_SPLIT BENCH_TPUT_SPLIT BENCH_RELAYS BENCH_PROFILE PERF BENCH_TIMEOUT'
+export VM_ENV='BENCH_WORKDIR BENCH_BYTES BENCH_REPS BENCH_WSIZE BENCH_ITERS BENCH_VARIANTS BENCH_RS_WAKE BENCH_LAT_SPLIT BENCH_TPUT_SPLIT BENCH_RELAYS BENCH_PROFILE PERF BENCH_TIMEOUT'
 export VM_DPDK_PMDS='bus_vdev mempool_ring net_af_packet net_af_xdp net_virtio'
 exec tests/vm/run -T loop -t "${BENCH_TIMEOUT:-600}" -f tests/bench/guest_e2e.sh

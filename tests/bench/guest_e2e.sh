@@ -78,7 +78,7 @@ TB=$GW_ROOT/$TOOLS/tcp_bulk RSB=$GW_ROOT/$TOOLS/rs_bulk RLY=$GW_ROOT/$TOOLS/rs_r
 mkdir -p /tmp/e2e-bin
 cp "$IBGWD" "$TB" "$RSB" "$RLY" /tmp/e2e-bin/ || fail "cannot copy the binaries"
 IBGWD=/tmp/e2e-bin/ibgwd TB=/tmp/e2e-bin/tcp_bulk RSB=/tmp/e2e-bin/rs_bulk RLY=/tmp/e2e-bin/rs_relay
-W=/tmp/e2e
+W=${BENCH_WORKDIR:-/tmp/e2e} # BENCH_WORKDIR under the project tree keeps the logs (9p-shared with the host)
 mkdir -p $W
 pids=()
 declare -A PIDOF # bg name -> PID
