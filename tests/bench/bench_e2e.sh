@@ -5,12 +5,26 @@
 # (tests/tools/rs_relay.c: poll()-based, librdmacm rsocket API on one side, kernel sockets on the other).
 # Targets: ibgwd >= 0.7x direct and >= 1.5x relay in throughput; less added latency than the relay.
 # Env: BENCH_BYTES (16M), BENCH_REPS (5), BENCH_WSIZE (65536), BENCH_ITERS (200), BENCH_VARIANTS
-# ("default"; also busy, bigbuf, idleN), BENCH_LAT_SPLIT, BENCH_TPUT_SPLIT, BENCH_RELAYS, BENCH_RS_WAKE
-# (see guest_e2e.sh), BENCH_TIMEOUT (VM limit, 600 s). BENCH_PROFILE=DIR: perf profiles instead.
+# ("default vhost"; also vhost-busy, busy, bigbuf, idleN, jumbo, xdp), BENCH_LAT_SPLIT, BENCH_TPUT_SPLIT,
+# BENCH_RELAYS, BENCH_RS_WAKE (see guest_e2e.sh), BENCH_TIMEOUT (VM limit, 600 s), BENCH_WORKDIR (keep
+# the run's logs there). BENCH_PROFILE=DIR: perf profiles instead.
 # Prints the figures; exits non-zero only when the benchmark itself could not run (missed targets are
 # reported as such, not as a failure: this machine is shared and noisy).
 #
-# Measured 2026-12-03 on a quiet host (10:44-10:58 UTC, this benchmark only; 4-5 blocks per run):
+# Measured 2026-12-03, 14:58-15:03 UTC, quiet host (load ~1, this benchmark only), 5 rounds, variants
+# default (af_packet, MTU 1500), vhost (virtio_user on vhost-net: TSO, LRO, checksum offloads) and jumbo:
+#   ib->eth  default 0.51x direct, vhost 0.90x (met), jumbo 0.77x (met)
+#   eth->ib  default 0.60x direct, vhost 0.80x (met), jumbo 0.56x
+#   CPU per MB ib->eth: ibgwd 45.3 (default) / 17.9 (vhost) / 32.8 (jumbo) ms vs rs_relay 19.1 ms
+#   vs the relay: vhost 0.98x/1.00x the relay, 0.84x/0.81x relay[offload]. 1.5x the relay is beyond
+#   reach on this testbed: the relay itself runs at 0.76-0.99x the direct path (soft-RoCE under TCG
+#   bounds every path alike), so 1.5x it is 1.14-1.48x the upper bound.
+#   added 64 B RTT: default +382/+470 us vs relay +574/+588 (met both ways); vhost +658/+695 vs
+#   relay[offload] +603/+564 (missed: vhost-net adds two kernel-thread wake-ups per round trip on 2
+#   vCPUs). 15:05, vhost vs vhost-busy (idle_sleep = 0), 3 rounds: busy polling gives +296/+401 vs
+#   relay[offload] +490/+498 us (met) but 0.59x direct ib->eth: the spinning worker takes a vCPU
+#   from the soft-RoCE sender (0.92x eth->ib). On hardware with dedicated cores both hold at once.
+# Earlier the same day (10:44-10:58 UTC, quiet host, af_packet only; 4-5 blocks per run):
 #   before the event-driven worker: ib->eth 0.58x direct, 0.79x relay; eth->ib 0.65x direct, 0.80x
 #   relay; added 64 B RTT +842 vs relay +1050 us (ib->eth), +791 vs +1093 us (eth->ib).
 #   event-driven worker (gateway/worker.c), default vs jumbo (all links at 9000, relays' too):

@@ -37,6 +37,7 @@
 #   vhost     DPDK's virtio_user PMD on the kernel's vhost-net instead of af_packet on a veth: a tap in
 #             the peer namespace that takes ibgwd's offloads (TCP checksum, TSO, LRO) and signals RX
 #             interrupts. Judged against relay[offload], the relay on a link with offloads.
+#   vhost-busy  vhost with idle_sleep = 0
 #   xdp       DPDK's net_af_xdp PMD on the same veth instead of net_af_packet (libxdp's default XDP
 #             program; its object files come from the host's libxdp1 via build/bpf)
 # rsocket's rpoll (rdma-core 44) misses the wake-up of a listening rsocket when a connection arrives and
@@ -164,8 +165,9 @@ ib_sbuf = 1M
 tcp_rbuf = 1M
 tcp_sbuf = 1M" ;;
 	jumbo) mtu=9000 mbufs=4095 vx=",qdisc_bypass=1,blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
-	vhost) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
+	vhost | vhost-busy) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
 		modprobe vhost_net || fail "no vhost_net"
+		[ "$1" = vhost-busy ] && gwx="idle_sleep = 0"
 		pmd=virtio_user0 gwif=ibv$$ vx=",path=/dev/vhost-net,queues=1,queue_size=1024" ;;
 	xdp) # libxdp loads its default XDP program from an object file the initrd lacks (bench_e2e.sh copies it)
 		pmd=net_af_xdp0 vx=""
@@ -219,7 +221,7 @@ EOC
 	GW_LOG=$W/ibgwd-$1.log
 	gw_start $W/ibgw.conf
 	gw_wait_ready "$ETH_STATS" 60
-	if [ "$1" = vhost ]; then
+	if [ "$pmd" = virtio_user0 ]; then
 		eth_ns ip addr flush dev "$ETH_PEER" # the peer's address moves to the tap
 		eth_tap_adopt "ibv$$" "ibv$$"
 		eth_ns ip link set "ibv$$" up
@@ -441,7 +443,7 @@ END {
 			verdict = tag " " name ": >=0.7x direct " (ok1 ? "met" : "MISSED") " (" f2(xd) ")"
 			fails += !ok1
 			# the relay ibgwd is judged against: the one on a link like its own (vhost has offloads)
-			cmp = v == "vhost" ? "relayo" : "relay"
+			cmp = v ~ /^vhost/ ? "relayo" : "relay"
 			for (j = 1; j <= nr; j++) {
 				k = R[j] == "relay" ? "relay" : "relayo"; rn = R[j] == "relay" ? "relay" : "relay[offload]"
 				line = line ", " rn " " f2(med(k "_" dir "_tput")) " (ibgw/" rn " " f2(med(g "_tput_x" k)) ")"
