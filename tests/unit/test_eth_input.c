@@ -551,6 +551,15 @@ static void test_zero_window_sent(void **state)
 	assert_int_equal(S()->tcp_zero_window_sent, 1);
 }
 
+
+/* OPT (timestamps + one SACK block, 24 bytes): the I-th timestamp, SACK [S, E). */
+static void sack_opt(uint8_t opt[24], unsigned i, uint32_t s, uint32_t e)
+{
+	opt[16] = (uint8_t)(s >> 24), opt[17] = (uint8_t)(s >> 16), opt[18] = (uint8_t)(s >> 8), opt[19] = (uint8_t)s;
+	opt[20] = (uint8_t)(e >> 24), opt[21] = (uint8_t)(e >> 16), opt[22] = (uint8_t)(e >> 8), opt[23] = (uint8_t)e;
+	opt[7] = (uint8_t)(10 + i);
+}
+
 /* Three duplicate ACKs with SACK: fast retransmit of the first segment, then the next hole. */
 static void test_fast_retransmit_sack(void **state)
 {
@@ -569,10 +578,7 @@ static void test_fast_retransmit_sack(void **state)
 	assert_int_equal(n, 8); /* the initial window holds all of it */
 	for (unsigned i = 0; i < 3; i++) {
 		/* segment 0 lost: SACK [1, 1 + i] */
-		uint32_t s = c.gnxt + 1448, e = c.gnxt + 1448 * (2 + i);
-		opt[16] = (uint8_t)(s >> 24), opt[17] = (uint8_t)(s >> 16), opt[18] = (uint8_t)(s >> 8), opt[19] = (uint8_t)s;
-		opt[20] = (uint8_t)(e >> 24), opt[21] = (uint8_t)(e >> 16), opt[22] = (uint8_t)(e >> 8), opt[23] = (uint8_t)e;
-		opt[7] = (uint8_t)(10 + i);
+		sack_opt(opt, i, c.gnxt + 1448, c.gnxt + 1448 * (2 + i));
 		eh_forget(&h);
 		eh_feed(&h, f, eh_tcp_frame(f, c.pport, c.gport, c.pnxt, c.gnxt, RTE_TCP_ACK_FLAG, 65535, opt, 24, NULL, 0));
 		eh_poll(&h);
@@ -612,10 +618,7 @@ static void test_fast_retransmit_sack_on_data(void **state)
 	assert_int_equal(sent(v, 16), 8);
 	for (unsigned i = 0; i < 3; i++) {
 		/* segment 0 lost: SACK [1, 1 + i], on 100 bytes of data, the window one larger each time */
-		uint32_t s = c.gnxt + 1448, e = c.gnxt + 1448 * (2 + i);
-		opt[16] = (uint8_t)(s >> 24), opt[17] = (uint8_t)(s >> 16), opt[18] = (uint8_t)(s >> 8), opt[19] = (uint8_t)s;
-		opt[20] = (uint8_t)(e >> 24), opt[21] = (uint8_t)(e >> 16), opt[22] = (uint8_t)(e >> 8), opt[23] = (uint8_t)e;
-		opt[7] = (uint8_t)(10 + i);
+		sack_opt(opt, i, c.gnxt + 1448, c.gnxt + 1448 * (2 + i));
 		eh_forget(&h);
 		eh_feed(&h, f,
 			eh_tcp_frame(f, c.pport, c.gport, c.pnxt, c.gnxt, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG,
