@@ -348,6 +348,11 @@ void eth_port_rx_disarm(const struct eth_port *p, unsigned q)
 		return;
 }
 
+bool eth_port_rx_intr(const struct eth_port *p)
+{
+	return p->rx_intr;
+}
+
 unsigned eth_port_offloads(const struct eth_port *p)
 {
 	return p->offloads;

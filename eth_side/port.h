@@ -5,6 +5,7 @@
 #ifndef ETH_PORT_H
 #define ETH_PORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../conf/conf-t.h"
@@ -32,6 +33,9 @@ int eth_port_rx_fd(const struct eth_port *p, unsigned q);
  * eth_port_rx_disarm (interrupts off while polling; the eventfd cleared). */
 void eth_port_rx_arm(const struct eth_port *p, unsigned q);
 void eth_port_rx_disarm(const struct eth_port *p, unsigned q);
+/* Whether eth_port_rx_fd is a device RX interrupt (whose wake-up passes through a kernel thread:
+ * vhost-net's), not a socket the kernel fills directly. */
+bool eth_port_rx_intr(const struct eth_port *p);
 /* ETH_OFFLOAD_* flags (stack-t.h) the port was configured with. */
 unsigned eth_port_offloads(const struct eth_port *p);
 
