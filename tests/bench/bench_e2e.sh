@@ -24,6 +24,12 @@
 #   vCPUs). 15:05, vhost vs vhost-busy (idle_sleep = 0), 3 rounds: busy polling gives +296/+401 vs
 #   relay[offload] +490/+498 us (met) but 0.59x direct ib->eth: the spinning worker takes a vCPU
 #   from the soft-RoCE sender (0.92x eth->ib). On hardware with dedicated cores both hold at once.
+#   Then the worker keeps polling 300 us after frames when a device interrupt wakes it (vhost), at
+#   15:26 (3 rounds) and 15:29-15:32 (5 rounds, load ~1.2): vhost 0.85/0.90x direct ib->eth,
+#   0.78/0.83x eth->ib (met); added RTT +371/+523 vs relay[offload] +518/+519 (ib->eth), +471/+539 vs
+#   +544/+507 (eth->ib): about equal to the relay's, lower in one run; ibgwd 17.3-18.5 ms CPU/MB
+#   ib->eth vs rs_relay 16.7-17.6. default (af_packet) 0.43-0.44x / 0.62-0.64x direct, RTT lower
+#   than the relay's both ways (+383..+419 vs +523..+547).
 # Earlier the same day (10:44-10:58 UTC, quiet host, af_packet only; 4-5 blocks per run):
 #   before the event-driven worker: ib->eth 0.58x direct, 0.79x relay; eth->ib 0.65x direct, 0.80x
 #   relay; added 64 B RTT +842 vs relay +1050 us (ib->eth), +791 vs +1093 us (eth->ib).
