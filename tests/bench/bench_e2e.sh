@@ -30,6 +30,9 @@
 #   +544/+507 (eth->ib): about equal to the relay's, lower in one run; ibgwd 17.3-18.5 ms CPU/MB
 #   ib->eth vs rs_relay 16.7-17.6. default (af_packet) 0.43-0.44x / 0.62-0.64x direct, RTT lower
 #   than the relay's both ways (+383..+419 vs +523..+547).
+#   15:46-15:51 (5 rounds, load ~1.3): vhost 0.68x direct ib->eth (missed; per round 0.61-0.94, ibgwd
+#   23.8 ms CPU/MB), 0.74x eth->ib; RTT +492 vs relay +559, +646 vs +609. jumbo 0.80x / 0.70x (met)
+#   with RTT lower than the relay's (+524 vs +559, +410 vs +609). default 0.47x / 0.63x.
 # Earlier the same day (10:44-10:58 UTC, quiet host, af_packet only; 4-5 blocks per run):
 #   before the event-driven worker: ib->eth 0.58x direct, 0.79x relay; eth->ib 0.65x direct, 0.80x
 #   relay; added 64 B RTT +842 vs relay +1050 us (ib->eth), +791 vs +1093 us (eth->ib).
