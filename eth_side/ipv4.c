@@ -113,10 +113,11 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		ETH_INC(st, ip_fragments);
 		goto drop;
 	}
-	if (tot < m->pkt_len && m->nb_segs == 1)
+	if (tot < m->pkt_len) {
+		if (m->nb_segs > 1)
+			goto hdr_err; /* a chain (LRO) is never padded */
 		rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - tot)); /* Ethernet padding */
-	else if (tot < m->pkt_len)
-		goto hdr_err; /* a chain (LRO) is never padded */
+	}
 	switch (ip->next_proto_id) {
 	case IPPROTO_TCP:
 		eth_tcp_input(st, m, ip);

@@ -24,9 +24,8 @@
 struct seg {
 	uint32_t seq, ack, len, wnd;
 	uint8_t flags;
-	const uint8_t *data;	   /* the payload, when the frame is one buffer (m == NULL) */
-	const struct rte_mbuf *m;  /* else the chain (LRO) holding it, from byte moff of the packet */
-	uint32_t moff;
+	const struct rte_mbuf *m;  /* the frame: its payload starts at byte moff of the packet (a chain */
+	uint32_t moff;		   /* of buffers after LRO, else one buffer) */
 	const struct rte_ipv4_hdr *ip;
 	const struct rte_tcp_hdr *th;
 	struct eth_tcp_opts o;
@@ -465,13 +464,12 @@ static void ooo_merge(struct eth_tcb *t)
 	}
 }
 
-/* Stores the segment's payload at offset OFF of queue Q (eth_bufq_write_at's contract). */
+/* Stores the segment's payload at offset OFF of queue Q (eth_bufq_write_at's contract), buffer by
+ * buffer of the frame. */
 static int seg_write(struct eth_stack *st, struct eth_bufq *q, uint32_t off, const struct seg *sg)
 {
 	uint32_t skip = sg->moff, left = sg->len;
 
-	if (!sg->m)
-		return eth_bufq_write_at(&st->chunks, q, off, sg->data, sg->len);
 	for (const struct rte_mbuf *s = sg->m; s && left; s = s->next) {
 		uint32_t n;
 		int ret;
@@ -682,7 +680,6 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 			d = sg->len;
 			sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG; /* a duplicate FIN */
 		}
-		sg->data += d;
 		sg->moff += d;
 		sg->len -= d;
 		sg->seq += d;
@@ -827,9 +824,8 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	sg.seq = rte_be_to_cpu_32(th->sent_seq);
 	sg.ack = rte_be_to_cpu_32(th->recv_ack);
 	sg.wnd = rte_be_to_cpu_16(th->rx_win);
-	sg.data = (const uint8_t *)th + doff;
-	sg.m = m->nb_segs > 1 ? m : NULL;
-	sg.moff = (uint32_t)(sg.data - rte_pktmbuf_mtod(m, const uint8_t *));
+	sg.m = m;
+	sg.moff = (uint32_t)((const uint8_t *)th + doff - rte_pktmbuf_mtod(m, const uint8_t *));
 	sg.len = tlen - doff;
 	sg.ip = ip;
 	sg.th = th;

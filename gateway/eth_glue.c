@@ -45,7 +45,16 @@ struct glue_worker {
 	unsigned n_lis;
 	bool drained;
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
+	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
 };
+
+/* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals an
+ * eventfd): in a request/response exchange the answer usually comes within this, so for this long
+ * after Ethernet work gw_eth_poll reports itself busy, as the IB side does after completions (ib.h)
+ * (bench_e2e, vhost, 64 B round trips: +362/+480 us added instead of +598/+761, throughput
+ * unchanged). af_packet's ring socket is woken by the kernel directly: no hot window (measured: no
+ * gain, a little throughput lost). */
+#define ETH_HOT_INTR_NS 300000
 
 static struct glue_worker glue[GW_MAX_WORKERS];
 
@@ -120,7 +129,7 @@ int gw_eth_start(struct gw_daemon *d)
 		}
 		stacks[i] = w->eth;
 		snprintf(name, sizeof(name), "ethctl%u", i);
-		glue[i] = (struct glue_worker){0};
+		glue[i] = (struct glue_worker){.hot_ns = eth_port_rx_intr(d->port) ? ETH_HOT_INTR_NS : 0};
 		glue[i].ctl = rte_ring_create(name, CTL_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (!glue[i].ctl) {
 			ret = -rte_errno;
@@ -211,18 +220,6 @@ void gw_eth_woken(struct gw_worker *w)
 	eth_port_rx_disarm(w->port, w->id);
 }
 
-/* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals an
- * eventfd): in a request/response exchange the answer usually comes within this, and polling for it
- * beats being woken (bench_e2e, vhost, 64 B round trips: +362/+480 us added instead of +598/+761,
- * throughput unchanged). af_packet's ring socket is woken by the kernel directly: no hot window
- * (measured: no gain, a little throughput lost). */
-#define ETH_HOT_INTR_NS 300000
-
-uint64_t gw_eth_hot_ns(const struct gw_worker *w)
-{
-	return w->port && eth_port_rx_intr(w->port) ? ETH_HOT_INTR_NS : 0;
-}
-
 unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
 {
 	struct glue_worker *g = &glue[w->id];
@@ -250,6 +247,10 @@ unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
 		gw_bump(&w->st.rx_packets, seen - g->frames_seen);
 		g->frames_seen = seen;
 	}
+	if (work)
+		g->hot_until = now_ns + g->hot_ns;
+	else if (now_ns < g->hot_until)
+		work = 1; /* still hot: the answer to what just went out is likely due */
 	return work;
 }
 

@@ -172,8 +172,6 @@ void gw_ib_stop(struct gw_daemon *d);
  * as ib_worker_woken. */
 int gw_eth_arm(struct gw_worker *w, bool *sole);
 void gw_eth_woken(struct gw_worker *w);
-/* How long the worker keeps polling after Ethernet work before it may sleep (ns; 0: it may at once). */
-uint64_t gw_eth_hot_ns(const struct gw_worker *w);
 int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
 void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 

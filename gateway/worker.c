@@ -14,7 +14,7 @@
  * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
  * side keeps the worker polling for a while after each completion (ib.h): within a burst, polling
  * beats sleeping and being woken; so does the Ethernet side after frames when its wake-up is a
- * device interrupt (gw_eth_hot_ns). Control-thread messages (new sessions, listeners) wait for the next
+ * device interrupt (eth_glue.c). Control-thread messages (new sessions, listeners) wait for the next
  * round: at most idle_sleep. */
 #include <poll.h>
 #include <time.h>
@@ -45,7 +45,6 @@ int gw_worker_main(void *arg)
 	uint64_t nap_us = 0;
 	unsigned n_fds = 0, n_eth = 0;
 	bool armed = false, covered = false;
-	uint64_t eth_hot_ns = gw_eth_hot_ns(w), eth_hot_until = 0;
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = gw_now_ns();
@@ -54,13 +53,7 @@ int gw_worker_main(void *arg)
 			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
 			gw_session_abort_all(w);
 		}
-		unsigned eth_work = gw_eth_poll(w, now);
-		unsigned work = eth_work + gw_ib_poll(w, now) + gw_sessions_poll(w, now);
-
-		if (eth_work)
-			eth_hot_until = now + eth_hot_ns;
-		else if (now < eth_hot_until)
-			work = 1; /* still hot: the answer to what just went out is likely due (gw_eth_hot_ns) */
+		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now) + gw_sessions_poll(w, now);
 
 		gw_bump(&w->st.loops, 1);
 		if (work) {
