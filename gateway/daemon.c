@@ -1,12 +1,20 @@
 /* Daemon lifecycle on the control thread: start workers, serve, reload on SIGHUP, drain on SIGTERM.
  *
  * Reload builds a whole new config aside and swaps it in only when it is entirely valid, so a broken
- * file never touches the running gateway. Keys that need a restart (workers, the port, IB buffers)
- * are reported, not half-applied. Drain: /health turns 503 so load balancers move away, listeners
- * close, sessions get [gateway] drain_timeout to finish, then the rest are aborted and counted. */
+ * file never touches the running gateway: first everything that can fail (parsing and checks, the
+ * buffers the routes need against those sized at start, new route objects), then the commit, which
+ * cannot fail. Keys that need a restart (workers, the port, IB buffers) are reported, not
+ * half-applied, and the rest of the file applies. max_sessions and memory_limit apply live up to the
+ * values the daemon started with (its pools and buffer arenas are sized once); above, the start
+ * value stays in force and the log says the rest needs a restart. Values the workers read are
+ * published (struct gw_live, live.c), never freed under them. Drain: /health turns 503 so load balancers move
+ * away, listeners close, sessions get [gateway] drain_timeout to finish, then the rest are aborted and
+ * counted. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,11 +51,37 @@ static void log_conf_error(void *arg, const char *msg)
 	GW_ERR("%s", msg);
 }
 
-/* Reports what changed between OLD and NEW. Returns the number of differences needing a restart. */
-static unsigned diff_and_report(const struct conf *old, const struct conf *new)
+/* Buffers the routes of C may hold at once (conf_load checks the same sum against C's memory_limit). */
+static uint64_t routes_need(const struct conf *c)
+{
+	uint64_t need = 0;
+
+	for (uint32_t i = 0; i < c->n_routes; i++)
+		need += (uint64_t)c->routes[i].max_sessions * conf_route_session_bytes(&c->routes[i]);
+	return need;
+}
+
+/* Reports what changed between OLD (running) and NEW (the file). Returns the number of differences
+ * needing a restart. */
+static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *old, const struct conf *new)
 {
 	unsigned restart = 0;
 	char a[64];
+
+	if (new->gateway.max_sessions > d->cap_sessions) {
+		GW_WARN("reload: [gateway] max_sessions %" PRIu32 " is above the %" PRIu32
+		        " the session pools were "
+		        "sized for at start: %" PRIu32 " apply until a restart",
+		        new->gateway.max_sessions, d->cap_sessions, d->cap_sessions);
+		restart++;
+	}
+	if (new->gateway.memory_limit > d->cap_memory) {
+		GW_WARN("reload: [gateway] memory_limit %" PRIu64 " MiB is above the %" PRIu64
+		        " MiB the buffer "
+		        "arenas were sized for at start: %" PRIu64 " MiB apply until a restart",
+		        new->gateway.memory_limit >> 20, d->cap_memory >> 20, d->cap_memory >> 20);
+		restart++;
+	}
 
 #define NEEDS_RESTART(cond, what)                                                                            \
 	do {                                                                                                 \
@@ -58,7 +92,7 @@ static unsigned diff_and_report(const struct conf *old, const struct conf *new)
 	} while (0)
 	NEEDS_RESTART(old->gateway.workers != new->gateway.workers, "[gateway] workers");
 	NEEDS_RESTART(memcmp(&old->gateway.stats, &new->gateway.stats, sizeof(old->gateway.stats)),
-		      "[gateway] stats");
+	              "[gateway] stats");
 	NEEDS_RESTART(old->gateway.log_target != new->gateway.log_target, "[gateway] log_target");
 	NEEDS_RESTART(memcmp(&old->ib, &new->ib, sizeof(old->ib)), "[ib]");
 	NEEDS_RESTART(memcmp(&old->eth, &new->eth, sizeof(old->eth)), "[eth]");
@@ -70,7 +104,8 @@ static unsigned diff_and_report(const struct conf *old, const struct conf *new)
 			if (!strcmp(old->routes[j].name, r->name))
 				o = &old->routes[j];
 		if (!o)
-			GW_NOTICE("reload: route %s added (%s)", r->name, conf_endpoint_str(&r->listen, a, sizeof(a)));
+			GW_NOTICE("reload: route %s added (%s)", r->name,
+			          conf_endpoint_str(&r->listen, a, sizeof(a)));
 		else if (!conf_route_equal(o, r))
 			GW_NOTICE("reload: route %s changed; new sessions use the new settings", r->name);
 	}
@@ -87,43 +122,59 @@ static unsigned diff_and_report(const struct conf *old, const struct conf *new)
 static void on_hup(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
+	struct gw_live *live = NULL;
 	struct conf *c;
+	uint64_t need;
 
 	(void)fd;
 	(void)what;
 	GW_NOTICE("SIGHUP: reloading %s", d->conf_path);
+	/* 1. everything that can fail; nothing of the running gateway changes */
 	c = conf_load(d->conf_path, log_conf_error, NULL);
 	if (!c) {
 		if (errno != EINVAL)
 			GW_ERR("reload: cannot read %s: %s", d->conf_path, strerror(errno));
-		GW_ERR("reload failed: keeping the running configuration");
-		d->reloads_failed++;
-		return;
+		goto err;
 	}
-	diff_and_report(d->conf, c);
-	gw_log_set_level(c->gateway.log_level);
-	/* the restart-only sections keep their running values so what runs and what is shown agree */
+	need = routes_need(c);
+	if (need > d->cap_memory) {
+		GW_ERR("%s: routes need up to %" PRIu64 " MiB of buffers, above the %" PRIu64
+		       " MiB of memory_limit "
+		       "the buffer arenas were sized for at start (a larger memory_limit needs a restart)",
+		       d->conf_path, (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
+		goto err;
+	}
+	live = gw_live_make(d, c);
+	if (!live || gw_routes_apply(d, c)) {
+		GW_ERR("reload: out of memory");
+		goto err;
+	}
+	/* 2. the commit: nothing below fails */
+	d->restart_pending = diff_and_report(d, d->conf, c);
+	/* the restart-only values keep their running ones so what runs and what is shown agree */
 	c->gateway.workers = d->conf->gateway.workers;
 	c->gateway.stats = d->conf->gateway.stats;
 	c->gateway.log_target = d->conf->gateway.log_target;
+	c->gateway.max_sessions = live->max_sessions;
+	if (c->gateway.memory_limit > d->cap_memory)
+		c->gateway.memory_limit = d->cap_memory;
 	c->ib = d->conf->ib;
 	c->eth = d->conf->eth;
-	{
-		struct conf *old = d->conf;
-		d->conf = c;
-		if (gw_routes_apply(d)) {
-			d->conf = old;
-			conf_free(c);
-			d->reloads_failed++;
-			GW_ERR("reload failed: keeping the running configuration");
-			return;
-		}
-		conf_free(old);
-	}
+	gw_log_set_level(c->gateway.log_level);
+	gw_live_publish(d, live);
+	conf_free(d->conf);
+	d->conf = c;
 	gw_eth_routes(d);
 	gw_ib_routes(d);
 	d->reloads_ok++;
-	GW_NOTICE("reload done: %u route(s)", c->n_routes);
+	GW_NOTICE("reload done: %u route(s)%s", c->n_routes,
+	          d->restart_pending ? "; some changes need a restart (see above)" : "");
+	return;
+err:
+	free(live);
+	conf_free(c);
+	GW_ERR("reload failed: keeping the running configuration");
+	d->reloads_failed++;
 }
 
 static void sweep_tick(evutil_socket_t fd, short what, void *arg)
@@ -131,6 +182,7 @@ static void sweep_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	gw_routes_sweep(arg);
+	gw_live_sweep(arg);
 }
 
 /* The drain is over when no session is left and every IB connection was freed, or at the deadline.
@@ -176,7 +228,8 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 		return;
 	}
-	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
+	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd),
+	          (unsigned long long)d->conf->gateway.drain_timeout_ms);
 	__atomic_store_n(&d->state, GW_DRAINING, __ATOMIC_RELEASE);
 	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
 	d->drain_timer = event_new(d->base, -1, EV_PERSIST, drain_tick, d);
@@ -226,6 +279,8 @@ int gw_daemon_run(struct gw_daemon *d)
 {
 	int ret, status = 1;
 
+	/* a stats client that resets mid-reply must cost an EPIPE, not the daemon */
+	signal(SIGPIPE, SIG_IGN);
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
 	d->base = event_base_new();
 	if (!d->base) {
@@ -236,8 +291,8 @@ int gw_daemon_run(struct gw_daemon *d)
 	if (ret) {
 		char a[INET_ADDRSTRLEN];
 		GW_ERR("cannot listen on %s:%u for stats: %s",
-		       inet_ntop(AF_INET, &d->conf->gateway.stats.addr, a, sizeof(a)), d->conf->gateway.stats.port,
-		       strerror(-ret));
+		       inet_ntop(AF_INET, &d->conf->gateway.stats.addr, a, sizeof(a)),
+		       d->conf->gateway.stats.port, strerror(-ret));
 		goto err;
 	}
 	d->sig_hup = evsignal_new(d->base, SIGHUP, on_hup, d);
@@ -248,11 +303,20 @@ int gw_daemon_run(struct gw_daemon *d)
 		GW_ERR("cannot install signal handlers");
 		goto err;
 	}
+	d->cap_sessions = d->conf->gateway.max_sessions;
+	d->cap_memory = d->conf->gateway.memory_limit;
+	{
+		struct gw_live *live = gw_live_make(d, d->conf);
+		if (!live) {
+			GW_ERR("out of memory");
+			goto err;
+		}
+		gw_live_publish(d, live);
+	}
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		d->workers[i].id = i;
 		d->workers[i].d = d;
 		d->workers[i].port = d->port;
-		d->workers[i].idle_sleep_us = d->conf->gateway.idle_sleep_us;
 	}
 	if ((ret = gw_sessions_init(d))) {
 		GW_ERR("cannot set up sessions: %s", strerror(-ret));
@@ -292,6 +356,7 @@ err_eth:
 	gw_eth_stop(d);
 err:
 	gw_sessions_fini(d);
+	gw_live_fini(d); /* the workers are stopped */
 	if (d->sweep_timer)
 		event_free(d->sweep_timer);
 	if (d->drain_timer)

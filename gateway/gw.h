@@ -29,12 +29,26 @@ struct gw_metrics;
 struct xlt_stream;
 struct conf_route;
 
+/* Values the workers read that a reload may change. The control thread builds a new snapshot on every
+ * (re)load and publishes it whole (live.c, RCU-style): a worker takes the current one at the top of
+ * each round, so it never sees half a reload, and an old snapshot is freed only after every worker
+ * has started a new round since it was replaced. Immutable once published. Everything else a worker
+ * reads is either fixed before the workers launch (pool sizes, struct gw_worker's copied fields) or
+ * lives in a referenced struct gw_route; the workers never read d->conf, which a reload frees. */
+struct gw_live {
+	uint32_t max_sessions;  /* [gateway] max_sessions, capped at d->cap_sessions */
+	uint64_t idle_sleep_us; /* [gateway] idle_sleep */
+	/* control thread only, once retired: */
+	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
+	struct gw_live *next_retired;
+};
+
 /* Counters of one worker: written by that worker only, read by the control thread (relaxed). */
 struct gw_worker_stats {
-	uint64_t loops;		  /* iterations of the poll loop */
-	uint64_t busy_loops;	  /* iterations that found work */
-	uint64_t idle_sleeps;	  /* naps taken while idle */
-	uint64_t rx_packets;	  /* packets taken from the worker's RX queue */
+	uint64_t loops;           /* iterations of the poll loop */
+	uint64_t busy_loops;      /* iterations that found work */
+	uint64_t idle_sleeps;     /* naps taken while idle */
+	uint64_t rx_packets;      /* packets taken from the worker's RX queue */
 	uint64_t sessions_active; /* gauge */
 };
 
@@ -46,11 +60,11 @@ extern const unsigned gw_worker_n_metrics;
  * control thread frees it once nothing holds it. Whoever keeps a struct gw_route pointer beyond a call
  * (a listener, a connection on its way to a worker, a session) holds a reference: gw_route_get/put. */
 struct gw_route {
-	struct conf_route conf; /* immutable */
-	bool removed;		/* written by control (atomic), read by anyone */
-	uint32_t refs;		/* atomic */
-	uint32_t active;	/* admitted sessions, atomic */
-	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	struct conf_route conf;        /* immutable */
+	bool removed;                  /* written by control (atomic), read by anyone */
+	uint32_t refs;                 /* atomic */
+	uint32_t active;               /* admitted sessions, atomic */
+	uint64_t rejected[3];          /* by enum gw_reject, atomic adds from any thread */
 	struct gw_route *next_removed; /* control thread */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
@@ -60,9 +74,9 @@ struct gw_route {
 };
 
 enum gw_reject {
-	GW_REJECT_ACL,	    /* source not in the route's allow list */
-	GW_REJECT_LIMIT,    /* route max_sessions reached */
-	GW_REJECT_GLOBAL,   /* [gateway] max_sessions reached, or draining */
+	GW_REJECT_ACL,    /* source not in the route's allow list */
+	GW_REJECT_LIMIT,  /* route max_sessions reached */
+	GW_REJECT_GLOBAL, /* [gateway] max_sessions reached, or draining */
 };
 
 /* One pooled session of a worker. */
@@ -81,22 +95,27 @@ struct gw_session {
 struct pollfd;
 
 struct gw_worker {
-	unsigned id;	   /* also the port queue it owns */
+	unsigned id; /* also the port queue it owns */
 	unsigned lcore;
-	bool stop;	   /* written by control, read by the worker (atomic) */
-	uint64_t idle_sleep_us; /* copied before launch */
+	bool stop; /* written by control, read by the worker (atomic) */
+	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
+	 * older than the one published with that epoch. Written by the worker (release), read by control
+	 * (acquire). */
+	uint64_t qs_epoch;
+	unsigned n_sessions;   /* size of the session pool (d->cap_sessions), set before launch */
 	struct eth_port *port; /* NULL: no Ethernet port */
 	struct gw_daemon *d;
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
 	struct gw_worker_stats st;
 	/* worker only: */
-	struct gw_session *sessions; /* pool of max_sessions */
+	const struct gw_live *live;  /* this round's snapshot (gw_live_enter) */
+	struct gw_session *sessions; /* pool of n_sessions */
 	struct gw_session *free_sessions;
 	struct xlt_session_owner owner;
 	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
-	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
-	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
+	uint64_t tick_ns;           /* next pass over live sessions (backpressure time) */
+	bool abort_all;             /* written by control (atomic): abort every session (drain timeout) */
 };
 
 enum gw_state {
@@ -107,19 +126,30 @@ enum gw_state {
 };
 
 struct gw_daemon {
-	/* control thread only */
+	/* control thread only: the running config. Replaced and freed by a reload, so never read by a
+	 * worker (values they need are in struct gw_live, the route objects or copied before launch). */
 	struct conf *conf;
 	const char *conf_path;
 	struct event_base *base;
 	struct evhttp *http;
 	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
-	struct timespec started;   /* CLOCK_MONOTONIC */
+	struct timespec started; /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;
 	bool drain_aborting;
 	uint64_t reloads_ok;
 	uint64_t reloads_failed;
-	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
-	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
+	unsigned restart_pending; /* keys of the file that differ from what runs and need a restart */
+	/* Sizes fixed at start, immutable after: the session pools (per worker), the IB and TCP connection
+	 * pools and the TCP buffer arenas are made for them. A reload applies max_sessions and
+	 * memory_limit up to these; above, the rest needs a restart. */
+	uint32_t cap_sessions; /* [gateway] max_sessions at start */
+	uint64_t cap_memory;   /* [gateway] memory_limit at start */
+	/* RCU-style publication (live.c): written by control (release), read by everyone (acquire) */
+	struct gw_live *live;
+	uint64_t live_epoch;
+	struct gw_live *live_retired; /* control only: replaced snapshots in their grace period */
+	uint64_t drain_aborted;       /* sessions aborted when the drain timeout passed */
+	int ready_fd; /* -1, or the pipe telling the launching parent that start-up succeeded */
 
 	enum gw_state state; /* written by control; read by workers (atomic) */
 	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
@@ -138,6 +168,29 @@ struct gw_daemon {
 static inline void gw_bump(uint64_t *c, uint64_t n)
 {
 	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+/* live.c: publication of struct gw_live.
+ * gw_live_make (control): a new snapshot of C's values, capped at the sizes fixed at start; NULL
+ * (ENOMEM). gw_live_publish (control): makes L current (taking it over) and retires the previous one.
+ * gw_live_sweep (control, periodically): frees retired snapshots whose grace period is over.
+ * gw_live_fini (control, workers stopped): frees them all. */
+struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c);
+void gw_live_publish(struct gw_daemon *d, struct gw_live *l);
+void gw_live_sweep(struct gw_daemon *d);
+void gw_live_fini(struct gw_daemon *d);
+
+/* Worker, at the top of every round (its quiescent point: it holds no snapshot across it): takes the
+ * current snapshot and reports the epoch it saw. The epoch is loaded before the pointer, and the
+ * control thread stores the pointer before the epoch, so the snapshot taken is at least as new as
+ * the epoch reported; the release store orders this worker's reads of older snapshots before it. */
+static inline const struct gw_live *gw_live_enter(struct gw_worker *w)
+{
+	uint64_t e = __atomic_load_n(&w->d->live_epoch, __ATOMIC_ACQUIRE);
+
+	w->live = __atomic_load_n(&w->d->live, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&w->qs_epoch, e, __ATOMIC_RELEASE);
+	return w->live;
 }
 
 /* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker. */
@@ -176,9 +229,10 @@ int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
 void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 
 /* session.c: routes and sessions.
- * gw_routes_apply (control): builds d->routes from d->conf, keeping unchanged routes (and their
- * counters and sessions), marking dropped or changed ones removed. Call before gw_*_routes. */
-int gw_routes_apply(struct gw_daemon *d);
+ * gw_routes_apply (control): builds d->routes from C's routes, keeping unchanged routes (and their
+ * counters and sessions), marking dropped or changed ones removed. All or nothing: on -ENOMEM the
+ * route table is as it was. Call before gw_*_routes. */
+int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
 void gw_route_get(struct gw_route *r);
@@ -203,9 +257,9 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
  * whose events report the outcome, or NULL with *ERR set. */
 struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				  int *err);
+                                  int *err);
 struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				 int *err);
+                                 int *err);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

@@ -7,7 +7,9 @@
  *
  * Sessions: admission (allow list, per-route and global limits) uses atomics because IB requests are
  * checked on the control thread and TCP ones on workers. Session objects come from a per-worker pool
- * sized by [gateway] max_sessions at start: no allocation on the datapath. */
+ * sized by [gateway] max_sessions at start (d->cap_sessions): no allocation on the datapath. The
+ * global limit in force is the published one (struct gw_live), which a reload may lower or raise up
+ * to that size, never beyond: the pools and everything sized with them stay valid. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,14 +51,14 @@ static void route_retire(struct gw_daemon *d, struct gw_route *r)
 	gw_route_put(r); /* the table's reference */
 }
 
-int gw_routes_apply(struct gw_daemon *d)
+int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 {
 	struct gw_route *next[CONF_MAX_ROUTES];
-	bool kept[CONF_MAX_ROUTES] = {false};
-	unsigned n = d->conf->n_routes;
+	bool kept[CONF_MAX_ROUTES] = {false}, fresh[CONF_MAX_ROUTES] = {false};
+	unsigned n = conf->n_routes;
 
 	for (unsigned i = 0; i < n; i++) {
-		const struct conf_route *c = &d->conf->routes[i];
+		const struct conf_route *c = &conf->routes[i];
 		next[i] = NULL;
 		for (unsigned j = 0; j < d->n_routes; j++)
 			if (!kept[j] && conf_route_equal(&d->routes[j]->conf, c)) {
@@ -64,9 +66,10 @@ int gw_routes_apply(struct gw_daemon *d)
 				kept[j] = true;
 				break;
 			}
-		if (!next[i] && !(next[i] = route_new(c))) {
+		if (!next[i] && !(fresh[i] = (next[i] = route_new(c)) != NULL)) {
+			/* nothing was published yet: the new objects go, the table stays as it was */
 			for (unsigned k = 0; k < i; k++)
-				if (next[k] && !__atomic_load_n(&next[k]->refs, __ATOMIC_RELAXED))
+				if (fresh[k])
 					free(next[k]);
 			GW_ERR("out of memory applying routes");
 			return -ENOMEM;
@@ -126,7 +129,8 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
 	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) && !strcmp(o->conf.name, r->conf.name))
+		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
+		    !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
 		return;
@@ -169,6 +173,13 @@ void gw_routes_free(struct gw_daemon *d)
 	}
 }
 
+/* The global session limit in force. On a worker, the snapshot loaded here stays valid until its next
+ * round (live.c); on the control thread, until the next reload. */
+static uint32_t max_sessions(const struct gw_daemon *d)
+{
+	return __atomic_load_n(&d->live, __ATOMIC_ACQUIRE)->max_sessions;
+}
+
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 {
 	enum gw_reject why;
@@ -176,8 +187,8 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
 		why = GW_REJECT_ACL;
 	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
-		 __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
-		 __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= d->conf->gateway.max_sessions)
+	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
+	         __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL;
 	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
 		why = GW_REJECT_LIMIT;
@@ -199,7 +210,7 @@ static int admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 		__atomic_fetch_add(&r->rejected[GW_REJECT_LIMIT], 1, __ATOMIC_RELAXED);
 		return -EBUSY;
 	}
-	if (__atomic_add_fetch(&d->sessions_admitted, 1, __ATOMIC_RELAXED) > d->conf->gateway.max_sessions) {
+	if (__atomic_add_fetch(&d->sessions_admitted, 1, __ATOMIC_RELAXED) > max_sessions(d)) {
 		__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&r->rejected[GW_REJECT_GLOBAL], 1, __ATOMIC_RELAXED);
@@ -237,7 +248,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	}
 
 	if (reason != XLT_END_OK)
-		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
+		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id,
+		         xlt_end_reason_names[reason]);
 	unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
@@ -250,8 +262,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
  * a few spare ones per worker, refilled by the control thread every 20 ms; a burst of accepts empties
  * them). Turning the accepted client away then would reset a connection that a millisecond later
  * could have been served, so the session starts with its far side missing and retries. */
-#define RETRY_NS    1000000ull
-#define TICK_NS     100000000ull
+#define RETRY_NS 1000000ull
+#define TICK_NS  100000000ull
 
 static bool transient(int err)
 {
@@ -264,7 +276,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_route *r, i
 
 	*err = 0;
 	return to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, err)
-				       : gw_ib_connect(w, r, to->addr, to->port, err);
+	                               : gw_ib_connect(w, r, to->addr, to->port, err);
 }
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
@@ -280,19 +292,24 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 		return ret;
 	s = w->free_sessions;
 	if (!s) {
-		ret = -ENOMEM; /* cannot happen while the pool holds max_sessions; kept as a guard */
+		ret = -ENOMEM; /* cannot happen: the global limit never exceeds the pool; kept as a guard */
 		goto err;
 	}
 	switch (to->kind) {
-	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;
-	case CONF_EP_DISCARD: kind = XLT_SESSION_DISCARD; break;
+	case CONF_EP_ECHO:
+		kind = XLT_SESSION_ECHO;
+		break;
+	case CONF_EP_DISCARD:
+		kind = XLT_SESSION_DISCARD;
+		break;
 	case CONF_EP_TCP:
 	case CONF_EP_IB:
 		kind = XLT_SESSION_RELAY;
 		b = far_connect(w, r, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1,
+			                 __ATOMIC_RELAXED);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -347,12 +364,11 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			xlt_session_attach(&s->x, b);
 		else
 			xlt_session_abort(&s->x, err == -ETIMEDOUT ? XLT_END_CONNECT_TIMEOUT
-								  : xlt_end_reason_of(err, true));
+			                                           : xlt_end_reason_of(err, true));
 	}
 	if (now >= w->tick_ns && w->st.sessions_active) {
-		unsigned cap = w->d->conf->gateway.max_sessions;
 		w->tick_ns = now + TICK_NS;
-		for (unsigned i = 0; i < cap; i++)
+		for (unsigned i = 0; i < w->n_sessions; i++)
 			if (w->sessions[i].x.live)
 				xlt_session_tick(&w->sessions[i].x);
 	}
@@ -361,22 +377,21 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 
 void gw_session_abort_all(struct gw_worker *w)
 {
-	unsigned cap = w->d->conf->gateway.max_sessions;
-
-	for (unsigned i = 0; i < cap; i++)
+	for (unsigned i = 0; i < w->n_sessions; i++)
 		if (w->sessions[i].x.live)
 			xlt_session_abort(&w->sessions[i].x, XLT_END_ABORTED);
 }
 
 int gw_sessions_init(struct gw_daemon *d)
 {
-	unsigned cap = d->conf->gateway.max_sessions;
+	unsigned cap = d->cap_sessions;
 
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		struct gw_worker *w = &d->workers[i];
 		w->sessions = calloc(cap, sizeof(*w->sessions));
 		if (!w->sessions)
 			return -ENOMEM;
+		w->n_sessions = cap;
 		for (unsigned k = cap; k-- > 0;) {
 			w->sessions[k].x.id = k;
 			w->sessions[k].next_free = w->free_sessions;
@@ -384,7 +399,7 @@ int gw_sessions_init(struct gw_daemon *d)
 		}
 		w->owner = (struct xlt_session_owner){.arg = w, .now_ns = owner_now, .done = owner_done};
 	}
-	return gw_routes_apply(d);
+	return gw_routes_apply(d, d->conf);
 }
 
 void gw_sessions_fini(struct gw_daemon *d)
@@ -394,6 +409,7 @@ void gw_sessions_fini(struct gw_daemon *d)
 		free(d->workers[i].sessions);
 		d->workers[i].sessions = NULL;
 		d->workers[i].free_sessions = NULL;
+		d->workers[i].n_sessions = 0;
 	}
 }
 
@@ -415,8 +431,10 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		return;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
-		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind), side_name(r->conf.connect.kind));
-		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind), side_name(r->conf.listen.kind));
+		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
+		         side_name(r->conf.connect.kind));
+		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
+		         side_name(r->conf.listen.kind));
 		sum_route(&sums[n++], r, d->n_workers);
 	}
 	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
@@ -427,9 +445,9 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			if (n == CONF_MAX_ROUTES * 2)
 				continue;
 			snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
-				 side_name(r->conf.connect.kind));
+			         side_name(r->conf.connect.kind));
 			snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
-				 side_name(r->conf.listen.kind));
+			         side_name(r->conf.listen.kind));
 			n++;
 		}
 		sum_route(&sums[i], r, d->n_workers);
@@ -442,49 +460,56 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.sessions_total, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_sessions_rejected_total", XLT_COUNTER,
-			  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
-			  "(gateway max_sessions or draining)");
+	                  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
+	                  "(gateway max_sessions or draining)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < 3; k++)
 			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
-					  reject_names[k], NULL);
+			                  reject_names[k], NULL);
 	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
-			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
+	                  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < XLT_END_COUNT; k++)
 			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
-					  xlt_end_reason_names[k], NULL);
+			                  xlt_end_reason_names[k], NULL);
 	gw_metrics_family(m, "route_bytes_total", XLT_COUNTER, "bytes relayed, by direction");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i],
+		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i],
+		                  NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_seconds_total", XLT_COUNTER,
-			  "time a direction held bytes its destination could not take yet");
+	                  "time a direction held bytes its destination could not take yet");
 	for (unsigned i = 0; i < n; i++) {
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_a_to_b / 1e9, "route", sums[i].name, "dir",
-				  dir[0][i], NULL);
+		                  dir[0][i], NULL);
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
-				  dir[1][i], NULL);
+		                  dir[1][i], NULL);
 	}
-	gw_metrics_family(m, "route_buffer_bytes", XLT_GAUGE,
-			  "bytes received and held in the gateway's buffers because the direction's destination "
-			  "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
+	gw_metrics_family(
+	    m, "route_buffer_bytes", XLT_GAUGE,
+	    "bytes received and held in the gateway's buffers because the direction's destination "
+	    "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i],
+		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i],
+		                  NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
-			  "times a direction became blocked by its destination");
+	                  "times a direction became blocked by its destination");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir",
+		                  dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir",
+		                  dir[1][i], NULL);
 	}
 	gw_metrics_family(m, "route_connects_total", XLT_COUNTER, "far-side connections established");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connects, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_connect_seconds_total", XLT_COUNTER,
-			  "total far-side connect latency (divide by route_connects_total for the mean)");
+	                  "total far-side connect latency (divide by route_connects_total for the mean)");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
 	free(sums);

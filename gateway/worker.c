@@ -3,7 +3,8 @@
  * Each worker polls only what it owns (its port queue, its TCP engine, its IB completion queues), so
  * the hot path takes no locks. When a whole round finds nothing to do the worker sleeps, for at most
  * [gateway] idle_sleep: on a shared box a busy-polling worker would starve the peers it serves, and
- * idle_sleep = 0 gives classic DPDK busy polling.
+ * idle_sleep = 0 gives classic DPDK busy polling. A reload may change idle_sleep: it is read from the
+ * snapshot the worker takes at the top of each round (live.c).
  *
  * Sleeping must not delay work, so the worker sleeps in ppoll() on what signals new work: the
  * af_packet ring socket of its RX queue (readable when a frame is in the ring) or the queue's RX
@@ -22,16 +23,16 @@
 #include "gw.h"
 
 const struct xlt_metric_desc gw_worker_metrics[] = {
-	{"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
-	 "iterations of the worker's poll loop", NULL},
-	{"worker_busy_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, busy_loops),
-	 "poll loop iterations that found work", NULL},
-	{"worker_idle_sleeps_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_sleeps),
-	 "naps taken by an idle worker", NULL},
-	{"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
-	 "packets taken from the worker's RX queue", NULL},
-	{"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
-	 "sessions owned by the worker", NULL},
+    {"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
+     "iterations of the worker's poll loop", NULL},
+    {"worker_busy_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, busy_loops),
+     "poll loop iterations that found work", NULL},
+    {"worker_idle_sleeps_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_sleeps),
+     "naps taken by an idle worker", NULL},
+    {"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
+     "packets taken from the worker's RX queue", NULL},
+    {"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
+     "sessions owned by the worker", NULL},
 };
 const unsigned gw_worker_n_metrics = sizeof(gw_worker_metrics) / sizeof(gw_worker_metrics[0]);
 
@@ -47,6 +48,7 @@ int gw_worker_main(void *arg)
 	bool armed = false, covered = false;
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		const struct gw_live *live = gw_live_enter(w); /* quiescent point: see live.c */
 		uint64_t now = gw_now_ns();
 
 		if (__atomic_load_n(&w->abort_all, __ATOMIC_ACQUIRE)) {
@@ -62,7 +64,7 @@ int gw_worker_main(void *arg)
 			armed = false;
 			continue;
 		}
-		if (!w->idle_sleep_us)
+		if (!live->idle_sleep_us)
 			continue;
 		if (!armed) {
 			bool sole;
@@ -78,8 +80,8 @@ int gw_worker_main(void *arg)
 			continue; /* one more round: what came before the arming is seen now */
 		}
 		nap_us = nap_us ? nap_us * 2 : 1;
-		if (covered || nap_us > w->idle_sleep_us)
-			nap_us = w->idle_sleep_us;
+		if (covered || nap_us > live->idle_sleep_us)
+			nap_us = live->idle_sleep_us;
 		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
 			gw_ib_woken(w, fds + n_eth, n_fds - n_eth);
 		if (n_eth)

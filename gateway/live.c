@@ -1,0 +1,74 @@
+/* Publication of the values a reload may change, read by the workers without locks.
+ *
+ * Quiescent-state based reclamation, as DPDK's rte_rcu_qsbr does it, on one pointer: the control
+ * thread stores the new struct gw_live, then bumps live_epoch; each worker, at the top of every round
+ * (where it holds no snapshot), loads the epoch, then the pointer, and reports the epoch it loaded.
+ * A replaced snapshot waits in live_retired with the epoch of its replacement and is freed once
+ * every worker has reported that epoch or a later one: by then each of them has taken a newer
+ * snapshot and finished every read of the old one. A worker that sleeps still starts a round
+ * every idle_sleep at most, so the grace period is short; the sweep runs every second.
+ * (rte_rcu_qsbr would add a variable sized per-thread array and thread registration for the same
+ * one-writer case; this is the few lines it needs here.) */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "../conf/conf.h"
+#include "gw.h"
+
+struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
+{
+	struct gw_live *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->max_sessions =
+	    c->gateway.max_sessions < d->cap_sessions ? c->gateway.max_sessions : d->cap_sessions;
+	l->idle_sleep_us = c->gateway.idle_sleep_us;
+	return l;
+}
+
+void gw_live_publish(struct gw_daemon *d, struct gw_live *l)
+{
+	struct gw_live *old = d->live;
+	uint64_t e = d->live_epoch + 1;
+
+	__atomic_store_n(&d->live, l, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->live_epoch, e, __ATOMIC_RELEASE);
+	if (old) {
+		old->retired_epoch = e;
+		old->next_retired = d->live_retired;
+		d->live_retired = old;
+	}
+}
+
+void gw_live_sweep(struct gw_daemon *d)
+{
+	struct gw_live **pp = &d->live_retired;
+	uint64_t seen = UINT64_MAX;
+
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		uint64_t e = __atomic_load_n(&d->workers[i].qs_epoch, __ATOMIC_ACQUIRE);
+		if (e < seen)
+			seen = e;
+	}
+	while (*pp) {
+		struct gw_live *l = *pp;
+		if (l->retired_epoch <= seen) {
+			*pp = l->next_retired;
+			free(l);
+		} else {
+			pp = &l->next_retired;
+		}
+	}
+}
+
+void gw_live_fini(struct gw_daemon *d)
+{
+	while (d->live_retired) {
+		struct gw_live *l = d->live_retired;
+		d->live_retired = l->next_retired;
+		free(l);
+	}
+	free(d->live);
+	d->live = NULL;
+}

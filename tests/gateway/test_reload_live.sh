@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# SIGHUP under load, ASan build: 8 sessions on an echo route keep exchanging random bytes (every byte
+# checked by sha256 at the end) while 20 reloads raise and lower [gateway] max_sessions and
+# memory_limit and add and remove a route. Checks: the daemon never dies and ASan reports nothing, the
+# sessions come through intact, each new limit holds where the README says it does (a lowered
+# max_sessions refuses new sessions, counted, and leaves the live ones alone; a raised one admits up to
+# the pools sized at start and says the rest needs a restart; a file whose routes need more than the
+# buffers sized at start is refused whole), an added route listens and a removed one stops.
+# timeout: 300
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+eth_test_init
+peer() { eth_ns "$PY3" tests/gateway/reload_peer.py "$@"; }
+conf=$tmp/ibgw.conf
+
+base=$(gw_routes <<EOF
+echo	tcp:7	echo	max_sessions=64
+EOF
+)
+extra="$base
+$(gw_routes <<EOF
+extra	tcp:9	echo	max_sessions=64
+EOF
+)"
+# A daemon started with max_sessions = 16 (default 10000) and memory_limit = 256M (default 1G): small
+# start values, so that the reloads below go far above what its pools were sized for (the crash of
+# issue #13 was 16 -> 1000000); each route needs 64 x 512 KiB = 32 MiB.
+eth_setup
+ETH_MAX_SESSIONS=16 ETH_MEMORY_LIMIT=256M eth_gw_start "$conf" "$base"
+metric() { gw_metric "$ETH_STATS" "$1"; }
+reloads() { metric 'ibgw_config_reloads_total{result="'"$1"'"}'; }
+# reload MAX_SESSIONS MEMORY_LIMIT ROUTES [failed]: writes the file, SIGHUP, waits for the result
+reload() {
+	local want=${4:-ok} n i
+	n=$(reloads "$want")
+	ETH_MAX_SESSIONS=$1 ETH_MEMORY_LIMIT=$2 eth_conf "$conf" "$3"
+	kill -HUP "$GW_PID"
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd died on reload (max_sessions $1, memory_limit $2)"
+		[ "$(reloads "$want")" -gt "$n" ] && return 0
+		sleep 0.1
+	done
+	fail "reload (max_sessions $1, memory_limit $2) not counted as $want"
+}
+active() { metric 'ibgw_route_sessions_active{route="echo"}'; }
+wait_active() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(active)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "echo route: $(active) sessions active, expected $1"
+}
+rejected() { metric 'ibgw_route_sessions_rejected_total{route="echo",reason="global"}'; }
+# expect_try PORT N ADMITTED: N more connections to PORT, ADMITTED of them served
+expect_try() {
+	local out
+	out=$(peer try "$ETH_GW_IP" "$1" "$2") || fail "try $1: $out"
+	[ "$out" = "admitted $3 refused $(($2 - $3))" ] || fail "port $1, $2 more connections: $out, expected $3 admitted"
+}
+
+stop=$tmp/stop
+eth_bg "$PY3" tests/gateway/reload_peer.py live "$ETH_GW_IP" 7 8 "$stop" >"$tmp/live.out" 2>&1
+live=$ETH_BG_PID
+for ((i = 0; i < 300; i++)); do grep -q ready "$tmp/live.out" && break; sleep 0.1; done
+grep -q ready "$tmp/live.out" || fail "live sessions did not open: $(cat "$tmp/live.out")"
+wait_active 8
+ok "8 live sessions on the echo route"
+
+for ((i = 1; i <= 20; i++)); do
+	if ((i % 2)); then
+		reload 1000000 4G "$extra" # raise both far above the start values, add a route
+	else
+		reload 4 64M "$base" # lower both (max_sessions below the 8 live sessions), remove the route
+	fi
+	if ((i == 1)); then
+		expect_try 9 1 1
+		ok "reload 1: the added route serves"
+	elif ((i == 2)); then
+		expect_try 9 1 0
+		ok "reload 2: the removed route no longer serves"
+	fi
+	kill -0 "$live" 2>/dev/null || fail "the live sessions ended during reload $i: $(cat "$tmp/live.out")"
+done
+[ "$(active)" = 8 ] || fail "after 20 reloads: $(active) sessions active, expected 8"
+ok "20 reloads (max_sessions 1000000 <-> 4, memory_limit 4G <-> 64M, a route added and removed): alive, 8 sessions still live"
+
+# max_sessions = 4 now, 8 sessions live: new ones are refused and counted, the live ones go on
+r0=$(rejected)
+expect_try 7 3 0
+r1=$(rejected)
+[ "$((r1 - r0))" = 3 ] || fail "3 refusals, but rejected{reason=global} went $r0 -> $r1"
+ok "max_sessions lowered below the live count: 3 new sessions refused and counted"
+
+reload 10 256M "$base"
+wait_active 8
+expect_try 7 5 2
+ok "max_sessions 10: 2 of 5 new sessions admitted"
+
+# above what the pools were sized for at start (16): admitted up to 16, and the log says why
+wait_active 8
+reload 1000000 4G "$base"
+expect_try 7 10 8
+grep -q 'max_sessions.*restart' "$GW_LOG" || fail "no 'needs a restart' message for max_sessions"
+grep -q 'memory_limit.*restart' "$GW_LOG" || fail "no 'needs a restart' message for memory_limit"
+ok "max_sessions 1000000: admitted up to the 16 sized at start; the log says the rest needs a restart"
+
+# routes needing 32 + 500 MiB: within the file's memory_limit (4G) but above the 256M sized at start
+# => the whole file is refused, its max_sessions (4) included
+wait_active 8
+reload 4 4G "$(gw_routes <<EOF
+echo	tcp:7	echo	max_sessions=64
+big	tcp:9	echo	max_sessions=1000
+EOF
+)" failed
+expect_try 7 2 2
+expect_try 9 1 0
+ok "a file needing more buffers than sized at start is refused whole (its routes and max_sessions not applied)"
+
+touch "$stop"
+wait "$live"
+rc=$?
+out=$(cat "$tmp/live.out")
+[ "$rc" = 0 ] || fail "live sessions: $out"
+set -- $(grep '^ok' "$tmp/live.out")
+[ "${2:-}" = 8 ] && [ "${3:-0}" -gt 0 ] || fail "live sessions: $out"
+ok "8 live sessions intact: $3 bytes each way through 22 reloads and a refused one, sha256 equal"
+
+gw_stop TERM 20
+rc=$?
+[ "$rc" = 0 ] || fail "ibgwd exit status $rc after SIGTERM"
+grep -E 'AddressSanitizer|LeakSanitizer|runtime error' "$GW_LOG" && fail "sanitizer report"
+ok "clean exit, no sanitizer report"
