@@ -92,7 +92,7 @@ static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *ol
 	} while (0)
 	NEEDS_RESTART(old->gateway.workers != new->gateway.workers, "[gateway] workers");
 	NEEDS_RESTART(memcmp(&old->gateway.stats, &new->gateway.stats, sizeof(old->gateway.stats)),
-	              "[gateway] stats");
+		      "[gateway] stats");
 	NEEDS_RESTART(old->gateway.log_target != new->gateway.log_target, "[gateway] log_target");
 	NEEDS_RESTART(memcmp(&old->ib, &new->ib, sizeof(old->ib)), "[ib]");
 	NEEDS_RESTART(memcmp(&old->eth, &new->eth, sizeof(old->eth)), "[eth]");
@@ -104,8 +104,7 @@ static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *ol
 			if (!strcmp(old->routes[j].name, r->name))
 				o = &old->routes[j];
 		if (!o)
-			GW_NOTICE("reload: route %s added (%s)", r->name,
-			          conf_endpoint_str(&r->listen, a, sizeof(a)));
+			GW_NOTICE("reload: route %s added (%s)", r->name, conf_endpoint_str(&r->listen, a, sizeof(a)));
 		else if (!conf_route_equal(o, r))
 			GW_NOTICE("reload: route %s changed; new sessions use the new settings", r->name);
 	}
@@ -163,7 +162,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	gw_log_set_level(c->gateway.log_level);
 	gw_live_publish(d, live);
 	conf_free(d->conf);
-	d->conf = c;
+		d->conf = c;
 	gw_eth_routes(d);
 	gw_ib_routes(d);
 	d->reloads_ok++;
@@ -228,8 +227,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 		return;
 	}
-	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd),
-	          (unsigned long long)d->conf->gateway.drain_timeout_ms);
+	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
 	__atomic_store_n(&d->state, GW_DRAINING, __ATOMIC_RELEASE);
 	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
 	d->drain_timer = event_new(d->base, -1, EV_PERSIST, drain_tick, d);
@@ -291,8 +289,8 @@ int gw_daemon_run(struct gw_daemon *d)
 	if (ret) {
 		char a[INET_ADDRSTRLEN];
 		GW_ERR("cannot listen on %s:%u for stats: %s",
-		       inet_ntop(AF_INET, &d->conf->gateway.stats.addr, a, sizeof(a)),
-		       d->conf->gateway.stats.port, strerror(-ret));
+		       inet_ntop(AF_INET, &d->conf->gateway.stats.addr, a, sizeof(a)), d->conf->gateway.stats.port,
+		       strerror(-ret));
 		goto err;
 	}
 	d->sig_hup = evsignal_new(d->base, SIGHUP, on_hup, d);

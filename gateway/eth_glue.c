@@ -44,7 +44,7 @@ struct glue_worker {
 	struct glue_listener lis[CONF_MAX_ROUTES];
 	unsigned n_lis;
 	bool drained;
-	uint64_t frames_seen;       /* for the worker's rx_packets counter */
+	uint64_t frames_seen; /* for the worker's rx_packets counter */
 	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
 };
 
@@ -75,9 +75,9 @@ static void on_listener_free(void *arg, void *user)
 static struct eth_tcp_params params_of(const struct gw_route *r)
 {
 	return (struct eth_tcp_params){
-	    .rbuf_size = (uint32_t)r->conf.tcp_rbuf_size,
-	    .sbuf_size = (uint32_t)r->conf.tcp_sbuf_size,
-	    .connect_timeout_ms = r->conf.connect_timeout_ms,
+		.rbuf_size = (uint32_t)r->conf.tcp_rbuf_size,
+		.sbuf_size = (uint32_t)r->conf.tcp_sbuf_size,
+		.connect_timeout_ms = r->conf.connect_timeout_ms,
 	};
 }
 
@@ -98,28 +98,28 @@ int gw_eth_start(struct gw_daemon *d)
 		/* sized for the start values: a reload stays within them (daemon.c) */
 		uint32_t max_conns = 2 * d->cap_sessions + e->syn_backlog + 4096;
 		struct eth_stack_conf c = {
-		    .worker = i,
-		    .n_workers = d->n_workers,
-		    .port_id = eth_port_id(d->port),
-		    .queue = (uint16_t)i,
-		    .pool = eth_port_pool(d->port),
-		    .addr = e->address.net.s_addr,
-		    .prefix = e->address.prefix,
-		    .gateway = e->gateway.s_addr,
-		    .mtu = e->mtu,
-		    .offloads = eth_port_offloads(d->port),
-		    .time_wait_ms = e->time_wait_ms,
-		    .syn_backlog = e->syn_backlog,
-		    .keepalive_ms = e->keepalive_ms,
-		    .keepalive_intvl_ms = e->keepalive_intvl_ms,
-		    .keepalive_probes = e->keepalive_probes,
-		    .user_timeout_ms = e->user_timeout_ms,
-		    .max_conns = max_conns,
+			.worker = i,
+			.n_workers = d->n_workers,
+			.port_id = eth_port_id(d->port),
+			.queue = (uint16_t)i,
+			.pool = eth_port_pool(d->port),
+			.addr = e->address.net.s_addr,
+			.prefix = e->address.prefix,
+			.gateway = e->gateway.s_addr,
+			.mtu = e->mtu,
+			.offloads = eth_port_offloads(d->port),
+			.time_wait_ms = e->time_wait_ms,
+			.syn_backlog = e->syn_backlog,
+			.keepalive_ms = e->keepalive_ms,
+			.keepalive_intvl_ms = e->keepalive_intvl_ms,
+			.keepalive_probes = e->keepalive_probes,
+			.user_timeout_ms = e->user_timeout_ms,
+			.max_conns = max_conns,
 		    .buffer_bytes = d->cap_memory,
-		    .flow_key = {key[0], key[1]},
-		    .on_accept = on_accept,
-		    .on_listener_free = on_listener_free,
-		    .cb_arg = w,
+			.flow_key = {key[0], key[1]},
+			.on_accept = on_accept,
+			.on_listener_free = on_listener_free,
+			.cb_arg = w,
 		};
 
 		memcpy(c.mac, eth_port_mac(d->port), 6);
@@ -131,8 +131,7 @@ int gw_eth_start(struct gw_daemon *d)
 		stacks[i] = w->eth;
 		snprintf(name, sizeof(name), "ethctl%u", i);
 		glue[i] = (struct glue_worker){.hot_ns = eth_port_rx_intr(d->port) ? ETH_HOT_INTR_NS : 0};
-		glue[i].ctl =
-		    rte_ring_create(name, CTL_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		glue[i].ctl = rte_ring_create(name, CTL_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (!glue[i].ctl) {
 			ret = -rte_errno;
 			goto err;
@@ -145,13 +144,10 @@ int gw_eth_start(struct gw_daemon *d)
 		unsigned o = eth_port_offloads(d->port);
 
 		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s), idle workers %s, offloads:%s%s%s%s%s",
-		        inet_ntop(AF_INET, &e->address.net, a, sizeof(a)), e->address.prefix, e->mtu,
-		        d->n_workers,
-		        eth_port_rx_fd(d->workers[0].port, 0) >= 0 ? "wake on arriving frames"
-		                                                   : "nap and poll",
-		        o & ETH_OFFLOAD_TX_CSUM ? " tx-checksum" : "", o & ETH_OFFLOAD_TSO ? " tso" : "",
-		        o & ETH_OFFLOAD_RX_CSUM ? " rx-checksum" : "", o & ETH_OFFLOAD_LRO ? " lro" : "",
-		        o ? "" : " none");
+			inet_ntop(AF_INET, &e->address.net, a, sizeof(a)), e->address.prefix, e->mtu, d->n_workers,
+			eth_port_rx_fd(d->workers[0].port, 0) >= 0 ? "wake on arriving frames" : "nap and poll",
+			o & ETH_OFFLOAD_TX_CSUM ? " tx-checksum" : "", o & ETH_OFFLOAD_TSO ? " tso" : "",
+			o & ETH_OFFLOAD_RX_CSUM ? " rx-checksum" : "", o & ETH_OFFLOAD_LRO ? " lro" : "", o ? "" : " none");
 	}
 	return 0;
 err:
@@ -282,7 +278,7 @@ void gw_eth_routes(struct gw_daemon *d)
 }
 
 struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-                                  int *err)
+				  int *err)
 {
 	struct eth_tcp_params p = params_of(r);
 

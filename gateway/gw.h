@@ -45,10 +45,10 @@ struct gw_live {
 
 /* Counters of one worker: written by that worker only, read by the control thread (relaxed). */
 struct gw_worker_stats {
-	uint64_t loops;           /* iterations of the poll loop */
-	uint64_t busy_loops;      /* iterations that found work */
-	uint64_t idle_sleeps;     /* naps taken while idle */
-	uint64_t rx_packets;      /* packets taken from the worker's RX queue */
+	uint64_t loops;		  /* iterations of the poll loop */
+	uint64_t busy_loops;	  /* iterations that found work */
+	uint64_t idle_sleeps;	  /* naps taken while idle */
+	uint64_t rx_packets;	  /* packets taken from the worker's RX queue */
 	uint64_t sessions_active; /* gauge */
 };
 
@@ -60,11 +60,11 @@ extern const unsigned gw_worker_n_metrics;
  * control thread frees it once nothing holds it. Whoever keeps a struct gw_route pointer beyond a call
  * (a listener, a connection on its way to a worker, a session) holds a reference: gw_route_get/put. */
 struct gw_route {
-	struct conf_route conf;        /* immutable */
-	bool removed;                  /* written by control (atomic), read by anyone */
-	uint32_t refs;                 /* atomic */
-	uint32_t active;               /* admitted sessions, atomic */
-	uint64_t rejected[3];          /* by enum gw_reject, atomic adds from any thread */
+	struct conf_route conf; /* immutable */
+	bool removed;		/* written by control (atomic), read by anyone */
+	uint32_t refs;		/* atomic */
+	uint32_t active;	/* admitted sessions, atomic */
+	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
 	struct gw_route *next_removed; /* control thread */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
@@ -74,9 +74,9 @@ struct gw_route {
 };
 
 enum gw_reject {
-	GW_REJECT_ACL,    /* source not in the route's allow list */
-	GW_REJECT_LIMIT,  /* route max_sessions reached */
-	GW_REJECT_GLOBAL, /* [gateway] max_sessions reached, or draining */
+	GW_REJECT_ACL,	    /* source not in the route's allow list */
+	GW_REJECT_LIMIT,    /* route max_sessions reached */
+	GW_REJECT_GLOBAL,   /* [gateway] max_sessions reached, or draining */
 };
 
 /* One pooled session of a worker. */
@@ -95,9 +95,9 @@ struct gw_session {
 struct pollfd;
 
 struct gw_worker {
-	unsigned id; /* also the port queue it owns */
+	unsigned id;	   /* also the port queue it owns */
 	unsigned lcore;
-	bool stop; /* written by control, read by the worker (atomic) */
+	bool stop;	   /* written by control, read by the worker (atomic) */
 	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
 	 * older than the one published with that epoch. Written by the worker (release), read by control
 	 * (acquire). */
@@ -114,8 +114,8 @@ struct gw_worker {
 	struct gw_session *free_sessions;
 	struct xlt_session_owner owner;
 	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
-	uint64_t tick_ns;           /* next pass over live sessions (backpressure time) */
-	bool abort_all;             /* written by control (atomic): abort every session (drain timeout) */
+	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
+	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
 };
 
 enum gw_state {
@@ -133,7 +133,7 @@ struct gw_daemon {
 	struct event_base *base;
 	struct evhttp *http;
 	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
-	struct timespec started; /* CLOCK_MONOTONIC */
+	struct timespec started;   /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;
 	bool drain_aborting;
 	uint64_t reloads_ok;
@@ -148,8 +148,8 @@ struct gw_daemon {
 	struct gw_live *live;
 	uint64_t live_epoch;
 	struct gw_live *live_retired; /* control only: replaced snapshots in their grace period */
-	uint64_t drain_aborted;       /* sessions aborted when the drain timeout passed */
-	int ready_fd; /* -1, or the pipe telling the launching parent that start-up succeeded */
+	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
+	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
 
 	enum gw_state state; /* written by control; read by workers (atomic) */
 	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
@@ -257,9 +257,9 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
  * whose events report the outcome, or NULL with *ERR set. */
 struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-                                  int *err);
+				  int *err);
 struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-                                 int *err);
+				 int *err);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

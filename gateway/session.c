@@ -129,8 +129,7 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
 	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
-		    !strcmp(o->conf.name, r->conf.name))
+		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) && !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
 		return;
@@ -187,7 +186,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
 		why = GW_REJECT_ACL;
 	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
-	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
+		 __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
 	         __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL;
 	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
@@ -248,8 +247,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	}
 
 	if (reason != XLT_END_OK)
-		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id,
-		         xlt_end_reason_names[reason]);
+		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
 	unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
@@ -262,8 +260,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
  * a few spare ones per worker, refilled by the control thread every 20 ms; a burst of accepts empties
  * them). Turning the accepted client away then would reset a connection that a millisecond later
  * could have been served, so the session starts with its far side missing and retries. */
-#define RETRY_NS 1000000ull
-#define TICK_NS  100000000ull
+#define RETRY_NS    1000000ull
+#define TICK_NS     100000000ull
 
 static bool transient(int err)
 {
@@ -276,7 +274,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_route *r, i
 
 	*err = 0;
 	return to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, err)
-	                               : gw_ib_connect(w, r, to->addr, to->port, err);
+				       : gw_ib_connect(w, r, to->addr, to->port, err);
 }
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
@@ -296,20 +294,15 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 		goto err;
 	}
 	switch (to->kind) {
-	case CONF_EP_ECHO:
-		kind = XLT_SESSION_ECHO;
-		break;
-	case CONF_EP_DISCARD:
-		kind = XLT_SESSION_DISCARD;
-		break;
+	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;
+	case CONF_EP_DISCARD: kind = XLT_SESSION_DISCARD; break;
 	case CONF_EP_TCP:
 	case CONF_EP_IB:
 		kind = XLT_SESSION_RELAY;
 		b = far_connect(w, r, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1,
-			                 __ATOMIC_RELAXED);
+			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -364,7 +357,7 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			xlt_session_attach(&s->x, b);
 		else
 			xlt_session_abort(&s->x, err == -ETIMEDOUT ? XLT_END_CONNECT_TIMEOUT
-			                                           : xlt_end_reason_of(err, true));
+								  : xlt_end_reason_of(err, true));
 	}
 	if (now >= w->tick_ns && w->st.sessions_active) {
 		w->tick_ns = now + TICK_NS;
@@ -431,10 +424,8 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		return;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
-		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
-		         side_name(r->conf.connect.kind));
-		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
-		         side_name(r->conf.listen.kind));
+		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind), side_name(r->conf.connect.kind));
+		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind), side_name(r->conf.listen.kind));
 		sum_route(&sums[n++], r, d->n_workers);
 	}
 	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
@@ -445,9 +436,9 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			if (n == CONF_MAX_ROUTES * 2)
 				continue;
 			snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
-			         side_name(r->conf.connect.kind));
+				 side_name(r->conf.connect.kind));
 			snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
-			         side_name(r->conf.listen.kind));
+				 side_name(r->conf.listen.kind));
 			n++;
 		}
 		sum_route(&sums[i], r, d->n_workers);
@@ -460,56 +451,49 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.sessions_total, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_sessions_rejected_total", XLT_COUNTER,
-	                  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
-	                  "(gateway max_sessions or draining)");
+			  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
+			  "(gateway max_sessions or draining)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < 3; k++)
 			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
-			                  reject_names[k], NULL);
+					  reject_names[k], NULL);
 	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
-	                  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
+			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < XLT_END_COUNT; k++)
 			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
-			                  xlt_end_reason_names[k], NULL);
+					  xlt_end_reason_names[k], NULL);
 	gw_metrics_family(m, "route_bytes_total", XLT_COUNTER, "bytes relayed, by direction");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i],
-		                  NULL);
-		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i],
-		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_seconds_total", XLT_COUNTER,
-	                  "time a direction held bytes its destination could not take yet");
+			  "time a direction held bytes its destination could not take yet");
 	for (unsigned i = 0; i < n; i++) {
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_a_to_b / 1e9, "route", sums[i].name, "dir",
-		                  dir[0][i], NULL);
+				  dir[0][i], NULL);
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
-		                  dir[1][i], NULL);
+				  dir[1][i], NULL);
 	}
-	gw_metrics_family(
-	    m, "route_buffer_bytes", XLT_GAUGE,
-	    "bytes received and held in the gateway's buffers because the direction's destination "
-	    "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
+	gw_metrics_family(m, "route_buffer_bytes", XLT_GAUGE,
+			  "bytes received and held in the gateway's buffers because the direction's destination "
+			  "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i],
-		                  NULL);
-		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i],
-		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
-	                  "times a direction became blocked by its destination");
+			  "times a direction became blocked by its destination");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir",
-		                  dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir",
-		                  dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
 	}
 	gw_metrics_family(m, "route_connects_total", XLT_COUNTER, "far-side connections established");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connects, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_connect_seconds_total", XLT_COUNTER,
-	                  "total far-side connect latency (divide by route_connects_total for the mean)");
+			  "total far-side connect latency (divide by route_connects_total for the mean)");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
 	free(sums);

@@ -23,16 +23,16 @@
 #include "gw.h"
 
 const struct xlt_metric_desc gw_worker_metrics[] = {
-    {"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
-     "iterations of the worker's poll loop", NULL},
-    {"worker_busy_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, busy_loops),
-     "poll loop iterations that found work", NULL},
-    {"worker_idle_sleeps_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_sleeps),
-     "naps taken by an idle worker", NULL},
-    {"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
-     "packets taken from the worker's RX queue", NULL},
-    {"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
-     "sessions owned by the worker", NULL},
+	{"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
+	 "iterations of the worker's poll loop", NULL},
+	{"worker_busy_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, busy_loops),
+	 "poll loop iterations that found work", NULL},
+	{"worker_idle_sleeps_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_sleeps),
+	 "naps taken by an idle worker", NULL},
+	{"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
+	 "packets taken from the worker's RX queue", NULL},
+	{"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
+	 "sessions owned by the worker", NULL},
 };
 const unsigned gw_worker_n_metrics = sizeof(gw_worker_metrics) / sizeof(gw_worker_metrics[0]);
 
