@@ -70,16 +70,16 @@ static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *ol
 
 	if (new->gateway.max_sessions > d->cap_sessions) {
 		GW_WARN("reload: [gateway] max_sessions %" PRIu32 " is above the %" PRIu32
-		        " the session pools were "
-		        "sized for at start: %" PRIu32 " apply until a restart",
-		        new->gateway.max_sessions, d->cap_sessions, d->cap_sessions);
+			" the session pools were sized for at start: %" PRIu32
+			" apply until a restart",
+			new->gateway.max_sessions, d->cap_sessions, d->cap_sessions);
 		restart++;
 	}
 	if (new->gateway.memory_limit > d->cap_memory) {
 		GW_WARN("reload: [gateway] memory_limit %" PRIu64 " MiB is above the %" PRIu64
-		        " MiB the buffer "
-		        "arenas were sized for at start: %" PRIu64 " MiB apply until a restart",
-		        new->gateway.memory_limit >> 20, d->cap_memory >> 20, d->cap_memory >> 20);
+			" MiB the buffer arenas were sized for at start: %" PRIu64
+			" MiB apply until a restart",
+			new->gateway.memory_limit >> 20, d->cap_memory >> 20, d->cap_memory >> 20);
 		restart++;
 	}
 
@@ -138,8 +138,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	need = routes_need(c);
 	if (need > d->cap_memory) {
 		GW_ERR("%s: routes need up to %" PRIu64 " MiB of buffers, above the %" PRIu64
-		       " MiB of memory_limit "
-		       "the buffer arenas were sized for at start (a larger memory_limit needs a restart)",
+		       " MiB of memory_limit the buffer arenas were sized for at start "
+		       "(a larger memory_limit needs a restart)",
 		       d->conf_path, (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
 		goto err;
 	}
