@@ -210,9 +210,13 @@ static void perr(struct parser *p, unsigned line, const char *fmt, ...)
 	int n;
 	va_list ap;
 
-	n = snprintf(msg, sizeof(msg), "%s:%u: ", p->file, line);
+	/* a long path keeps its tail (what tells files apart): the message must fit in msg */
+	if (strlen(p->file) > 400)
+		n = snprintf(msg, sizeof(msg), "...%s:%u: ", p->file + strlen(p->file) - 400, line);
+	else
+		n = snprintf(msg, sizeof(msg), "%s:%u: ", p->file, line);
 	va_start(ap, fmt);
-	vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
 	p->errors++;
 	if (p->err)

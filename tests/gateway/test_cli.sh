@@ -34,6 +34,20 @@ grep -q "^$tmp/bad.conf:9: route 'b' listens on ib:7000 like route 'a' (line 6)"
 [ "$(grep -c "^$tmp/bad.conf:[0-9]*:" "$tmp/out")" = 3 ] || fail "expected exactly 3 errors: $(cat "$tmp/out")"
 ok "-t rejects a bad file with all three errors as FILE:LINE, exit 1"
 
+# a config path of ~4000 characters (PATH_MAX is 4096): each error message is built in a 1 KiB
+# buffer, which such a path once overran (an ASan stack-buffer-overflow); now the path's tail is kept
+long=$tmp
+for i in $(seq 20); do long=$long/$(printf 'd%.0s' $(seq 195)); done
+mkdir -p "$long" || fail "cannot make a long path"
+cp "$tmp/bad.conf" "$long/bad.conf"
+"$IBGWD" -t -c "$long/bad.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 1 ] || fail "bad file at a ${#long}-character path: exit $rc, expected 1: $(tail -c 2000 "$tmp/out")"
+grep -q 'AddressSanitizer' "$tmp/out" && fail "sanitizer report for a long path: $(head -c 3000 "$tmp/out")"
+grep -qx "\.\.\.[d/]*/bad.conf:2: unknown key 'wokers' in \[gateway\]" "$tmp/out" ||
+	fail "long path: error not reported with the path's tail: $(grep -v '^=' "$tmp/out" | cut -c1-200)"
+ok "a ${#long}-character config path: errors reported with the path's tail, no overflow"
+
 "$IBGWD" --version | grep -q '^ibgwd [0-9]' || fail "--version"
 "$IBGWD" -h | grep -q -- '--config' || fail "-h"
 "$IBGWD" --bogus >/dev/null 2>&1; [ $? = 2 ] || fail "bad option should exit 2"
