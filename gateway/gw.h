@@ -20,7 +20,6 @@
 
 struct event_base;
 struct event;
-struct evhttp;
 struct eth_port;
 struct eth_stack;
 struct ib_worker;
@@ -131,7 +130,6 @@ struct gw_daemon {
 	struct conf *conf;
 	const char *conf_path;
 	struct event_base *base;
-	struct evhttp *http;
 	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
 	struct timespec started;   /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;

@@ -1,22 +1,54 @@
 /* Stats endpoint: GET /metrics (Prometheus text 0.0.4), GET /stats (JSON), GET /health.
  *
- * libevent's evhttp on the control thread, bound to [gateway] stats only (a management address, never
- * the datapath port). Every request renders from counters that single writers publish with relaxed
- * stores, so serving it never stops a worker. */
+ * On the control thread, bound to [gateway] stats only (a management address, never the datapath
+ * port). Every request renders from counters that single writers publish with relaxed stores, so
+ * serving it never stops a worker; but the control thread also accepts IB connections and reloads,
+ * so no client may hold it or its memory: at most STATS_MAX_CONNS connections (beyond, a new one is
+ * closed at once), one request each, STATS_DEADLINE_S from accept to the end of the reply whatever
+ * the client does (a slow sender or a slow reader is cut), a request head of STATS_MAX_HEAD bytes,
+ * no body read, "Connection: close". This is a small HTTP/1.x responder of its own on bufferevents:
+ * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total
+ * time (its timeout restarts with every byte read, so one byte every 9 s held a connection for hours).
+ * A client that resets mid-reply costs an EPIPE (SIGPIPE is ignored, daemon.c). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
+
+#define STATS_MAX_CONNS	 64
+#define STATS_DEADLINE_S 10
+#define STATS_MAX_HEAD	 8192
+
+enum drop_reason { DROP_LIMIT, DROP_TIMEOUT, DROP_OVERSIZE, DROP_COUNT };
+static const char *const drop_names[DROP_COUNT] = {"limit", "timeout", "oversize"};
+
+struct stats_conn {
+	struct gw_daemon *d;
+	struct bufferevent *bev;
+	struct event *deadline;
+	bool replied; /* the reply is queued: free once it has left */
+	struct stats_conn *prev, *next;
+};
+
+/* control thread only */
+static struct {
+	struct evconnlistener *lis;
+	struct stats_conn *conns;
+	unsigned n_conns;
+	uint64_t dropped[DROP_COUNT];
+} st;
 
 static void render(struct gw_daemon *d, struct gw_metrics *m)
 {
@@ -37,6 +69,14 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_family(m, "config_reloads_total", XLT_COUNTER, "SIGHUP reloads by result");
 	gw_metrics_sample(m, (double)d->reloads_ok, "result", "ok", NULL);
 	gw_metrics_sample(m, (double)d->reloads_failed, "result", "failed", NULL);
+	gw_metrics_family(m, "config_restart_pending", XLT_GAUGE,
+			  "1 when the file of the last reload has changes that apply only after a restart");
+	gw_metrics_sample(m, d->restart_pending > 0, NULL);
+	gw_metrics_family(m, "stats_connections_dropped_total", XLT_COUNTER,
+			  "stats endpoint connections closed early: limit (too many open), timeout (request not "
+			  "done in time), oversize (request head too large)");
+	for (unsigned k = 0; k < DROP_COUNT; k++)
+		gw_metrics_sample(m, (double)st.dropped[k], "reason", drop_names[k], NULL);
 	gw_metrics_family(m, "routes", XLT_GAUGE, "routes in the running configuration");
 	gw_metrics_sample(m, d->n_routes, NULL);
 	gw_metrics_family(m, "workers", XLT_GAUGE, "datapath workers");
@@ -65,77 +105,218 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_ib_metrics(d, m);
 }
 
-static void reply(struct evhttp_request *req, int code, const char *reason, const char *type,
-		  struct evbuffer *body)
+static void conn_free(struct stats_conn *c)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Type", type);
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	evhttp_send_reply(req, code, reason, body);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		st.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	st.n_conns--;
+	event_free(c->deadline);
+	bufferevent_free(c->bev); /* closes the socket */
+	free(c);
 }
 
-static void handle(struct evhttp_request *req, void *arg)
+/* Queues the whole reply and stops reading: the connection closes once it has left. */
+static void reply(struct stats_conn *c, int code, const char *reason, const char *type, const char *extra,
+		  struct evbuffer *body, bool head_only)
 {
-	struct gw_daemon *d = arg;
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	bufferevent_disable(c->bev, EV_READ);
+	evbuffer_add_printf(out,
+			    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
+			    "%sConnection: close\r\n\r\n",
+			    code, reason, type, evbuffer_get_length(body), extra);
+	if (!head_only)
+		evbuffer_add_buffer(out, body);
+	c->replied = true;
+	bufferevent_enable(c->bev, EV_WRITE);
+}
+
+static const char *const text = "text/plain; charset=utf-8";
+
+/* LINE is the request line, "METHOD TARGET HTTP/1.x". */
+static void handle(struct stats_conn *c, char *line)
+{
+	struct gw_daemon *d = c->d;
 	struct evbuffer *body = evbuffer_new();
+	char *method = line, *target, *version, *q;
+	bool get, head;
 	struct gw_metrics m;
-	bool known = path && (!strcmp(path, "/metrics") || !strcmp(path, "/stats") || !strcmp(path, "/health"));
 
 	if (!body) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		conn_free(c);
 		return;
 	}
-	if (!known) {
+	target = strchr(method, ' ');
+	version = target ? strchr(target + 1, ' ') : NULL;
+	if (!version || strncmp(version + 1, "HTTP/1.", 7)) {
+		evbuffer_add_printf(body, "bad request\n");
+		reply(c, 400, "Bad Request", text, "", body, false);
+		goto out;
+	}
+	*target++ = 0;
+	*version = 0;
+	if ((q = strchr(target, '?')))
+		*q = 0;
+	get = !strcmp(method, "GET");
+	head = !strcmp(method, "HEAD");
+	if (strcmp(target, "/metrics") && strcmp(target, "/stats") && strcmp(target, "/health")) {
 		evbuffer_add_printf(body, "not found: try /metrics, /stats or /health\n");
-		reply(req, HTTP_NOTFOUND, "Not Found", "text/plain; charset=utf-8", body);
-	} else if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+		reply(c, 404, "Not Found", text, "", body, head);
+	} else if (!get && !head) {
 		evbuffer_add_printf(body, "method not allowed\n");
-		reply(req, 405, "Method Not Allowed", "text/plain; charset=utf-8", body);
-	} else if (!strcmp(path, "/health")) {
-		bool ok = d->state == GW_SERVING;
+		reply(c, 405, "Method Not Allowed", text, "Allow: GET, HEAD\r\n", body, false);
+	} else if (!strcmp(target, "/health")) {
+		bool ok = __atomic_load_n(&d->state, __ATOMIC_RELAXED) == GW_SERVING;
 		evbuffer_add_printf(body, "%s\n", ok ? "ok" : "draining");
-		reply(req, ok ? HTTP_OK : 503, ok ? "OK" : "Service Unavailable", "text/plain; charset=utf-8", body);
+		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
 	} else {
-		bool prom = !strcmp(path, "/metrics");
+		bool prom = !strcmp(target, "/metrics");
 		gw_metrics_begin(&m, body, prom ? GW_METRICS_PROMETHEUS : GW_METRICS_JSON);
 		render(d, &m);
 		gw_metrics_end(&m);
-		reply(req, HTTP_OK, "OK", prom ? "text/plain; version=0.0.4; charset=utf-8" : "application/json", body);
+		reply(c, 200, "OK", prom ? "text/plain; version=0.0.4; charset=utf-8" : "application/json", "", body,
+		      head);
 	}
+out:
 	evbuffer_free(body);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct stats_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	char *line;
+
+	if (end.pos < 0)
+		end = evbuffer_search(in, "\n\n", 2, NULL);
+	if (end.pos < 0) {
+		if (evbuffer_get_length(in) > STATS_MAX_HEAD) {
+			struct evbuffer *body = evbuffer_new();
+			st.dropped[DROP_OVERSIZE]++;
+			if (!body) {
+				conn_free(c);
+				return;
+			}
+			evbuffer_add_printf(body, "request header too large\n");
+			reply(c, 431, "Request Header Fields Too Large", text, "", body, false);
+			evbuffer_free(body);
+		}
+		return;
+	}
+	if (end.pos > STATS_MAX_HEAD) {
+		st.dropped[DROP_OVERSIZE]++;
+		conn_free(c);
+		return;
+	}
+	line = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF);
+	if (!line) {
+		conn_free(c);
+		return;
+	}
+	handle(c, line);
+	free(line);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+	struct stats_conn *c = arg;
+
+	if (c->replied && !evbuffer_get_length(bufferevent_get_output(bev)))
+		conn_free(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	conn_free(arg); /* EOF before the request was complete, or an error (a reset): nothing to answer */
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	st.dropped[DROP_TIMEOUT]++;
+	conn_free(arg);
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct gw_daemon *d = arg;
+	struct stats_conn *c = NULL;
+
+	(void)lis;
+	(void)sa;
+	(void)salen;
+	if (st.n_conns >= STATS_MAX_CONNS) {
+		st.dropped[DROP_LIMIT]++;
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto err;
+	c->d = d;
+	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev)
+		goto err;
+	fd = -1; /* the bufferevent's now */
+	c->deadline = evtimer_new(d->base, on_deadline, c);
+	if (!c->deadline || evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_DEADLINE_S}))
+		goto err;
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, STATS_MAX_HEAD + 1);
+	if (bufferevent_enable(c->bev, EV_READ))
+		goto err;
+	c->next = st.conns;
+	if (st.conns)
+		st.conns->prev = c;
+	st.conns = c;
+	st.n_conns++;
+	return;
+err:
+	if (c) {
+		if (c->deadline)
+			event_free(c->deadline);
+		if (c->bev)
+			bufferevent_free(c->bev);
+		free(c);
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 int gw_stats_start(struct gw_daemon *d)
 {
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_addr = d->conf->gateway.stats.addr,
+		.sin_port = htons(d->conf->gateway.stats.port),
+	};
 	char addr[INET_ADDRSTRLEN];
 
-	d->http = evhttp_new(d->base);
-	if (!d->http)
-		return -ENOMEM;
-	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-						    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-	evhttp_set_timeout(d->http, 10);
-	evhttp_set_max_headers_size(d->http, 8192);
-	evhttp_set_max_body_size(d->http, 65536);
-	evhttp_set_gencb(d->http, handle, d);
-	inet_ntop(AF_INET, &d->conf->gateway.stats.addr, addr, sizeof(addr));
-	if (!evhttp_bind_socket_with_handle(d->http, addr, d->conf->gateway.stats.port)) {
-		int e = errno ? errno : EADDRINUSE;
-		evhttp_free(d->http);
-		d->http = NULL;
-		return -e;
-	}
+	st.lis = evconnlistener_new_bind(d->base, on_accept, d,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 128,
+					 (struct sockaddr *)&sin, sizeof(sin));
+	if (!st.lis)
+		return errno ? -errno : -EADDRINUSE;
+	inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof(addr));
 	GW_INFO("stats endpoint on http://%s:%u/metrics", addr, d->conf->gateway.stats.port);
 	return 0;
 }
 
 void gw_stats_stop(struct gw_daemon *d)
 {
-	if (d->http)
-		evhttp_free(d->http);
-	d->http = NULL;
+	(void)d;
+	while (st.conns)
+		conn_free(st.conns);
+	if (st.lis)
+		evconnlistener_free(st.lis);
+	st.lis = NULL;
 }
