@@ -1,15 +1,15 @@
 /* Stats endpoint: GET /metrics (Prometheus text 0.0.4), GET /stats (JSON), GET /health.
  *
- * On the control thread, bound to [gateway] stats only (a management address, never the datapath
- * port). Every request renders from counters that single writers publish with relaxed stores, so
- * serving it never stops a worker; but the control thread also accepts IB connections and reloads,
- * so no client may hold it or its memory: at most STATS_MAX_CONNS connections (beyond, a new one is
- * closed at once), one request each, STATS_DEADLINE_S from accept to the end of the reply whatever
- * the client does (a slow sender or a slow reader is cut), a request head of STATS_MAX_HEAD bytes,
- * no body read, "Connection: close". This is a small HTTP/1.x responder of its own on bufferevents:
- * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total
- * time (its timeout restarts with every byte read, so one byte every 9 s held a connection for hours).
- * A client that resets mid-reply costs an EPIPE (SIGPIPE is ignored, daemon.c). */
+ * On the control thread, bound to [gateway] stats only (a management address, never the datapath port).
+ * Every request renders from counters that single writers publish with relaxed stores, so serving it never
+ * stops a worker; but the control thread also accepts IB connections and reloads, so no client may hold it
+ * or its memory: at most STATS_MAX_CONNS connections (beyond, a new one is closed at once), one request
+ * each, STATS_DEADLINE_S from accept to the end of the request and as long again for the reply to leave,
+ * whatever the client does (a slow sender or a slow reader is cut), a request head of STATS_MAX_HEAD
+ * bytes, no body read, "Connection: close". This is a small HTTP/1.x responder of its own on bufferevents:
+ * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total time (its
+ * timeout restarts with every byte read, so one byte every 9 s held a connection for hours). A client that
+ * resets mid-reply costs an EPIPE (SIGPIPE is ignored, daemon.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -133,6 +133,9 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 	if (!head_only)
 		evbuffer_add_buffer(out, body);
 	c->replied = true;
+	/* the reply gets its own STATS_DEADLINE_S: a render can take seconds on a slow machine (the test
+	 * VM's emulated CPU), which must not eat the time of a reader that keeps up */
+	evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_DEADLINE_S});
 	bufferevent_enable(c->bev, EV_WRITE);
 }
 
