@@ -45,6 +45,7 @@ struct stats_conn {
 /* control thread only */
 static struct {
 	struct evconnlistener *lis;
+	struct event *resume; /* re-enables the listener after an accept error */
 	struct stats_conn *conns;
 	unsigned n_conns;
 	uint64_t dropped[DROP_COUNT];
@@ -295,6 +296,26 @@ err:
 		close(fd);
 }
 
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	evconnlistener_enable(st.lis);
+}
+
+/* accept() failed for want of something (fds, memory): the socket stays readable, so pause a second
+ * rather than spin the control thread on it */
+static void on_accept_error(struct evconnlistener *lis, void *arg)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+
+	(void)arg;
+	GW_WARN("stats endpoint: accept: %s; pausing for 1 s", strerror(e));
+	evconnlistener_disable(lis);
+	evtimer_add(st.resume, &(struct timeval){.tv_sec = 1});
+}
+
 int gw_stats_start(struct gw_daemon *d)
 {
 	struct sockaddr_in sin = {
@@ -309,6 +330,13 @@ int gw_stats_start(struct gw_daemon *d)
 					 (struct sockaddr *)&sin, sizeof(sin));
 	if (!st.lis)
 		return errno ? -errno : -EADDRINUSE;
+	st.resume = evtimer_new(d->base, on_resume, NULL);
+	if (!st.resume) {
+		evconnlistener_free(st.lis);
+		st.lis = NULL;
+		return -ENOMEM;
+	}
+	evconnlistener_set_error_cb(st.lis, on_accept_error);
 	inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof(addr));
 	GW_INFO("stats endpoint on http://%s:%u/metrics", addr, d->conf->gateway.stats.port);
 	return 0;
@@ -319,6 +347,9 @@ void gw_stats_stop(struct gw_daemon *d)
 	(void)d;
 	while (st.conns)
 		conn_free(st.conns);
+	if (st.resume)
+		event_free(st.resume);
+	st.resume = NULL;
 	if (st.lis)
 		evconnlistener_free(st.lis);
 	st.lis = NULL;
