@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SIGHUP under load, ASan build: 8 sessions on an echo route keep exchanging random bytes (every byte
 # checked by sha256 at the end) while 20 reloads raise and lower [gateway] max_sessions and
-# memory_limit and add and remove a route. Checks: the daemon never dies and ASan reports nothing, the
+# memory_limit, change idle_sleep and add and remove a route. Checks: the daemon never dies and ASan reports nothing, the
 # sessions come through intact, each new limit holds where the README says it does (a lowered
 # max_sessions refuses new sessions, counted, and leaves the live ones alone; a raised one admits up to
 # the pools sized at start and says the rest needs a restart; a file whose routes need more than the
@@ -35,7 +35,7 @@ reloads() { metric 'ibgw_config_reloads_total{result="'"$1"'"}'; }
 reload() {
 	local want=${4:-ok} n i
 	n=$(reloads "$want")
-	ETH_MAX_SESSIONS=$1 ETH_MEMORY_LIMIT=$2 eth_conf "$conf" "$3"
+	ETH_MAX_SESSIONS=$1 ETH_MEMORY_LIMIT=$2 ETH_IDLE_SLEEP=${IDLE:-100us} eth_conf "$conf" "$3"
 	kill -HUP "$GW_PID"
 	for ((i = 0; i < 300; i++)); do
 		kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd died on reload (max_sessions $1, memory_limit $2)"
@@ -71,7 +71,8 @@ ok "8 live sessions on the echo route"
 
 for ((i = 1; i <= 20; i++)); do
 	if ((i % 2)); then
-		reload 1000000 4G "$extra" # raise both far above the start values, add a route
+		# raise both far above the start values, add a route, change idle_sleep (a published value)
+		IDLE=1ms reload 1000000 4G "$extra"
 	else
 		reload 4 64M "$base" # lower both (max_sessions below the 8 live sessions), remove the route
 	fi
@@ -85,7 +86,7 @@ for ((i = 1; i <= 20; i++)); do
 	kill -0 "$live" 2>/dev/null || fail "the live sessions ended during reload $i: $(cat "$tmp/live.out")"
 done
 [ "$(active)" = 8 ] || fail "after 20 reloads: $(active) sessions active, expected 8"
-ok "20 reloads (max_sessions 1000000 <-> 4, memory_limit 4G <-> 64M, a route added and removed): alive, 8 sessions still live"
+ok "20 reloads (max_sessions 1000000 <-> 4, memory_limit 4G <-> 64M, idle_sleep 1ms <-> 100us, a route added and removed): alive, 8 sessions still live"
 
 # max_sessions = 4 now, 8 sessions live: new ones are refused and counted, the live ones go on
 r0=$(rejected)
