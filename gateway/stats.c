@@ -135,7 +135,9 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 		evbuffer_add_buffer(out, body);
 	c->replied = true;
 	/* the reply gets its own STATS_DEADLINE_S: a render can take seconds on a slow machine (the test
-	 * VM's emulated CPU), which must not eat the time of a reader that keeps up */
+	 * VM's emulated CPU), which must not eat the time of a reader that keeps up; from now, not from the
+	 * loop's cached time before the render */
+	event_base_update_cache_time(c->d->base);
 	evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_DEADLINE_S});
 	bufferevent_enable(c->bev, EV_WRITE);
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# SIGHUP under load, ASan build: 8 sessions on an echo route keep exchanging random bytes (every byte
-# checked by sha256 at the end) while 20 reloads raise and lower [gateway] max_sessions and
-# memory_limit, change idle_sleep and add and remove a route. Checks: the daemon never dies and ASan reports nothing, the
-# sessions come through intact, each new limit holds where the README says it does (a lowered
-# max_sessions refuses new sessions, counted, and leaves the live ones alone; a raised one admits up to
-# the pools sized at start and says the rest needs a restart; a file whose routes need more than the
-# buffers sized at start is refused whole), an added route listens and a removed one stops.
+# SIGHUP under load, ASan build: 8 sessions on an echo route and 2 on a route the first reload removes
+# keep exchanging random bytes (every byte checked by sha256 at the end) while 20 reloads raise and
+# lower [gateway] max_sessions and memory_limit, change idle_sleep and add and remove a route. Checks:
+# the daemon never dies and ASan reports nothing, the sessions come through intact (the removed
+# route's too, its object freed only after them), each new limit holds where the README says it does
+# (a lowered max_sessions refuses new sessions, counted, and leaves the live ones alone; a raised one
+# admits up to the pools sized at start and says the rest needs a restart; a file whose routes need
+# more than the buffers sized at start is refused whole), an added route listens, a removed one stops.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
@@ -19,6 +20,11 @@ base=$(gw_routes <<EOF
 echo	tcp:7	echo	max_sessions=64
 EOF
 )
+# at start only: the first reload removes it while 2 sessions run on it
+gone=$(gw_routes <<EOF
+gone	tcp:10	echo	max_sessions=64
+EOF
+)
 extra="$base
 $(gw_routes <<EOF
 extra	tcp:9	echo	max_sessions=64
@@ -28,7 +34,8 @@ EOF
 # start values, so that the reloads below go far above what its pools were sized for (the crash of
 # issue #13 was 16 -> 1000000); each route needs 64 x 512 KiB = 32 MiB.
 eth_setup
-ETH_MAX_SESSIONS=16 ETH_MEMORY_LIMIT=256M eth_gw_start "$conf" "$base"
+ETH_MAX_SESSIONS=16 ETH_MEMORY_LIMIT=256M eth_gw_start "$conf" "$base
+$gone"
 metric() { gw_metric "$ETH_STATS" "$1"; }
 reloads() { metric 'ibgw_config_reloads_total{result="'"$1"'"}'; }
 # reload MAX_SESSIONS MEMORY_LIMIT ROUTES [failed]: writes the file, SIGHUP, waits for the result
@@ -64,10 +71,13 @@ expect_try() {
 stop=$tmp/stop
 eth_bg "$PY3" tests/gateway/reload_peer.py live "$ETH_GW_IP" 7 8 "$stop" >"$tmp/live.out" 2>&1
 live=$ETH_BG_PID
-for ((i = 0; i < 300; i++)); do grep -q ready "$tmp/live.out" && break; sleep 0.1; done
+eth_bg "$PY3" tests/gateway/reload_peer.py live "$ETH_GW_IP" 10 2 "$stop" >"$tmp/gone.out" 2>&1
+live_gone=$ETH_BG_PID
+for ((i = 0; i < 300; i++)); do grep -q ready "$tmp/live.out" && grep -q ready "$tmp/gone.out" && break; sleep 0.1; done
 grep -q ready "$tmp/live.out" || fail "live sessions did not open: $(cat "$tmp/live.out")"
+grep -q ready "$tmp/gone.out" || fail "live sessions did not open: $(cat "$tmp/gone.out")"
 wait_active 8
-ok "8 live sessions on the echo route"
+ok "8 live sessions on the echo route, 2 on route gone"
 
 for ((i = 1; i <= 20; i++)); do
 	if ((i % 2)); then
@@ -84,26 +94,31 @@ for ((i = 1; i <= 20; i++)); do
 		ok "reload 2: the removed route no longer serves"
 	fi
 	kill -0 "$live" 2>/dev/null || fail "the live sessions ended during reload $i: $(cat "$tmp/live.out")"
+	kill -0 "$live_gone" 2>/dev/null || fail "the removed route's sessions ended during reload $i: $(cat "$tmp/gone.out")"
 done
+g=$(metric 'ibgw_route_sessions_active{route="gone"}')
+[ "$g" = 2 ] || fail "removed route gone: $g sessions reported, 2 still run"
+grep -q 'route gone: last session gone, freed' "$GW_LOG" && fail "route gone freed while its sessions run"
 [ "$(active)" = 8 ] || fail "after 20 reloads: $(active) sessions active, expected 8"
 ok "20 reloads (max_sessions 1000000 <-> 4, memory_limit 4G <-> 64M, idle_sleep 1ms <-> 100us, a route added and removed): alive, 8 sessions still live"
 
-# max_sessions = 4 now, 8 sessions live: new ones are refused and counted, the live ones go on
+# max_sessions = 4 now, 10 sessions live: new ones are refused and counted, the live ones go on
 r0=$(rejected)
 expect_try 7 3 0
 r1=$(rejected)
 [ "$((r1 - r0))" = 3 ] || fail "3 refusals, but rejected{reason=global} went $r0 -> $r1"
 ok "max_sessions lowered below the live count: 3 new sessions refused and counted"
 
-reload 10 256M "$base"
+# (10 sessions live from here on: 8 on echo, 2 on the removed route gone)
+reload 12 256M "$base"
 wait_active 8
 expect_try 7 5 2
-ok "max_sessions 10: 2 of 5 new sessions admitted"
+ok "max_sessions 12 with 10 live: 2 of 5 new sessions admitted"
 
 # above what the pools were sized for at start (16): admitted up to 16, and the log says why
 wait_active 8
 reload 1000000 4G "$base"
-expect_try 7 10 8
+expect_try 7 10 6
 grep -q 'max_sessions.*restart' "$GW_LOG" || fail "no 'needs a restart' message for max_sessions"
 grep -q 'memory_limit.*restart' "$GW_LOG" || fail "no 'needs a restart' message for memory_limit"
 ok "max_sessions 1000000: admitted up to the 16 sized at start; the log says the rest needs a restart"
@@ -121,6 +136,11 @@ expect_try 9 1 0
 ok "a file needing more buffers than sized at start is refused whole (its routes and max_sessions not applied)"
 
 touch "$stop"
+wait "$live_gone" || fail "removed route's sessions: $(cat "$tmp/gone.out")"
+grep -q '^ok 2 ' "$tmp/gone.out" || fail "removed route's sessions: $(cat "$tmp/gone.out")"
+for ((i = 0; i < 50; i++)); do grep -q 'route gone: last session gone, freed' "$GW_LOG" && break; sleep 0.1; done
+grep -q 'route gone: last session gone, freed' "$GW_LOG" || fail "route gone not freed after its last session"
+ok "removed route: its 2 sessions ran on, intact, through 22 reloads; the route freed after they ended"
 wait "$live"
 rc=$?
 out=$(cat "$tmp/live.out")
