@@ -9,7 +9,8 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 tmp=$(mktemp -d)
-trap 'gw_cleanup; rm -rf "$tmp"' EXIT
+# (a killed ibgwd leaves its EAL runtime directory behind)
+trap 'pid=$GW_PID; gw_cleanup; [ -n "$pid" ] && rm -rf "/var/run/dpdk/ibgwd-$pid"; rm -rf "$tmp"' EXIT
 port=$(gw_free_port)
 abuse() { python3 tests/gateway/stats_abuse.py "$@"; }
 health() { curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$port/health"; }
