@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "../eth_side/port.h"
 #include "gw.h"
 #include "log.h"
+#include "privs.h"
 
 #define DEFAULT_CONF "/etc/ibgw/ibgw.conf"
 #define MAX_EAL_ARGS 64
@@ -63,6 +65,7 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	static const char *const lcore_opts[] = {"-l", "-c", "--lcores", NULL};
 	static const char *const prefix_opts[] = {"--file-prefix", NULL};
 	static const char *const log_opts[] = {"--log-level", NULL};
+	static const char *const shconf_opts[] = {"--in-memory", "--no-shconf", NULL};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int argc = 0;
 	char *tok, *save = NULL, copy[CONF_STR_MAX];
@@ -88,6 +91,10 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	if (!has_arg(&c->eth, log_opts))
 		ADD("--log-level=%s", c->gateway.log_level >= CONF_LOG_DEBUG ? "info" : "warning");
 	ADD("--no-telemetry");
+	/* after the switch to [gateway] user, DPDK's shared files (root's, in root's runtime directory)
+	 * could neither serve a secondary process nor be removed: create none */
+	if (c->gateway.user[0] && !has_arg(&c->eth, shconf_opts))
+		ADD("--no-shconf");
 	if (c->eth.vdev[0])
 		ADD("--vdev=%s", c->eth.vdev);
 	else
@@ -103,16 +110,16 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	return argc;
 }
 
-/* EAL leaves its runtime directory behind; remove it when we named it. */
-static void remove_runtime_dir(const char *prefix)
+/* EAL leaves its runtime directory behind; remove it when we named it. DIR is the path EAL reported:
+ * after the privilege drop the euid no longer tells where EAL put it. */
+static void remove_runtime_dir(const char *prefix, const char *dir)
 {
-	char dir[256], path[512];
+	char path[PATH_MAX + 256];
 	DIR *dh;
 	struct dirent *de;
 
-	if (!prefix[0])
+	if (!prefix[0] || !dir[0])
 		return;
-	snprintf(dir, sizeof(dir), "%s/%s", geteuid() == 0 ? "/var/run/dpdk" : "/tmp/dpdk", prefix);
 	dh = opendir(dir);
 	if (!dh)
 		return;
@@ -170,7 +177,7 @@ int main(int argc, char **argv)
 	static struct gw_daemon d = {.ready_fd = -1};
 	const char *path = DEFAULT_CONF;
 	bool test = false, foreground = false, verbose = false;
-	char eal_buf[4096], *eal_argv[MAX_EAL_ARGS], prefix[64], errbuf[256];
+	char eal_buf[4096], *eal_argv[MAX_EAL_ARGS], prefix[64], errbuf[256], runtime_dir[PATH_MAX] = "";
 	int opt, eal_argc, status;
 
 	while ((opt = getopt_long(argc, argv, "c:tfvh", opts, NULL)) != -1) {
@@ -199,6 +206,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	/* a user that does not exist fails here, with -t too, before anything starts */
+	if (gw_privs_prepare(d.conf, test, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "%s: %s\n", path, errbuf);
+		conf_free(d.conf);
+		return 1;
+	}
 	if (test) {
 		conf_print_summary(d.conf, stdout);
 		conf_free(d.conf);
@@ -218,6 +231,12 @@ int main(int argc, char **argv)
 		gw_fatal("[eth] eal_args: too many arguments");
 	if (rte_eal_init(eal_argc, eal_argv) < 0)
 		gw_fatal("DPDK EAL initialization failed: %s (check [eth] eal_args and vdev)", rte_strerror(rte_errno));
+	if (prefix[0]) {
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+		/* empty with --in-memory: removed now, while we may (its parent is root's) */
+		if (rmdir(runtime_dir) == 0)
+			runtime_dir[0] = 0;
+	}
 	d.n_workers = d.conf->gateway.workers;
 	if (rte_lcore_count() < d.n_workers + 1)
 		gw_fatal("%u worker(s) need %u lcores, EAL has %u (check [eth] eal_args)", d.n_workers,
@@ -233,7 +252,7 @@ int main(int argc, char **argv)
 
 	eth_port_destroy(d.port);
 	rte_eal_cleanup();
-	remove_runtime_dir(prefix);
+	remove_runtime_dir(prefix, runtime_dir);
 	conf_free(d.conf);
 	if (d.conf_path != path)
 		free((char *)d.conf_path);
