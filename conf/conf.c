@@ -464,7 +464,7 @@ static const char *eal_args_check(const char *v, char *msgbuf, size_t len)
 			 * argument (the rest of the token or the next one) */
 			for (const char *o = tok + 1; *o; o++) {
 				if (*o == 'd') {
-					snprintf(msgbuf, len, "'%s': -d loads shared objects; refused", tok);
+					snprintf(msgbuf, len, "'%s' loads shared objects (-d); refused", tok);
 					return msgbuf;
 				}
 				if (*o != 'h' && *o != 'v')
