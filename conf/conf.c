@@ -123,8 +123,8 @@ static const struct conf_key conf_keys[] = {
 	 .def = "100us", .doc = "longest sleep of an idle worker; frames (af_packet, virtio_user) and IB completions wake it early (0 = busy-poll)"},
 	/* privileges (gateway/privs.c) */
 	{G(user), .type = T_NAME, .def = "",
-	 .doc = "user to switch to once the port, IB devices and listeners are open (empty: stay as started); capabilities are dropped either way"},
-	{G(group), .type = T_NAME, .def = "", .doc = "group to switch to (empty: the user's primary group)"},
+	 .doc = "user to run as: ibgwd started as root switches before DPDK starts and keeps only the capabilities its port and ports below 1024 need, with no_new_privs (empty: stay as started)"},
+	{G(group), .type = T_NAME, .def = "", .doc = "group to run as (empty: the user's primary group); needs user"},
 
 	/* [ib] */
 	{I(bind), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPoIB/RoCE address the rsocket listeners bind to"},

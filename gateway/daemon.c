@@ -274,7 +274,7 @@ int gw_daemon_run(struct gw_daemon *d)
 		GW_ERR("cannot arm the route sweep timer");
 		goto err_workers;
 	}
-	if (gw_privs_drop(d->conf)) /* everything privileged is open; the workers never run privileged */
+	if (gw_privs_check(d->conf)) /* every thread as gw_privs_drop left it, before the workers run */
 		goto err_workers;
 	if (start_workers(d))
 		goto err_workers;

@@ -229,6 +229,9 @@ int main(int argc, char **argv)
 	eal_argc = build_eal_args(d.conf, eal_buf, sizeof(eal_buf), eal_argv, prefix, sizeof(prefix));
 	if (eal_argc < 0)
 		gw_fatal("[eth] eal_args: too many arguments");
+	/* before EAL creates its threads, which then share the reduced credentials */
+	if (gw_privs_drop(d.conf, errbuf, sizeof(errbuf)))
+		gw_fatal("%s", errbuf);
 	if (rte_eal_init(eal_argc, eal_argv) < 0)
 		gw_fatal("DPDK EAL initialization failed: %s (check [eth] eal_args and vdev)", rte_strerror(rte_errno));
 	if (prefix[0]) {

@@ -1,34 +1,32 @@
-/* Dropping privileges after start-up.
+/* Dropping privileges.
  *
  * What ibgwd needs privileges for is opening things: the DPDK port (af_packet's raw sockets need
- * CAP_NET_RAW, a tap for virtio_user needs CAP_NET_ADMIN, hugepages and /var/run/dpdk need root's
- * files), the stats socket, the IB devices and the rdma_cm channel. Once they are open, the datapath
- * only reads and writes fds and memory it already has. What is still asked of the kernel later:
- * - ibv_reg_mr for new IB connections (control thread) pins memory: allowed by CAP_IPC_LOCK or by
- *   RLIMIT_MEMLOCK. gw_privs_prepare raises the limit to unlimited while still root, so the capability
- *   is kept only when that failed;
- * - rdma_bind_addr of an IB listener that a reload adds (control thread): the kernel's rdma_cm wants
- *   CAP_NET_BIND_SERVICE for ports below 1024. Kept when the configuration at start has such a
- *   listener; one added later by SIGHUP needs a restart (its listener fails with EACCES);
- * - nothing on the workers: packets move over the af_packet/vhost fds and rings already mapped, IB
- *   work goes to queue pairs already created.
- * Everything else goes: uid/gid become [gateway] user/group when set, every thread's capability sets
- * (effective, permitted, inheritable, ambient, bounding) lose all but the kept ones, the workers keep
- * none at all, and no_new_privs is set so that no execve can give anything back.
+ * CAP_NET_RAW, a tap for virtio_user needs CAP_NET_ADMIN), listening ports below 1024, pinning memory
+ * for RDMA. With [gateway] user set, ibgwd becomes that user before DPDK starts, keeping exactly the
+ * capabilities its configuration needs, in the effective, permitted and bounding sets (none
+ * inheritable or ambient), with no_new_privs so that no execve can give anything back:
+ * - for the port: CAP_NET_RAW for af_packet's sockets, CAP_NET_ADMIN because starting a port sets
+ *   the interface's MAC address and promiscuous mode (af_packet) or creates a tap (virtio_user);
+ *   nothing for net_null, net_ring, net_memif;
+ * - CAP_NET_BIND_SERVICE when the stats endpoint or an ib: listener is below 1024 (rdma_cm checks it
+ *   at bind time, also for a listener a reload adds);
+ * - CAP_IPC_LOCK only when RLIMIT_MEMLOCK could not be lifted while still root (ibv_reg_mr of every
+ *   new connection's buffers counts against it otherwise).
+ * Not uid 0, so root's files, devices and the rest of the capabilities are out of reach.
  *
- * Capabilities are per thread on Linux, and the EAL's threads (lcores waiting for work, the interrupt
- * thread) already exist when we drop. glibc applies setuid/setgid/setgroups to every thread (its
- * SIGSETXID broadcast) but prctl() and capset() act on the calling thread only, so we do what glibc
- * does: signal every other thread and let it apply the same change to itself, then check every
- * thread's /proc status. Order matters: bounding sets can only shrink while CAP_SETPCAP is still
- * effective, and glibc aborts the process if setuid() fails in any thread, so the other threads keep
- * their capabilities until the uid change is done, and clear them after it. */
+ * Why before DPDK starts and not after everything is open: the kernel's RDMA character devices
+ * (rdma_cm's and uverbs' write() interface, which software RDMA devices such as rxe use for every
+ * send doorbell) refuse a caller whose credentials are not the very ones that opened the file
+ * (ib_safe_file_access: "changed security contexts after opening file descriptor"). Credentials are
+ * per thread and any change makes new ones, so a drop after start-up would leave every thread but at
+ * most one unable to use the IB devices. Changed once, while the process has one thread, they are
+ * shared by every thread DPDK creates afterwards, and nothing changes them again. gw_privs_check()
+ * verifies that in every thread's /proc status once start-up is done. */
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +35,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -48,52 +45,21 @@
 
 #define MAX_GROUPS  64
 #define MAX_THREADS 256
-#define ANSWER_NS   5000000000ull /* how long a thread may take to run the signal handler */
 #define CAP_BIT(c)  (UINT64_C(1) << (c))
 
 /* Filled by gw_privs_prepare (before any thread), read by gw_privs_drop on the control thread. */
 static struct {
-	bool switch_user; /* [gateway] user set and different from who we run as */
 	uid_t uid;
 	gid_t gid;
 	int n_groups;
 	gid_t groups[MAX_GROUPS];
 	bool memlock_unlimited; /* RLIMIT_MEMLOCK is unlimited: ibv_reg_mr needs no CAP_IPC_LOCK */
+	/* set by gw_privs_drop */
+	bool dropped;
+	uint64_t keep; /* the capabilities every thread keeps */
 } prep;
 
-/* One step applied by every thread to itself, in its signal handler. Written by the control thread
- * before it signals, read by the handlers; done/error written by the handlers (atomic). */
-enum step {
-	STEP_BOUND, /* no_new_privs, ambient cleared, bounding set shrunk to step.keep */
-	STEP_CLEAR, /* effective, permitted and inheritable emptied */
-};
-static struct {
-	enum step step;
-	uint64_t keep;
-	bool setpcap; /* CAP_SETPCAP is effective: the bounding set can shrink */
-	int done;
-	int error;
-} bc;
-
-static int gettid_(void)
-{
-	return (int)syscall(SYS_gettid);
-}
-
-/* capget/capset of the calling thread (raw syscalls: no libcap dependency for two calls). */
-static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d))
-		return errno;
-	*eff = d[0].effective | (uint64_t)d[1].effective << 32;
-	*prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-	*inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
-	return 0;
-}
-
+/* capset of the calling thread (a raw syscall: no libcap dependency for one call). */
 static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
@@ -104,56 +70,21 @@ static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
 	     .inheritable = (uint32_t)(inh >> 32)},
 	};
 
-	return syscall(SYS_capset, &h, d) ? errno : 0;
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
-/* Async-signal-safe (raw syscalls only): runs in every thread's signal handler, and in the control
- * thread itself. Returns 0 or an errno. */
-static int apply_step(enum step step, uint64_t keep, bool setpcap)
-{
-	switch (step) {
-	case STEP_BOUND:
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-			return errno;
-		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
-			return errno;
-		if (!setpcap)
-			return 0;
-		/* up to the kernel's last capability: PR_CAPBSET_READ says EINVAL past it */
-		for (int cap = 0; cap < 64 && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-			if (!(keep & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0))
-				return errno;
-		return 0;
-	case STEP_CLEAR:
-		return caps_set(0, 0, 0);
-	}
-	return EINVAL;
-}
-
-static void on_signal(int sig)
-{
-	int saved = errno, e;
-
-	(void)sig;
-	e = apply_step(__atomic_load_n(&bc.step, __ATOMIC_ACQUIRE), bc.keep, bc.setpcap);
-	if (e)
-		__atomic_store_n(&bc.error, e, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&bc.done, 1, __ATOMIC_RELEASE);
-	errno = saved;
-}
-
-/* Thread ids of this process but the caller's. Returns the count, or -errno. */
+/* Thread ids of this process. Returns the count, or -errno. */
 static int list_threads(int *tids, int max)
 {
 	DIR *dh = opendir("/proc/self/task");
 	struct dirent *de;
-	int n = 0, self = gettid_();
+	int n = 0;
 
 	if (!dh)
 		return -errno;
 	while ((de = readdir(dh))) {
 		int tid = atoi(de->d_name);
-		if (tid <= 0 || tid == self)
+		if (tid <= 0)
 			continue;
 		if (n == max) {
 			closedir(dh);
@@ -165,60 +96,7 @@ static int list_threads(int *tids, int max)
 	return n;
 }
 
-/* Has every other thread apply STEP to itself; waits until all of them did. Returns 0 or -errno. */
-static int broadcast(enum step step)
-{
-	int tids[MAX_THREADS], n, sent = 0, sig = SIGRTMIN + 3, ret = 0;
-	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART}, old;
-	struct timespec nap = {.tv_nsec = 1000000};
-	struct timespec t0;
-	uint64_t start;
-
-	if (sigaction(sig, NULL, &old))
-		return -errno;
-	if (old.sa_handler != SIG_DFL) {
-		GW_ERR("privileges: signal %d is in use, cannot reach the other threads", sig);
-		return -EBUSY;
-	}
-	sigfillset(&sa.sa_mask);
-	bc.step = step;
-	__atomic_store_n(&bc.done, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&bc.error, 0, __ATOMIC_RELEASE);
-	if (sigaction(sig, &sa, NULL))
-		return -errno;
-	n = list_threads(tids, MAX_THREADS);
-	if (n < 0) {
-		ret = n;
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		if (syscall(SYS_tgkill, getpid(), tids[i], sig) == 0)
-			sent++;
-		else if (errno != ESRCH) { /* ESRCH: it ended meanwhile */
-			ret = -errno;
-			break;
-		}
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	start = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec;
-	while (__atomic_load_n(&bc.done, __ATOMIC_ACQUIRE) < sent) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec - start > ANSWER_NS) {
-			GW_ERR("privileges: %d of %d thread(s) did not answer", sent - bc.done, sent);
-			ret = -ETIMEDOUT;
-			goto out;
-		}
-		nanosleep(&nap, NULL);
-	}
-	if (!ret && bc.error)
-		ret = -bc.error;
-out:
-	sigaction(sig, &old, NULL);
-	return ret;
-}
-
-/* Capability names for the log line: the ones we may keep, and a number for any other. */
+/* Capability names for the log line. */
 static const char *cap_name(int cap, char *buf, size_t len)
 {
 	switch (cap) {
@@ -230,8 +108,6 @@ static const char *cap_name(int cap, char *buf, size_t len)
 		return "cap_net_raw";
 	case CAP_NET_ADMIN:
 		return "cap_net_admin";
-	case CAP_SYS_ADMIN:
-		return "cap_sys_admin";
 	default:
 		snprintf(buf, len, "cap_%d", cap);
 		return buf;
@@ -257,13 +133,14 @@ static const char *caps_str(uint64_t caps, char *buf, size_t len)
 	return buf;
 }
 
-/* Checks one thread's status file against what it must be now. Returns 0 or -EPERM (logged). */
-static int check_thread(int tid, bool control, uint64_t keep, bool bound, uid_t uid, gid_t gid)
+/* Checks one thread's status file against what it must be. Returns 0, or -EPERM (logged). */
+static int check_thread(int tid, uint64_t keep, uid_t uid, gid_t gid)
 {
 	char path[64], line[256];
 	unsigned long long prm = ~0ull, eff = ~0ull, inh = ~0ull, bnd = ~0ull, amb = ~0ull;
 	unsigned u[4] = {~0u, ~0u, ~0u, ~0u}, g[4] = {~0u, ~0u, ~0u, ~0u};
 	int nnp = -1;
+	bool ok;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
@@ -281,21 +158,16 @@ static int check_thread(int tid, bool control, uint64_t keep, bool bound, uid_t 
 		sscanf(line, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &g[3]);
 	}
 	fclose(f);
-	{
-		uint64_t want = control ? keep : 0;
-		bool ok = prm == want && eff == want && inh == 0 && amb == 0 && nnp == 1 &&
-		          (!bound || !(bnd & ~keep));
-
-		for (int i = 0; i < 4; i++)
-			ok = ok && u[i] == uid && g[i] == gid;
-		if (ok)
-			return 0;
-		GW_ERR("privileges: thread %d kept more than it should: CapPrm %llx CapEff %llx CapInh %llx "
-		       "CapBnd %llx "
-		       "CapAmb %llx NoNewPrivs %d uid %u gid %u",
-		       tid, prm, eff, inh, bnd, amb, nnp, u[0], g[0]);
-		return -EPERM;
-	}
+	ok = prm == keep && eff == keep && bnd == keep && inh == 0 && amb == 0 && nnp == 1;
+	for (int i = 0; i < 4; i++)
+		ok = ok && u[i] == uid && g[i] == gid;
+	if (ok)
+		return 0;
+	GW_ERR("privileges: thread %d holds more than it should: CapPrm %llx CapEff %llx CapInh %llx CapBnd "
+	       "%llx "
+	       "CapAmb %llx NoNewPrivs %d uid %u gid %u",
+	       tid, prm, eff, inh, bnd, amb, nnp, u[0], g[0]);
+	return -EPERM;
 }
 
 int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len)
@@ -340,9 +212,9 @@ int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len
 			return -E2BIG;
 		}
 		prep.n_groups = n;
-		prep.switch_user = prep.uid != geteuid() || prep.gid != getegid();
-		if (prep.switch_user && geteuid() != 0 && !check_only) {
-			snprintf(err, len, "[gateway] user '%s': only root can switch to another user",
+		if (geteuid() != 0 && !check_only) {
+			snprintf(err, len,
+			         "[gateway] user '%s': ibgwd must be started as root to switch to it",
 			         g->user);
 			return -EPERM;
 		}
@@ -394,76 +266,116 @@ static void check_readable(const struct conf *c)
 		    c->gateway.user, c->path, c->gateway.user, c->gateway.user);
 }
 
-int gw_privs_drop(const struct conf *c)
+/* What the configuration needs for the daemon's whole life (see the top of the file). */
+static uint64_t needed_caps(const struct conf *c)
 {
-	uint64_t eff = 0, prm = 0, inh = 0, keep = 0;
-	uid_t uid;
-	gid_t gid;
-	int tids[MAX_THREADS], n, ret;
-	char kept[160], bnd[160];
+	static const struct {
+		const char *driver; /* prefix of the vdev */
+		uint64_t caps;
+	} drivers[] = {
+	    /* its packet sockets; rte_eth_dev_start sets the interface's MAC and promiscuous mode */
+	    {"net_af_packet", CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_NET_ADMIN)},
+	    {"eth_af_packet", CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_NET_ADMIN)},
+	    {"virtio_user", CAP_BIT(CAP_NET_ADMIN)}, /* creates and configures its tap */
+	    {"net_tap", CAP_BIT(CAP_NET_ADMIN)},
+	    {"net_af_xdp", CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_NET_ADMIN)},
+	    {"net_null", 0},
+	    {"net_ring", 0},
+	    {"net_memif", 0},
+	};
+	uint64_t keep = 0;
+	size_t i;
 
-	if ((ret = caps_get(&eff, &prm, &inh)))
-		return -ret;
-	for (uint32_t i = 0; i < c->n_routes; i++)
-		if (c->routes[i].listen.kind == CONF_EP_IB && c->routes[i].listen.port < 1024)
+	if (c->eth.vdev[0]) {
+		for (i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
+			if (!strncmp(c->eth.vdev, drivers[i].driver, strlen(drivers[i].driver)))
+				break;
+		/* a device we have not looked at: what the others need, at most */
+		keep |= i < sizeof(drivers) / sizeof(drivers[0])
+		            ? drivers[i].caps
+		            : CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_NET_ADMIN);
+	}
+	if (c->gateway.stats.port < 1024)
+		keep |= CAP_BIT(CAP_NET_BIND_SERVICE);
+	for (uint32_t r = 0; r < c->n_routes; r++)
+		if (c->routes[r].listen.kind == CONF_EP_IB && c->routes[r].listen.port < 1024)
 			keep |= CAP_BIT(CAP_NET_BIND_SERVICE);
 	if (!prep.memlock_unlimited)
 		keep |= CAP_BIT(CAP_IPC_LOCK);
-	keep &= prm; /* what we do not have cannot be kept */
-	bc.keep = keep;
-	bc.setpcap = eff & CAP_BIT(CAP_SETPCAP);
+	return keep;
+}
 
-	/* 1. every thread: no_new_privs, no ambient set, bounding set = keep */
-	if ((ret = broadcast(STEP_BOUND)) || (ret = -apply_step(STEP_BOUND, keep, bc.setpcap))) {
-		GW_ERR("privileges: cannot shrink the bounding sets: %s", strerror(-ret));
+int gw_privs_drop(const struct conf *c, char *err, size_t len)
+{
+	int tids[2], n, ret;
+
+	if (!c->gateway.user[0])
+		return 0;
+	n = list_threads(tids, 2);
+	if (n != 1) { /* the whole point: one thread, so that every later one shares these credentials */
+		snprintf(err, len, "privileges: %d threads already run; drop before starting any", n);
+		return -EINVAL;
+	}
+	prep.keep = needed_caps(c);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: no_new_privs: %s", strerror(errno));
 		return ret;
 	}
-	/* 2. the ids (glibc applies them to every thread). KEEPCAPS lets this thread keep its permitted set
-	 * across the uid change; the others lose theirs there, as they should. */
-	if (prep.switch_user) {
-		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups((size_t)prep.n_groups, prep.groups) ||
-		    setresgid(prep.gid, prep.gid, prep.gid) || setresuid(prep.uid, prep.uid, prep.uid)) {
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); /* EINVAL before Linux 4.3: none to clear */
+	/* the bounding set can only shrink while CAP_SETPCAP is effective: before the uid changes; up to
+	 * the kernel's last capability (PR_CAPBSET_READ fails past it) */
+	for (int cap = 0; cap < 64 && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (!(prep.keep & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)) {
 			ret = -errno;
-			GW_ERR("privileges: cannot switch to user %s (uid %u, gid %u): %s", c->gateway.user,
-			       (unsigned)prep.uid, (unsigned)prep.gid, strerror(errno));
+			snprintf(err, len, "privileges: cannot shrink the bounding set: %s", strerror(errno));
 			return ret;
 		}
-		prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+	/* KEEPCAPS: the permitted set survives the uid change (the effective set is cleared by it) */
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups((size_t)prep.n_groups, prep.groups) ||
+	    setresgid(prep.gid, prep.gid, prep.gid) || setresuid(prep.uid, prep.uid, prep.uid)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: cannot switch to user %s (uid %u, gid %u): %s",
+		         c->gateway.user, (unsigned)prep.uid, (unsigned)prep.gid, strerror(errno));
+		return ret;
 	}
-	/* 3. this thread keeps only KEEP; every other thread keeps nothing */
-	if ((ret = caps_set(keep, keep, 0))) {
-		GW_ERR("privileges: capset: %s", strerror(ret));
-		return -ret;
-	}
-	if ((ret = broadcast(STEP_CLEAR))) {
-		GW_ERR("privileges: cannot clear the other threads' capabilities: %s", strerror(-ret));
+	prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+	if ((ret = caps_set(prep.keep, prep.keep, 0))) {
+		snprintf(err, len, "privileges: capset: %s", strerror(-ret));
 		return ret;
 	}
 #if defined(__SANITIZE_ADDRESS__)
 	/* A uid change makes the process non-dumpable, and LeakSanitizer's exit check (which ptrace-attaches
 	 * our own threads) is then refused: the sanitized test build stays dumpable. */
-	if (prep.switch_user)
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 #endif
+	prep.dropped = true;
+	return 0;
+}
 
-	/* 4. what the kernel says, thread by thread */
-	uid = geteuid();
-	gid = getegid();
+int gw_privs_check(const struct conf *c)
+{
+	int tids[MAX_THREADS], n, ret = 0;
+	char kept[160];
+
+	if (!prep.dropped) {
+		GW_NOTICE("privileges: running as uid %u with the capabilities it was started with (set "
+		          "[gateway] user "
+		          "to drop them)",
+		          (unsigned)geteuid());
+		return 0;
+	}
 	n = list_threads(tids, MAX_THREADS);
 	if (n < 0)
 		return n;
-	ret = check_thread(gettid_(), true, keep, bc.setpcap, uid, gid);
 	for (int i = 0; i < n && !ret; i++)
-		ret = check_thread(tids[i], false, keep, bc.setpcap, uid, gid);
+		ret = check_thread(tids[i], prep.keep, prep.uid, prep.gid);
 	if (ret)
 		return ret;
-	if (prep.switch_user)
-		check_readable(c);
-	GW_NOTICE("privileges: running as uid %u gid %u (%s) in %d thread(s); capabilities kept: %s (control "
-	          "thread "
-	          "only); bounding set: %s; no_new_privs",
-	          (unsigned)uid, (unsigned)gid, prep.switch_user ? c->gateway.user : "as started", n + 1,
-	          caps_str(keep, kept, sizeof(kept)),
-	          bc.setpcap ? caps_str(keep, bnd, sizeof(bnd)) : "unchanged (no CAP_SETPCAP)");
+	check_readable(c);
+	GW_NOTICE("privileges: %d thread(s) run as %s (uid %u, gid %u) with capabilities %s only (effective, "
+	          "permitted and bounding sets), no_new_privs",
+	          n, c->gateway.user, (unsigned)prep.uid, (unsigned)prep.gid,
+	          caps_str(prep.keep, kept, sizeof(kept)));
 	return 0;
 }

@@ -1,9 +1,6 @@
-/* Least privilege: what ibgwd gives up once it has opened what needs privileges.
- *
- * Start-up (port, IB devices, listeners, the stats socket) runs as started, normally root. Then
- * gw_privs_drop() switches to [gateway] user/group when set and, in every thread, drops the
- * capabilities (effective, permitted, inheritable, ambient, bounding set) to the few the control
- * thread still needs, and sets no_new_privs. See privs.c for what is kept and why. */
+/* Least privilege: with [gateway] user set, ibgwd started as root becomes that user before DPDK
+ * starts, keeping only the capabilities its configuration needs, and sets no_new_privs. See privs.c
+ * for what is kept and why it happens before any thread exists. */
 #ifndef GW_PRIVS_H
 #define GW_PRIVS_H
 
@@ -17,11 +14,15 @@ struct conf;
  * Returns 0, or -errno with a message in ERR (e.g. an unknown user). */
 int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len);
 
-/* Control thread, after everything that needs privileges is open and before the workers run (their
- * lcore threads exist and wait): switches user and group if configured, drops every thread's
- * capabilities but those the control thread keeps, sets no_new_privs on every thread, checks the
- * result in /proc/self/task/<tid>/status for each thread and logs one line saying what was kept.
- * Returns 0 or -errno (logged); on failure the daemon must not serve. */
-int gw_privs_drop(const struct conf *c);
+/* Main thread, before rte_eal_init (no other thread may exist: every thread created afterwards shares
+ * these credentials, which the RDMA devices require). Without [gateway] user: does nothing. Else
+ * switches to the user and its groups, keeps only the capabilities the configuration needs (effective,
+ * permitted, bounding) and sets no_new_privs. Returns 0 or -errno with a message in ERR. */
+int gw_privs_drop(const struct conf *c, char *err, size_t len);
+
+/* Control thread, once start-up is done and before the workers run: checks every thread's
+ * /proc/self/task/<tid>/status against what gw_privs_drop set and logs one line saying what was kept.
+ * Returns 0 or -EPERM (logged); on failure the daemon must not serve. */
+int gw_privs_check(const struct conf *c);
 
 #endif
