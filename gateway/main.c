@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,6 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	static const char *const lcore_opts[] = {"-l", "-c", "--lcores", NULL};
 	static const char *const prefix_opts[] = {"--file-prefix", NULL};
 	static const char *const log_opts[] = {"--log-level", NULL};
-	static const char *const shconf_opts[] = {"--in-memory", "--no-shconf", NULL};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int argc = 0;
 	char *tok, *save = NULL, copy[CONF_STR_MAX];
@@ -91,10 +91,6 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	if (!has_arg(&c->eth, log_opts))
 		ADD("--log-level=%s", c->gateway.log_level >= CONF_LOG_DEBUG ? "info" : "warning");
 	ADD("--no-telemetry");
-	/* after the switch to [gateway] user, DPDK's shared files (root's, in root's runtime directory)
-	 * could neither serve a secondary process nor be removed: create none */
-	if (c->gateway.user[0] && !has_arg(&c->eth, shconf_opts))
-		ADD("--no-shconf");
 	if (c->eth.vdev[0])
 		ADD("--vdev=%s", c->eth.vdev);
 	else
@@ -236,9 +232,8 @@ int main(int argc, char **argv)
 		gw_fatal("DPDK EAL initialization failed: %s (check [eth] eal_args and vdev)", rte_strerror(rte_errno));
 	if (prefix[0]) {
 		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-		/* empty with --in-memory: removed now, while we may (its parent is root's) */
-		if (rmdir(runtime_dir) == 0)
-			runtime_dir[0] = 0;
+		/* empty with --in-memory (nothing will use it): removed now; else at exit */
+		rmdir(runtime_dir);
 	}
 	d.n_workers = d.conf->gateway.workers;
 	if (rte_lcore_count() < d.n_workers + 1)
@@ -256,6 +251,8 @@ int main(int argc, char **argv)
 	eth_port_destroy(d.port);
 	rte_eal_cleanup();
 	remove_runtime_dir(prefix, runtime_dir);
+	if (d.conf->gateway.user[0] && runtime_dir[0]) /* EAL made /tmp/dpdk for the user: gone if empty */
+		rmdir(dirname(runtime_dir));
 	conf_free(d.conf);
 	if (d.conf_path != path)
 		free((char *)d.conf_path);
