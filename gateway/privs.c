@@ -21,7 +21,9 @@
  * per thread and any change makes new ones, so a drop after start-up would leave every thread but at
  * most one unable to use the IB devices. Changed once, while the process has one thread, they are
  * shared by every thread DPDK creates afterwards, and nothing changes them again. gw_privs_check()
- * verifies that in every thread's /proc status once start-up is done. */
+ * verifies that in every thread's /proc status once start-up is done. The price: the port's
+ * capabilities stay. Dropping them after start-up would need the workers to be threads created after
+ * the drop (registered with rte_thread_register, not EAL lcores) and the IB side opened after it. */
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
@@ -47,7 +49,8 @@
 #define MAX_THREADS 256
 #define CAP_BIT(c)  (UINT64_C(1) << (c))
 
-/* Filled by gw_privs_prepare (before any thread), read by gw_privs_drop on the control thread. */
+/* Filled by gw_privs_prepare and gw_privs_drop in main() before any other thread exists; read by
+ * gw_privs_check on the control thread. */
 static struct {
 	uid_t uid;
 	gid_t gid;
@@ -219,7 +222,7 @@ int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len
 			return -EPERM;
 		}
 	}
-	if (check_only)
+	if (check_only || !g->user[0])
 		return 0;
 	/* ibv_reg_mr counts pinned pages against RLIMIT_MEMLOCK unless the thread has CAP_IPC_LOCK: with
 	 * the limit lifted now, while we may, the capability need not outlive start-up. The bound on
@@ -252,7 +255,11 @@ static void check_readable(const struct conf *c)
 {
 	char dir[CONF_PATH_MAX], *slash;
 	struct stat st;
-	bool ok = stat(c->path, &st) == 0 && user_may(&st, S_IROTH);
+	bool ok;
+
+	if (c->path[0] != '/')
+		return; /* relative to a directory a daemon left: SIGHUP uses the absolute path */
+	ok = stat(c->path, &st) == 0 && user_may(&st, S_IROTH);
 
 	snprintf(dir, sizeof(dir), "%s", c->path);
 	while (ok && (slash = strrchr(dir, '/')) && slash != dir) {
