@@ -4,7 +4,10 @@
 # (checked in /proc/PID/task/*/status: uid, gid, no_new_privs, effective/permitted/bounding sets), while
 # transfers through both route kinds (sha256 at both ends), concurrent new IB connections and TCP
 # sessions, and a SIGHUP reload that adds an IB listener below 1024 keep working. In-VM half:
-# guest_unpriv.sh.
+# guest_unpriv.sh. The same on virtio_user/vhost-net (CAP_NET_ADMIN only; the user reaches
+# /dev/vhost-net and /dev/net/tun through its group), by hand:
+#   VM_DPDK_PMDS='net_virtio mempool_ring bus_vdev' VM_ENV=ETH_LINK ETH_LINK=vhost \
+#   tests/vm/run -T loop -f tests/e2e/guest_unpriv.sh
 # timeout: 420
 set -u
 cd "$(dirname "$0")/../.."
