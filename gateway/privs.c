@@ -39,15 +39,30 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
+#include <linux/sockios.h>
+#include <net/if_arp.h>
+#include <stddef.h>
+#include <sys/socket.h>
 
 #include "../conf/conf.h"
 #include "log.h"
 #include "privs.h"
 
-#define MAX_GROUPS  64
-#define MAX_THREADS 256
-#define CAP_BIT(c)  (UINT64_C(1) << (c))
+/* <linux/if_tun.h>'s TUNSET* (_IOW('T', 202..206, int)), spelled out: that header's _IOW does not
+ * build in a static initializer here */
+#define TUN_SETIFF     0x400454caU
+#define TUN_SETPERSIST 0x400454cbU
+#define TUN_SETOWNER   0x400454ccU
+#define TUN_SETLINK    0x400454cdU
+#define TUN_SETGROUP   0x400454ceU
+#define MAX_GROUPS     64
+#define MAX_THREADS    256
+#define CAP_BIT(c)     (UINT64_C(1) << (c))
 
 /* Filled by gw_privs_prepare and gw_privs_drop in main() before any other thread exists; read by
  * gw_privs_check on the control thread. */
@@ -142,7 +157,7 @@ static int check_thread(int tid, uint64_t keep, uid_t uid, gid_t gid)
 	char path[64], line[256];
 	unsigned long long prm = ~0ull, eff = ~0ull, inh = ~0ull, bnd = ~0ull, amb = ~0ull;
 	unsigned u[4] = {~0u, ~0u, ~0u, ~0u}, g[4] = {~0u, ~0u, ~0u, ~0u};
-	int nnp = -1;
+	int nnp = -1, seccomp = -1;
 	bool ok;
 	FILE *f;
 
@@ -157,19 +172,21 @@ static int check_thread(int tid, uint64_t keep, uid_t uid, gid_t gid)
 		sscanf(line, "CapBnd: %llx", &bnd);
 		sscanf(line, "CapAmb: %llx", &amb);
 		sscanf(line, "NoNewPrivs: %d", &nnp);
+		sscanf(line, "Seccomp: %d", &seccomp);
 		sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]);
 		sscanf(line, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &g[3]);
 	}
 	fclose(f);
-	ok = prm == keep && eff == keep && bnd == keep && inh == 0 && amb == 0 && nnp == 1;
+	ok = prm == keep && eff == keep && bnd == keep && inh == 0 && amb == 0 && nnp == 1 &&
+	     seccomp == SECCOMP_MODE_FILTER;
 	for (int i = 0; i < 4; i++)
 		ok = ok && u[i] == uid && g[i] == gid;
 	if (ok)
 		return 0;
 	GW_ERR("privileges: thread %d holds more than it should: CapPrm %llx CapEff %llx CapInh %llx CapBnd "
 	       "%llx "
-	       "CapAmb %llx NoNewPrivs %d uid %u gid %u",
-	       tid, prm, eff, inh, bnd, amb, nnp, u[0], g[0]);
+	       "CapAmb %llx NoNewPrivs %d Seccomp %d uid %u gid %u",
+	       tid, prm, eff, inh, bnd, amb, nnp, seccomp, u[0], g[0]);
 	return -EPERM;
 }
 
@@ -360,6 +377,97 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len)
 	return 0;
 }
 
+/* Once everything is open, what the kept capabilities were for is done: a seccomp filter (which,
+ * unlike capabilities, is not part of the credentials the RDMA devices compare, and reaches every
+ * thread at once with TSYNC) refuses with EPERM what they would still allow: new packet or raw
+ * sockets (CAP_NET_RAW), rtnetlink sockets and the socket ioctls that configure interfaces, routes
+ * and ARP, tap creation, ethtool (CAP_NET_ADMIN), and bpf(). Nothing the running daemon does needs
+ * them: the port's sockets and tap exist, rdma_cm and verbs work on their own devices. */
+int gw_privs_lock_syscalls(void)
+{
+#if defined(__x86_64__)
+#define ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ARCH AUDIT_ARCH_AARCH64
+#endif
+#ifdef ARCH
+#define LD(off)     ((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off)))
+#define ARG(n)      LD(offsetof(struct seccomp_data, args[n])) /* low 32 bits (little endian) */
+#define IF_EQ(v, t) ((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), (t), 0))
+#define DENY        ((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM))
+#define ALLOW       ((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW))
+	static const uint32_t ioctls[] = {
+	    SIOCADDRT,      SIOCDELRT,      SIOCSIFNAME,        SIOCSIFFLAGS,  SIOCSIFADDR,
+	    SIOCSIFDSTADDR, SIOCSIFBRDADDR, SIOCSIFNETMASK,     SIOCSIFMETRIC, SIOCSIFMEM,
+	    SIOCSIFMTU,     SIOCSIFHWADDR,  SIOCSIFSLAVE,       SIOCADDMULTI,  SIOCDELMULTI,
+	    SIOCSIFPFLAGS,  SIOCDIFADDR,    SIOCSIFHWBROADCAST, SIOCSIFLINK,   SIOCSIFENCAP,
+	    SIOCSIFTXQLEN,  SIOCETHTOOL,    SIOCSIFMAP,         SIOCDARP,      SIOCSARP,
+	    SIOCDRARP,      SIOCSRARP,      SIOCBRADDBR,        SIOCBRDELBR,   SIOCBRADDIF,
+	    SIOCBRDELIF,    SIOCSIFVLAN,    SIOCBONDENSLAVE,    TUN_SETIFF,    TUN_SETPERSIST,
+	    TUN_SETOWNER,   TUN_SETGROUP,   TUN_SETLINK,
+	};
+	enum { N_IOCTLS = sizeof(ioctls) / sizeof(ioctls[0]) };
+	struct sock_filter f[64 + N_IOCTLS];
+	struct sock_fprog prog = {.filter = f};
+	unsigned n = 0;
+
+	f[n++] = LD(offsetof(struct seccomp_data, arch));
+	f[n++] = IF_EQ(ARCH, 1);
+	f[n++] = DENY; /* another ABI than ours (x86's int 0x80): nothing of ibgwd uses it */
+	f[n++] = LD(offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+	f[n++] =
+	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000 /* __X32_SYSCALL_BIT */, 0, 1);
+	f[n++] = DENY;
+#endif
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bpf, 0, 1);
+	f[n++] = DENY;
+	/* socket(domain, type, protocol); offsets count from the next instruction */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0,
+	                                      13); /* not socket: to ioctl */
+	f[n++] = ARG(0);
+	f[n++] = IF_EQ(AF_PACKET, 10); /* deny */
+	f[n++] =
+	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 3); /* else: to AF_INET */
+	f[n++] = ARG(2);
+	f[n++] = IF_EQ(NETLINK_ROUTE, 7); /* deny */
+	f[n++] = ALLOW;
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 3); /* else: allow */
+	f[n++] = ARG(1);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K,
+	                                      0xf); /* the type without SOCK_NONBLOCK/CLOEXEC */
+	f[n++] = IF_EQ(SOCK_RAW, 1);                /* deny */
+	f[n++] = ALLOW;
+	f[n++] = DENY;
+	/* ioctl(fd, request, ...) */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0,
+	                                      N_IOCTLS + 3); /* else: allow */
+	f[n++] = ARG(1);
+	for (unsigned i = 0; i < N_IOCTLS; i++)
+		f[n++] = IF_EQ(ioctls[i], N_IOCTLS - i); /* deny */
+	f[n++] = ALLOW;
+	f[n++] = DENY;
+	f[n++] = ALLOW;
+	prog.len = (unsigned short)n;
+	{
+		long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+		if (r > 0) {
+			GW_ERR("privileges: thread %ld cannot take the seccomp filter", r);
+			return -EBUSY;
+		}
+		return r ? -errno : 0;
+	}
+#undef LD
+#undef ARG
+#undef IF_EQ
+#undef DENY
+#undef ALLOW
+#else
+	return 0; /* an architecture we have not written the filter for */
+#endif
+}
+
 int gw_privs_check(const struct conf *c)
 {
 	int tids[MAX_THREADS], n, ret = 0;
@@ -372,6 +480,10 @@ int gw_privs_check(const struct conf *c)
 		          (unsigned)geteuid());
 		return 0;
 	}
+	if ((ret = gw_privs_lock_syscalls())) {
+		GW_ERR("privileges: seccomp: %s", strerror(-ret));
+		return ret;
+	}
 	n = list_threads(tids, MAX_THREADS);
 	if (n < 0)
 		return n;
@@ -381,7 +493,8 @@ int gw_privs_check(const struct conf *c)
 		return ret;
 	check_readable(c);
 	GW_NOTICE("privileges: %d thread(s) run as %s (uid %u, gid %u) with capabilities %s only (effective, "
-	          "permitted and bounding sets), no_new_privs",
+	          "permitted and bounding sets), no_new_privs; seccomp refuses new raw sockets, network "
+	          "configuration and bpf",
 	          n, c->gateway.user, (unsigned)prep.uid, (unsigned)prep.gid,
 	          caps_str(prep.keep, kept, sizeof(kept)));
 	return 0;

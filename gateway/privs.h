@@ -25,4 +25,9 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len);
  * Returns 0 or -EPERM (logged); on failure the daemon must not serve. */
 int gw_privs_check(const struct conf *c);
 
+/* Any thread, no_new_privs set: installs on every thread of the process the seccomp filter that
+ * refuses (EPERM) new packet and raw sockets, rtnetlink sockets, the ioctls that configure interfaces,
+ * routes, ARP and taps, ethtool, and bpf(). gw_privs_check does it after a drop. Returns 0 or -errno. */
+int gw_privs_lock_syscalls(void);
+
 #endif

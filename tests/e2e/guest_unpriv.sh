@@ -6,7 +6,8 @@
 #     CAP_NET_RAW and CAP_NET_ADMIN (af_packet's sockets; starting the port sets the interface's MAC
 #     and promiscuous mode) and CAP_NET_BIND_SERVICE (one ib: listener is below 1024, `low` on
 #     ib:700, and rdma_cm wants it for such ports) as effective, permitted and bounding sets;
-#     RLIMIT_MEMLOCK is unlimited in the VM, so CAP_IPC_LOCK is not kept;
+#     RLIMIT_MEMLOCK is unlimited in the VM, so CAP_IPC_LOCK is not kept; the seccomp filter that
+#     refuses new raw sockets and network configuration is on in every thread (Seccomp: 2);
 #   - after the drop: $E2E_SIZE (default 8 MB) each way through both route kinds (ib -> tcp and
 #     tcp -> ib), sha256 checked at the far servers and the echoes, then 10 concurrent sessions each
 #     way (new IB connections: memory registered after the drop, counted), each verified;
@@ -61,19 +62,19 @@ threads_ok() {
 			/^Uid:/ { u = ($2 == uid && $3 == uid && $4 == uid && $5 == uid) }
 			/^Gid:/ { g = ($2 == gid && $3 == gid && $4 == gid && $5 == gid) }
 			/^CapInh:/ { inh = $2 } /^CapPrm:/ { prm = $2 } /^CapEff:/ { eff = $2 }
-			/^CapBnd:/ { b = $2 } /^CapAmb:/ { amb = $2 } /^NoNewPrivs:/ { nnp = $2 }
+			/^CapBnd:/ { b = $2 } /^CapAmb:/ { amb = $2 } /^NoNewPrivs:/ { nnp = $2 } /^Seccomp:/ { sec = $2 }
 			END {
 				ok = u && g && inh == "0000000000000000" && amb == "0000000000000000" && prm == want &&
-					eff == want && b == bnd && nnp == 1
-				printf "    thread %s %-16s uid/gid %s CapPrm %s CapEff %s CapBnd %s NoNewPrivs %s %s\n",
-					tid, name, (u && g) ? "ibgw" : "WRONG", prm, eff, b, nnp, ok ? "" : "<- WRONG"
+					eff == want && b == bnd && nnp == 1 && sec == 2
+				printf "    thread %s %-16s uid/gid %s CapPrm %s CapEff %s CapBnd %s NoNewPrivs %s Seccomp %s %s\n",
+					tid, name, (u && g) ? "ibgw" : "WRONG", prm, eff, b, nnp, sec, ok ? "" : "<- WRONG"
 				exit !ok
 			}' "$st" || bad=1
 	done
 	[ "$n" -ge 4 ] || { echo "    only $n thread(s)"; bad=1; }
 	return $bad
 }
-check "threads_ok" "every thread: uid/gid ibgw, no_new_privs, capabilities $KEPT_NAMES only"
+check "threads_ok" "every thread: uid/gid ibgw, no_new_privs, seccomp filter, capabilities $KEPT_NAMES only"
 regs0=$(m ibgw_ib_buffer_registrations_total)
 
 bg tsrv npeer tcp-serve 5000 "$T/tsrv.log"

@@ -4,7 +4,8 @@
 #   - `[gateway] user = nobody`: every thread of ibgwd runs as nobody with no_new_privs and exactly the
 #     capabilities an af_packet port needs (CAP_NET_RAW, CAP_NET_ADMIN; plus CAP_IPC_LOCK when this
 #     machine does not let RLIMIT_MEMLOCK be lifted), in the effective, permitted and bounding sets;
-#     /metrics answers; SIGHUP as nobody re-reads the root-owned 0644 file; SIGTERM drains, exit 0;
+#     and the seccomp filter (Seccomp: 2) that refuses what those would still allow (the filter itself:
+#     tests/unit/test_privs_filter.c); /metrics answers; 1 MB echoes through the port; SIGHUP as nobody re-reads the root-owned 0644 file; SIGTERM drains, exit 0;
 #   - a user that does not exist fails at start and with -t, naming it;
 #   - a world-writable or group-writable config is refused, the file named; root's 0644 is accepted;
 #   - `eal_args = -d /tmp/x.so` is refused as FILE:LINE.
@@ -89,13 +90,13 @@ grep -Eq "privileges: [0-9]+ thread\(s\) run as nobody \(uid $uid, gid $gid\)" "
 bad=0 n=0
 for st in /proc/$GW_PID/task/*/status; do
 	n=$((n + 1))
-	line=$(awk '/^(Name|Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):/ { printf "%s %s ", $1, $2 }' "$st")
+	line=$(awk '/^(Name|Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):/ { printf "%s %s ", $1, $2 }' "$st")
 	eval "$(awk -v w="$want" '
 		/^Uid:/ { printf "u=\"%s %s %s %s\"\n", $2, $3, $4, $5 } /^Gid:/ { printf "g=\"%s %s %s %s\"\n", $2, $3, $4, $5 }
 		/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { k = substr($1, 1, length($1) - 1); printf "%s=$((16#%s))\n", k, $2 }
-		/^NoNewPrivs:/ { printf "nnp=%s\n", $2 }' "$st")"
+		/^NoNewPrivs:/ { printf "nnp=%s\n", $2 } /^Seccomp:/ { printf "sec=%s\n", $2 }' "$st")"
 	if [ "$u" = "$uid $uid $uid $uid" ] && [ "$g" = "$gid $gid $gid $gid" ] && [ "$CapPrm" = "$want" ] &&
-		[ "$CapEff" = "$want" ] && [ "$CapBnd" = "$want" ] && [ "$CapInh" = 0 ] && [ "$CapAmb" = 0 ] && [ "$nnp" = 1 ]; then
+		[ "$CapEff" = "$want" ] && [ "$CapBnd" = "$want" ] && [ "$CapInh" = 0 ] && [ "$CapAmb" = 0 ] && [ "$nnp" = 1 ] && [ "$sec" = 2 ]; then
 		echo "    $line"
 	else
 		echo "    $line <- WRONG"
@@ -103,7 +104,7 @@ for st in /proc/$GW_PID/task/*/status; do
 	fi
 done
 [ $bad = 0 ] && [ $n -ge 4 ] || fail "threads not dropped as expected ($n threads)"
-ok "all $n threads: uid/gid nobody, no_new_privs, capabilities $(printf '%x' $want) only"
+ok "all $n threads: uid/gid nobody, no_new_privs, seccomp filter, capabilities $(printf '%x' $want) only"
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^ibgw_build_info' || fail "/metrics"
 # the datapath as nobody: 1 MB through the echo route, checked byte for byte
 ip netns exec "$ns" python3 - <<'PY' || fail "echo through tcp:7 as nobody"
