@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -53,6 +55,9 @@ enum conf_type {
 	T_LOGTARGET,
 	T_LISTEN,
 	T_CONNECT,
+	T_EALARGS, /* a string, checked by eal_args_check */
+	T_VDEV,	   /* a string, checked by vdev_check */
+	T_NAME,	   /* a user or group name */
 };
 
 static const char *const type_names[] = {
@@ -68,6 +73,9 @@ static const char *const type_names[] = {
 	[T_LOGTARGET] = "target",
 	[T_LISTEN] = "listener",
 	[T_CONNECT] = "destination",
+	[T_EALARGS] = "string",
+	[T_VDEV] = "string",
+	[T_NAME] = "name",
 };
 
 struct conf_key {
@@ -113,6 +121,10 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
 	 .def = "100us", .doc = "longest sleep of an idle worker; frames (af_packet, virtio_user) and IB completions wake it early (0 = busy-poll)"},
+	/* privileges (gateway/privs.c) */
+	{G(user), .type = T_NAME, .def = "",
+	 .doc = "user to run as: ibgwd started as root switches before DPDK starts and keeps only the capabilities its port and ports below 1024 need, with no_new_privs (empty: stay as started)"},
+	{G(group), .type = T_NAME, .def = "", .doc = "group to run as (empty: the user's primary group); needs user"},
 
 	/* [ib] */
 	{I(bind), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPoIB/RoCE address the rsocket listeners bind to"},
@@ -130,10 +142,10 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "rsocket keepalive interval (0 = off); a peer that leaves one unanswered for 3 intervals is dropped"},
 
 	/* [eth] */
-	{E(vdev), .type = T_STRING, .def = "",
+	{E(vdev), .type = T_VDEV, .def = "",
 	 .doc = "DPDK virtual device, e.g. net_af_packet0,iface=eth1,qdisc_bypass=1 (empty: no Ethernet port)"},
-	{E(eal_args), .type = T_STRING, .def = "--no-pci --in-memory",
-	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers)"},
+	{E(eal_args), .type = T_EALARGS, .def = "--no-pci --in-memory",
+	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers); options that load code or reach other devices or files are refused: -d, --vdev (use vdev), --trace*, --create-uio-dev, --telemetry, --proc-type other than primary, a --file-prefix with a path"},
 	{E(port), .type = T_UINT, .min = 0, .max = 31, .def = "0", .doc = "DPDK port id to use"},
 	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
 	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
@@ -412,6 +424,116 @@ static const char *parse_cidrs(const char *v, struct conf_route *r)
 	return r->n_allow ? NULL : "empty list (use 0.0.0.0/0 to allow everyone)";
 }
 
+/* ---- what the config may hand to DPDK ----
+ * eal_args and vdev go to rte_eal_init as root. Refused: what loads code (-d), adds devices besides
+ * the port (--vdev: the port is [eth] vdev), writes or creates files and device nodes where the
+ * config says (--trace*, --create-uio-dev, a --file-prefix with a path, pcap's rx_pcap/tx_pcap,
+ * softnic's firmware script), opens another socket (--telemetry) or joins another DPDK process's
+ * memory (--proc-type other than primary). getopt_long takes any unambiguous prefix of a long
+ * option, so a token is judged by the options it could be a prefix of. */
+static const struct {
+	const char *name;
+	const char *why;
+} eal_refused[] = {
+	{"driver-path", "loads shared objects"},
+	{"vdev", "adds a device (the port is [eth] vdev)"},
+	{"trace", "writes trace files"},
+	{"trace-dir", "writes trace files"},
+	{"trace-bufsz", "writes trace files"},
+	{"trace-mode", "writes trace files"},
+	{"create-uio-dev", "creates device nodes"},
+	{"telemetry", "opens a telemetry socket (ibgwd serves /metrics)"},
+	{"log-file", "writes a file"},
+};
+
+/* "abc" is a prefix of OPT (getopt_long's abbreviations). */
+static bool opt_prefix(const char *name, size_t n, const char *opt)
+{
+	return n > 0 && n <= strlen(opt) && !strncmp(name, opt, n);
+}
+
+static const char *eal_args_check(const char *v, char *msgbuf, size_t len)
+{
+	char buf[CONF_STR_MAX], *save = NULL, *tok, *next;
+
+	if (strlen(v) >= sizeof(buf))
+		return "value too long";
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, " \t", &save); tok; tok = next) {
+		next = strtok_r(NULL, " \t", &save);
+		if (tok[0] != '-' || tok[1] == 0)
+			continue;
+		if (tok[1] != '-') {
+			/* short options, clustered as getopt allows ("-vd x"): flags h and v, the rest take an
+			 * argument (the rest of the token or the next one) */
+			for (const char *o = tok + 1; *o; o++) {
+				if (*o == 'd') {
+					snprintf(msgbuf, len, "'%s' loads shared objects (-d); refused", tok);
+					return msgbuf;
+				}
+				if (*o != 'h' && *o != 'v')
+					break;
+			}
+			continue;
+		}
+		{
+			const char *name = tok + 2, *eq = strchr(name, '='), *val = eq ? eq + 1 : next;
+			size_t n = eq ? (size_t)(eq - name) : strlen(name);
+
+			for (size_t i = 0; i < sizeof(eal_refused) / sizeof(eal_refused[0]); i++)
+				if (opt_prefix(name, n, eal_refused[i].name)) {
+					snprintf(msgbuf, len, "'%s' %s; refused", tok, eal_refused[i].why);
+					return msgbuf;
+				}
+			if (opt_prefix(name, n, "proc-type") && (!val || strcmp(val, "primary"))) {
+				snprintf(msgbuf, len, "'%s': only --proc-type=primary (ibgwd shares its memory with no one)",
+					 tok);
+				return msgbuf;
+			}
+			if (opt_prefix(name, n, "file-prefix") && val) {
+				bool ok = val[0] && val[0] != '.';
+				for (const char *c = val; *c && ok; c++)
+					ok = isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.';
+				if (!ok) {
+					snprintf(msgbuf, len, "--file-prefix '%s': use letters, digits, _ - . (it names a directory in DPDK's runtime directory)", val);
+					return msgbuf;
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+static const char *vdev_check(const char *v, char *msgbuf, size_t len)
+{
+	char buf[CONF_STR_MAX], *save = NULL, *tok;
+
+	if (strlen(v) >= sizeof(buf))
+		return "value too long";
+	snprintf(buf, sizeof(buf), "%s", v);
+	tok = strtok_r(buf, ",", &save); /* the driver */
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		size_t n = strcspn(tok, "=");
+		if ((n >= 5 && !strncmp(tok + n - 5, "_pcap", 5)) || (n == 8 && !strncmp(tok, "firmware", 8))) {
+			snprintf(msgbuf, len, "'%.*s' makes DPDK read or write a file the config names; refused", (int)n,
+				 tok);
+			return msgbuf;
+		}
+	}
+	return NULL;
+}
+
+/* User and group names as useradd allows them. */
+static const char *name_check(const char *v)
+{
+	if (v[0] == '-')
+		return "a name cannot start with '-'";
+	for (const char *c = v; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+			return "expected a user or group name (letters, digits, _ - .)";
+	return NULL;
+}
+
 static const char *const level_names[] = {
 	[CONF_LOG_ERROR] = "error", [CONF_LOG_WARNING] = "warning", [CONF_LOG_NOTICE] = "notice",
 	[CONF_LOG_INFO] = "info",   [CONF_LOG_DEBUG] = "debug",
@@ -477,10 +599,19 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 		store_uint(dst, k->size, x);
 		return NULL;
 	case T_STRING:
+	case T_EALARGS:
+	case T_VDEV:
+	case T_NAME:
 		if (strlen(v) >= k->size) {
 			snprintf(msgbuf, len, "value too long (at most %zu characters)", k->size - 1);
 			return msgbuf;
 		}
+		if (k->type == T_EALARGS && (e = eal_args_check(v, msgbuf, len)))
+			return e;
+		if (k->type == T_VDEV && (e = vdev_check(v, msgbuf, len)))
+			return e;
+		if (k->type == T_NAME && (e = name_check(v)))
+			return e;
 		memcpy(dst, v, strlen(v) + 1);
 		return NULL;
 	case T_IPV4:
@@ -691,7 +822,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	}
 	*seen = p->lineno;
-	if (*value == 0 && k->type != T_STRING) {
+	if (*value == 0 && k->type != T_STRING && k->type != T_EALARGS && k->type != T_VDEV && k->type != T_NAME) {
 		perr(p, p->lineno, "empty value for '%s'", name);
 		return 1;
 	}
@@ -822,16 +953,42 @@ err:
 	return NULL;
 }
 
+/* The file decides what runs as root (routes, eal_args, the user to become): only its owner may be
+ * able to change it, and that owner must be root or the user the daemon runs as. Checked on the open
+ * file, so what is checked is what is read. Returns 0 or EINVAL after reporting through ERR. */
+static int check_trust(const char *path, FILE *f, conf_error_fn err, void *arg)
+{
+	char msg[CONF_PATH_MAX + 200];
+	struct stat st;
+
+	if (fstat(fileno(f), &st))
+		return errno;
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		snprintf(msg, sizeof(msg), "%s: refusing a config file writable by %s (mode %04o): chmod go-w it", path,
+			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+	else if (st.st_uid != 0 && st.st_uid != geteuid())
+		snprintf(msg, sizeof(msg), "%s: refusing a config file owned by uid %u (only root or uid %u, who runs ibgwd)",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
+	else
+		return 0;
+	if (err)
+		err(arg, msg);
+	return EINVAL;
+}
+
 struct conf *conf_load(const char *path, conf_error_fn err, void *arg)
 {
 	FILE *f = fopen(path, "r");
-	struct conf *c;
+	struct conf *c = NULL;
 	int saved;
 
 	if (!f)
 		return NULL;
-	c = load(path, f, err, arg);
-	saved = errno;
+	saved = check_trust(path, f, err, arg);
+	if (!saved) {
+		c = load(path, f, err, arg);
+		saved = errno;
+	}
 	fclose(f);
 	errno = saved;
 	return c;

@@ -25,6 +25,7 @@
 #include "../conf/conf.h"
 #include "gw.h"
 #include "log.h"
+#include "privs.h"
 
 #define DRAIN_POLL_US 100000
 
@@ -335,6 +336,8 @@ int gw_daemon_run(struct gw_daemon *d)
 		GW_ERR("cannot arm the route sweep timer");
 		goto err_workers;
 	}
+	if (gw_privs_check(d->conf)) /* every thread as gw_privs_drop left it, before the workers run */
+		goto err_workers;
 	if (start_workers(d))
 		goto err_workers;
 	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);

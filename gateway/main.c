@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "../eth_side/port.h"
 #include "gw.h"
 #include "log.h"
+#include "privs.h"
 
 #define DEFAULT_CONF "/etc/ibgw/ibgw.conf"
 #define MAX_EAL_ARGS 64
@@ -103,16 +106,16 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	return argc;
 }
 
-/* EAL leaves its runtime directory behind; remove it when we named it. */
-static void remove_runtime_dir(const char *prefix)
+/* EAL leaves its runtime directory behind; remove it when we named it. DIR is the path EAL reported:
+ * after the privilege drop the euid no longer tells where EAL put it. */
+static void remove_runtime_dir(const char *prefix, const char *dir)
 {
-	char dir[256], path[512];
+	char path[PATH_MAX + 256];
 	DIR *dh;
 	struct dirent *de;
 
-	if (!prefix[0])
+	if (!prefix[0] || !dir[0])
 		return;
-	snprintf(dir, sizeof(dir), "%s/%s", geteuid() == 0 ? "/var/run/dpdk" : "/tmp/dpdk", prefix);
 	dh = opendir(dir);
 	if (!dh)
 		return;
@@ -170,7 +173,7 @@ int main(int argc, char **argv)
 	static struct gw_daemon d = {.ready_fd = -1};
 	const char *path = DEFAULT_CONF;
 	bool test = false, foreground = false, verbose = false;
-	char eal_buf[4096], *eal_argv[MAX_EAL_ARGS], prefix[64], errbuf[256];
+	char eal_buf[4096], *eal_argv[MAX_EAL_ARGS], prefix[64], errbuf[256], runtime_dir[PATH_MAX] = "";
 	int opt, eal_argc, status;
 
 	while ((opt = getopt_long(argc, argv, "c:tfvh", opts, NULL)) != -1) {
@@ -199,6 +202,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	/* a user that does not exist fails here, with -t too, before anything starts */
+	if (gw_privs_prepare(d.conf, test, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "%s: %s\n", path, errbuf);
+		conf_free(d.conf);
+		return 1;
+	}
 	if (test) {
 		conf_print_summary(d.conf, stdout);
 		conf_free(d.conf);
@@ -216,8 +225,16 @@ int main(int argc, char **argv)
 	eal_argc = build_eal_args(d.conf, eal_buf, sizeof(eal_buf), eal_argv, prefix, sizeof(prefix));
 	if (eal_argc < 0)
 		gw_fatal("[eth] eal_args: too many arguments");
+	/* before EAL creates its threads, which then share the reduced credentials */
+	if (gw_privs_drop(d.conf, errbuf, sizeof(errbuf)))
+		gw_fatal("%s", errbuf);
 	if (rte_eal_init(eal_argc, eal_argv) < 0)
 		gw_fatal("DPDK EAL initialization failed: %s (check [eth] eal_args and vdev)", rte_strerror(rte_errno));
+	if (prefix[0]) {
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+		/* empty with --in-memory (nothing will use it): removed now; else at exit */
+		rmdir(runtime_dir);
+	}
 	d.n_workers = d.conf->gateway.workers;
 	if (rte_lcore_count() < d.n_workers + 1)
 		gw_fatal("%u worker(s) need %u lcores, EAL has %u (check [eth] eal_args)", d.n_workers,
@@ -233,7 +250,9 @@ int main(int argc, char **argv)
 
 	eth_port_destroy(d.port);
 	rte_eal_cleanup();
-	remove_runtime_dir(prefix);
+	remove_runtime_dir(prefix, runtime_dir);
+	if (d.conf->gateway.user[0] && runtime_dir[0]) /* EAL made /tmp/dpdk for the user: gone if empty */
+		rmdir(dirname(runtime_dir));
 	conf_free(d.conf);
 	if (d.conf_path != path)
 		free((char *)d.conf_path);

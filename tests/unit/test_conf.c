@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include <cmocka.h>
@@ -287,6 +289,108 @@ static void test_bad_files(void **state)
 	assert_true(files >= 25);
 }
 
+/* The file decides what runs as root: refused when its group or others may write it, or when it
+ * belongs to someone other than root or whoever runs ibgwd; the message names the file. */
+static void test_file_trust(void **state)
+{
+	char path[] = "/tmp/ibgw-trust-XXXXXX";
+	const char *text = "[gateway]\nworkers = 1\n";
+	struct errors e = {0};
+	struct conf *c;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+
+	assert_int_equal(chmod(path, 0644), 0);
+	c = conf_load(path, collect, &e);
+	assert_non_null(c);
+	assert_int_equal(e.n, 0);
+	conf_free(c);
+
+	assert_int_equal(chmod(path, 0666), 0);
+	c = conf_load(path, collect, &e);
+	assert_null(c);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(e.n, 1);
+	assert_true(!strncmp(e.msg[0], path, strlen(path)) && e.msg[0][strlen(path)] == ':');
+	assert_non_null(strstr(e.msg[0], "writable by others (mode 0666)"));
+
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(chmod(path, 0620), 0);
+	assert_null(conf_load(path, collect, &e));
+	assert_int_equal(e.n, 1);
+	assert_non_null(strstr(e.msg[0], "writable by its group (mode 0620)"));
+
+	if (geteuid() == 0) { /* only root can give the file away */
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(chmod(path, 0644), 0);
+		assert_int_equal(chown(path, 12345, 0), 0);
+		assert_null(conf_load(path, collect, &e));
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(e.n, 1);
+		assert_non_null(strstr(e.msg[0], "owned by uid 12345"));
+	}
+	unlink(path);
+}
+
+/* eal_args reach rte_eal_init as root: what loads code, adds devices, writes files or joins another
+ * DPDK process is refused, abbreviations (getopt_long) and clustered short options included. */
+static void test_eal_args(void **state)
+{
+	static const char *const good[] = {
+		"--no-pci --in-memory", "--no-pci --no-huge -m 256", "-l 0-3 --file-prefix=ibgw_1",
+		"--proc-type=primary", "--proc-type primary", "--no-telemetry", "-a 0000:01:00.0 -n 4",
+		"--huge-dir /dev/hugepages --iova-mode=va", "-v --log-level=eal:debug", "",
+	};
+	static const char *const bad[] = {
+		"-d /tmp/x.so", "-d/tmp/x.so", "--no-pci -vd/tmp/x.so", "-hd x", "--driver-path=/tmp", "--driver /tmp",
+		"--vdev=net_ring0", "--vd net_ring0", "--trace=.*", "--trace-dir=/etc", "--create-uio-dev", "--telemetry",
+		"--tele", "--proc-type=secondary", "--proc-type auto", "--proc-type", "--file-prefix=../x",
+		"--file-prefix /etc/x", "--file-prefix=.hidden", "--log-file=/etc/x",
+	};
+	char text[600];
+	struct errors e;
+	struct conf *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[eth]\neal_args = %s\n", good[i]);
+		c = load_str(text, &e);
+		if (!c)
+			print_message("refused: '%s': %s\n", good[i], e.msg[0]);
+		assert_non_null(c);
+		assert_string_equal(c->eth.eal_args, good[i]);
+		conf_free(c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[eth]\neal_args = %s\n", bad[i]);
+		c = load_str(text, &e);
+		if (c)
+			print_message("accepted: '%s'\n", bad[i]);
+		assert_null(c);
+		assert_int_equal(e.n, 1);
+		assert_true(!strncmp(e.msg[0], "t.conf:2: eal_args: ", 20));
+	}
+}
+
+static void test_vdev(void **state)
+{
+	struct errors e;
+	struct conf *c;
+
+	(void)state;
+	c = load_str("[eth]\nvdev = virtio_user0,path=/dev/vhost-net,queues=2\naddress = 198.18.0.1/24\n", &e);
+	assert_non_null(c);
+	conf_free(c);
+	assert_null(load_str("[eth]\nvdev = net_pcap0,rx_pcap=/etc/shadow\naddress = 198.18.0.1/24\n", &e));
+	assert_non_null(strstr(e.msg[0], "t.conf:2: vdev: 'rx_pcap'"));
+	assert_null(load_str("[eth]\nvdev = net_softnic0,firmware=/tmp/x.cli\naddress = 198.18.0.1/24\n", &e));
+	assert_non_null(strstr(e.msg[0], "t.conf:2: vdev: 'firmware'"));
+}
+
 static void test_reference_lists_every_key(void **state)
 {
 	char *buf = NULL;
@@ -318,6 +422,9 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_reference_lists_every_key),
+		cmocka_unit_test(test_file_trust),
+		cmocka_unit_test(test_eal_args),
+		cmocka_unit_test(test_vdev),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,33 @@
+/* Least privilege: with [gateway] user set, ibgwd started as root becomes that user before DPDK
+ * starts, keeping only the capabilities its configuration needs, and sets no_new_privs. See privs.c
+ * for what is kept and why it happens before any thread exists. */
+#ifndef GW_PRIVS_H
+#define GW_PRIVS_H
+
+#include <stddef.h>
+
+struct conf;
+
+/* Before the EAL starts (no thread but the caller exists yet): resolves [gateway] user and group into
+ * ids and supplementary groups (so that no name lookup happens once threads run), and unless
+ * CHECK_ONLY raises RLIMIT_MEMLOCK so that IB memory registration needs no CAP_IPC_LOCK later.
+ * Returns 0, or -errno with a message in ERR (e.g. an unknown user). */
+int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len);
+
+/* Main thread, before rte_eal_init (no other thread may exist: every thread created afterwards shares
+ * these credentials, which the RDMA devices require). Without [gateway] user: does nothing. Else
+ * switches to the user and its groups, keeps only the capabilities the configuration needs (effective,
+ * permitted, bounding) and sets no_new_privs. Returns 0 or -errno with a message in ERR. */
+int gw_privs_drop(const struct conf *c, char *err, size_t len);
+
+/* Control thread, once start-up is done and before the workers run: checks every thread's
+ * /proc/self/task/<tid>/status against what gw_privs_drop set and logs one line saying what was kept.
+ * Returns 0 or -EPERM (logged); on failure the daemon must not serve. */
+int gw_privs_check(const struct conf *c);
+
+/* Any thread, no_new_privs set: installs on every thread of the process the seccomp filter that
+ * refuses (EPERM) new packet and raw sockets, rtnetlink sockets, the ioctls that configure interfaces,
+ * routes, ARP and taps, ethtool, and bpf(). gw_privs_check does it after a drop. Returns 0 or -errno. */
+int gw_privs_lock_syscalls(void);
+
+#endif

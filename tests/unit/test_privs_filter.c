@@ -1,0 +1,107 @@
+/* Unit test of gateway/privs.c's seccomp filter: in a child process (the filter cannot be removed),
+ * what the kept capabilities would still allow after start-up is refused with EPERM, and what the
+ * running daemon does is not. Run as root (make check is), every refused call would succeed without
+ * the filter, so the EPERMs are the filter's. */
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+#include <linux/sockios.h>
+
+#include <cmocka.h>
+
+#include "gateway/privs.h"
+
+#define NETLINK_RDMA_ 20
+
+/* errno of socket(D, T, P) (0 when it worked). */
+static int try_socket(int d, int t, int p)
+{
+	int fd = socket(d, t, p);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+/* errno of ioctl(udp socket, REQ, &ifr on lo) (0 when it worked). */
+static int try_ioctl(unsigned long req)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), r;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (req == SIOCSIFFLAGS && ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) /* set what it is: changes nothing */
+		return errno;
+	r = ioctl(fd, req, &ifr) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+/* In a child: the filter on, then each call. Exit status: index of the first wrong answer + 1. */
+static int child(void)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || gw_privs_lock_syscalls())
+		return 100;
+	if (try_socket(AF_PACKET, SOCK_RAW, 0) != EPERM)
+		return 1;
+	if (try_socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP) != EPERM)
+		return 2;
+	if (try_socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6) != EPERM)
+		return 3;
+	if (try_socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE) != EPERM)
+		return 4;
+	if (try_ioctl(SIOCSIFFLAGS) != EPERM || try_ioctl(SIOCSIFMTU) != EPERM ||
+	    try_ioctl(SIOCSIFHWADDR) != EPERM)
+		return 5;
+	if (syscall(SYS_bpf, 0, NULL, 0) != -1 || errno != EPERM)
+		return 6;
+	/* what the daemon does */
+	if (try_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0) || try_socket(AF_INET, SOCK_DGRAM, 0) ||
+	    try_socket(AF_UNIX, SOCK_DGRAM, 0))
+		return 7;
+	if (try_socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA_) == EPERM)
+		return 8;
+	if (try_ioctl(SIOCGIFFLAGS) || try_ioctl(SIOCGIFINDEX))
+		return 9;
+	return 0;
+}
+
+static void test_filter(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child());
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status))
+		print_message("check %d answered wrong under the filter\n", WEXITSTATUS(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_filter),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
