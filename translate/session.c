@@ -302,10 +302,18 @@ void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
 	xlt_session_pump(s);
 }
 
+/* NOW - SINCE, or 0 when SINCE is later: the owner's NOW may be taken before a session it then
+ * started (the worker reads its clock once per round), and a wrapped difference would look like
+ * forever. */
+static uint64_t since_ns(uint64_t now, uint64_t since)
+{
+	return now > since ? now - since : 0;
+}
+
 /* Enforces the stall limit on a blocked direction DIR. Returns true when the session was aborted. */
 static bool check_stall(struct xlt_session *s, unsigned dir, uint64_t now)
 {
-	if (!s->limits.stall_ns || !s->blocked[dir] || now - s->moved_ns[dir] < s->limits.stall_ns)
+	if (!s->limits.stall_ns || !s->blocked[dir] || since_ns(now, s->moved_ns[dir]) < s->limits.stall_ns)
 		return false;
 	/* one more try before judging: write() may take bytes now (room freed without a writable event,
 	 * which engines send only once a good share of the buffer is free); a destination that takes
@@ -342,7 +350,7 @@ static void check_half_closed(struct xlt_session *s, uint64_t now)
 	if (s->blocked[live])
 		return; /* its source is not silent: bytes wait for the destination (stall limit) */
 	since = s->moved_ns[live] > s->half_ns ? s->moved_ns[live] : s->half_ns;
-	if (now - since >= s->limits.half_closed_ns)
+	if (since_ns(now, since) >= s->limits.half_closed_ns)
 		xlt_session_abort(s, XLT_END_HALF_CLOSED_TIMEOUT);
 }
 
@@ -355,8 +363,10 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		return;
 	for (unsigned i = 0; i < 2; i++)
 		if (s->blocked[i]) {
-			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b, now - s->blocked_since[i]);
-			s->blocked_since[i] = now;
+			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
+			    since_ns(now, s->blocked_since[i]));
+			if (now > s->blocked_since[i])
+				s->blocked_since[i] = now;
 		}
 	if (s->reason != XLT_END_OK || (s->kind == XLT_SESSION_RELAY && !s->b_open))
 		return; /* ending already; or connecting, which the route's connect_timeout bounds */
@@ -371,7 +381,7 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		if (check_stall(s, i, now))
 			return;
 	last = s->moved_ns[0] > s->moved_ns[n - 1] ? s->moved_ns[0] : s->moved_ns[n - 1];
-	if (s->limits.idle_ns && now - last >= s->limits.idle_ns) {
+	if (s->limits.idle_ns && since_ns(now, last) >= s->limits.idle_ns) {
 		xlt_session_abort(s, XLT_END_IDLE_TIMEOUT);
 		return;
 	}
