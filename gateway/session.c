@@ -466,7 +466,8 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
 					  reject_names[k], NULL);
 	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
-			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
+			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ..., idle_timeout, "
+			  "zero_window_timeout, credit_stall_timeout, half_closed_timeout)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < XLT_END_COUNT; k++)
 			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
