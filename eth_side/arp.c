@@ -332,11 +332,17 @@ void eth_arp_tick(struct eth_stack *st)
 			if (e->tries < ARP_TRIES) {
 				request(st, e);
 			} else if (e->pinned) {
-				/* unanswered: its packets go, the entry stays (ask again later, broadcast) */
+				/* unanswered: its packets go, the entry stays; a gateway that left its old
+				 * address (failover) is asked for by broadcast at once, one that answers
+				 * nothing again later */
+				bool was_stale = e->state == ETH_ARP_STALE;
 				entry_drop_pending(st, e);
 				e->state = ETH_ARP_INCOMPLETE;
 				e->tries = 0;
-				e->expire_ms = st->now_ms + ARP_PINNED_RETRY_MS;
+				if (was_stale)
+					request(st, e);
+				else
+					e->expire_ms = st->now_ms + ARP_PINNED_RETRY_MS;
 			} else {
 				entry_free(st, e);
 			}
