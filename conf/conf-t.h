@@ -112,6 +112,9 @@ struct conf_route {
 	uint64_t tcp_rbuf_size; /* 0 = inherit [eth] */
 	uint64_t tcp_sbuf_size;
 	uint64_t connect_timeout_ms;
+	uint64_t idle_timeout_ms;	 /* session limits (0 = none): no byte either way */
+	uint64_t stall_timeout_ms;	 /* a destination taking no byte while bytes wait */
+	uint64_t half_closed_timeout_ms; /* one direction ended, the other silent */
 	unsigned line; /* line of the [route NAME] header, for messages */
 };
 

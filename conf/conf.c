@@ -190,6 +190,18 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "TCP send buffer (default [eth] sbuf_size)"},
 	{R(connect_timeout_ms), .key = "connect_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
 	 .max = 600 * 1000, .def = "5s", .doc = "how long connecting the far side may take"},
+	/* session limits: defaults in conf/ibgw.conf's words; 0 = no limit */
+	{R(idle_timeout_ms), .key = "idle_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 86400 * 1000, .def = "5m",
+	 .doc = "a session that moves no byte either way for this long is reset (0 = never)"},
+	{R(stall_timeout_ms), .key = "stall_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 86400 * 1000, .def = "2m",
+	 .doc = "a session whose bytes wait this long for a peer that takes none (TCP zero window, IB "
+		"credits withheld) is reset (0 = never)"},
+	{R(half_closed_timeout_ms), .key = "half_closed_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 86400 * 1000, .def = "60s",
+	 .doc = "after one direction ended (FIN/SHUTDOWN passed on), how long the other may stay silent "
+		"before the session is reset (0 = never)"},
 };
 
 #pragma GCC diagnostic pop
@@ -1052,7 +1064,8 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       !memcmp(a->allow, b->allow, sizeof(a->allow[0]) * a->n_allow) && a->max_sessions == b->max_sessions &&
 	       a->ib_rbuf_size == b->ib_rbuf_size && a->ib_sbuf_size == b->ib_sbuf_size &&
 	       a->tcp_rbuf_size == b->tcp_rbuf_size && a->tcp_sbuf_size == b->tcp_sbuf_size &&
-	       a->connect_timeout_ms == b->connect_timeout_ms;
+	       a->connect_timeout_ms == b->connect_timeout_ms && a->idle_timeout_ms == b->idle_timeout_ms &&
+	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms;
 }
 
 static const char *human_size(uint64_t v, char *buf, size_t len)

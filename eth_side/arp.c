@@ -1,12 +1,19 @@
 /* ARP (RFC 826): the worker's neighbour cache.
  *
- * An open-addressed table of ETH_ARP_SLOTS entries. Resolution queues a few packets per neighbour
- * (bounded; the oldest goes first) and retries the request every second, three times, before
- * dropping them. A REACHABLE entry lasts 60 s; after that it is still used while it is re-checked
+ * An open-addressed table of ETH_ARP_SLOTS entries, indexed by a keyed hash (SipHash with a secret
+ * per instance), so that a peer choosing its source addresses cannot crowd the few slots a
+ * neighbour may live in and evict it. Resolution queues packets in one FIFO per instance: at most
+ * ETH_ARP_PENDING per neighbour and ETH_ARP_QUEUE in all (the oldest goes first either way, counted),
+ * so SYN-ACKs to a flood of spoofed on-link sources hold a few hundred packet buffers, not
+ * slots x per-neighbour of them; the request is retried every second, three times, before the
+ * packets are dropped. A REACHABLE entry lasts 60 s; after that it is still used while it is re-checked
  * with unicast requests (so traffic never stalls on a healthy neighbour), and forgotten when those
  * go unanswered. We learn only from packets aimed at us (or updates of entries we already have, the
  * RFC 826 merge rule), never from a claim on our own address, so ARP garbage cannot poison the cache
- * beyond what any host on the segment could do anyway. */
+ * beyond what any host on the segment could do anyway. The configured default gateway, which carries
+ * every off-link flow, is pinned: asked for from the start, never evicted, never forgotten (while it
+ * does not answer it is asked again every ARP_PINNED_RETRY_MS), and its address changes only by a
+ * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error). */
 #include <string.h>
 
 #include <rte_arp.h>
@@ -26,20 +33,20 @@ enum {
 #define ARP_TRIES	 3
 #define ARP_IDLE_MS	 300000 /* unused entries are forgotten */
 #define ARP_PROBE	 8	/* slots probed per lookup */
+#define ARP_PINNED_RETRY_MS 10000 /* an unanswered gateway is asked again after this */
 
-static unsigned slot_of(uint32_t ip)
+static unsigned slot_of(const struct eth_stack *st, uint32_t ip)
 {
-	uint32_t h = ip * 2654435761u;
-
-	return h >> 24; /* ETH_ARP_SLOTS = 256 */
+	return (unsigned)eth_siphash_3u32(&st->arp_key, ip, 0, 0) % ETH_ARP_SLOTS;
 }
 
 static struct eth_arp_entry *lookup(struct eth_stack *st, uint32_t ip)
 {
-	unsigned s = slot_of(ip);
+	unsigned s;
 
 	if (st->arp_last && st->arp_last->ip == ip)
 		return st->arp_last;
+	s = slot_of(st, ip);
 	for (unsigned i = 0; i < ARP_PROBE; i++) {
 		struct eth_arp_entry *e = &st->arp[(s + i) % ETH_ARP_SLOTS];
 		if (e->ip == ip) {
@@ -50,13 +57,61 @@ static struct eth_arp_entry *lookup(struct eth_stack *st, uint32_t ip)
 	return NULL;
 }
 
+static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac);
+
+/* Takes E's packets out of the queue, in their order: sends them to MAC, or frees them (MAC NULL). */
+static void queue_take(struct eth_stack *st, struct eth_arp_entry *e, const uint8_t *mac)
+{
+	unsigned k = 0;
+
+	if (!e->n_pending)
+		return;
+	for (unsigned i = 0; i < st->arp_q_len; i++) {
+		struct eth_arp_queued q = st->arp_q[i];
+		if (q.e != e)
+			st->arp_q[k++] = q;
+		else if (mac)
+			emit(st, q.m, mac);
+		else
+			rte_pktmbuf_free(q.m);
+	}
+	st->arp_q_len = k;
+	e->n_pending = 0;
+	ETH_SET(st, arp_queued, k);
+}
+
+/* Drops the I-th queued packet. */
+static void queue_drop(struct eth_stack *st, unsigned i)
+{
+	st->arp_q[i].e->n_pending--;
+	rte_pktmbuf_free(st->arp_q[i].m);
+	st->arp_q_len--;
+	memmove(st->arp_q + i, st->arp_q + i + 1, (st->arp_q_len - i) * sizeof(st->arp_q[0]));
+}
+
+/* Queues M for E, making room first: E's own oldest when E has its share, else the oldest of all. */
+static void queue_add(struct eth_stack *st, struct eth_arp_entry *e, struct rte_mbuf *m)
+{
+	if (e->n_pending == ETH_ARP_PENDING) {
+		/* keep the newest: TCP will retransmit the old ones anyway */
+		unsigned i = 0;
+		while (st->arp_q[i].e != e)
+			i++;
+		queue_drop(st, i);
+		ETH_INC(st, arp_unresolved);
+	} else if (st->arp_q_len == ETH_ARP_QUEUE) {
+		queue_drop(st, 0);
+		ETH_INC(st, arp_queue_drops);
+	}
+	st->arp_q[st->arp_q_len++] = (struct eth_arp_queued){.m = m, .e = e};
+	e->n_pending++;
+	ETH_SET(st, arp_queued, st->arp_q_len);
+}
+
 static void entry_drop_pending(struct eth_stack *st, struct eth_arp_entry *e)
 {
-	if (e->n_pending) {
-		ETH_ADD(st, arp_unresolved, e->n_pending);
-		rte_pktmbuf_free_bulk(e->pending, e->n_pending);
-	}
-	e->n_pending = 0;
+	ETH_ADD(st, arp_unresolved, e->n_pending);
+	queue_take(st, e, NULL);
 }
 
 static void entry_free(struct eth_stack *st, struct eth_arp_entry *e)
@@ -68,11 +123,11 @@ static void entry_free(struct eth_stack *st, struct eth_arp_entry *e)
 	ETH_DEC(st, arp_entries);
 }
 
-/* A slot for IP: a free one among the probed, else the least recently used (never INCOMPLETE
- * ones with packets waiting, unless all are). */
+/* A slot for IP: a free one among the probed, else the least recently used, never the pinned
+ * gateway (it occupies one of the ARP_PROBE slots at most, so there is always another). */
 static struct eth_arp_entry *insert(struct eth_stack *st, uint32_t ip)
 {
-	unsigned s = slot_of(ip);
+	unsigned s = slot_of(st, ip);
 	struct eth_arp_entry *victim = NULL;
 
 	for (unsigned i = 0; i < ARP_PROBE; i++) {
@@ -81,12 +136,13 @@ static struct eth_arp_entry *insert(struct eth_stack *st, uint32_t ip)
 			victim = e;
 			break;
 		}
-		if (!victim || e->used_ms < victim->used_ms)
+		if (!e->pinned && (!victim || e->used_ms < victim->used_ms))
 			victim = e;
 	}
 	if (victim->state != ETH_ARP_FREE)
 		entry_free(st, victim);
 	victim->ip = ip;
+	victim->pinned = st->c.gateway && ip == st->c.gateway;
 	victim->used_ms = st->now_ms;
 	ETH_INC(st, arp_entries);
 	return victim;
@@ -175,14 +231,8 @@ void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop)
 		e->tries = 0;
 		request(st, e);
 	}
-	if (e->n_pending == ETH_ARP_PENDING) {
-		/* keep the newest: TCP will retransmit the old ones anyway */
-		ETH_INC(st, arp_unresolved);
-		rte_pktmbuf_free(e->pending[0]);
-		memmove(e->pending, e->pending + 1, (ETH_ARP_PENDING - 1) * sizeof(e->pending[0]));
-		e->n_pending--;
-	}
-	e->pending[e->n_pending++] = m;
+	e->used_ms = st->now_ms;
+	queue_add(st, e, m);
 }
 
 static void learn(struct eth_stack *st, struct eth_arp_entry *e, const uint8_t *mac)
@@ -191,9 +241,7 @@ static void learn(struct eth_stack *st, struct eth_arp_entry *e, const uint8_t *
 	e->state = ETH_ARP_REACHABLE;
 	e->tries = 0;
 	e->expire_ms = st->now_ms + ARP_REACHABLE_MS;
-	for (unsigned i = 0; i < e->n_pending; i++)
-		emit(st, e->pending[i], e->mac);
-	e->n_pending = 0;
+	queue_take(st, e, e->mac);
 }
 
 static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
@@ -236,11 +284,20 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (sip == st->c.addr || bad_sender_ip(st, sip) || ((sip ^ st->c.addr) & st->netmask))
 		goto bad; /* a claim on our address, a martian, or off-link */
 	e = lookup(st, sip);
-	if (e)
+	if (e && e->pinned) {
+		/* the gateway: only the answer to a question we asked (a re-check, or while unknown) */
+		if (op == RTE_ARP_OP_REPLY && tip == st->c.addr &&
+		    (e->state == ETH_ARP_INCOMPLETE || e->state == ETH_ARP_STALE))
+			learn(st, e, sha);
+		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only)
+			ETH_INC(st, arp_errors); /* an unsolicited claim on the gateway's address: ignored */
+	} else if (e) {
 		learn(st, e, sha); /* merge: refresh what we know */
+	}
 	if (tip != st->c.addr)
 		goto done;
-	if (!e) {
+	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
+		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
 		e = insert(st, sip);
 		learn(st, e, sha);
 	}
@@ -257,6 +314,13 @@ bad:
 
 void eth_arp_tick(struct eth_stack *st)
 {
+	if (st->c.gateway && !lookup(st, st->c.gateway)) {
+		/* resolve the gateway before traffic needs it, and hold its entry for good */
+		struct eth_arp_entry *g = insert(st, st->c.gateway);
+		g->state = ETH_ARP_INCOMPLETE;
+		g->tries = 0;
+		request(st, g);
+	}
 	for (unsigned i = 0; i < ETH_ARP_SLOTS; i++) {
 		struct eth_arp_entry *e = &st->arp[i];
 
@@ -265,13 +329,26 @@ void eth_arp_tick(struct eth_stack *st)
 		case ETH_ARP_STALE:
 			if (st->now_ms < e->expire_ms)
 				break;
-			if (e->tries >= ARP_TRIES)
-				entry_free(st, e);
-			else
+			if (e->tries < ARP_TRIES) {
 				request(st, e);
+			} else if (e->pinned) {
+				/* unanswered: its packets go, the entry stays; a gateway that left its old
+				 * address (failover) is asked for by broadcast at once, one that answers
+				 * nothing again later */
+				bool was_stale = e->state == ETH_ARP_STALE;
+				entry_drop_pending(st, e);
+				e->state = ETH_ARP_INCOMPLETE;
+				e->tries = 0;
+				if (was_stale)
+					request(st, e);
+				else
+					e->expire_ms = st->now_ms + ARP_PINNED_RETRY_MS;
+			} else {
+				entry_free(st, e);
+			}
 			break;
 		case ETH_ARP_REACHABLE:
-			if (st->now_ms - e->used_ms > ARP_IDLE_MS)
+			if (!e->pinned && st->now_ms - e->used_ms > ARP_IDLE_MS)
 				entry_free(st, e);
 			break;
 		default:

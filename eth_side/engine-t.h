@@ -22,7 +22,8 @@ struct rte_ring;
 #define ETH_TCP_OOO_MAX	  16 /* out-of-order ranges a receiver keeps (the bounded OOO queue) */
 #define ETH_TCP_SACK_MAX  16 /* SACKed ranges a sender remembers */
 #define ETH_ARP_SLOTS	  256
-#define ETH_ARP_PENDING	  8 /* packets queued per unresolved neighbour */
+#define ETH_ARP_PENDING	  4 /* packets queued per unresolved neighbour */
+#define ETH_ARP_QUEUE	  256 /* packets queued for all unresolved neighbours of an instance */
 
 enum eth_tcp_state {
 	ETH_TCP_CLOSED,
@@ -115,10 +116,16 @@ struct eth_arp_entry {
 	uint8_t mac[6];
 	uint8_t state;	   /* ETH_ARP_* (arp.c) */
 	uint8_t tries;
-	uint8_t n_pending;
+	uint8_t n_pending;  /* of the instance's arp_q */
+	bool pinned;	    /* the configured gateway: never evicted, changed only by replies we asked for */
 	uint64_t expire_ms; /* REACHABLE until / next retry at */
 	uint64_t used_ms;
-	struct rte_mbuf *pending[ETH_ARP_PENDING];
+};
+
+/* A packet waiting for its neighbour's address (arp.c). */
+struct eth_arp_queued {
+	struct rte_mbuf *m;
+	struct eth_arp_entry *e;
 };
 
 struct eth_stack {
@@ -152,6 +159,9 @@ struct eth_stack {
 	/* neighbours */
 	struct eth_arp_entry arp[ETH_ARP_SLOTS];
 	struct eth_arp_entry *arp_last; /* one-entry lookup cache */
+	struct eth_siphash_key arp_key;	/* slot hash: a remote peer cannot aim at one slot */
+	struct eth_arp_queued arp_q[ETH_ARP_QUEUE]; /* oldest first */
+	unsigned arp_q_len;
 
 	/* steering: to[i] carries frames from us to worker i, from[i] from worker i to us */
 	struct rte_ring *to[ETH_MAX_WORKERS];

@@ -40,6 +40,8 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"arp_errors_total", XLT_COUNTER, ST(arp_errors), "malformed or conflicting ARP packets", NULL},
 	{"arp_unresolved_drops_total", XLT_COUNTER, ST(arp_unresolved), "packets dropped waiting for an unanswered neighbour", NULL},
 	{"arp_entries", XLT_GAUGE, ST(arp_entries), "neighbour cache entries", NULL},
+	{"arp_queue_drops_total", XLT_COUNTER, ST(arp_queue_drops), "packets dropped, oldest first, because the worker's queue of packets awaiting ARP resolution was full", NULL},
+	{"arp_queued", XLT_GAUGE, ST(arp_queued), "packets waiting for ARP resolution", NULL},
 	{"ip_packets_in_total", XLT_COUNTER, ST(ip_in), "IPv4 packets received", NULL},
 	{"ip_header_errors_total", XLT_COUNTER, ST(ip_header_errors), "IPv4 packets with a bad header or length", NULL},
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
@@ -98,7 +100,7 @@ static void *reserve(size_t bytes)
 struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 {
 	struct eth_stack *st;
-	uint64_t rnd[3];
+	uint64_t rnd[5];
 	uint32_t buckets = 1024;
 	int ret;
 
@@ -122,6 +124,8 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->isn_key.k1 = rnd[1];
 	st->next_port = (uint16_t)(32768 + rnd[2] % 28232);
 	st->ip_id = (uint16_t)(rnd[2] >> 32);
+	st->arp_key.k0 = rnd[3];
+	st->arp_key.k1 = rnd[4];
 	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;
 	st->garp_pending = c->worker == 0;
 	eth_twheel_init(&st->wheel, 0);

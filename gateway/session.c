@@ -277,8 +277,25 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_route *r, i
 				       : gw_ib_connect(w, r, to->addr, to->port, err);
 }
 
+/* What a session may not do for long (xlt_session_limits), from its route's config. */
+static uint8_t stall_reason(enum conf_endpoint_kind k)
+{
+	return k == CONF_EP_IB ? XLT_END_CREDIT_STALL_TIMEOUT : XLT_END_ZERO_WINDOW_TIMEOUT;
+}
+
+static struct xlt_session_limits route_limits(const struct conf_route *c)
+{
+	return (struct xlt_session_limits){
+		.idle_ns = c->idle_timeout_ms * 1000000ull,
+		.stall_ns = c->stall_timeout_ms * 1000000ull,
+		.half_closed_ns = c->half_closed_timeout_ms * 1000000ull,
+		.stall_reason = {stall_reason(c->listen.kind), stall_reason(c->connect.kind)},
+	};
+}
+
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
 {
+	struct xlt_session_limits lim = route_limits(&r->conf);
 	const struct conf_endpoint *to = &r->conf.connect;
 	struct xlt_stream *b = NULL;
 	enum xlt_session_kind kind;
@@ -315,7 +332,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	s->route = r;
 	s->w = w;
 	gw_bump(&w->st.sessions_active, 1);
-	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner);
+	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
 	if (kind == XLT_SESSION_RELAY && !b) {
 		uint64_t now = gw_now_ns();
 		s->pending = true;
@@ -363,7 +380,7 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 		w->tick_ns = now + TICK_NS;
 		for (unsigned i = 0; i < w->n_sessions; i++)
 			if (w->sessions[i].x.live)
-				xlt_session_tick(&w->sessions[i].x);
+				xlt_session_tick(&w->sessions[i].x, now);
 	}
 	return work;
 }
@@ -458,7 +475,8 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
 					  reject_names[k], NULL);
 	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
-			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ...)");
+			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ..., idle_timeout, "
+			  "zero_window_timeout, credit_stall_timeout, half_closed_timeout)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < XLT_END_COUNT; k++)
 			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",

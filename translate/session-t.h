@@ -24,6 +24,11 @@ enum xlt_end_reason {
 	XLT_END_CONNECT_FAILED, /* other connect errors (no route, no resources) */
 	XLT_END_PROTOCOL,	/* a peer broke its protocol */
 	XLT_END_ABORTED,	/* aborted by the gateway (drain timeout, shutdown) */
+	/* reset by a limit of struct xlt_session_limits: */
+	XLT_END_IDLE_TIMEOUT,	      /* no byte moved either way */
+	XLT_END_ZERO_WINDOW_TIMEOUT,  /* a TCP peer took nothing (zero window) while bytes waited for it */
+	XLT_END_CREDIT_STALL_TIMEOUT, /* an IB peer took nothing (no credits/space) while bytes waited */
+	XLT_END_HALF_CLOSED_TIMEOUT,  /* one direction ended, the other's source stayed silent */
 	XLT_END_COUNT,
 };
 
@@ -44,6 +49,18 @@ struct xlt_route_stats {
 	 * buffer backlog behind closed credits or a closed window), as of the last attempt to move them */
 	uint64_t held_a_to_b;
 	uint64_t held_b_to_a;
+};
+
+/* How long a session may make no progress before it is reset (ns; 0 = no limit). The owner fills it
+ * from the route's config; the session keeps a copy. Checked by xlt_session_tick, so a limit is
+ * enforced within one tick period of its expiry. */
+struct xlt_session_limits {
+	uint64_t idle_ns;	  /* no byte moved in either direction */
+	uint64_t stall_ns;	  /* a direction held bytes its destination took none of */
+	uint64_t half_closed_ns; /* relay: one direction ended, the other moved nothing (and was not blocked) */
+	/* the end reason of a stall whose destination is end A (0) or B (1): what that end's peer is
+	 * (XLT_END_ZERO_WINDOW_TIMEOUT for TCP, XLT_END_CREDIT_STALL_TIMEOUT for IB) */
+	uint8_t stall_reason[2];
 };
 
 /* The session's view of the world: the owner (gateway) provides the clock and hears when a session
@@ -75,6 +92,10 @@ struct xlt_session {
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
 	uint64_t connect_start_ns;
 	enum xlt_end_reason reason; /* first cause of the end */
+	struct xlt_session_limits limits;
+	uint64_t moved[2];	/* bytes each direction moved, as of the last tick */
+	uint64_t moved_ns[2];	/* when each direction last moved bytes (seen by a tick), or began */
+	uint64_t half_ns;	/* when the tick first saw one direction ended (0: not yet) */
 	struct xlt_route_stats *stats;
 	const struct xlt_session_owner *owner;
 	void *user; /* owner's pointer (e.g. its route) */

@@ -4,7 +4,18 @@
  * the one stream (A -> A); for discard A's bytes are consumed and dropped. Half-close: when a source's
  * peer is done and every byte of it has been handed to the destination, the destination is shut down
  * (TCP FIN <-> rsocket SHUTDOWN); the other direction keeps flowing. An error on either end aborts the
- * other; the session is over when every stream it holds has closed. */
+ * other; the session is over when every stream it holds has closed.
+ *
+ * Limits (xlt_session_tick): a session that makes no progress is reset, whatever its peers do.
+ * Progress is bytes a direction moved; the tick compares each direction's count with the previous
+ * tick's, so the datapath never reads a clock for it. Three ways to make none:
+ *  - idle: no byte either way (idle_ns);
+ *  - stall: a direction waits on a destination that takes nothing (a TCP zero window that never
+ *    opens, an IB peer that never returns credits): stall_ns, one mechanism for both sides, since
+ *    both show up the same way here, as a stream whose write() takes nothing;
+ *  - half-closed: one direction passed its end of stream (a TCP FIN sent: FIN_WAIT; or received:
+ *    CLOSE_WAIT) and the other's source sends nothing (half_closed_ns). A live direction that is
+ *    blocked is not silent: its bytes wait for the destination, which is the stall limit's case. */
 #include <errno.h>
 #include <stddef.h>
 
@@ -18,6 +29,10 @@ const char *const xlt_end_reason_names[XLT_END_COUNT] = {
 	[XLT_END_CONNECT_FAILED] = "connect_failed",
 	[XLT_END_PROTOCOL] = "protocol_error",
 	[XLT_END_ABORTED] = "aborted",
+	[XLT_END_IDLE_TIMEOUT] = "idle_timeout",
+	[XLT_END_ZERO_WINDOW_TIMEOUT] = "zero_window_timeout",
+	[XLT_END_CREDIT_STALL_TIMEOUT] = "credit_stall_timeout",
+	[XLT_END_HALF_CLOSED_TIMEOUT] = "half_closed_timeout",
 };
 
 static inline void add(uint64_t *c, uint64_t n)
@@ -51,6 +66,28 @@ static struct xlt_stream *dst_of(struct xlt_session *s, unsigned dir)
 	case XLT_SESSION_RELAY: return s->st[!dir];
 	case XLT_SESSION_ECHO: return s->st[0];
 	default: return NULL;
+	}
+}
+
+static unsigned n_dirs(const struct xlt_session *s)
+{
+	return s->kind == XLT_SESSION_RELAY ? 2 : 1;
+}
+
+/* Bytes direction DIR has moved so far (what its source had consumed). */
+static uint64_t dir_bytes(struct xlt_session *s, unsigned dir)
+{
+	struct xlt_stream *src = src_of(s, dir);
+
+	return src ? src->bytes_in : 0;
+}
+
+/* Progress is counted from NOW on (the session began, or its far side opened). */
+static void progress_from(struct xlt_session *s, uint64_t now)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		s->moved[i] = dir_bytes(s, i);
+		s->moved_ns[i] = now;
 	}
 }
 
@@ -140,9 +177,11 @@ static void on_connected(void *arg)
 	struct xlt_session *s = e->s;
 
 	if (e->idx == 1) {
+		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
-		add(&s->stats->connect_ns_sum, s->owner->now_ns(s->owner->arg) - s->connect_start_ns);
+		add(&s->stats->connect_ns_sum, now - s->connect_start_ns);
 		add(&s->stats->connects, 1);
+		progress_from(s, now);
 	}
 	xlt_session_pump(s);
 }
@@ -221,7 +260,8 @@ static void install(struct xlt_session *s, unsigned i)
 }
 
 void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct xlt_stream *a,
-		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner)
+		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner,
+		       const struct xlt_session_limits *limits)
 {
 	s->kind = kind;
 	s->live = true;
@@ -234,6 +274,9 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->stats = stats;
 	s->owner = owner;
 	s->connect_start_ns = owner->now_ns(owner->arg);
+	s->limits = limits ? *limits : (struct xlt_session_limits){0};
+	s->half_ns = 0;
+	progress_from(s, s->connect_start_ns);
 	add(&stats->sessions_total, 1);
 	add(&stats->sessions_active, 1);
 	for (unsigned i = 0; i < 2; i++)
@@ -250,25 +293,100 @@ void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
 	s->st[1] = b;
 	install(s, 1);
 	if (b->state == XLT_STREAM_OPEN) {
+		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
-		add(&s->stats->connect_ns_sum, s->owner->now_ns(s->owner->arg) - s->connect_start_ns);
+		add(&s->stats->connect_ns_sum, now - s->connect_start_ns);
 		add(&s->stats->connects, 1);
+		progress_from(s, now);
 	}
 	xlt_session_pump(s);
 }
 
-void xlt_session_tick(struct xlt_session *s)
+/* NOW - SINCE, or 0 when SINCE is later: the owner's NOW may be taken before a session it then
+ * started (the worker reads its clock once per round), and a wrapped difference would look like
+ * forever. */
+static uint64_t since_ns(uint64_t now, uint64_t since)
 {
-	uint64_t now;
+	return now > since ? now - since : 0;
+}
 
-	if (!s->live || !(s->blocked[0] || s->blocked[1]))
+/* Enforces the stall limit on a blocked direction DIR. Returns true when the session was aborted. */
+static bool check_stall(struct xlt_session *s, unsigned dir, uint64_t now)
+{
+	if (!s->limits.stall_ns || !s->blocked[dir] || since_ns(now, s->moved_ns[dir]) < s->limits.stall_ns)
+		return false;
+	/* one more try before judging: write() may take bytes now (room freed without a writable event,
+	 * which engines send only once a good share of the buffer is free); a destination that takes
+	 * any is slow, not stalled */
+	pump_dir(s, dir);
+	if (!s->live || s->reason != XLT_END_OK)
+		return true;
+	if (dir_bytes(s, dir) != s->moved[dir] || !s->blocked[dir]) {
+		s->moved[dir] = dir_bytes(s, dir);
+		s->moved_ns[dir] = now;
+		return false;
+	}
+	/* the destination is end B for A -> B, end A otherwise (B -> A, echo) */
+	xlt_session_abort(s, (enum xlt_end_reason)s->limits.stall_reason[s->kind == XLT_SESSION_RELAY && !dir]);
+	return true;
+}
+
+/* Enforces the half-closed limit on a relay. */
+static void check_half_closed(struct xlt_session *s, uint64_t now)
+{
+	/* a direction ended once its destination was shut down (its source's end of stream passed on) */
+	bool done0 = s->st[1] && s->st[1]->local_done, done1 = s->st[0] && s->st[0]->local_done;
+	unsigned live;
+	uint64_t since;
+
+	if (done0 == done1) {
+		/* both open, or both ended: the streams are closing, which their engines bound */
+		s->half_ns = 0;
 		return;
-	now = s->owner->now_ns(s->owner->arg);
+	}
+	if (!s->half_ns)
+		s->half_ns = now;
+	live = done0 ? 1 : 0;
+	if (s->blocked[live])
+		return; /* its source is not silent: bytes wait for the destination (stall limit) */
+	since = s->moved_ns[live] > s->half_ns ? s->moved_ns[live] : s->half_ns;
+	if (since_ns(now, since) >= s->limits.half_closed_ns)
+		xlt_session_abort(s, XLT_END_HALF_CLOSED_TIMEOUT);
+}
+
+void xlt_session_tick(struct xlt_session *s, uint64_t now)
+{
+	unsigned n = n_dirs(s);
+	uint64_t last;
+
+	if (!s->live)
+		return;
 	for (unsigned i = 0; i < 2; i++)
 		if (s->blocked[i]) {
-			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b, now - s->blocked_since[i]);
-			s->blocked_since[i] = now;
+			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
+			    since_ns(now, s->blocked_since[i]));
+			if (now > s->blocked_since[i])
+				s->blocked_since[i] = now;
 		}
+	if (s->reason != XLT_END_OK || (s->kind == XLT_SESSION_RELAY && !s->b_open))
+		return; /* ending already; or connecting, which the route's connect_timeout bounds */
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t b = dir_bytes(s, i);
+		if (b != s->moved[i]) {
+			s->moved[i] = b;
+			s->moved_ns[i] = now;
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (check_stall(s, i, now))
+			return;
+	last = s->moved_ns[0] > s->moved_ns[n - 1] ? s->moved_ns[0] : s->moved_ns[n - 1];
+	if (s->limits.idle_ns && since_ns(now, last) >= s->limits.idle_ns) {
+		xlt_session_abort(s, XLT_END_IDLE_TIMEOUT);
+		return;
+	}
+	if (s->kind == XLT_SESSION_RELAY && s->limits.half_closed_ns)
+		check_half_closed(s, now);
 }
 
 void xlt_session_abort(struct xlt_session *s, enum xlt_end_reason reason)

@@ -14,18 +14,23 @@
 
 /* Starts S on the accepted stream A. For XLT_SESSION_RELAY, B is the far-side stream (CONNECTING or
  * OPEN), or NULL to attach it later (xlt_session_attach); it must be NULL for echo and discard. The session installs A's and B's events and owns both
- * streams until owner->done. STATS and OWNER outlive the session. */
+ * streams until owner->done. STATS and OWNER outlive the session; LIMITS (NULL: none) is copied. */
 void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct xlt_stream *a,
-		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner);
+		       struct xlt_stream *b, struct xlt_route_stats *stats, const struct xlt_session_owner *owner,
+		       const struct xlt_session_limits *limits);
 
 /* Attaches the far-side stream B (CONNECTING or OPEN) to relay session S started with B = NULL: the
  * owner could not open B at once (a transient shortage) and retried. Until then A's bytes stay in A's
  * buffer. If the owner gives up it calls xlt_session_abort with the connect failure's reason. */
 void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b);
 
-/* Accounts the time of a backpressure episode still under way, so the blocked-time counters grow
- * while a direction stays blocked, not only when it ends. Call it now and then (cheap when idle). */
-void xlt_session_tick(struct xlt_session *s);
+/* Call it now and then (every 100 ms; NOW from owner->now_ns): accounts the time of a backpressure
+ * episode still under way, so the blocked-time counters grow while a direction stays blocked, not
+ * only when it ends; and enforces the session's limits, aborting it with the limit's reason. Progress
+ * is judged by the bytes each direction moved since the previous call, so the datapath pays nothing
+ * for it; a direction blocked past its stall limit gets one more attempt to move bytes first (a
+ * destination may have room yet not have said so). Cheap when nothing is due. */
+void xlt_session_tick(struct xlt_session *s, uint64_t now);
 
 /* Aborts both ends (drain timeout, shutdown); done follows once the streams report closed. */
 void xlt_session_abort(struct xlt_session *s, enum xlt_end_reason reason);

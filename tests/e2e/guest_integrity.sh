@@ -89,7 +89,7 @@ for r in out in in_many; do
 	check "[ $c = \$(ms 'ibgw_route_sessions_total{route=\"$r\"}') ] && fgt $s 0" "route $r: connect latency counted for every session"
 done
 for r in out in in_many; do
-	for k in reset connect_refused connect_timeout connect_failed protocol_error aborted; do
+	for k in reset connect_refused connect_timeout connect_failed protocol_error aborted idle_timeout zero_window_timeout credit_stall_timeout half_closed_timeout; do
 		v=$(ms "ibgw_route_sessions_ended_total{route=\"$r\",reason=\"$k\"}")
 		[ "$v" = 0 ] || check "false" "route $r: $v sessions ended $k"
 		[ "$v" = 0 ] || grep -i "route $r: session" "$GW_LOG" | head -5

@@ -1,6 +1,7 @@
 /* Unit tests of translate/session.c with in-memory streams: relay integrity under a tiny destination
  * buffer (backpressure), half-close both ways, errors and connect failures aborting the other end,
- * echo and discard, and the blocked-time accounting. */
+ * echo and discard, the blocked-time accounting, and the limits (idle, stall, half-closed) that end
+ * sessions making no progress. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,7 +147,7 @@ static void test_relay_backpressure_integrity(void **state)
 	reset_globals();
 	for (unsigned i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 7 + 3);
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	a->max_peek = 512;
 	peer_sends(a, data, sizeof(data));
 	/* B takes only 100 bytes: the rest stays in A (not consumed), the direction is blocked */
@@ -178,7 +179,7 @@ static void test_half_close_both_ways(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	a->s.peer_done = 1;
 	peer_sends(a, "0123456789abcdef", 16);
 	/* B's buffer is full: no shutdown before every byte was handed over */
@@ -215,7 +216,7 @@ static void test_error_aborts_other_end(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	closed(b, -ECONNRESET);
 	assert_int_equal(a->aborts, 1);
 	assert_int_equal(done_calls, 0);
@@ -239,7 +240,7 @@ static void test_connect_refused_and_timeout(void **state)
 		struct xlt_session s = {0};
 
 		reset_globals();
-		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 		/* bytes from A wait while B connects: nothing consumed, nothing written */
 		peer_sends(a, "early", 5);
 		assert_int_equal(a->rx_off, 0);
@@ -262,7 +263,7 @@ static void test_connect_then_flush(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	peer_sends(a, "early", 5);
 	clock_ns += 777;
 	b->s.state = XLT_STREAM_OPEN;
@@ -286,7 +287,7 @@ static void test_echo(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_ECHO, &a->s, NULL, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_ECHO, &a->s, NULL, &st, &owner, NULL);
 	peer_sends(a, "hello world", 11);
 	assert_int_equal(a->tx_len, 3);
 	assert_int_equal(a->rx_off, 3);
@@ -311,7 +312,7 @@ static void test_discard(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_DISCARD, &a->s, NULL, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_DISCARD, &a->s, NULL, &st, &owner, NULL);
 	peer_sends(a, big, sizeof(big));
 	assert_int_equal(a->rx_off, sizeof(big));
 	assert_int_equal(st.bytes_a_to_b, sizeof(big));
@@ -332,7 +333,7 @@ static void test_abort(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	xlt_session_abort(&s, XLT_END_ABORTED);
 	assert_int_equal(a->aborts, 1);
 	assert_int_equal(b->aborts, 1);
@@ -354,7 +355,7 @@ static void test_late_attach(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner, NULL);
 	peer_sends(a, "early", 5);
 	assert_int_equal(a->rx_off, 0);
 	assert_int_equal(st.bytes_a_to_b, 0);
@@ -385,7 +386,7 @@ static void test_late_attach(void **state)
 	memset(&s, 0, sizeof(s));
 	memset(&st, 0, sizeof(st));
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, NULL, &st, &owner, NULL);
 	peer_sends(a, "x", 1);
 	xlt_session_abort(&s, XLT_END_CONNECT_TIMEOUT);
 	assert_int_equal(a->aborts, 1);
@@ -408,15 +409,15 @@ static void test_blocked_time_ticks(void **state)
 
 	(void)state;
 	reset_globals();
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	peer_sends(a, "abc", 3);
 	assert_int_equal(st.blocked_a_to_b, 1);
 	assert_int_equal(st.held_a_to_b, 3); /* the backlog gauge */
 	clock_ns += 1000;
-	xlt_session_tick(&s);
+	xlt_session_tick(&s, clock_ns);
 	assert_int_equal(st.blocked_ns_a_to_b, 1000);
 	clock_ns += 500;
-	xlt_session_tick(&s);
+	xlt_session_tick(&s, clock_ns);
 	assert_int_equal(st.blocked_ns_a_to_b, 1500);
 	clock_ns += 250;
 	peer_drains(b, 10);
@@ -424,7 +425,7 @@ static void test_blocked_time_ticks(void **state)
 	assert_int_equal(b->tx_len, 3);
 	assert_int_equal(st.held_a_to_b, 0);
 	clock_ns += 1000;
-	xlt_session_tick(&s); /* not blocked: nothing more */
+	xlt_session_tick(&s, clock_ns); /* not blocked: nothing more */
 	assert_int_equal(st.blocked_ns_a_to_b, 1750);
 	assert_int_equal(st.blocked_ns_b_to_a, 0);
 	b->tx_room = 0;
@@ -461,7 +462,7 @@ static void test_held_uses_backlog(void **state)
 	reset_globals();
 	a->s.ops = &fake_ops_backlog;
 	a->max_peek = 10; /* a chunked buffer: peek shows 10 bytes at a time */
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
 	peer_sends(a, "0123456789abcdefghijklmnopqrstuvwxyz", 36);
 	assert_int_equal(b->tx_len, 4);
 	assert_int_equal(st.held_a_to_b, 32); /* all of it, not the 6 left of the first peek */
@@ -469,6 +470,218 @@ static void test_held_uses_backlog(void **state)
 	closed(a, -ECONNABORTED);
 	closed(b, -ECONNABORTED);
 	assert_int_equal(st.held_a_to_b, 0);
+	free(a);
+	free(b);
+}
+
+#define MS 1000000ull
+
+/* A route tcp -> ib: a stall whose destination is A (TCP) is a zero window, B (IB) a credit stall. */
+static const struct xlt_session_limits lim = {
+	.idle_ns = 5000 * MS,
+	.stall_ns = 2000 * MS,
+	.half_closed_ns = 1000 * MS,
+	.stall_reason = {XLT_END_ZERO_WINDOW_TIMEOUT, XLT_END_CREDIT_STALL_TIMEOUT},
+};
+
+/* Ticks every 100 ms (as the worker does) for MS_ milliseconds or until S aborted a stream. */
+static void run_ticks(struct xlt_session *s, struct fake *a, struct fake *b, uint64_t ms_)
+{
+	for (uint64_t t = 0; t < ms_ && !a->aborts && !(b && b->aborts); t += 100) {
+		clock_ns += 100 * MS;
+		xlt_session_tick(s, clock_ns);
+	}
+}
+
+static void finish_aborted(struct fake *a, struct fake *b)
+{
+	closed(a, -ECONNABORTED);
+	if (b)
+		closed(b, -ECONNABORTED);
+}
+
+/* No byte either way for idle_ns: reset, counted as idle_timeout; bytes in either direction restart
+ * the count; no limit (NULL) means none. */
+static void test_idle_timeout(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint64_t t0;
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	/* the worker reads its clock once per round: a session started later in that round sees a
+	 * tick whose NOW is before its start (a wrapped difference once read as "idle for ever") */
+	xlt_session_tick(&s, clock_ns - 1);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	run_ticks(&s, a, b, 4000);
+	peer_sends(a, "ping", 4);
+	run_ticks(&s, a, b, 4000);
+	peer_sends(b, "pong", 4); /* the other direction counts too */
+	t0 = clock_ns;
+	run_ticks(&s, a, b, 4900);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	run_ticks(&s, a, b, 10000);
+	assert_int_equal(a->aborts, 1);
+	assert_int_equal(b->aborts, 1);
+	assert_true(clock_ns - t0 >= lim.idle_ns && clock_ns - t0 <= lim.idle_ns + 200 * MS);
+	finish_aborted(a, b);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_IDLE_TIMEOUT);
+	assert_int_equal(st.ends[XLT_END_IDLE_TIMEOUT], 1);
+	free(a);
+	free(b);
+
+	/* without limits nothing ends a quiet session */
+	a = fake_new(XLT_STREAM_OPEN, CAP);
+	b = fake_new(XLT_STREAM_OPEN, 0);
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
+	peer_sends(a, "x", 1); /* blocked too */
+	run_ticks(&s, a, b, 3600 * 1000);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	finish_aborted(a, b);
+	free(a);
+	free(b);
+}
+
+/* A destination that takes nothing while bytes wait for it: reset after stall_ns with the reason of
+ * that end's kind. One that takes any byte (even without a writable event) is slow, not stalled. */
+static void test_stall_timeout(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, 0), *b = fake_new(XLT_STREAM_OPEN, 0);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	peer_sends(a, "0123456789", 10); /* A -> B blocked: B is the IB end here */
+	assert_true(s.blocked[0]);
+	run_ticks(&s, a, b, 1500);
+	b->tx_room = 1; /* the peer took one byte; no writable event (engines wait for more room) */
+	run_ticks(&s, a, b, 1500);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	assert_int_equal(b->tx_len, 1); /* the tick's retry moved it */
+	/* the retry at 2 s moved a byte: the count restarted there, so the limit falls at 4 s */
+	run_ticks(&s, a, b, 900);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	run_ticks(&s, a, b, 1000);
+	assert_int_equal(b->aborts, 1);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_CREDIT_STALL_TIMEOUT);
+	assert_int_equal(st.ends[XLT_END_CREDIT_STALL_TIMEOUT], 1);
+	free(a);
+	free(b);
+
+	/* B -> A blocked: A is the TCP end, a zero window */
+	a = fake_new(XLT_STREAM_OPEN, 0);
+	b = fake_new(XLT_STREAM_OPEN, CAP);
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	peer_sends(b, "0123456789", 10);
+	run_ticks(&s, a, b, 10000);
+	assert_int_equal(a->aborts, 1);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_ZERO_WINDOW_TIMEOUT);
+	free(a);
+	free(b);
+
+	/* echo: the destination is A itself */
+	a = fake_new(XLT_STREAM_OPEN, 0);
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_ECHO, &a->s, NULL, &st, &owner, &lim);
+	peer_sends(a, "0123456789", 10);
+	run_ticks(&s, a, NULL, 10000);
+	assert_int_equal(a->aborts, 1);
+	finish_aborted(a, NULL);
+	assert_int_equal(done_reason, XLT_END_ZERO_WINDOW_TIMEOUT);
+	assert_int_equal(st.ends[XLT_END_ZERO_WINDOW_TIMEOUT], 2);
+	free(a);
+}
+
+/* One direction passed its end of stream (A's peer sent FIN: B was shut down) and the other stays
+ * silent: reset after half_closed_ns. Bytes the other way restart the count; a blocked live
+ * direction is the stall limit's business, not this one's. */
+static void test_half_closed_timeout(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	struct xlt_session_limits l = lim;
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	a->s.peer_done = 1;
+	peer_sends(a, "request", 7);
+	assert_int_equal(b->shutdowns, 1);
+	run_ticks(&s, a, b, 800);
+	peer_sends(b, "part", 4); /* the answer is coming: not silent */
+	run_ticks(&s, a, b, 800);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	run_ticks(&s, a, b, 2000);
+	assert_int_equal(a->aborts + b->aborts, 2);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_HALF_CLOSED_TIMEOUT);
+	assert_int_equal(st.ends[XLT_END_HALF_CLOSED_TIMEOUT], 1);
+	free(a);
+	free(b);
+
+	/* the live direction blocked (A's peer half-closed and does not read the answer): a stall */
+	a = fake_new(XLT_STREAM_OPEN, 0);
+	b = fake_new(XLT_STREAM_OPEN, CAP);
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	a->s.peer_done = 1;
+	peer_sends(a, "request", 7);
+	peer_sends(b, "answer", 6);
+	run_ticks(&s, a, b, 10000);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_ZERO_WINDOW_TIMEOUT);
+	free(a);
+	free(b);
+
+	/* half_closed_ns = 0: only the idle limit is left */
+	a = fake_new(XLT_STREAM_OPEN, CAP);
+	b = fake_new(XLT_STREAM_OPEN, CAP);
+	reset_globals();
+	l.half_closed_ns = 0;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &l);
+	a->s.peer_done = 1;
+	peer_sends(a, "request", 7);
+	run_ticks(&s, a, b, 10000);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_IDLE_TIMEOUT);
+	free(a);
+	free(b);
+}
+
+/* While the far side connects, only the route's connect_timeout applies; the limits count from the
+ * moment it opened. */
+static void test_limits_wait_for_connect(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint64_t t0;
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	run_ticks(&s, a, b, 20000);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	b->s.state = XLT_STREAM_OPEN;
+	b->s.ev.on_connected(b->s.ev.arg);
+	t0 = clock_ns;
+	run_ticks(&s, a, b, 20000);
+	assert_int_equal(a->aborts + b->aborts, 2);
+	assert_true(clock_ns - t0 >= lim.idle_ns);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_IDLE_TIMEOUT);
 	free(a);
 	free(b);
 }
@@ -487,6 +700,10 @@ int main(void)
 		cmocka_unit_test(test_late_attach),
 		cmocka_unit_test(test_blocked_time_ticks),
 		cmocka_unit_test(test_held_uses_backlog),
+		cmocka_unit_test(test_idle_timeout),
+		cmocka_unit_test(test_stall_timeout),
+		cmocka_unit_test(test_half_closed_timeout),
+		cmocka_unit_test(test_limits_wait_for_connect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
