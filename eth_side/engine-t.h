@@ -107,14 +107,14 @@ struct eth_tcb {
 	uint64_t last_rcv_ms;
 	uint64_t chall_ms;	/* challenge ACK rate limit window */
 	uint32_t chall_n;
-	uint64_t oow_ack_ms;	/* last ACK to an invalid segment or challenge ACK (500 ms apart at least) */
+	uint64_t oow_ack_ms;	/* last ACK to an invalid segment or challenge ACK (500 ms apart) */
 	uint64_t t_ooo;		/* out-of-order data expires (the fourth deadline of the timer) */
 	uint64_t ooo_hole_ms;	/* since when the hole before the out-of-order ranges stays open */
 	uint64_t connect_deadline_ms;
 
 	struct eth_bufq rbuf, sbuf;
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
-	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms, mod 2^32) */
+	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
 };
 
@@ -139,7 +139,7 @@ struct eth_stack {
 	uint16_t ip_id;
 	uint16_t next_port;
 	uint32_t syn_backlog;	   /* this instance's share of [eth] syn_backlog: its half-open table */
-	unsigned n_listen_open;	   /* open listeners: each may fill syn_backlog / n_listen_open of it */
+	unsigned n_listen_open;	   /* open listeners: each may fill syn_backlog / n_listen_open */
 	uint64_t chall_sec;	   /* the second the global challenge-ACK budget is for */
 	uint32_t chall_left;	   /* challenge ACKs this instance may still send in that second */
 

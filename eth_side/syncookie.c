@@ -4,11 +4,11 @@
 #include "syncookie.h"
 
 #define MSS_BITS  3
-#define TS_FLAG	  (1u << MSS_BITS)
+#define TS_FLAG   (1u << MSS_BITS)
 #define SLOT_FLAG (1u << (MSS_BITS + 1))
 #define MAC_SHIFT (MSS_BITS + 2)
-#define TS_MASK	  ((1u << ETH_SYNCOOKIE_TS_BITS) - 1)
-#define TS_SACK	  0x10u
+#define TS_MASK   ((1u << ETH_SYNCOOKIE_TS_BITS) - 1)
+#define TS_SACK   0x10u
 
 /* The MSS values a cookie can carry: the common ones (Linux's four for IPv4 among them), tunnels,
  * jumbo frames, and a floor for peers announcing less than RFC 1122's 536 (rounded down to it,
@@ -16,25 +16,26 @@
 static const uint16_t mss_table[1u << MSS_BITS] = {64, 536, 1220, 1360, 1440, 1460, 4036, 8960};
 
 static uint32_t mac(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f, uint64_t slot,
-		    uint32_t fields, uint8_t ts_bits)
+                    uint32_t fields, uint8_t ts_bits)
 {
 	/* a leading tag and a length of its own keep these hashes apart from the ISNs and flow hashes
 	 * made under the same key */
 	uint32_t w[8] = {0x636f6f6bu /* "cook" */,
-			 f->raddr,
-			 f->laddr,
-			 (uint32_t)f->rport << 16 | f->lport,
-			 f->peer_isn,
-			 (uint32_t)slot,
-			 (uint32_t)(slot >> 32),
-			 fields | (uint32_t)ts_bits << 8 | (uint32_t)f->our_wscale << 16};
+	                 f->raddr,
+	                 f->laddr,
+	                 (uint32_t)f->rport << 16 | f->lport,
+	                 f->peer_isn,
+	                 (uint32_t)slot,
+	                 (uint32_t)(slot >> 32),
+	                 fields | (uint32_t)ts_bits << 8 | (uint32_t)f->our_wscale << 16};
 
 	return (uint32_t)eth_siphash(k, w, sizeof(w));
 }
 
 uint8_t eth_syncookie_ts_bits(bool ws_ok, uint8_t wscale, bool sack)
 {
-	uint8_t ws = ws_ok ? (wscale < ETH_SYNCOOKIE_NO_WS ? wscale : ETH_SYNCOOKIE_NO_WS - 1) : ETH_SYNCOOKIE_NO_WS;
+	uint8_t ws =
+	    ws_ok ? (wscale < ETH_SYNCOOKIE_NO_WS ? wscale : ETH_SYNCOOKIE_NO_WS - 1) : ETH_SYNCOOKIE_NO_WS;
 
 	return (uint8_t)(ws | (sack ? TS_SACK : 0));
 }
@@ -43,13 +44,13 @@ uint32_t eth_syncookie_tsval(uint32_t now_ts, uint8_t bits)
 {
 	uint32_t ts = (now_ts & ~TS_MASK) | (bits & TS_MASK);
 
-	if (ts > now_ts) /* (both share their upper bits: no wrap-around to mind) */
+	if (ts > now_ts)           /* (both share their upper bits: no wrap-around to mind) */
 		ts -= TS_MASK + 1; /* the same bits 64 ticks earlier: never ahead of the clock */
 	return ts;
 }
 
-uint32_t eth_syncookie_make(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f, uint64_t now_ms,
-			    uint16_t mss, bool ts, uint8_t ts_bits)
+uint32_t eth_syncookie_make(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f,
+                            uint64_t now_ms, uint16_t mss, bool ts, uint8_t ts_bits)
 {
 	uint64_t slot = now_ms / ETH_SYNCOOKIE_SLOT_MS;
 	uint32_t idx = 0, fields;
@@ -63,7 +64,7 @@ uint32_t eth_syncookie_make(const struct eth_siphash_key *k, const struct eth_sy
 }
 
 int eth_syncookie_check(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f, uint64_t now_ms,
-			uint32_t cookie, bool ts, uint32_t tsecr, struct eth_syncookie_opts *o)
+                        uint32_t cookie, bool ts, uint32_t tsecr, struct eth_syncookie_opts *o)
 {
 	uint64_t slot = now_ms / ETH_SYNCOOKIE_SLOT_MS;
 	uint32_t fields = cookie & ((1u << MAC_SHIFT) - 1);

@@ -24,24 +24,24 @@
 #include "siphash.h"
 
 #define ETH_SYNCOOKIE_SLOT_MS 64000u /* a cookie lives one to two slots */
-#define ETH_SYNCOOKIE_TS_BITS 6	     /* low bits of our TSval that carry options */
+#define ETH_SYNCOOKIE_TS_BITS 6      /* low bits of our TSval that carry options */
 #define ETH_SYNCOOKIE_NO_WS   0xfu   /* in the TSval bits: the peer sent no window scale */
 
 /* The connection a cookie belongs to: addresses in network order, ports in host order. */
 struct eth_syncookie_flow {
 	uint32_t raddr, laddr;
 	uint16_t rport, lport;
-	uint32_t peer_isn; /* the SYN's sequence number (the ACK's - 1) */
+	uint32_t peer_isn;  /* the SYN's sequence number (the ACK's - 1) */
 	uint8_t our_wscale; /* the listener's window scale (whether the SYN-ACK offers it or not) */
 };
 
 /* What a valid cookie gives back. */
 struct eth_syncookie_opts {
-	uint16_t mss;	 /* the peer's MSS, rounded down to the table */
-	bool ts;	 /* timestamps in use */
-	bool ws_ok;	 /* window scaling in use (only with timestamps) */
-	uint8_t wscale;	 /* the peer's shift */
-	bool sack;	 /* SACK-permitted (only with timestamps) */
+	uint16_t mss;   /* the peer's MSS, rounded down to the table */
+	bool ts;        /* timestamps in use */
+	bool ws_ok;     /* window scaling in use (only with timestamps) */
+	uint8_t wscale; /* the peer's shift */
+	bool sack;      /* SACK-permitted (only with timestamps) */
 };
 
 /* The option bits for our TSval: the peer's window scale (WS_OK/WSCALE) and SACK-permitted. */
@@ -53,14 +53,14 @@ uint32_t eth_syncookie_tsval(uint32_t now_ts, uint8_t bits);
 
 /* The cookie for flow F at NOW_MS, the peer offering MSS (0: none), TS (timestamps) and TS_BITS
  * (eth_syncookie_ts_bits, used only with TS). */
-uint32_t eth_syncookie_make(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f, uint64_t now_ms,
-			    uint16_t mss, bool ts, uint8_t ts_bits);
+uint32_t eth_syncookie_make(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f,
+                            uint64_t now_ms, uint16_t mss, bool ts, uint8_t ts_bits);
 
 /* Checks COOKIE (the ACK number - 1) for flow F at NOW_MS. TS says whether the ACK carries a
  * timestamp, TSECR its echo. Returns 0 and fills O, or -EINVAL (a forgery, another flow's cookie,
  * or one older than two slots: its slot number no longer matches the MAC) or -EPROTO (the cookie
  * was made with timestamps and the ACK has none: RFC 7323 3.2 drops such a segment). */
 int eth_syncookie_check(const struct eth_siphash_key *k, const struct eth_syncookie_flow *f, uint64_t now_ms,
-			uint32_t cookie, bool ts, uint32_t tsecr, struct eth_syncookie_opts *o);
+                        uint32_t cookie, bool ts, uint32_t tsecr, struct eth_syncookie_opts *o);
 
 #endif

@@ -108,7 +108,7 @@ static void challenge_ack(struct eth_tcb *t, const struct seg *sg)
 	if (!oow_ack_allowed(t, sg, true))
 		return;
 	if (sec != st->chall_sec) {
-		uint64_t r = eth_siphash_3u32(&st->isn_key, (uint32_t)sec, (uint32_t)(sec >> 32), 0x63616c6cu);
+		uint64_t r = eth_siphash_3u32(&st->isn_key, (uint32_t)sec, (uint32_t)(sec >> 32), 0x63616cu);
 
 		st->chall_sec = sec;
 		st->chall_left = CHALLENGE_PER_WORKER / 2 + (uint32_t)(r % CHALLENGE_PER_WORKER);
@@ -169,8 +169,10 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	struct eth_syncookie_flow f = cookie_flow(st, l, sg, sg->seq);
 	bool ts = sg->o.ts_ok;
 	uint8_t bits = eth_syncookie_ts_bits(sg->o.ws_ok, sg->o.wscale, sg->o.sack_ok), opts[40];
-	uint32_t cookie = eth_syncookie_make(&st->isn_key, &f, st->now_ms, sg->o.mss_ok ? sg->o.mss : 0, ts, bits);
-	uint32_t tsval = eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, f.raddr, f.rport), bits);
+	uint32_t cookie = eth_syncookie_make(&st->isn_key, &f, st->now_ms, sg->o.mss_ok ? sg->o.mss : 0, ts,
+					     bits);
+	uint32_t tsval = eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, f.raddr, f.rport),
+					     bits);
 	unsigned optlen, hlen;
 	struct rte_ipv4_hdr *ip;
 	struct rte_tcp_hdr *th;
@@ -178,8 +180,8 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	uint32_t nh;
 
 	/* without timestamps nothing would bring window scaling or SACK back: offer neither */
-	optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), ts && sg->o.sack_ok, ts, tsval, sg->o.tsval,
-				       ts && sg->o.ws_ok ? f.our_wscale : -1);
+	optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), ts && sg->o.sack_ok, ts, tsval,
+				       sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
 	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
 	l->cookie_ms = st->now_ms;
 	nh = eth_ipv4_nexthop(st, f.raddr);
@@ -276,7 +278,7 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	ret = eth_syncookie_check(&st->isn_key, &f, st->now_ms, sg->ack - 1, sg->o.ts_ok, sg->o.tsecr, &co);
 	if (ret) {
 		ETH_INC(st, tcp_syncookies_failed);
-		return ret == -EPROTO; /* RFC 7323 3.2: a segment without the timestamps agreed on is dropped */
+		return ret == -EPROTO; /* RFC 7323 3.2: without the timestamps agreed on, dropped */
 	}
 	t = eth_tcb_alloc(st);
 	if (!t) {
@@ -332,7 +334,8 @@ static void no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 		passive_open(st, l, sg, h, 0, false);
 		return;
 	}
-	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG && cookie_ack(st, l, sg, h))
+	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG &&
+	    cookie_ack(st, l, sg, h))
 		return;
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
 }
@@ -809,6 +812,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		}
 		if (!t->t_ooo)
 			ooo_arm(t);
+		ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 		t->ack_now = true; /* duplicate ACK carrying SACK */
 		if (has(sg, RTE_TCP_FIN_FLAG)) {
 			t->ooo_fin = true;

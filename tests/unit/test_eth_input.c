@@ -19,6 +19,7 @@
 
 #include "tests/fuzz/fuzz_eth_harness.h"
 
+#include "eth_side/engine-t.h" /* (one white-box look: the challenge-ACK budget) */
 #include "eth_side/tcp_opt.h"
 #include "eth_side/tcp_seq.h"
 
@@ -448,7 +449,8 @@ static void syns(uint16_t port, uint16_t base, unsigned n)
 
 	for (unsigned i = 0; i < n; i++)
 		eh_feed(&h, f,
-			eh_tcp_frame(f, (uint16_t)(base + i), port, 1000 * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+			eh_tcp_frame(f, (uint16_t)(base + i), port, 1000 * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0,
+				     NULL, 0));
 	eh_forget(&h);
 	eh_poll(&h);
 }
@@ -697,6 +699,146 @@ static void test_syncookie_invalid(void **state)
 	assert_non_null(session_of(43205));
 	assert_int_equal(S()->tcp_active, 1); /* (the first one's keepalive gave up on its silent peer) */
 	(void)o;
+}
+
+/* ACKs to invalid segments (Linux's tcp_invalid_ratelimit): one per 500 ms and connection for
+ * segments without data; data is always answered; challenge ACKs share the limit, and the worker's
+ * budget per second bounds them over all connections. */
+static void test_invalid_ack_ratelimit(void **state)
+{
+	static const uint8_t junk[100];
+	struct conn c = established_echo(41040), c2 = established_echo(41041), c3 = established_echo(41042);
+	struct out v[16];
+	uint64_t acks0;
+
+	(void)state;
+	/* five empty segments far outside the window in one burst: one ACK */
+	eh_forget(&h);
+	for (unsigned i = 0; i < 5; i++) {
+		uint8_t f[200];
+		eh_feed(&h, f, eh_tcp_frame(f, c.pport, c.gport, c.pnxt + (1u << 30), c.gnxt, RTE_TCP_ACK_FLAG, 65535,
+					    NULL, 0, NULL, 0));
+		eh_poll(&h);
+	}
+	assert_int_equal(sent(v, 16), 1);
+	assert_int_equal(v[0].ack, c.pnxt);
+	assert_int_equal(S()->tcp_out_of_window, 5);
+	assert_int_equal(S()->tcp_acks_limited_conn, 4);
+	/* still within 500 ms: none; then one again */
+	eh_advance_ms(&h, 400);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	eh_advance_ms(&h, 100);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	assert_int_equal(S()->tcp_acks_limited_conn, 5);
+	/* data out of the window: always answered (no ACK loop; it cost the sender as much) */
+	for (unsigned i = 0; i < 3; i++) {
+		feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, junk, sizeof(junk));
+		assert_int_equal(one().ack, c.pnxt);
+	}
+	assert_int_equal(S()->tcp_acks_limited_conn, 5);
+	assert_int_equal(S()->tcp_bytes_in, 0);
+	/* an ACK of what we never sent, and PAWS (an old timestamp): the same limit */
+	eh_advance_ms(&h, 500);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt + 5000, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	c.tsval -= 1000; /* (one byte into the window: an ACK at rcv_nxt would be let through) */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1, c.gnxt, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_paws_drops, 1);
+	assert_int_equal(S()->tcp_acks_limited_conn, 6);
+	c.tsval += 2000;
+	/* RFC 5961: a SYN in the window earns a challenge ACK, an inexact RST right after does not */
+	eh_advance_ms(&h, 500);
+	acks0 = S()->tcp_challenge_acks;
+	feed(&c, RTE_TCP_SYN_FLAG, c.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	feed(&c, RTE_TCP_RST_FLAG, c.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_challenge_acks, acks0 + 1);
+	assert_int_equal(S()->tcp_acks_limited_conn, 7);
+	assert_int_equal(S()->tcp_active, 3);
+	/* the worker's budget: with one challenge ACK left this second, the second connection's goes,
+	 * the third's does not; the next second has a new budget (500 to 1499) */
+	h.st->chall_sec = h.st->now_ms / 1000;
+	h.st->chall_left = 1;
+	feed(&c2, RTE_TCP_SYN_FLAG, c2.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c2.pnxt);
+	feed(&c3, RTE_TCP_SYN_FLAG, c3.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_acks_limited_worker, 1);
+	assert_int_equal(S()->tcp_challenge_acks, acks0 + 2);
+	eh_advance_ms(&h, 1000);
+	feed(&c3, RTE_TCP_SYN_FLAG, c3.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c3.pnxt);
+	assert_true(h.st->chall_left >= 499 && h.st->chall_left < 1499);
+	/* the connections took nothing from all this: they still echo */
+	peer_data(&c, junk, 10, 0);
+	assert_int_equal(one().len, 10);
+	assert_int_equal(S()->tcp_active, 3);
+}
+
+/* Out-of-order data does not stay forever: a byte ahead of a hole that the sender never fills is
+ * dropped after 4 RTOs (2 s at least) and no longer SACKed, and the buffer it held is given back;
+ * a hole that moves keeps its ranges, but never past 60 s. */
+static void test_ooo_expiry(void **state)
+{
+	static uint8_t data[1400];
+	struct conn c;
+	struct out o;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 3 + 1);
+	open_conn(&c, 41050, EH_DISCARD_PORT, true);
+	assert_int_equal(S()->tcp_buffer_bytes, 0);
+	/* one byte 12000 bytes ahead: SACKed, and it takes the buffer's chunks up to it */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 12000, c.gnxt, 65535, data, 1);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.o.n_sack, 1);
+	assert_int_equal(o.o.sack[0].start, c.pnxt + 12000);
+	assert_int_equal(S()->tcp_buffer_bytes, 2 * 8192);
+	for (unsigned i = 0; i < 19; i++)
+		eh_advance_ms(&h, 100); /* 1.9 s: the RTO is 200 ms here, the bound 2 s */
+	assert_int_equal(S()->tcp_ooo_expired, 0);
+	assert_int_equal(S()->tcp_buffer_bytes, 2 * 8192);
+	eh_advance_ms(&h, 100);
+	eh_advance_ms(&h, 100);
+	assert_int_equal(S()->tcp_ooo_expired, 1);
+	assert_int_equal(S()->tcp_buffer_bytes, 0);
+	/* the byte is not taken when the hole fills (the sender sends it again), and no longer SACKed */
+	for (unsigned k = 0; k < 12000 / 1200; k++) {
+		feed(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt, 65535, data, 1200);
+		c.pnxt += 1200;
+	}
+	o = one(); /* (every second segment is acknowledged at once) */
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.o.n_sack, 0);
+	assert_int_equal(S()->tcp_bytes_in, 12000);
+	peer_data(&c, data, 1, 0);
+	assert_int_equal(S()->tcp_bytes_in, 12001);
+	eh_advance_ms(&h, 100); /* (its delayed ACK) */
+
+	/* a moving hole keeps its ranges: 100 bytes in order every 1.5 s, one byte 8000 ahead */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 8000, c.gnxt, 65535, data, 1);
+	for (unsigned k = 0; k < 39; k++) {
+		for (unsigned i = 0; i < 15; i++)
+			eh_advance_ms(&h, 100);
+		peer_data(&c, data, 100, 0);
+		o = one();
+		assert_int_equal(o.o.n_sack, 1);
+		assert_int_equal(o.o.sack[0].start, c.pnxt + 8000 - 100 * (k + 1));
+	}
+	assert_int_equal(S()->tcp_ooo_expired, 1); /* 58.5 s */
+	for (unsigned i = 0; i < 20; i++)
+		eh_advance_ms(&h, 100);
+	assert_int_equal(S()->tcp_ooo_expired, 2); /* 60.5 s: too old, however the hole moved */
+	peer_data(&c, data, 100, 0);
+	eh_advance_ms(&h, 100); /* (a delayed ACK: no hole any more) */
+	assert_int_equal(one().o.n_sack, 0);
+	assert_int_equal(S()->tcp_active, 1);
 }
 
 /* keepalive 20 s, then probes every 2 s; 3 unanswered probes end the connection. */
@@ -1277,6 +1419,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
 		cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
