@@ -2,7 +2,8 @@
  *
  * Each connection has ONE wheel timer, armed at the earliest of three deadlines: retransmission
  * (which also times SYN/SYN-ACK retries and the persist probes: they never run at once), delayed
- * ACK, and "keep" (keepalive, the connect deadline, or the end of TIME_WAIT, by state). Moving a
+ * ACK, and "keep" (keepalive, the connect deadline, or the end of TIME_WAIT, by state); plus the
+ * expiry of out-of-order data (t_ooo, handled by tcp_in.c). Moving a
  * deadline later does not touch the wheel: the timer fires early, finds nothing due and re-arms,
  * which is cheaper than re-arming on every ACK.
  *
