@@ -2,7 +2,9 @@
  * a real mbuf pool, no device, listeners on 7 = echo and 9 = discard). What the host tests cannot
  * reach or time cheaply: IPv4 fragments (the af_packet PMD has the kernel reassemble them), the
  * handshake's options, a repeated SYN and its ACK in one burst, simultaneous open and close,
- * TIME_WAIT expiry and reuse, the SYN backlog, keepalive, the persist timer against a zero window,
+ * TIME_WAIT expiry and reuse, the half-open table's shares per listener and SYN cookies (with the
+ * options they carry, and what they refuse), the rate limits on ACKs to invalid segments,
+ * out-of-order data that expires, keepalive, the persist timer against a zero window,
  * our own zero window, fast retransmit with SACK (also on ACKs riding on data), and a peer that
  * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
  * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
