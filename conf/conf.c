@@ -163,7 +163,8 @@ static const struct conf_key conf_keys[] = {
 	{E(time_wait_ms), .key = "time_wait", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 240 * 1000,
 	 .def = "60s", .doc = "TIME_WAIT duration of closed TCP connections"},
 	{E(syn_backlog), .type = T_UINT, .min = 1, .max = 65536, .def = "1024",
-	 .doc = "half-open TCP connections kept at most"},
+	 .doc = "half-open TCP connections kept at most, shared by the workers and each worker's listeners; past "
+		"its share a listener answers SYNs with SYN cookies"},
 	{E(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 86400 * 1000,
 	 .def = "0", .doc = "idle time before TCP keepalive probes (0 = off)"},
 	{E(keepalive_intvl_ms), .key = "keepalive_interval", .type = T_DURATION, .unit_us = 1000, .min = 100,

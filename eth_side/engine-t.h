@@ -51,6 +51,10 @@ struct eth_listener {
 	uint16_t port;	 /* 0: free slot */
 	bool open;
 	uint32_t refs;	 /* the table while open + connections accepted through it */
+	uint32_t n_syn;	 /* its half-open connections (SYN_RCVD) */
+	uint64_t cookie_ms; /* when it last answered with a SYN cookie (0: never): ACKs are checked for
+			     * cookies only while some may be out there */
+	uint64_t press_ms;  /* when a SYN last found its share half full (0: never) */
 	struct eth_tcp_params params;
 	void *user;
 };
@@ -104,10 +108,14 @@ struct eth_tcb {
 	uint64_t last_rcv_ms;
 	uint64_t chall_ms;	/* challenge ACK rate limit window */
 	uint32_t chall_n;
+	uint64_t oow_ack_ms;	/* last ACK to an invalid segment or challenge ACK (500 ms apart) */
+	uint64_t t_ooo;		/* out-of-order data expires (the fourth deadline of the timer) */
+	uint64_t ooo_hole_ms;	/* since when the hole before the out-of-order ranges stays open */
 	uint64_t connect_deadline_ms;
 
 	struct eth_bufq rbuf, sbuf;
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
+	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
 };
 
@@ -137,7 +145,10 @@ struct eth_stack {
 	bool garp_pending;
 	uint16_t ip_id;
 	uint16_t next_port;
-	uint32_t syn_backlog;	   /* this instance's share */
+	uint32_t syn_backlog;	   /* this instance's share of [eth] syn_backlog: its half-open table */
+	unsigned n_listen_open;	   /* open listeners: each may fill syn_backlog / n_listen_open */
+	uint64_t chall_sec;	   /* the second the global challenge-ACK budget is for */
+	uint32_t chall_left;	   /* challenge ACKs this instance may still send in that second */
 
 	struct eth_twheel wheel;
 	struct eth_chunk_pool chunks;

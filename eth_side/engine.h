@@ -4,7 +4,8 @@
  *   arp.c       neighbour cache, requests with a pending queue, replies, gratuitous ARP
  *   ipv4.c      IPv4 validation and output routing; ICMP echo
  *   tcp_conn.c  connection blocks, table, listeners, connect, the stream ops, state bookkeeping
- *   tcp_in.c    segment arrival (RFC 9293 3.10.7 with RFC 5961, 7323, 2018, 5681, 6582)
+ *   tcp_in.c    segment arrival (RFC 9293 3.10.7 with RFC 5961, 7323, 2018, 5681, 6582), SYN cookies
+ *   syncookie.c the cookies themselves (pure: encoding and checking)
  *   tcp_out.c   segment building, output decisions, resets
  *   tcp_timer.c timers, RTT estimation (RFC 6298), keepalive, persist
  * Frames handed between them always start at the IP header (the Ethernet header is stripped on
@@ -29,6 +30,8 @@
 #define ETH_TCP_RTO_INIT_MS 1000u  /* RFC 6298 2.1 */
 #define ETH_TCP_DELACK_MS   40u
 #define ETH_TCP_SYNACK_RETRIES 5
+#define ETH_TCP_SYNACK_RETRIES_PRESSED 2 /* while the listener's share of half-open blocks fills */
+#define ETH_TCP_PRESS_HOLD_MS 8000u	 /* ... and this long after (the 7 s of two retries, and some) */
 #define ETH_TCP_INIT_CWND_SEGS 10  /* RFC 6928 */
 #define ETH_TCP_CHALLENGE_PER_S 10 /* challenge ACKs per connection and second (RFC 5961 10) */
 
@@ -78,7 +81,15 @@ void eth_tcb_event(struct eth_tcb *t, unsigned ev);
 void eth_tcb_output_later(struct eth_tcb *t);
 struct eth_listener *eth_listener_find(struct eth_stack *st, uint16_t port);
 void eth_listener_put(struct eth_stack *st, struct eth_listener *l);
+/* Half-open connections one open listener may keep (its share of the instance's syn_backlog). */
+uint32_t eth_listener_share(const struct eth_stack *st);
+/* Whether L's share (or the instance's table) is half full now: its SYN-ACKs are retried less. */
+bool eth_listener_pressed(const struct eth_stack *st, const struct eth_listener *l);
+/* How many times the SYN-ACK of half-open T is sent again before T is given up. */
+unsigned eth_tcp_synack_retries(const struct eth_tcb *t);
 uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport);
+/* What a connection with RADDR:RPORT adds to our clock in its TSval (a cookie SYN-ACK too). */
+uint32_t eth_tcp_ts_offset(const struct eth_stack *st, uint32_t raddr, uint16_t rport);
 uint8_t eth_tcp_wscale_for(uint32_t rbuf);
 void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p);
 void eth_tcb_set_mss(struct eth_tcb *t);
@@ -86,6 +97,8 @@ extern const struct xlt_stream_ops eth_tcp_stream_ops;
 
 /* tcp_in.c */
 void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip);
+/* The out-of-order deadline (t_ooo) passed: drops T's out-of-order data if its hole is still open. */
+void eth_tcp_ooo_expire(struct eth_tcb *t);
 
 /* tcp_out.c */
 /* Sends what the connection owes: handshake, data within the windows, FIN, ACKs, probes. */

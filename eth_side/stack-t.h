@@ -115,15 +115,21 @@ struct eth_stack_stats {
 	uint64_t tcp_active;	    /* gauge: connections past SYN and not closed */
 	uint64_t tcp_time_wait;	    /* gauge */
 	uint64_t tcp_syn_rcvd;	    /* gauge: half-open */
-	uint64_t tcp_syn_drops;	    /* SYNs dropped: backlog full or no connection block */
+	uint64_t tcp_syn_drops;	    /* SYNs dropped: no block, or TIME_WAIT reuse with a full table */
+	uint64_t tcp_syncookies_sent;	   /* SYN-ACKs with a cookie (the listener's share was full) */
+	uint64_t tcp_syncookies_validated; /* connections made from a valid cookie */
+	uint64_t tcp_syncookies_failed;	   /* ACKs to a listener sending cookies, with a bad cookie */
 	uint64_t tcp_accept_rejects; /* connections the session layer refused */
 	uint64_t tcp_zero_window_sent;
 	uint64_t tcp_zero_window_rcvd;
 	uint64_t tcp_challenge_acks;
+	uint64_t tcp_acks_limited_conn;	  /* ACKs to invalid segments held back (per connection) */
+	uint64_t tcp_acks_limited_worker; /* challenge ACKs held back: this instance's budget per second */
 	uint64_t tcp_paws_drops;
 	uint64_t tcp_out_of_window;
 	uint64_t tcp_ooo_segments;
 	uint64_t tcp_ooo_drops;
+	uint64_t tcp_ooo_expired;   /* out-of-order data dropped: its hole stayed open too long */
 	uint64_t tcp_tw_reuse;
 	uint64_t tcp_keepalive_probes;
 	uint64_t tcp_buffer_bytes;  /* gauge: bytes of chunks held by connection buffers */

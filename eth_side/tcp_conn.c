@@ -6,7 +6,15 @@
  * past tcp_max_tw_buckets): a new connection is worth more than the tail of an old one's 2MSL.
  *
  * A block outlives its stream in TIME_WAIT: the session sees on_closed and releases the stream, and
- * the block stays in the table until the TIME_WAIT timer ends, answering retransmitted FINs. */
+ * the block stays in the table until the TIME_WAIT timer ends, answering retransmitted FINs.
+ *
+ * Half-open connections: the instance keeps syn_backlog of them at most (its share of [eth]
+ * syn_backlog), and each open listener syn_backlog / listeners of those, so a flood on one port
+ * leaves the others their room; past its share a listener answers with SYN cookies (tcp_in.c).
+ * While a listener's half-open count is at half its share or more, and for ETH_TCP_PRESS_HOLD_MS
+ * after a SYN last found it so, its SYN-ACKs are retried twice instead of five times: a spoofed SYN
+ * then holds a block 7 s instead of 63 (Linux shortens its retries under the same pressure), and
+ * the table is empty 7 s after a flood ends. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -42,9 +50,11 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 
 	if (old == s)
 		return;
-	if (old == ETH_TCP_SYN_RCVD)
+	if (old == ETH_TCP_SYN_RCVD) {
 		ETH_DEC(st, tcp_syn_rcvd);
-	else if (counts_active(old))
+		if (t->lis)
+			t->lis->n_syn--;
+	} else if (counts_active(old))
 		ETH_DEC(st, tcp_active);
 	else if (old == ETH_TCP_TIME_WAIT) {
 		ETH_DEC(st, tcp_time_wait);
@@ -55,9 +65,11 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 	if (counts_active(old) && (s == ETH_TCP_CLOSED || s == ETH_TCP_TIME_WAIT))
 		ETH_INC(st, tcp_closed);
 	t->state = (uint8_t)s;
-	if (s == ETH_TCP_SYN_RCVD)
+	if (s == ETH_TCP_SYN_RCVD) {
 		ETH_INC(st, tcp_syn_rcvd);
-	else if (counts_active(s))
+		if (t->lis)
+			t->lis->n_syn++;
+	} else if (counts_active(s))
 		ETH_INC(st, tcp_active);
 	else if (s == ETH_TCP_TIME_WAIT) {
 		ETH_INC(st, tcp_time_wait);
@@ -244,7 +256,7 @@ static void end_stream(struct eth_tcb *t, int err)
 void eth_tcb_detach(struct eth_tcb *t)
 {
 	eth_timer_cancel(&t->st->wheel, &t->timer);
-	t->t_rexmit = t->t_delack = t->t_keep = 0;
+	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = 0;
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
 }
@@ -264,7 +276,7 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 			ETH_INC(st, tcp_connects_failed);
 	}
 	eth_timer_cancel(&st->wheel, &t->timer);
-	t->t_rexmit = t->t_delack = t->t_keep = 0;
+	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = 0;
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
 	eth_bufq_free(&st->chunks, &t->rbuf);
@@ -320,6 +332,7 @@ int eth_tcp_unlisten(struct eth_stack *st, uint16_t port)
 	if (!l)
 		return -ENOENT;
 	l->open = false;
+	st->n_listen_open--;
 	eth_listener_put(st, l);
 	return 0;
 }
@@ -346,9 +359,35 @@ int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_par
 	l->port = port;
 	l->open = true;
 	l->refs = 1;
+	l->n_syn = 0;
+	l->cookie_ms = 0;
+	l->press_ms = 0;
 	l->params = *p;
 	l->user = user;
+	st->n_listen_open++;
 	return 0;
+}
+
+uint32_t eth_listener_share(const struct eth_stack *st)
+{
+	uint32_t share = st->syn_backlog / (st->n_listen_open ? st->n_listen_open : 1);
+
+	return share ? share : 1;
+}
+
+bool eth_listener_pressed(const struct eth_stack *st, const struct eth_listener *l)
+{
+	return 2 * l->n_syn >= eth_listener_share(st) || 2 * st->stats.tcp_syn_rcvd >= st->syn_backlog;
+}
+
+unsigned eth_tcp_synack_retries(const struct eth_tcb *t)
+{
+	const struct eth_listener *l = t->lis;
+
+	if (l && (eth_listener_pressed(t->st, l) ||
+		  (l->press_ms && t->st->now_ms - l->press_ms < ETH_TCP_PRESS_HOLD_MS)))
+		return ETH_TCP_SYNACK_RETRIES_PRESSED;
+	return ETH_TCP_SYNACK_RETRIES;
 }
 
 /* ---- connection set-up helpers ---- */
@@ -359,6 +398,11 @@ uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint1
 	uint64_t f = eth_siphash_3u32(&st->isn_key, raddr, (uint32_t)rport << 16 | lport, st->c.addr);
 
 	return (uint32_t)(st->now_ns / 4000) + (uint32_t)f;
+}
+
+uint32_t eth_tcp_ts_offset(const struct eth_stack *st, uint32_t raddr, uint16_t rport)
+{
+	return (uint32_t)eth_siphash_3u32(&st->isn_key, raddr, rport, 0x7473u);
 }
 
 uint8_t eth_tcp_wscale_for(uint32_t rbuf)
@@ -375,7 +419,7 @@ void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 	eth_bufq_init(&t->rbuf, p->rbuf_size);
 	eth_bufq_init(&t->sbuf, p->sbuf_size);
 	t->rto_ms = ETH_TCP_RTO_INIT_MS;
-	t->ts_offset = (uint32_t)eth_siphash_3u32(&t->st->isn_key, t->raddr, t->rport, 0x7473u);
+	t->ts_offset = eth_tcp_ts_offset(t->st, t->raddr, t->rport);
 	t->last_rcv_ms = t->st->now_ms;
 }
 

@@ -8,17 +8,39 @@
  * allows: payload is copied into the receive buffer only inside the window we advertised and only
  * as far as the buffer has room, so a peer can never make us hold more than the configured buffer.
  * Out-of-order data goes straight to its place in the receive buffer; only its range is recorded,
- * at most ETH_TCP_OOO_MAX of them (the bounded out-of-order queue). */
+ * at most ETH_TCP_OOO_MAX of them (the bounded out-of-order queue). It does not stay forever: when
+ * the hole before it stays open for OOO_HOLD_RTOS retransmission timeouts (2 to 60 s) or a range is
+ * older than OOO_AGE_MAX_MS, all of it is dropped and no longer SACKed (reneging, which RFC 2018 8
+ * allows: the sender keeps SACKed data until it is acknowledged and sends it again), so a peer that
+ * sends one byte ahead of a hole cannot keep a whole buffer resident.
+ *
+ * Invalid segments (out of the window, failing PAWS, acknowledging what we never sent) are
+ * answered with a duplicate ACK at most every 500 ms per connection unless they carry data or a FIN
+ * (Linux's tcp_invalid_ratelimit and tcp_oow_rate_limited: such a segment is no part of an ACK loop
+ * and costs its sender as much as the answer); RFC 5961 challenge ACKs share that limit and a budget per
+ * worker and second, drawn at random around CHALLENGE_PER_WORKER each second so that a blind
+ * attacker cannot count it down to learn of other connections (CVE-2016-5696).
+ *
+ * A SYN past its listener's share of the half-open table gets a SYN cookie (syncookie.h) and leaves
+ * no state; an ACK to a listener that sent cookies recently is checked for one and, if valid,
+ * becomes the connection, with the MSS, window scale and SACK the cookie carried. */
 #include <errno.h>
 #include <string.h>
 
 #include "buf.h"
 #include "engine.h"
+#include "syncookie.h"
 #include "tcp_opt.h"
 #include "tcp_seq.h"
 #include "twheel.h"
 
 #define PAWS_IDLE_MS (24ull * 24 * 3600 * 1000) /* RFC 7323 5.5: ts_recent older than 24 days is void */
+#define OOW_ACK_MS	     500u  /* Linux's tcp_invalid_ratelimit */
+#define CHALLENGE_PER_WORKER 1000u /* challenge ACKs per worker and second, on average */
+#define OOO_HOLD_RTOS	     4u
+#define OOO_HOLD_MIN_MS	     2000u
+#define OOO_HOLD_MAX_MS	     60000u
+#define OOO_AGE_MAX_MS	     60000u
 
 /* A received segment, decoded. */
 struct seg {
@@ -52,6 +74,53 @@ static void ack_later(struct eth_tcb *t)
 	eth_tcb_output_later(t);
 }
 
+/* Whether an ACK answering invalid segment SG may go now (Linux's tcp_oow_rate_limited): always for
+ * a segment that takes sequence space (data or FIN) without SYN unless STRICT, else once per
+ * OOW_ACK_MS per connection. */
+static bool oow_ack_allowed(struct eth_tcb *t, const struct seg *sg, bool strict)
+{
+	struct eth_stack *st = t->st;
+
+	if (!strict && seg_space(sg) && !has(sg, RTE_TCP_SYN_FLAG))
+		return true;
+	if (t->oow_ack_ms && st->now_ms - t->oow_ack_ms < OOW_ACK_MS) {
+		ETH_INC(st, tcp_acks_limited_conn);
+		return false;
+	}
+	t->oow_ack_ms = st->now_ms;
+	return true;
+}
+
+/* A duplicate ACK for an invalid segment (it tells a confused peer where we are). */
+static void invalid_ack(struct eth_tcb *t, const struct seg *sg)
+{
+	if (oow_ack_allowed(t, sg, false))
+		ack_later(t);
+}
+
+/* RFC 5961 challenge ACK: per connection as invalid_ack (data or not), then within this worker's
+ * budget for the second. */
+static void challenge_ack(struct eth_tcb *t, const struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+	uint64_t sec = st->now_ms / 1000;
+
+	if (!oow_ack_allowed(t, sg, true))
+		return;
+	if (sec != st->chall_sec) {
+		uint64_t r = eth_siphash_3u32(&st->isn_key, (uint32_t)sec, (uint32_t)(sec >> 32), 0x63616cu);
+
+		st->chall_sec = sec;
+		st->chall_left = CHALLENGE_PER_WORKER / 2 + (uint32_t)(r % CHALLENGE_PER_WORKER);
+	}
+	if (!st->chall_left) {
+		ETH_INC(st, tcp_acks_limited_worker);
+		return;
+	}
+	st->chall_left--;
+	eth_tcp_challenge_ack(t);
+}
+
 /* ---- passive open ---- */
 
 static void take_syn_options(struct eth_tcb *t, const struct seg *sg)
@@ -73,13 +142,97 @@ static void take_syn_options(struct eth_tcb *t, const struct seg *sg)
 	eth_tcb_set_mss(t);
 }
 
-static void passive_open(struct eth_stack *st, struct eth_listener *l, const struct seg *sg, uint64_t h,
-			 uint32_t min_iss, bool use_min_iss)
+/* The identity a cookie of listener L for SG's flow is bound to (SG: the SYN, or the ACK whose
+ * sequence number is one past the SYN's). */
+static struct eth_syncookie_flow cookie_flow(const struct eth_stack *st, const struct eth_listener *l,
+					     const struct seg *sg, uint32_t peer_isn)
 {
-	struct eth_tcb *t;
+	return (struct eth_syncookie_flow){
+	    .raddr = sg->ip->src_addr,
+	    .laddr = st->c.addr,
+	    .rport = rte_be_to_cpu_16(sg->th->src_port),
+	    .lport = rte_be_to_cpu_16(sg->th->dst_port),
+	    .peer_isn = peer_isn,
+	    .our_wscale = eth_tcp_wscale_for(l->params.rbuf_size),
+	};
+}
 
-	if (st->stats.tcp_syn_rcvd >= st->syn_backlog || !(t = eth_tcb_alloc(st))) {
+/* The window of a listener's SYN-ACK (never scaled). */
+static uint32_t syn_window(const struct eth_listener *l)
+{
+	return l->params.rbuf_size > 65535 ? 65535 : l->params.rbuf_size;
+}
+
+/* Answers SYN SG with a SYN-ACK whose sequence number is a cookie, keeping no state. */
+static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const struct seg *sg)
+{
+	struct eth_syncookie_flow f = cookie_flow(st, l, sg, sg->seq);
+	bool ts = sg->o.ts_ok;
+	uint8_t bits = eth_syncookie_ts_bits(sg->o.ws_ok, sg->o.wscale, sg->o.sack_ok), opts[40];
+	uint32_t cookie = eth_syncookie_make(&st->isn_key, &f, st->now_ms, sg->o.mss_ok ? sg->o.mss : 0, ts,
+					     bits);
+	uint32_t tsval = eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, f.raddr, f.rport),
+					     bits);
+	unsigned optlen, hlen;
+	struct rte_ipv4_hdr *ip;
+	struct rte_tcp_hdr *th;
+	struct rte_mbuf *m;
+	uint32_t nh;
+
+	/* without timestamps nothing would bring window scaling or SACK back: offer neither */
+	optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), ts && sg->o.sack_ok, ts, tsval,
+				       sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
+	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
+	l->cookie_ms = st->now_ms;
+	nh = eth_ipv4_nexthop(st, f.raddr);
+	if (!nh) {
+		ETH_INC(st, ip_no_route);
+		return;
+	}
+	m = eth_pkt_alloc(st);
+	if (!m)
+		return;
+	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
+	if (!ip) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	th = (struct rte_tcp_hdr *)(ip + 1);
+	th->src_port = sg->th->dst_port;
+	th->dst_port = sg->th->src_port;
+	th->sent_seq = rte_cpu_to_be_32(cookie);
+	th->recv_ack = rte_cpu_to_be_32(sg->seq + 1);
+	th->data_off = (uint8_t)(((sizeof(*th) + optlen) / 4) << 4);
+	th->tcp_flags = RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG;
+	th->rx_win = rte_cpu_to_be_16((uint16_t)syn_window(l));
+	th->cksum = 0;
+	th->tcp_urp = 0;
+	memcpy(th + 1, opts, optlen);
+	eth_ipv4_fill(st, ip, f.raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen));
+	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	ETH_INC(st, tcp_segments_out);
+	ETH_INC(st, tcp_syncookies_sent);
+	eth_arp_output(st, m, nh);
+}
+
+/* A SYN for listener L: a half-open connection within L's share of the table, else a cookie.
+ * TW_REUSE (a SYN reusing a TIME_WAIT pair, the caller checked the table has room) takes a block
+ * beyond the share, with an ISS of at least MIN_ISS. */
+static void passive_open(struct eth_stack *st, struct eth_listener *l, const struct seg *sg, uint64_t h,
+			 uint32_t min_iss, bool tw_reuse)
+{
+	struct eth_tcb *t = NULL;
+
+	if (eth_listener_pressed(st, l))
+		l->press_ms = st->now_ms;
+	if (tw_reuse || (l->n_syn < eth_listener_share(st) && st->stats.tcp_syn_rcvd < st->syn_backlog))
+		t = eth_tcb_alloc(st);
+	if (!t && tw_reuse) {
 		ETH_INC(st, tcp_syn_drops);
+		return;
+	}
+	if (!t) {
+		cookie_reply(st, l, sg); /* share full, or no block left */
 		return;
 	}
 	t->raddr = sg->ip->src_addr;
@@ -90,7 +243,7 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	l->refs++;
 	eth_tcb_init_params(t, &l->params);
 	t->iss = eth_tcp_isn(st, t->raddr, t->rport, t->lport);
-	if (use_min_iss && eth_seq_lt(t->iss, min_iss))
+	if (tw_reuse && eth_seq_lt(t->iss, min_iss))
 		t->iss = min_iss; /* TIME_WAIT reuse: stay above the old incarnation's sequence space */
 	t->snd_una = t->snd_nxt = t->snd_max = t->recover = t->iss;
 	t->irs = sg->seq;
@@ -107,7 +260,68 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	eth_tcb_output_later(t);
 }
 
-static void no_connection(struct eth_stack *st, const struct seg *sg, uint64_t h)
+static void tcb_input(struct eth_tcb *t, struct seg *sg);
+
+/* An ACK for listener L that may complete a cookie handshake. Returns false when it does not (then
+ * it is a stray segment that earns a reset), true when it was taken: a connection made from the
+ * cookie and the segment handed to it, or dropped. */
+static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg *sg, uint64_t h)
+{
+	struct eth_syncookie_flow f;
+	struct eth_syncookie_opts co;
+	struct eth_tcb *t;
+	int ret;
+
+	if (!l->cookie_ms || st->now_ms - l->cookie_ms >= 2ull * ETH_SYNCOOKIE_SLOT_MS)
+		return false; /* no cookie of ours can be valid: not even worth a hash */
+	f = cookie_flow(st, l, sg, sg->seq - 1);
+	ret = eth_syncookie_check(&st->isn_key, &f, st->now_ms, sg->ack - 1, sg->o.ts_ok, sg->o.tsecr, &co);
+	if (ret) {
+		ETH_INC(st, tcp_syncookies_failed);
+		return ret == -EPROTO; /* RFC 7323 3.2: without the timestamps agreed on, dropped */
+	}
+	t = eth_tcb_alloc(st);
+	if (!t) {
+		ETH_INC(st, tcp_syn_drops); /* the peer sends again */
+		return true;
+	}
+	ETH_INC(st, tcp_syncookies_validated);
+	t->raddr = f.raddr;
+	t->rport = f.rport;
+	t->lport = f.lport;
+	t->passive = true;
+	t->lis = l;
+	l->refs++;
+	eth_tcb_init_params(t, &l->params);
+	/* as if the SYN-ACK had been sent from a half-open block: tcb_input then takes the ACK */
+	t->iss = sg->ack - 1;
+	t->snd_una = t->recover = t->iss;
+	t->snd_nxt = t->snd_max = t->iss + 1;
+	t->irs = f.peer_isn;
+	t->rcv_nxt = t->last_ack_sent = sg->seq;
+	t->rcv_adv = t->rcv_nxt + syn_window(l);
+	t->peer_mss = co.mss;
+	t->ws_ok = co.ws_ok;
+	t->snd_wscale = co.ws_ok ? co.wscale : 0;
+	t->rcv_wscale = co.ws_ok ? f.our_wscale : 0;
+	t->sack_ok = co.sack;
+	t->ts_ok = co.ts;
+	if (co.ts) {
+		t->ts_recent = sg->o.tsval;
+		t->ts_recent_ms = st->now_ms;
+	}
+	eth_tcb_set_mss(t);
+	t->snd_wl1 = f.peer_isn;
+	t->snd_wl2 = t->iss;
+	t->s.peer_addr = t->raddr;
+	t->s.peer_port = t->rport;
+	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
+	eth_tcb_hash(t, h);
+	tcb_input(t, sg);
+	return true;
+}
+
+static void no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 {
 	struct eth_listener *l;
 
@@ -120,6 +334,9 @@ static void no_connection(struct eth_stack *st, const struct seg *sg, uint64_t h
 		passive_open(st, l, sg, h, 0, false);
 		return;
 	}
+	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG &&
+	    cookie_ack(st, l, sg, h))
+		return;
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
 }
 
@@ -133,7 +350,12 @@ static void time_wait_syn(struct eth_tcb *t, const struct seg *sg, uint64_t h)
 	uint32_t min_iss = t->snd_max + (1u << 17);
 
 	if (!newer || !l) {
-		eth_tcp_challenge_ack(t);
+		challenge_ack(t, sg);
+		return;
+	}
+	if (st->stats.tcp_syn_rcvd >= st->syn_backlog) {
+		/* no block for it: the TIME_WAIT stays, the peer's next SYN may find room */
+		ETH_INC(st, tcp_syn_drops);
 		return;
 	}
 	ETH_INC(st, tcp_tw_reuse);
@@ -279,11 +501,11 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	bool fin_acked = false, sack_news = false;
 
 	if (eth_seq_gt(ack, t->snd_max)) {
-		ack_later(t); /* acknowledges what we never sent */
+		invalid_ack(t, sg); /* acknowledges what we never sent */
 		return false;
 	}
 	if (eth_seq_lt(ack, t->snd_una - (t->max_sndwnd > t->mss ? t->max_sndwnd : t->mss))) {
-		eth_tcp_challenge_ack(t); /* RFC 5961 5.2: too old to be genuine */
+		challenge_ack(t, sg); /* RFC 5961 5.2: too old to be genuine */
 		return false;
 	}
 	if (t->sack_ok && sg->o.n_sack)
@@ -413,10 +635,19 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	return true;
 }
 
-/* Adds [s, e) to the out-of-order ranges, most recent first. Returns false when no slot is left. */
+static void ooo_remove(struct eth_tcb *t, unsigned i)
+{
+	memmove(&t->ooo[i], &t->ooo[i + 1], (t->n_ooo - i - 1) * sizeof(t->ooo[0]));
+	memmove(&t->ooo_born[i], &t->ooo_born[i + 1], (t->n_ooo - i - 1) * sizeof(t->ooo_born[0]));
+	t->n_ooo--;
+}
+
+/* Adds [s, e) to the out-of-order ranges, most recent first (a merged range keeps the age of its
+ * oldest part). Returns false when no slot is left. */
 static bool ooo_add(struct eth_tcb *t, uint32_t s, uint32_t e)
 {
 	struct eth_sack_block nb = {s, e};
+	uint32_t now = (uint32_t)t->st->now_ms, born = now;
 	unsigned i = 0;
 
 	while (i < t->n_ooo) {
@@ -424,8 +655,9 @@ static bool ooo_add(struct eth_tcb *t, uint32_t s, uint32_t e)
 		if (eth_seq_leq(r->start, nb.end) && eth_seq_leq(nb.start, r->end)) {
 			nb.start = eth_seq_min(nb.start, r->start);
 			nb.end = eth_seq_max(nb.end, r->end);
-			memmove(r, r + 1, (t->n_ooo - i - 1) * sizeof(*r));
-			t->n_ooo--;
+			if (now - t->ooo_born[i] > now - born)
+				born = t->ooo_born[i];
+			ooo_remove(t, i);
 			continue;
 		}
 		i++;
@@ -433,9 +665,53 @@ static bool ooo_add(struct eth_tcb *t, uint32_t s, uint32_t e)
 	if (t->n_ooo == ETH_TCP_OOO_MAX)
 		return false;
 	memmove(&t->ooo[1], &t->ooo[0], t->n_ooo * sizeof(t->ooo[0]));
+	memmove(&t->ooo_born[1], &t->ooo_born[0], t->n_ooo * sizeof(t->ooo_born[0]));
 	t->ooo[0] = nb;
+	t->ooo_born[0] = born;
 	t->n_ooo++;
 	return true;
+}
+
+/* How long the hole before out-of-order data may stay open: a few of our retransmission timeouts
+ * (the sender's is alike), within [OOO_HOLD_MIN_MS, OOO_HOLD_MAX_MS]. */
+static uint64_t ooo_hold_ms(const struct eth_tcb *t)
+{
+	uint64_t ms = (uint64_t)OOO_HOLD_RTOS * t->rto_ms;
+
+	return ms < OOO_HOLD_MIN_MS ? OOO_HOLD_MIN_MS : ms > OOO_HOLD_MAX_MS ? OOO_HOLD_MAX_MS : ms;
+}
+
+/* The out-of-order deadline: the hole's, or the oldest range's if that comes first. */
+static void ooo_arm(struct eth_tcb *t)
+{
+	uint32_t now = (uint32_t)t->st->now_ms, oldest = 0;
+	uint64_t due = t->ooo_hole_ms + ooo_hold_ms(t), age_due;
+
+	for (unsigned i = 0; i < t->n_ooo; i++)
+		if (now - t->ooo_born[i] > oldest)
+			oldest = now - t->ooo_born[i];
+	age_due = t->st->now_ms - oldest + OOO_AGE_MAX_MS;
+	t->t_ooo = age_due < due ? age_due : due;
+}
+
+void eth_tcp_ooo_expire(struct eth_tcb *t)
+{
+	struct eth_stack *st = t->st;
+
+	if (!t->n_ooo) {
+		t->t_ooo = 0;
+		return;
+	}
+	ooo_arm(t);
+	if (t->t_ooo > st->now_ms)
+		return; /* the hole moved since the deadline was set: not yet */
+	/* renege: forget the ranges (no SACK for them any more) and give their chunks back */
+	ETH_INC(st, tcp_ooo_expired);
+	t->n_ooo = 0;
+	t->ooo_fin = false;
+	t->t_ooo = 0;
+	eth_bufq_trim(&st->chunks, &t->rbuf);
+	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 }
 
 /* Moves rcv_nxt over out-of-order ranges that became contiguous. */
@@ -456,8 +732,7 @@ static void ooo_merge(struct eth_tcb *t)
 				t->rcv_nxt = r->end;
 				ETH_ADD(st, tcp_bytes_in, ext);
 			}
-			memmove(r, r + 1, (t->n_ooo - i - 1) * sizeof(*r));
-			t->n_ooo--;
+			ooo_remove(t, i);
 			again = true;
 			break;
 		}
@@ -514,6 +789,11 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		if (t->n_ooo) {
 			ooo_merge(t);
 			t->ack_now = true; /* a hole filled: tell the sender at once (RFC 5681 4.2) */
+			t->ooo_hole_ms = st->now_ms; /* progress: what waits now waits for a newer hole */
+			if (t->n_ooo)
+				ooo_arm(t);
+			else
+				t->t_ooo = 0;
 		} else if (++t->unacked_segs >= 2 || sg->len > t->mss) { /* merged (LRO) = several segments */
 			t->ack_now = true;
 		} else if (!t->t_delack) {
@@ -522,12 +802,17 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		eth_tcb_event(t, ETH_EV_READABLE);
 	} else {
 		ETH_INC(st, tcp_ooo_segments);
+		if (!t->n_ooo)
+			t->ooo_hole_ms = st->now_ms;
 		if (seg_write(st, &t->rbuf, t->rbuf.len + off, sg) ||
 		    !ooo_add(t, sg->seq, sg->seq + sg->len)) {
 			ETH_INC(st, tcp_ooo_drops);
 			ack_later(t);
 			return false;
 		}
+		if (!t->t_ooo)
+			ooo_arm(t);
+		ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 		t->ack_now = true; /* duplicate ACK carrying SACK */
 		if (has(sg, RTE_TCP_FIN_FLAG)) {
 			t->ooo_fin = true;
@@ -632,7 +917,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		/* (a pure ACK in sequence carries no data that could be old: like Linux's
 		 * tcp_disordered_ack, let reordered ACKs through, RFC 5961 still checks their ACK) */
 		ETH_INC(st, tcp_paws_drops);
-		ack_later(t);
+		invalid_ack(t, sg);
 		return;
 	}
 	if (t->state == ETH_TCP_SYN_RCVD && !t->passive && sg->seq == t->irs && sg->ack == t->snd_max &&
@@ -648,20 +933,24 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	if (!eth_seq_acceptable(sg->seq, seg_space(sg), t->rcv_nxt, rwnd) && sg->seq != t->rcv_nxt) {
 		if (t->state == ETH_TCP_SYN_RCVD && has(sg, RTE_TCP_SYN_FLAG) && sg->seq == t->irs &&
 		    !has(sg, RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) {
-			t->snd_nxt = t->iss; /* the peer lost our SYN-ACK: send it again */
-			eth_tcb_output_later(t);
+			/* the peer lost our SYN-ACK: send it again (500 ms apart: a spoofer repeating
+			 * the SYN gets no more SYN-ACKs than the timer sends) */
+			if (oow_ack_allowed(t, sg, true)) {
+				t->snd_nxt = t->iss;
+				eth_tcb_output_later(t);
+			}
 			return;
 		}
 		ETH_INC(st, tcp_out_of_window);
 		if (has(sg, RTE_TCP_SYN_FLAG) && !has(sg, RTE_TCP_RST_FLAG))
-			eth_tcp_challenge_ack(t); /* RFC 5961 4.2: a SYN, whatever its sequence number */
+			challenge_ack(t, sg); /* RFC 5961 4.2: a SYN, whatever its sequence number */
 		else if (!has(sg, RTE_TCP_RST_FLAG))
-			ack_later(t);
+			invalid_ack(t, sg);
 		return;
 	}
 	if (has(sg, RTE_TCP_RST_FLAG)) {
 		if (sg->seq != t->rcv_nxt) {
-			eth_tcp_challenge_ack(t); /* RFC 5961 3.2: in the window but not exact */
+			challenge_ack(t, sg); /* RFC 5961 3.2: in the window but not exact */
 			return;
 		}
 		if (t->state == ETH_TCP_TIME_WAIT)
@@ -670,7 +959,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		return;
 	}
 	if (has(sg, RTE_TCP_SYN_FLAG)) {
-		eth_tcp_challenge_ack(t); /* RFC 5961 4.2 */
+		challenge_ack(t, sg); /* RFC 5961 4.2 */
 		return;
 	}
 	/* trim to the window: what we already have, and what does not fit */

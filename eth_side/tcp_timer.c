@@ -2,7 +2,8 @@
  *
  * Each connection has ONE wheel timer, armed at the earliest of three deadlines: retransmission
  * (which also times SYN/SYN-ACK retries and the persist probes: they never run at once), delayed
- * ACK, and "keep" (keepalive, the connect deadline, or the end of TIME_WAIT, by state). Moving a
+ * ACK, and "keep" (keepalive, the connect deadline, or the end of TIME_WAIT, by state); plus the
+ * expiry of out-of-order data (t_ooo, handled by tcp_in.c). Moving a
  * deadline later does not touch the wheel: the timer fires early, finds nothing due and re-arms,
  * which is cheaper than re-arming on every ACK.
  *
@@ -31,7 +32,7 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 
 void eth_tcb_timer_update(struct eth_tcb *t)
 {
-	uint64_t when = earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep);
+	uint64_t when = earliest(earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep), t->t_ooo);
 	struct eth_twheel *w = &t->st->wheel;
 
 	if (!when)
@@ -112,7 +113,7 @@ static void rexmit_fire(struct eth_tcb *t)
 		eth_tcb_output_later(t);
 		return;
 	case ETH_TCP_SYN_RCVD:
-		if (t->backoff >= ETH_TCP_SYNACK_RETRIES) {
+		if (t->backoff >= eth_tcp_synack_retries(t)) {
 			eth_tcb_close(t, -ETIMEDOUT);
 			return;
 		}
@@ -232,6 +233,10 @@ void eth_tcp_timer_fire(void *arg, struct eth_timer *tm)
 		t->t_keep = 0;
 		if (keep_fire(t) || t->state == ETH_TCP_CLOSED)
 			return;
+	}
+	if (t->t_ooo && t->t_ooo <= now) {
+		t->t_ooo = 0;
+		eth_tcp_ooo_expire(t); /* (tcp_in.c: it may set the deadline again, never frees T) */
 	}
 	eth_tcb_timer_update(t);
 }

@@ -8,7 +8,8 @@ between the attacks; at the end everything it sent must have come back, compared
 attack reads /metrics before and after (through nsenter into the root namespace, where the stats
 endpoint listens) and checks that exactly the counters it should move moved, by the expected amount.
 Attacks on the survivor's own 4-tuple use its real sequence numbers, learnt by sniffing a small data
-phase; several of them carry garbage payload exactly where the next real byte belongs, so taking any
+phase (ACKs to invalid segments and challenge ACKs are rate-limited per connection: the checks on that
+tuple are more than 500 ms apart unless they test the limit); several of them carry garbage payload exactly where the next real byte belongs, so taking any
 of them would corrupt the stream and fail the sha256 check.
 Prints one "ok:"/"FAIL:" line per check; exits 1 when any failed.
 """
@@ -53,6 +54,17 @@ def metrics():
             k, v = line.rsplit(" ", 1)
             m[k[5:].replace('{worker="0"}', "").replace('worker="0",', "").replace(',worker="0"', "")] = int(float(v))
     return m
+
+
+def sniffer(lfilter):
+    """A started AsyncSniffer on IFACE, returned once its socket listens (on a loaded host that can take
+    longer than a fixed sleep)."""
+    ready = threading.Event()
+    sn = AsyncSniffer(iface=IFACE, store=True, lfilter=lfilter, started_callback=ready.set)
+    sn.start()
+    if not ready.wait(10):
+        raise RuntimeError("the sniffer did not start")
+    return sn
 
 
 def send(frames):
@@ -146,9 +158,7 @@ class Survivor:
 
 def learn_state(sv, sport):
     """Sniffs a small data phase of SV; returns (rcv_nxt, snd_nxt, peer_tsval) of ibgwd's side."""
-    sn = AsyncSniffer(iface=IFACE, store=True,
-                      lfilter=lambda p: TCP in p and IP in p and sport in (p[TCP].sport, p[TCP].dport))
-    sn.start()
+    sn = sniffer(lfilter=lambda p: TCP in p and IP in p and sport in (p[TCP].sport, p[TCP].dport))
     time.sleep(0.3)
     sv.phase(3000)
     time.sleep(0.3)
@@ -181,6 +191,63 @@ def tcp_raw(sport, dport, flags, seq, ack, opts=b"", payload=b""):
 
 def raw_ip(payload, proto=6, **kw):
     return eth() / IP(src=PEER, dst=GW, proto=proto, **kw) / Raw(payload)
+
+
+LIMITED_CONN = 'tcp_acks_rate_limited_total{limit="connection"}'
+
+
+def cookies():
+    """Cookie handshakes on the wire while the backlog is full (from PEER2, whose kernel resets the
+    SYN-ACKs it did not ask for: the engine ignores those, it has no connection yet)."""
+    syn_opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (424242, 0)), ("NOP", None), ("WScale", 7)]
+
+    def handshake(sport, opts):
+        sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
+                          p[TCP].dport == sport)
+        time.sleep(0.2)
+        send([eth() / IP(src=PEER2, dst=GW) / TCP(sport=sport, dport=ECHO, flags="S", seq=7000, options=opts)])
+        time.sleep(0.3)
+        sa = [p for p in sn.stop() if p[TCP].flags == "SA" and p[TCP].ack == 7001]
+        if not sa:
+            raise RuntimeError(f"no SYN-ACK from port {sport}")
+        return sa[0][TCP], dict((o[0], o[1]) for o in sa[0][TCP].options)
+
+    def ack(sport, synack, tsecr=None, ack_off=1, flags="A"):
+        opts = [] if tsecr is None else [("NOP", None), ("NOP", None), ("Timestamp", (424243, tsecr))]
+        return eth() / IP(src=PEER2, dst=GW) / TCP(sport=sport, dport=ECHO, flags=flags, seq=7001,
+                                                    ack=(synack.seq + ack_off) & 0xffffffff, options=opts)
+
+    def good():
+        sa, o = handshake(42500, syn_opts)
+        tsv = o.get("Timestamp", (0, 0))[0]
+        if "WScale" not in o or "SAckOK" not in o or tsv & 0x3f != (7 | 0x10) or o.get("MSS") != 1460:
+            bad(f"cookie SYN-ACK options {o}: expected MSS 1460, SACK, window scale, TSval ending in 7 | 0x10")
+        else:
+            ok(f"cookie SYN-ACK offers MSS, SACK, window scale and timestamps, TSval {tsv:#x} carries the "
+               "peer's scale 7 and SACK")
+        send([ack(42500, sa, tsv)])
+        time.sleep(0.3)
+        send([eth() / IP(src=PEER2, dst=GW) / TCP(sport=42500, dport=ECHO, flags="R", seq=7001)])
+    check("a cookie handshake with timestamps (then reset)",
+          {"tcp_syncookies_validated_total": 1, "tcp_syncookies_failed_total": 0,
+           'tcp_connections_opened_total{dir="passive"}': 1, "tcp_connections_reset_total": 1,
+           "tcp_connections_syn_received": 0}, good)
+
+    def forged():
+        sa, o = handshake(42501, syn_opts)
+        tsv = o.get("Timestamp", (0, 0))[0]
+        sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
+                          p[TCP].dport == 42501 and p[TCP].flags == "R")
+        time.sleep(0.2)
+        send([ack(42501, sa, tsv, ack_off=2),  # ACK number one off
+              ack(42501, sa, (tsv & ~0x3f) | 14 | 0x10),  # another window scale in the echo
+              ack(42501, sa, None)])  # no timestamps at all: dropped without a reset
+        time.sleep(0.3)
+        n = len(sn.stop())
+        (ok if n == 2 else bad)(f"forged cookie ACKs: {n} resets seen, expected 2")
+    check("forged cookie ACKs (wrong ACK number, changed option bits, timestamps missing)",
+          {"tcp_syncookies_validated_total": 0, "tcp_syncookies_failed_total": 3,
+           'tcp_connections_opened_total{dir="passive"}': 0}, forged)
 
 
 def main():
@@ -298,9 +365,8 @@ def main():
 
     # well-formed oddities are fine: an unknown option, EOL followed by garbage
     def odd_opts():
-        sn = AsyncSniffer(iface=IFACE, store=True, lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
+        sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
                           p[TCP].dport == 41600)
-        sn.start()
         time.sleep(0.2)
         send([tcp_to(ECHO, sport=41600, flags="S", seq=1000,
                      options=[(30, b"\xab\xcd"), ("MSS", 1200), ("EOL", None), ("NOP", None), ("NOP", None)])])
@@ -317,8 +383,7 @@ def main():
 
     # --- closed ports ---
     def closed():
-        sn = AsyncSniffer(iface=IFACE, store=True, lfilter=lambda p: TCP in p and p[TCP].sport in (9999, 9998))
-        sn.start()
+        sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport in (9999, 9998))
         time.sleep(0.2)
         send([tcp_to(9999, sport=41700, flags="S", seq=5000),
               tcp_to(9998, sport=41701, flags="A", seq=6000, ack=777777),
@@ -387,29 +452,39 @@ def main():
           {"tcp_rsts_in_total": 2, "tcp_out_of_window_total": 2, "tcp_challenge_acks_total": 0,
            "tcp_connections_reset_total": 0, "tcp_connections_active": 0}, rst_oow)
 
-    def challenge(pkts, what):
+    def challenge(pkts, what, n=None):
+        """Sends PKTS on the survivor's tuple and expects N challenge ACKs (default: one each)."""
+        n = len(pkts) if n is None else n
+
         def run():
-            sn = AsyncSniffer(iface=IFACE, store=True, lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
+            sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
                               p[TCP].dport == SPORT)
-            sn.start()
             time.sleep(0.2)
             send(pkts)
             time.sleep(0.3)
             got = sn.stop()
             acks = [p for p in got if p[TCP].flags == "A" and p[TCP].ack == rcv and p[TCP].seq == snd and
                     not len(p[TCP].payload)]
-            if len(acks) < len(pkts):
-                bad(f"{what}: {len(acks)} challenge ACKs (ack = rcv_nxt) seen for {len(pkts)} segments")
+            if len(acks) != n:
+                bad(f"{what}: {len(acks)} challenge ACKs (ack = rcv_nxt) seen for {len(pkts)} segments, "
+                    f"expected {n}")
             else:
-                ok(f"{what}: {len(pkts)} challenge ACK(s) seen on the wire, ack = rcv_nxt")
+                ok(f"{what}: {n} challenge ACK(s) seen on the wire for {len(pkts)} segment(s), ack = rcv_nxt")
         return run
     check("RST inside the window but not at rcv_nxt (RFC 5961 3.2)",
           {"tcp_rsts_in_total": 1, "tcp_challenge_acks_total": 1, "tcp_connections_reset_total": 0},
           challenge([on_sv(flags="R", seq=(rcv + 1000) & 0xffffffff)], "in-window RST"))
-    check("SYNs inside and outside the window (RFC 5961 4.2)",
-          {"tcp_challenge_acks_total": 2, "tcp_connections_reset_total": 0, "tcp_connections_syn_received": 0},
+    # (challenge ACKs are 500 ms apart per connection, as Linux's tcp_invalid_ratelimit: of two SYNs
+    # sent back to back the second gets none; the checks before are further apart than that)
+    check("SYNs inside and outside the window (RFC 5961 4.2), back to back",
+          {"tcp_challenge_acks_total": 1, LIMITED_CONN: 1, "tcp_connections_reset_total": 0,
+           "tcp_connections_syn_received": 0},
           challenge([on_sv(flags="S", seq=(rcv + 500) & 0xffffffff),
-                     on_sv(flags="S", seq=(rcv - (1 << 30)) & 0xffffffff)], "SYN"))
+                     on_sv(flags="S", seq=(rcv - (1 << 30)) & 0xffffffff)], "SYN", 1))
+    time.sleep(0.6)
+    check("a SYN outside the window 500 ms later (RFC 5961 4.2)",
+          {"tcp_challenge_acks_total": 1, LIMITED_CONN: 0, "tcp_connections_syn_received": 0},
+          challenge([on_sv(flags="S", seq=(rcv - (1 << 30)) & 0xffffffff)], "SYN again"))
     check("garbage data at rcv_nxt acknowledging data from the distant past (RFC 5961 5.2)",
           {"tcp_challenge_acks_total": 1, "tcp_bytes_in_total": 0},
           challenge([on_sv(flags="PA", seq=rcv, ack=(snd - (1 << 30)) & 0xffffffff) / junk], "old ACK"))
@@ -433,6 +508,28 @@ def main():
     check("garbage data far outside the window", {"tcp_out_of_window_total": 1, "tcp_bytes_in_total": 0},
           oow_data)
 
+    # out-of-window segments without data: one duplicate ACK per 500 ms (Linux's tcp_invalid_ratelimit);
+    # with data: never held back (no ACK loop can come of them), though the ACKs owed by the segments
+    # of one receive burst leave as one
+    def oow_burst(payload, n_acks):
+        def run():
+            sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
+                              p[TCP].dport == SPORT)
+            time.sleep(0.2)
+            send([on_sv(flags="A", seq=(rcv + (1 << 30) + i) & 0xffffffff, ack=snd) / payload for i in range(10)])
+            time.sleep(0.3)
+            acks = [p for p in sn.stop() if p[TCP].flags == "A" and p[TCP].ack == rcv and not len(p[TCP].payload)]
+            if not n_acks[0] <= len(acks) <= n_acks[1]:
+                bad(f"10 out-of-window segments ({len(payload)} bytes): {len(acks)} ACKs seen, expected {n_acks}")
+            else:
+                ok(f"10 out-of-window segments ({len(payload)} bytes): {len(acks)} ACK(s) seen on the wire")
+        return run
+    time.sleep(0.6)
+    check("10 empty segments far outside the window, back to back",
+          {"tcp_out_of_window_total": 10, LIMITED_CONN: 9, "tcp_challenge_acks_total": 0}, oow_burst(b"", (1, 1)))
+    check("10 data segments far outside the window, back to back",
+          {"tcp_out_of_window_total": 10, LIMITED_CONN: 0, "tcp_bytes_in_total": 0}, oow_burst(junk[:50], (1, 10)))
+
     sv.phase(300000)
     ok("survivor still echoes after the attacks on its own connection (300000 more bytes)")
 
@@ -448,8 +545,11 @@ def main():
     def flood():
         send([eth() / IP(src="198.18.0.99", dst=GW) / TCP(sport=42000 + i, dport=ECHO, flags="S", seq=i * 1000)
               for i in range(BACKLOG + 24)])
-    check(f"SYN flood of {BACKLOG + 24} from an unanswering address (syn_backlog {BACKLOG})",
-                  {"tcp_syn_backlog_drops_total": 24, "tcp_connections_syn_received": BACKLOG}, flood, 0.6)
+    check(f"SYN flood of {BACKLOG + 24} from an unanswering address (syn_backlog {BACKLOG}, one listener): "
+          "the rest answered with SYN cookies",
+          {"tcp_syn_backlog_drops_total": 0, "tcp_connections_syn_received": BACKLOG,
+           "tcp_syncookies_sent_total": 24, "tcp_segments_out_total": BACKLOG + 24}, flood, 0.6)
+    cookies()
     sv.phase(200000)
     ok("survivor still echoes during the SYN flood (200000 more bytes)")
 

@@ -3,7 +3,8 @@
 # truncated, oversized and inconsistent headers, malformed TCP options, segments to closed ports,
 # ARP garbage, IPv4 fragments (reassembled by the kernel under the af_packet PMD: see badinput.py),
 # out-of-window and blind RST/SYN/ACK/data on an established connection
-# (RFC 5961 challenge ACKs, PAWS), a SYN flood beyond the backlog. Each attack must move exactly the
+# (RFC 5961 challenge ACKs, PAWS, their rate limits), a SYN flood beyond the backlog (answered with SYN
+# cookies; cookie handshakes, good and forged, on the wire). Each attack must move exactly the
 # counters it should; an established connection carries data between the attacks and everything it
 # sent must come back intact (sha256); the ASan ibgwd must not crash and must shut down cleanly.
 # timeout: 180

@@ -2,7 +2,9 @@
  * a real mbuf pool, no device, listeners on 7 = echo and 9 = discard). What the host tests cannot
  * reach or time cheaply: IPv4 fragments (the af_packet PMD has the kernel reassemble them), the
  * handshake's options, a repeated SYN and its ACK in one burst, simultaneous open and close,
- * TIME_WAIT expiry and reuse, the SYN backlog, keepalive, the persist timer against a zero window,
+ * TIME_WAIT expiry and reuse, the half-open table's shares per listener and SYN cookies (with the
+ * options they carry, and what they refuse), the rate limits on ACKs to invalid segments,
+ * out-of-order data that expires, keepalive, the persist timer against a zero window,
  * our own zero window, fast retransmit with SACK (also on ACKs riding on data), and a peer that
  * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
  * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
@@ -19,6 +21,7 @@
 
 #include "tests/fuzz/fuzz_eth_harness.h"
 
+#include "eth_side/engine-t.h" /* (one white-box look: the challenge-ACK budget) */
 #include "eth_side/tcp_opt.h"
 #include "eth_side/tcp_seq.h"
 
@@ -43,6 +46,7 @@ struct conn {
 	uint32_t iss;
 	bool ts;
 	uint32_t tsval;
+	uint32_t tsecr; /* the last TSval ibgwd sent on it: echoed as a peer does (RFC 7323 4.3) */
 };
 
 static struct eh h;
@@ -94,12 +98,34 @@ static unsigned sent(struct out *v, unsigned max)
 }
 
 /* The only TCP segment sent since the last eh_forget (fails unless exactly one). */
-static struct out one(void)
+static struct out one_at(int line)
 {
 	struct out v[8];
 
+	if (sent(v, 8) != 1)
+		fprintf(stderr, "one() at line %d: %u segments\n", line, sent(v, 8));
 	assert_int_equal(sent(v, 8), 1);
 	return v[0];
+}
+#define one() one_at(__LINE__)
+
+/* Learns the TSval of the newest frame ibgwd sent to C's port, if any. */
+static void learn_tsecr(struct conn *c)
+{
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+		struct eth_tcp_opts o;
+
+		if (((const struct rte_ether_hdr *)p)->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+		    ip->next_proto_id != IPPROTO_TCP || rte_be_to_cpu_16(th->dst_port) != c->pport)
+			continue;
+		if (eth_tcp_opt_parse((const uint8_t *)(th + 1), (th->data_off >> 4) * 4u - sizeof(*th),
+				      th->tcp_flags & RTE_TCP_SYN_FLAG, &o) == 0 &&
+		    o.ts_ok)
+			c->tsecr = o.tsval;
+	}
 }
 
 static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t wnd, const uint8_t *data,
@@ -114,11 +140,16 @@ static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint
 		opt[5] = (uint8_t)(c->tsval >> 16);
 		opt[6] = (uint8_t)(c->tsval >> 8);
 		opt[7] = (uint8_t)c->tsval;
+		opt[8] = (uint8_t)(c->tsecr >> 24);
+		opt[9] = (uint8_t)(c->tsecr >> 16);
+		opt[10] = (uint8_t)(c->tsecr >> 8);
+		opt[11] = (uint8_t)c->tsecr;
 		ol = 12;
 	}
 	eh_forget(&h);
 	eh_feed(&h, frame, eh_tcp_frame(frame, c->pport, c->gport, seq, ack, flags, wnd, opt, ol, data, len));
 	eh_poll(&h);
+	learn_tsecr(c);
 }
 
 /* Sends LEN bytes in order from the peer (acknowledging everything ibgwd sent). */
@@ -152,6 +183,7 @@ static void open_conn(struct conn *c, uint16_t pport, uint16_t gport, bool opts)
 	c->pnxt++;
 	c->iss = o.seq;
 	c->gnxt = o.seq + 1;
+	c->tsecr = o.o.tsval;
 	ack_all(c, 65535);
 }
 
@@ -163,10 +195,17 @@ static struct eh_session *session_of(uint16_t pport)
 	return NULL;
 }
 
+/* syn_backlog 8: with the two listeners, 4 half-open connections each */
 static int setup(void **state)
 {
 	(void)state;
-	return eh_start(&h, 4, 16384, 16384);
+	return eh_start(&h, 8, 16384, 16384);
+}
+
+static int setup_backlog16(void **state)
+{
+	(void)state;
+	return eh_start(&h, 16, 16384, 16384);
 }
 
 static int teardown(void **state)
@@ -405,31 +444,402 @@ static void test_simultaneous_close_time_wait(void **state)
 	assert_int_equal(eth_stack_conns(h.st), 1); /* only the reused 41010 (half-open) is left */
 }
 
-/* syn_backlog = 4 here: the fifth half-open connection is refused and counted. */
-static void test_syn_backlog(void **state)
+/* SYNs to PORT from ports BASE.. (no options, sequence numbers 1000 apart), in one burst. */
+static void syns(uint16_t port, uint16_t base, unsigned n)
 {
 	uint8_t f[200];
+
+	for (unsigned i = 0; i < n; i++)
+		eh_feed(&h, f,
+			eh_tcp_frame(f, (uint16_t)(base + i), port, 1000 * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0,
+				     NULL, 0));
+	eh_forget(&h);
+	eh_poll(&h);
+}
+
+static void advance_s(unsigned s)
+{
+	for (unsigned i = 0; i < s * 10; i++)
+		eh_advance_ms(&h, 100);
+}
+
+/* syn_backlog = 16 and two listeners: each keeps 8 half-open connections at most. Past its share a
+ * listener answers with SYN cookies and keeps nothing, and the other listener still has its room
+ * (before, one flooded port closed every listener for 63 s). A share half full retries SYN-ACKs
+ * twice (7 s) instead of five times (63 s), so a flood's half-open blocks drain fast. */
+static void test_syn_share(void **state)
+{
+	struct out v[EH_KEEP];
 	struct conn c;
 
 	(void)state;
-	for (unsigned i = 0; i < 10; i++)
-		eh_feed(&h, f,
-			eh_tcp_frame(f, (uint16_t)(42000 + i), EH_ECHO_PORT, 1000 * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL,
-				     0, NULL, 0));
-	eh_forget(&h);
-	eh_poll(&h);
-	assert_int_equal(S()->tcp_syn_rcvd, 4);
-	assert_int_equal(S()->tcp_syn_drops, 6);
-	/* a full backlog refuses a new SYN too; once a half-open one times out, room is back */
-	eh_forget(&h);
-	eh_feed(&h, f, eh_tcp_frame(f, 42100, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
-	eh_poll(&h);
-	assert_int_equal(S()->tcp_syn_drops, 7);
-	for (unsigned i = 0; i < 70; i++)
-		eh_advance_ms(&h, 1000); /* SYN-ACK retries (1+2+4+8+16+32 s) run out */
+	syns(EH_ECHO_PORT, 42000, 3); /* under half the share: the normal 5 retries */
+	assert_int_equal(S()->tcp_syn_rcvd, 3);
+	advance_s(8); /* retries at 1, 3 and 7 s, the next at 15 s */
+	eh_advance_ms(&h, 500);
+	assert_int_equal(S()->tcp_syn_rcvd, 3);
+	assert_int_equal(S()->tcp_retransmits, 3 * 3);
+	/* the flood: 5 more fill the share, 8 get cookies; every SYN is answered */
+	syns(EH_ECHO_PORT, 42003, 13);
+	assert_int_equal(sent(v, EH_KEEP), 13);
+	assert_int_equal(S()->tcp_syn_rcvd, 8);
+	assert_int_equal(S()->tcp_syncookies_sent, 8);
+	assert_int_equal(S()->tcp_syn_drops, 0);
+	/* the other listener keeps its own share, then it too answers with cookies */
+	syns(EH_DISCARD_PORT, 42100, 9);
+	assert_int_equal(S()->tcp_syn_rcvd, 16);
+	assert_int_equal(S()->tcp_syncookies_sent, 9);
+	/* under pressure every half-open block lives 7 s at most: all gone 8 s after the flood (the
+	 * first three, at their retry 6.5 s after it, would have lived 63 s) */
+	advance_s(6);
+	assert_int_equal(S()->tcp_syn_rcvd, 16);
+	advance_s(2);
 	assert_int_equal(S()->tcp_syn_rcvd, 0);
-	assert_int_equal(S()->tcp_retransmits, 4 * 5);
+	assert_int_equal(S()->tcp_retransmits, 3 * 3 + 13 * 2);
+	assert_int_equal(eth_stack_conns(h.st), 0);
+	/* and a handshake is stateful again */
 	open_conn(&c, 42200, EH_ECHO_PORT, false);
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_syncookies_sent, 9);
+	assert_int_equal(S()->tcp_syncookies_validated, 0);
+}
+
+/* Fills the echo listener's share (4: setup()'s syn_backlog 8, two listeners) from ports BASE..;
+ * the next SYN to it gets a cookie. */
+static void fill_echo_share(uint16_t base)
+{
+	uint64_t before = S()->tcp_syn_rcvd;
+
+	syns(EH_ECHO_PORT, base, 4);
+	assert_int_equal(S()->tcp_syn_rcvd, before + 4);
+}
+
+/* A cookie SYN-ACK for a SYN from PPORT with OPTS (OPTLEN bytes): checks that it is one (no state
+ * kept) and returns it; C is set up as the peer of that handshake (timestamps when OPTS has them). */
+static struct out cookie_syn(struct conn *c, uint16_t pport, const uint8_t *opts, size_t optlen)
+{
+	uint64_t cookies = S()->tcp_syncookies_sent, half = S()->tcp_syn_rcvd;
+	uint8_t f[200];
+	struct out o;
+
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, pport, EH_ECHO_PORT, PEER_ISN, 0, RTE_TCP_SYN_FLAG, 65535, opts, optlen, NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(o.ack, PEER_ISN + 1);
+	assert_int_equal(S()->tcp_syncookies_sent, cookies + 1);
+	assert_int_equal(S()->tcp_syn_rcvd, half);
+	*c = (struct conn){.pport = pport, .gport = EH_ECHO_PORT, .pnxt = PEER_ISN + 1, .iss = o.seq, .gnxt = o.seq + 1,
+			   .ts = o.o.ts_ok, .tsval = 0x1234, .tsecr = o.o.tsval};
+	return o;
+}
+
+static uint8_t cookie_data[1460];
+
+/* Checks that the echo of N bytes just sent by the peer came back as segments of SEG bytes (the
+ * last shorter), with or without timestamps, and returns how many. */
+static unsigned echoed(const struct conn *c, uint32_t n, uint32_t seg, bool ts)
+{
+	struct out v[EH_KEEP];
+	unsigned k = sent(v, EH_KEEP), segs = 0;
+	uint32_t got = 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		if (v[i].dport != c->pport || !v[i].len)
+			continue;
+		assert_int_equal(v[i].seq, c->gnxt + got);
+		assert_int_equal(v[i].len, n - got < seg ? n - got : seg);
+		assert_memory_equal(v[i].data, cookie_data + got, v[i].len);
+		assert_int_equal(v[i].o.ts_ok, ts);
+		got += v[i].len;
+		segs++;
+	}
+	assert_int_equal(got, n);
+	return segs;
+}
+
+/* The options a cookie carries: MSS (rounded down to its table), and with timestamps the peer's
+ * window scale and SACK-permitted in our TSval's low bits, which its ACK echoes. */
+static void test_syncookie_options(void **state)
+{
+	/* MSS 1400, SACK-permitted, timestamps (TSval 0x1234), window scale 7 */
+	static const uint8_t linux_opts[] = {2, 4, 0x05, 0x78, 4, 2, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 1, 3, 3, 7};
+	uint8_t f[200];
+	struct out o, v[EH_KEEP];
+	struct conn c;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cookie_data); i++)
+		cookie_data[i] = (uint8_t)(i * 13 + (i >> 9));
+	fill_echo_share(43000);
+	o = cookie_syn(&c, 43100, linux_opts, sizeof(linux_opts));
+	assert_true(o.o.mss_ok && o.o.sack_ok && o.o.ts_ok && o.o.ws_ok);
+	assert_int_equal(o.o.mss, 1460);
+	assert_int_equal(o.o.wscale, 0); /* ours, for 16 KiB buffers */
+	assert_int_equal(o.o.tsecr, 0x1234);
+	assert_int_equal(o.o.tsval & 0x3f, 7 | 0x10); /* its window scale, SACK-permitted */
+	assert_int_equal(o.win, 16384);
+	/* its ACK, with a window of 100 << 7: the connection is made */
+	ack_all(&c, 100);
+	assert_int_equal(S()->tcp_syncookies_validated, 1);
+	assert_int_equal(S()->tcp_syncookies_failed, 0);
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_passive_opens, 1);
+	assert_int_equal(S()->tcp_syn_rcvd, 4);
+	assert_non_null(session_of(43100));
+	/* 1460 bytes echoed at once (the window is 12800 only if scaled), with timestamps, in segments
+	 * of the table's 1360 less 12 bytes of timestamps */
+	feed(&c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, c.pnxt, c.gnxt, 100, cookie_data, 1460);
+	c.pnxt += 1460;
+	assert_int_equal(echoed(&c, 1460, 1348, true), 2);
+	c.gnxt += 1460;
+	/* SACK was agreed: data ahead of a hole is SACKed */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1000, c.gnxt, 100, cookie_data, 100);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.o.n_sack, 1);
+	assert_int_equal(o.o.sack[0].start, c.pnxt + 1000);
+
+	/* no options at all: the SYN-ACK offers none but the MSS, the peer's MSS is 536 */
+	o = cookie_syn(&c, 43101, NULL, 0);
+	assert_true(o.o.mss_ok);
+	assert_false(o.o.sack_ok || o.o.ts_ok || o.o.ws_ok);
+	ack_all(&c, 65535);
+	assert_int_equal(S()->tcp_syncookies_validated, 2);
+	assert_int_equal(S()->tcp_active, 2);
+	feed(&c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, c.pnxt, c.gnxt, 65535, cookie_data, 1000);
+	c.pnxt += 1000;
+	assert_int_equal(echoed(&c, 1000, 536, false), 2);
+	c.gnxt += 1000;
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1000, c.gnxt, 65535, cookie_data, 100);
+	o = one();
+	assert_int_equal(o.o.n_sack, 0); /* no SACK without timestamps to carry it */
+
+	/* window scale without timestamps: not offered (nothing would bring it back) */
+	{
+		static const uint8_t ws_only[] = {2, 4, 0x05, 0xb4, 1, 3, 3, 7};
+		o = cookie_syn(&c, 43102, ws_only, sizeof(ws_only));
+		assert_false(o.o.ws_ok || o.o.ts_ok || o.o.sack_ok);
+		ack_all(&c, 100);
+		assert_int_equal(S()->tcp_syncookies_validated, 3);
+		feed(&c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, c.pnxt, c.gnxt, 100, cookie_data, 1000);
+		c.pnxt += 1000;
+		assert_int_equal(sent(v, EH_KEEP), 1); /* a window of 100 bytes, unscaled */
+		assert_int_equal(v[0].len, 100);
+	}
+	(void)f;
+}
+
+/* What a cookie does not let through: a wrong ACK number, another flow, a cookie from two slots
+ * ago, an ACK without the timestamps the cookie was made with or with its option bits changed. A
+ * listener that sent no cookie does not even look (a plain reset, nothing counted). */
+static void test_syncookie_invalid(void **state)
+{
+	static const uint8_t ts_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 1, 3, 3, 7};
+	uint8_t f[200];
+	struct conn c, c2;
+	struct out o;
+
+	(void)state;
+	/* a stray ACK to a listener that never sent a cookie */
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 43300, EH_DISCARD_PORT, 5, 77, RTE_TCP_ACK_FLAG, 65535, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 0);
+
+	fill_echo_share(43000);
+	cookie_syn(&c, 43200, NULL, 0);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt + 1, 65535, NULL, 0); /* ACK number off by one */
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 1);
+	c2 = c;
+	c2.pport = 43201; /* the same cookie from another port */
+	ack_all(&c2, 65535);
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 2);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1, c.gnxt, 65535, NULL, 0); /* another ISN than the SYN's */
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 3);
+	assert_int_equal(S()->tcp_active, 0);
+	/* a cookie is good for a slot and the next (64 to 128 s): 63 s later it still is */
+	advance_s(63);
+	ack_all(&c, 65535);
+	assert_int_equal(S()->tcp_syncookies_validated, 1);
+	assert_int_equal(S()->tcp_active, 1);
+
+	/* 129 s later it is not, even while the listener sends cookies again */
+	fill_echo_share(43010);
+	cookie_syn(&c, 43202, NULL, 0);
+	advance_s(129);
+	eh_arp_hello(&h); /* (the peer's ARP entry aged out meanwhile) */
+	fill_echo_share(43020);
+	cookie_syn(&c2, 43203, NULL, 0);
+	ack_all(&c, 65535);
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 4);
+	assert_int_equal(S()->tcp_syncookies_validated, 1);
+
+	/* made with timestamps: an ACK without them is dropped without a word (RFC 7323 3.2) */
+	cookie_syn(&c, 43204, ts_opts, sizeof(ts_opts));
+	c.ts = false;
+	ack_all(&c, 65535);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_syncookies_failed, 5);
+	/* and with the option bits in TSecr changed (window scale 14 for 7), it is a forgery */
+	c.ts = true;
+	c.tsecr = (c.tsecr & ~0x3fu) | 14 | 0x10;
+	ack_all(&c, 65535);
+	assert_int_equal(one().flags, RTE_TCP_RST_FLAG);
+	assert_int_equal(S()->tcp_syncookies_failed, 6);
+	/* the genuine echo still works */
+	c.tsecr = 0;
+	o = cookie_syn(&c, 43205, ts_opts, sizeof(ts_opts));
+	ack_all(&c, 65535);
+	assert_int_equal(S()->tcp_syncookies_validated, 2);
+	assert_non_null(session_of(43205));
+	assert_int_equal(S()->tcp_active, 1); /* (the first one's keepalive gave up on its silent peer) */
+	(void)o;
+}
+
+/* ACKs to invalid segments (Linux's tcp_invalid_ratelimit): one per 500 ms and connection for
+ * segments without data; data is always answered; challenge ACKs share the limit, and the worker's
+ * budget per second bounds them over all connections. */
+static void test_invalid_ack_ratelimit(void **state)
+{
+	static const uint8_t junk[100];
+	struct conn c = established_echo(41040), c2 = established_echo(41041), c3 = established_echo(41042);
+	struct out v[16];
+	uint64_t acks0;
+
+	(void)state;
+	/* five empty segments far outside the window in one burst: one ACK */
+	eh_forget(&h);
+	for (unsigned i = 0; i < 5; i++) {
+		uint8_t f[200];
+		eh_feed(&h, f, eh_tcp_frame(f, c.pport, c.gport, c.pnxt + (1u << 30), c.gnxt, RTE_TCP_ACK_FLAG, 65535,
+					    NULL, 0, NULL, 0));
+		eh_poll(&h);
+	}
+	assert_int_equal(sent(v, 16), 1);
+	assert_int_equal(v[0].ack, c.pnxt);
+	assert_int_equal(S()->tcp_out_of_window, 5);
+	assert_int_equal(S()->tcp_acks_limited_conn, 4);
+	/* still within 500 ms: none; then one again */
+	eh_advance_ms(&h, 400);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	eh_advance_ms(&h, 100);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	assert_int_equal(S()->tcp_acks_limited_conn, 5);
+	/* data out of the window: always answered (no ACK loop; it cost the sender as much) */
+	for (unsigned i = 0; i < 3; i++) {
+		feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + (1u << 30), c.gnxt, 65535, junk, sizeof(junk));
+		assert_int_equal(one().ack, c.pnxt);
+	}
+	assert_int_equal(S()->tcp_acks_limited_conn, 5);
+	assert_int_equal(S()->tcp_bytes_in, 0);
+	/* an ACK of what we never sent, and PAWS (an old timestamp): the same limit */
+	eh_advance_ms(&h, 500);
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt + 5000, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	c.tsval -= 1000; /* (one byte into the window: an ACK at rcv_nxt would be let through) */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1, c.gnxt, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_paws_drops, 1);
+	assert_int_equal(S()->tcp_acks_limited_conn, 6);
+	c.tsval += 2000;
+	/* RFC 5961: a SYN in the window earns a challenge ACK, an inexact RST right after does not */
+	eh_advance_ms(&h, 500);
+	acks0 = S()->tcp_challenge_acks;
+	feed(&c, RTE_TCP_SYN_FLAG, c.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c.pnxt);
+	feed(&c, RTE_TCP_RST_FLAG, c.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_challenge_acks, acks0 + 1);
+	assert_int_equal(S()->tcp_acks_limited_conn, 7);
+	assert_int_equal(S()->tcp_active, 3);
+	/* the worker's budget: with one challenge ACK left this second, the second connection's goes,
+	 * the third's does not; the next second has a new budget (500 to 1499) */
+	h.st->chall_sec = h.st->now_ms / 1000;
+	h.st->chall_left = 1;
+	feed(&c2, RTE_TCP_SYN_FLAG, c2.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c2.pnxt);
+	feed(&c3, RTE_TCP_SYN_FLAG, c3.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_acks_limited_worker, 1);
+	assert_int_equal(S()->tcp_challenge_acks, acks0 + 2);
+	eh_advance_ms(&h, 1000);
+	feed(&c3, RTE_TCP_SYN_FLAG, c3.pnxt + 10, 0, 65535, NULL, 0);
+	assert_int_equal(one().ack, c3.pnxt);
+	assert_true(h.st->chall_left >= 499 && h.st->chall_left < 1499);
+	/* the connections took nothing from all this: they still echo */
+	peer_data(&c, junk, 10, 0);
+	assert_int_equal(one().len, 10);
+	assert_int_equal(S()->tcp_active, 3);
+}
+
+/* Out-of-order data does not stay forever: a byte ahead of a hole that the sender never fills is
+ * dropped after 4 RTOs (2 s at least) and no longer SACKed, and the buffer it held is given back;
+ * a hole that moves keeps its ranges, but never past 60 s. */
+static void test_ooo_expiry(void **state)
+{
+	static uint8_t data[1400];
+	struct conn c;
+	struct out o;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 3 + 1);
+	open_conn(&c, 41050, EH_DISCARD_PORT, true);
+	assert_int_equal(S()->tcp_buffer_bytes, 0);
+	/* one byte 12000 bytes ahead: SACKed, and it takes the buffer's chunks up to it */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 12000, c.gnxt, 65535, data, 1);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.o.n_sack, 1);
+	assert_int_equal(o.o.sack[0].start, c.pnxt + 12000);
+	assert_int_equal(S()->tcp_buffer_bytes, 2 * 8192);
+	for (unsigned i = 0; i < 19; i++)
+		eh_advance_ms(&h, 100); /* 1.9 s: the RTO is 200 ms here, the bound 2 s */
+	assert_int_equal(S()->tcp_ooo_expired, 0);
+	assert_int_equal(S()->tcp_buffer_bytes, 2 * 8192);
+	eh_advance_ms(&h, 100);
+	eh_advance_ms(&h, 100);
+	assert_int_equal(S()->tcp_ooo_expired, 1);
+	assert_int_equal(S()->tcp_buffer_bytes, 0);
+	/* the byte is not taken when the hole fills (the sender sends it again), and no longer SACKed */
+	for (unsigned k = 0; k < 12000 / 1200; k++) {
+		feed(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt, 65535, data, 1200);
+		c.pnxt += 1200;
+	}
+	o = one(); /* (every second segment is acknowledged at once) */
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(o.o.n_sack, 0);
+	assert_int_equal(S()->tcp_bytes_in, 12000);
+	peer_data(&c, data, 1, 0);
+	assert_int_equal(S()->tcp_bytes_in, 12001);
+	eh_advance_ms(&h, 100); /* (its delayed ACK) */
+
+	/* a moving hole keeps its ranges: 100 bytes in order every 1.5 s, one byte 8000 ahead */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 8000, c.gnxt, 65535, data, 1);
+	for (unsigned k = 0; k < 39; k++) {
+		for (unsigned i = 0; i < 15; i++)
+			eh_advance_ms(&h, 100);
+		peer_data(&c, data, 100, 0);
+		o = one();
+		assert_int_equal(o.o.n_sack, 1);
+		assert_int_equal(o.o.sack[0].start, c.pnxt + 8000 - 100 * (k + 1));
+	}
+	assert_int_equal(S()->tcp_ooo_expired, 1); /* 58.5 s */
+	for (unsigned i = 0; i < 20; i++)
+		eh_advance_ms(&h, 100);
+	assert_int_equal(S()->tcp_ooo_expired, 2); /* 60.5 s: too old, however the hole moved */
+	peer_data(&c, data, 100, 0);
+	eh_advance_ms(&h, 100); /* (a delayed ACK: no hole any more) */
+	assert_int_equal(one().o.n_sack, 0);
 	assert_int_equal(S()->tcp_active, 1);
 }
 
@@ -1008,7 +1418,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_backlog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
+		cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
