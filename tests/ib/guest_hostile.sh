@@ -1,0 +1,132 @@
+#!/bin/bash
+# In-VM half of tests/ib/test_ib_hostile.sh: hostile IB peers (tests/tools/ib_badpeer.c modes stale,
+# cross, claim, absurd, halfopen) against an echo route, a victim session (rs_peer, stock rsocket)
+# held open through all of it and verified at the end.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/ib/guest_lib.sh
+trap 'gw_cleanup; for p in ${VICTIM:-} ${FLOOD:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+IB=$IB_ADDR_A
+BAD="timeout 120 $TOOLS/ib_badpeer -p 7471 $IB"
+# max_sessions and memory_limit are lowered from their defaults (256, 1G) so that case (e), 1000
+# connect requests, is about them: without reservations at the request, the requests would pin
+# 1000 x 256 KiB, eight times the budget
+MAXS=64
+LIMIT_MIB=32
+GW_EXTRA="memory_limit = ${LIMIT_MIB}M"
+ib_gw_start "[ib]
+bind = $IB
+[route echo]
+listen = ib:7471
+connect = echo
+max_sessions = $MAXS"
+
+closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
+# waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
+m_is() {
+	local i
+	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
+	return 1
+}
+# check_m NAME VALUE MSG: a check that sample NAME reaches VALUE (about 15 s)
+check_m() {
+	m_is "$1" "$2"
+	check "[ $? = 0 ]" "$3 (saw $SEEN)"
+}
+rss() { awk '/^VmRSS:/ {print $2 * 1024}' /proc/$GW_PID/status; }
+
+# ---- (a) stale key: the attacker's connection A closes, a victim gets its buffers, B writes ----
+rm -f /tmp/go
+$BAD stale /tmp/go >/tmp/stale.out 2>&1 &
+ATT=$!
+for _ in $(seq 300); do grep -q 'A closed' /tmp/stale.out && break; sleep 0.1; done
+m_is ibgw_ib_connections_active 0 # A is freed: its buffer set is in the pool, next in line
+# the victim: an echo whose reader stalls, so its bytes sit in the gateway's ring while B writes
+$TOOLS/rs_peer -t 250 -p 7471 "$IB" stall 3M 250 >/tmp/victim.out 2>&1 &
+VICTIM=$!
+check_m 'ibgw_route_sessions_active{route="echo"}' "1" "the victim's session runs"
+check "[ \$(m ibgw_ib_buffer_registrations_total) = 1 ] && [ \$(m ibgw_ib_buffer_rekeys_total) = 1 ]" \
+	"the victim reuses A's buffer set (one registration so far), under a new key"
+acc0=$(closed access)
+touch /tmp/go
+wait $ATT
+rc=$?
+check "[ $rc = 0 ]" "(a) writes with the stale key of A through B: remote access error, nothing delivered ($(tail -1 /tmp/stale.out))"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="access"}' "$((acc0 + 1))" \
+	"(a) B dropped and counted (closed, reason access)"
+check_m ibgw_ib_connections_active "1" "(a) only the victim's connection left"
+
+# ---- (b) a key of the attacker's other connection ----
+acc0=$(closed access)
+out=$($BAD cross 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(b) B writes into A's buffer with A's key: remote access error; A unaffected ($out)"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="access"}' "$((acc0 + 1))" \
+	"(b) B dropped and counted (closed, reason access)"
+check_m ibgw_ib_connections_active "1" "(b) A and B gone, the victim still there"
+
+# ---- (c) a zero-length write claiming 64 KiB: the previous tenant's bytes never come back ----
+out=$($BAD claim 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(c) nothing of the previous tenant relayed ($(echo "$out" | tail -1))"
+check_m ibgw_ib_connections_active "1" "(c) both connections gone"
+
+# ---- (d) absurd credits and adverts: the connection is reset, nobody else notices ----
+p0=$(closed protocol)
+out=$($BAD absurd credits 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(d) $out"
+out=$($BAD absurd sgl 2>&1)
+rc2=$?
+check "[ $rc2 = 0 ]" "(d) $out"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 2))" \
+	"(d) both reset as protocol errors, counted"
+check_m ibgw_ib_connections_active "1" "(d) the victim's connection the only one left"
+
+# ---- (e) 1000 connect requests that never complete ----
+rss0=$(rss) ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}') acc0=$(m ibgw_ib_connections_accepted_total)
+$BAD halfopen 1000 8 >/tmp/flood.out 2>&1 &
+FLOOD=$!
+maxbuf=0 maxrss=$rss0 maxho=0 served=0 tries=0
+while kill -0 $FLOOD 2>/dev/null; do
+	b=$(m ibgw_ib_buffer_bytes) r=$(rss) h=$(m ibgw_ib_connections_half_open)
+	[ "$b" -gt $maxbuf ] && maxbuf=$b
+	[ "$r" -gt $maxrss ] && maxrss=$r
+	[ "$h" -gt $maxho ] && maxho=$h
+	# a legitimate client during the flood: 256 KiB echoed intact
+	if [ $tries -lt 5 ] && [ "$h" -gt 0 ]; then
+		tries=$((tries + 1))
+		timeout 60 $TOOLS/rs_peer -t 50 -p 7471 "$IB" echo 256K >/tmp/legit.out 2>&1 && served=$((served + 1))
+	fi
+	sleep 0.2
+done
+wait $FLOOD
+rc=$?
+FLOOD=
+sed 's/^/    /' /tmp/flood.out
+acc=$(sed -n 's/.*accepted \([0-9]*\) .*/\1/p' /tmp/flood.out)
+exp=$(sed -n 's/.*expired \([0-9]*\) .*/\1/p' /tmp/flood.out)
+echo "    during the flood: at most $maxho half-open, registered buffers at most $maxbuf B, RSS $rss0 -> at most $maxrss B"
+check "[ $rc = 0 ] && [ -n \"$acc\" ] && [ $acc -gt 0 ] && [ $exp -gt 0 ]" \
+	"(e) 1000 requests sent, $acc of them accepted and left unanswered, $exp of those refused later by the gateway"
+check "[ $maxho -le $MAXS ]" "(e) half-open connections never above the route's max_sessions ($maxho <= $MAXS)"
+check "[ $maxbuf -le $((LIMIT_MIB << 20)) ]" "(e) registered buffers within memory_limit ($maxbuf <= $((LIMIT_MIB << 20)) B)"
+check "[ $((maxrss - rss0)) -le $((LIMIT_MIB << 20)) ]" "(e) RSS grew by less than memory_limit ($((maxrss - rss0)) B)"
+check "[ $tries -gt 0 ] && [ $served = $tries ]" "(e) legitimate clients served during the flood ($served of $tries echoes intact)"
+check_m ibgw_ib_connections_half_open "0" "(e) every half-open connection gone after the deadline"
+# every connection the gateway accepted meanwhile but the legitimate ones ended half-open
+gacc=$(($(m ibgw_ib_connections_accepted_total) - acc0))
+check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + gacc - served))" \
+	"(e) each of the $((gacc - served)) accepted by the gateway counted as failed half_open (expired at the deadline or displaced by a newer request)"
+check "[ $((gacc - served)) -ge $acc ]" "(e) the attacker's $acc unanswered accepts among them"
+check_m ibgw_ib_connections_active "1" "(e) only the victim's connection left"
+
+# ---- the victim, all along ----
+check "kill -0 $GW_PID" "ibgwd alive"
+kill -USR1 $VICTIM
+wait $VICTIM
+rc=$?
+VICTIM=
+check "[ $rc = 0 ] && grep -q '^ok .*sent=3145728 recv=3145728 ' /tmp/victim.out" \
+	"the victim's session through all of it: 3 MB echoed intact, SHA-256 ($(grep '^ok\|^FAIL' /tmp/victim.out | cut -c1-70))"
+ib_done
