@@ -376,8 +376,10 @@ static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 
 	for (struct ib_bufs *p = b->dev->pool; p; p = p->next)
 		n++;
-	/* idle sets are kept only while all registered memory fits the budget sessions are held to */
-	if (n >= POOL_MAX || ctl->st.buf_bytes > ctl->mem_limit) {
+	/* idle sets are a cache: an eighth of the memory budget at most, and only while all registered
+	 * memory fits the budget (sessions hold theirs against it from their connect request on) */
+	if (n >= POOL_MAX || ctl->st.buf_idle_bytes + bufs_len(b->rbuf_size, b->sbuf_size) > ctl->mem_limit / 8 ||
+	    ctl->st.buf_bytes > ctl->mem_limit) {
 		bufs_free(ctl, b);
 		return;
 	}

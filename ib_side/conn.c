@@ -616,8 +616,7 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 	 * always comes (connect_timeout bounds the open). */
 	if (c->ws == IB_W_CONNECTING && wc->status == IBV_WC_WR_FLUSH_ERR)
 		return;
-	if (c->ws == IB_W_OPEN && wc->status == IBV_WC_REM_ACCESS_ERR &&
-	    wc->wr_id >> IB_WR_KIND_SHIFT == IB_WR_RECV)
+	if (wc->status == IBV_WC_REM_ACCESS_ERR && wc->wr_id >> IB_WR_KIND_SHIFT == IB_WR_RECV)
 		closing(c, -ECONNRESET, IB_CLOSE_ACCESS); /* the peer wrote with a key it was not given */
 	else if (c->ws == IB_W_OPEN && wc_errno(wc->status) == -EPROTO)
 		closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
@@ -678,9 +677,10 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	case IB_RS_OP_SGL:
 		/* the advert itself (if any) was written into our target_sgl before this completion. A
 		 * peer grants at most its queue depth beyond the messages we sent, and adverts space it
-		 * could have (rsocket: half its ring): anything else comes from a broken or hostile peer */
-		if (val > UINT16_MAX || (uint16_t)(val - c->tx.msgs_sent) > c->peer.credits ||
-		    !ib_tsgl_sane(c->bufs->tsgl)) {
+		 * could have (rsocket: half its ring): anything else comes from a broken or hostile peer
+		 * (an active open learns the peer's depth with CONNECTED; nothing is sent before) */
+		if (val > UINT16_MAX || !ib_tsgl_sane(c->bufs->tsgl) ||
+		    (c->ws != IB_W_CONNECTING && (uint16_t)(val - c->tx.msgs_sent) > c->peer.credits)) {
 			protocol_error(c);
 			return;
 		}

@@ -9,10 +9,10 @@
 # within max_sessions and memory_limit, expired at the deadline and counted), legitimate clients
 # served meanwhile, the victim's 3 MB echo intact (SHA-256), ibgwd alive, a clean drain (ASan quiet).
 # In-VM half: tests/ib/guest_hostile.sh.
-# timeout: 360
+# timeout: 560
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
 VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd' \
 	VM_DPDK_PMDS='mempool_ring' \
-	vm_test "IB side against hostile peers" -T loop -t 300 -f tests/ib/guest_hostile.sh
+	vm_test "IB side against hostile peers" -T loop -t 480 -f tests/ib/guest_hostile.sh
