@@ -14,9 +14,11 @@
  *    request, before any memory is pinned for it, so half-open connections count against
  *    max_sessions and therefore against the memory budget. A connection not established within
  *    IB_ACCEPT_NS (a peer that never sends its RTU) is failed and counted (half_open); and when a
- *    request finds no slot, the oldest half-open connection (at least IB_DISPLACE_NS old) gives its
- *    slot up (as a SYN queue drops its oldest entry), so a flood of handshakes that never complete
- *    cannot lock legitimate clients out: theirs complete within a round trip.
+ *    request finds no slot, the oldest half-open connection gives its slot up (as a SYN queue drops
+ *    its oldest entry), so a flood of handshakes that never complete cannot lock legitimate clients
+ *    out: theirs complete within a round trip, and would need max_sessions newer requests meanwhile
+ *    to be displaced. (A minimum age before displacement was tried: a flood faster than
+ *    max_sessions per that age then kept every slot young and every other request out.)
  *  - Connecting (for routes to ib:HOST:PORT): the worker takes a ready connection object (a spare,
  *    since it must not allocate) and asks for the open; address and route resolution, the queue pair
  *    and rdma_connect happen here, bounded by the route's connect_timeout.
@@ -59,10 +61,6 @@
  * a round trip (milliseconds even on soft-RoCE under load); one that never does holds a queue pair,
  * pinned buffers and a session slot until this passes. */
 #define IB_ACCEPT_NS (5 * 1000000000ull)
-/* A half-open connection younger than this keeps its slot even when a request finds none: a
- * handshake in progress (well under this on any fabric, even soft-RoCE under load) is not displaced
- * by an ordinary burst. Older ones are what a flood of unanswered accepts looks like. */
-#define IB_DISPLACE_NS (250 * 1000000ull)
 #define LOG_EVERY_NS 1000000000ull /* lines a peer can cause: at most one a second each */
 
 /* A log line a peer can trigger at will: at most one per LOG_EVERY_NS, the next one says how many
@@ -612,9 +610,9 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why);
 
 /* Admission with a reservation. When the route or the gateway is full, the oldest half-open
- * connection (of the route, else of any; IB_DISPLACE_NS old at least) gives its slot up for this
- * request: a handshake completes within a round trip, so only a connection that is not completing
- * its own loses out. The refusal that led to it is counted all the same (limit or global). */
+ * connection (of the route, else of any) gives its slot up for this request: a handshake completes
+ * within a round trip, so only a connection that is not completing its own loses out. The refusal
+ * that led to it is counted all the same (limit or global). */
 static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
 {
 	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
@@ -623,12 +621,10 @@ static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
 	if (ret != -EBUSY)
 		return ret;
 	/* oldest first: the list is in deadline order, which is age order */
-	for (struct ib_conn *c = ctl->ho_head; c && !old && c->deadline_ns - IB_ACCEPT_NS + IB_DISPLACE_NS <= ctl->now;
-	     c = c->ho_next)
+	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
 		if (c->route == route && __atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
 			old = c;
-	for (struct ib_conn *c = ctl->ho_head; c && !old && c->deadline_ns - IB_ACCEPT_NS + IB_DISPLACE_NS <= ctl->now;
-	     c = c->ho_next)
+	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
 		if (__atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
 			old = c;
 	if (!old)
