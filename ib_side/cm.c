@@ -549,6 +549,11 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	}
 	if (c->ct != IB_CT_SPARE)
 		ctl->st.active--;
+	/* accepted, never a session's, and not failed otherwise: the peer vanished or broke it before
+	 * establishment (e.g. its queue pair died of a remote access error). no_session is the worker's,
+	 * read after its RELEASE. */
+	if (!c->active && c->ct != IB_CT_SPARE && c->ct != IB_CT_FAILED && c->no_session)
+		ctl->st.failed[IB_FAIL_ACCEPT]++;
 	c->w->ct_gen[c->slot] = (c->w->ct_gen[c->slot] + 1) & IB_WR_GEN_MASK;
 	c->w->ct_free[c->w->ct_nfree++] = c->slot;
 	c->w->ct_conns--;

@@ -29,8 +29,11 @@ closes() {
 	curl -s -m 20 "http://127.0.0.1:$STATS/metrics" |
 		awk -F'"' '/^ibgw_ib_connections_closed_total\{/ { split($0, v, " "); printf "%s=%s ", $4, v[2] }'
 }
-# the number of connections closed for any reason
-closed_all() { closes | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); n += kv[2] } } END { print n + 0 }'; }
+# the number of connections that ended: closed for any reason, or failed before establishment
+closed_all() {
+	echo $(($(closes | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); n += kv[2] } } END { print n + 0 }') +
+		$(m 'ibgw_ib_connections_failed_total{reason="accept"}')))
+}
 # waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
 m_is() {
 	local i
@@ -64,9 +67,10 @@ wait $ATT
 rc=$?
 check "[ $rc = 0 ]" "(a) writes with the stale key of A through B: remote access error, nothing delivered ($(tail -1 /tmp/stale.out))"
 # B's queue pair went to the error state with its write: the gateway learns it from the receive that
-# write consumed (reason access) or, when the device reports nothing there, from B's disconnect
+# write consumed (closed, reason access), or from the flush of its queue pair or B's disconnect
+# (failed accept, when B's write came before the gateway saw it established)
 check_m ibgw_ib_connections_active "1" "(a) B dropped: only the victim's connection left"
-check "[ \$(closed_all) = $((all0 + 1)) ]" "(a) B's end counted ($(closes))"
+check "[ \$(closed_all) = $((all0 + 1)) ]" "(a) B's end counted ($(closes)failed_accept=$(m 'ibgw_ib_connections_failed_total{reason="accept"}'))"
 
 # ---- (b) a key of the attacker's other connection ----
 acc0=$(closed access)
