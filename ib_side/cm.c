@@ -102,6 +102,7 @@ struct ib_ctl {
 	struct ib_conn *conns; /* every connection object, spares included */
 	struct ib_conn *ho_head, *ho_tail; /* half-open (accepting) connections, oldest first */
 	struct ratelim rl_accept, rl_reject, rl_half_open;
+	uint32_t dying; /* passive connections failed, not yet handed back and freed */
 	struct ib_listener *listeners;
 	uint64_t now;
 	bool serving;
@@ -549,6 +550,8 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	}
 	if (c->ct != IB_CT_SPARE)
 		ctl->st.active--;
+	if (!c->active && c->ct == IB_CT_FAILED)
+		ctl->dying--;
 	/* accepted, never a session's, and not failed otherwise: the peer vanished or broke it before
 	 * establishment (e.g. its queue pair died of a remote access error). no_session is the worker's,
 	 * read after its RELEASE. */
@@ -684,7 +687,12 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		return;
 	}
 	dev = dev_of(ctl, e->id->verbs);
-	c = dev ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->conf->ib_rq_depth, IB_RS_QP_MAX)) : NULL;
+	/* connections failed but not freed yet still hold their queue pair and buffers: beyond
+	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
+	 * back), new requests wait for room, so memory stays within max_sessions + that */
+	c = dev && ctl->dying < IB_SLOT_SPARE
+		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->conf->ib_rq_depth, IB_RS_QP_MAX))
+		    : NULL;
 	if (!c) {
 		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
 		reject(ctl, e->id, IB_REJ_RESOURCES, addr);
@@ -746,6 +754,8 @@ static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_
 	unreserve(ctl, c);
 	if (c->ct == IB_CT_FAILED)
 		return;
+	if (!c->active)
+		ctl->dying++;
 	ctl->st.failed[why]++;
 	c->ct = IB_CT_FAILED;
 	/* resources stay until the worker's RELEASE: once rdma_connect ran, completions may exist */
@@ -924,11 +934,14 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 	}
 }
 
-static void read_events(struct ib_ctl *ctl)
+/* At most MAX events; returns how many. */
+static unsigned read_events(struct ib_ctl *ctl, unsigned max)
 {
 	struct rdma_cm_event *ev;
+	unsigned n = 0;
 
-	while (!rdma_get_cm_event(ctl->ch, &ev)) {
+	while (n < max && !rdma_get_cm_event(ctl->ch, &ev)) {
+		n++;
 		struct cm_ev e = {
 			.type = ev->event,
 			.status = ev->status,
@@ -947,6 +960,7 @@ static void read_events(struct ib_ctl *ctl)
 		ctl->st.cm_events++;
 		on_event(ctl, &e);
 	}
+	return n;
 }
 
 static void read_messages(struct ib_ctl *ctl)
@@ -990,10 +1004,16 @@ static void refill_spares(struct ib_ctl *ctl)
 
 void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns)
 {
+	unsigned n;
+
 	ctl->now = now_ns;
-	read_events(ctl);
-	read_messages(ctl);
-	pend_flush(ctl);
+	/* events in batches, each followed by the workers' releases: under a flood of requests the
+	 * connections they displace are freed as they go, not after the whole backlog */
+	do {
+		n = read_events(ctl, 32);
+		read_messages(ctl);
+		pend_flush(ctl);
+	} while (n == 32);
 }
 
 void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)

@@ -103,9 +103,13 @@ check_m ibgw_ib_connections_active "1" "(d) the victim's connection the only one
 vq0=$(vq) rss0=$(rss) ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}') acc0=$(m ibgw_ib_connections_accepted_total)
 $BAD halfopen 1000 8 >/tmp/flood.out 2>&1 &
 FLOOD=$!
-maxbuf=0 maxrss=$rss0 vqmax=$vq0 maxho=0 served=0 tries=0
+maxbuf=0 maxrss=$rss0 vqmax=$vq0 maxho=0 maxact=0 served=0 tries=0
 while kill -0 $FLOOD 2>/dev/null; do
-	b=$(m ibgw_ib_buffer_bytes) r=$(rss) h=$(m ibgw_ib_connections_half_open)
+	read -r b h a < <(curl -s -m 20 "http://127.0.0.1:$STATS/metrics" | awk '$1 == "ibgw_ib_buffer_bytes" { b = $2 }
+		$1 == "ibgw_ib_connections_half_open" { h = $2 } $1 == "ibgw_ib_connections_active" { a = $2 }
+		END { print b + 0, h + 0, a + 0 }')
+	r=$(rss)
+	[ "$a" -gt $maxact ] && maxact=$a
 	[ "$b" -gt $maxbuf ] && maxbuf=$b
 	[ "$r" -gt $maxrss ] && maxrss=$r && vqmax=$(vq)
 	[ "$h" -gt $maxho ] && maxho=$h
@@ -118,7 +122,7 @@ while kill -0 $FLOOD 2>/dev/null; do
 			echo "    legitimate client $tries failed: $(tail -2 /tmp/legit.out | tr '\n' ' ')"
 		fi
 	fi
-	sleep 0.2
+	sleep 0.1
 done
 wait $FLOOD
 rc=$?
@@ -126,7 +130,7 @@ FLOOD=
 sed 's/^/    /' /tmp/flood.out
 acc=$(sed -n 's/.*accepted \([0-9]*\) .*/\1/p' /tmp/flood.out)
 exp=$(sed -n 's/.*expired \([0-9]*\) .*/\1/p' /tmp/flood.out)
-echo "    during the flood: at most $maxho half-open, registered buffers at most $maxbuf B, RSS $rss0 -> at most $maxrss B (verbs queues $vq0 -> $vqmax B)"
+echo "    during the flood: at most $maxho half-open and $maxact IB connections, registered buffers at most $maxbuf B, RSS $rss0 -> at most $maxrss B (verbs queues $vq0 -> $vqmax B)"
 check "[ $rc = 0 ] && [ -n \"$acc\" ] && [ $acc -gt 0 ] && [ $exp -gt 0 ]" \
 	"(e) 1000 requests sent, $acc of them accepted and left unanswered, $exp of those refused later by the gateway"
 check "[ $maxho -le $MAXS ]" "(e) half-open connections never above the route's max_sessions ($maxho <= $MAXS)"
