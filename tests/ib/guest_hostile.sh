@@ -105,10 +105,10 @@ $BAD halfopen 1000 8 >/tmp/flood.out 2>&1 &
 FLOOD=$!
 maxbuf=0 maxrss=$rss0 vqmax=$vq0 maxho=0 maxact=0 served=0 tries=0
 while kill -0 $FLOOD 2>/dev/null; do
-	read -r b h a < <(curl -s -m 20 "http://127.0.0.1:$STATS/metrics" | awk '$1 == "ibgw_ib_buffer_bytes" { b = $2 }
+	set -- $(curl -s -m 20 "http://127.0.0.1:$STATS/metrics" | awk '$1 == "ibgw_ib_buffer_bytes" { b = $2 }
 		$1 == "ibgw_ib_connections_half_open" { h = $2 } $1 == "ibgw_ib_connections_active" { a = $2 }
 		END { print b + 0, h + 0, a + 0 }')
-	r=$(rss)
+	b=${1:-0} h=${2:-0} a=${3:-0} r=$(rss)
 	[ "$a" -gt $maxact ] && maxact=$a
 	[ "$b" -gt $maxbuf ] && maxbuf=$b
 	[ "$r" -gt $maxrss ] && maxrss=$r && vqmax=$(vq)
