@@ -934,8 +934,8 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 	}
 }
 
-/* At most MAX events; returns how many. */
-static unsigned read_events(struct ib_ctl *ctl, unsigned max)
+/* At most MAX events. */
+static void read_events(struct ib_ctl *ctl, unsigned max)
 {
 	struct rdma_cm_event *ev;
 	unsigned n = 0;
@@ -960,7 +960,6 @@ static unsigned read_events(struct ib_ctl *ctl, unsigned max)
 		ctl->st.cm_events++;
 		on_event(ctl, &e);
 	}
-	return n;
 }
 
 static void read_messages(struct ib_ctl *ctl)
@@ -1004,16 +1003,13 @@ static void refill_spares(struct ib_ctl *ctl)
 
 void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns)
 {
-	unsigned n;
-
 	ctl->now = now_ns;
-	/* events in batches, each followed by the workers' releases: under a flood of requests the
-	 * connections they displace are freed as they go, not after the whole backlog */
-	do {
-		n = read_events(ctl, 32);
-		read_messages(ctl);
-		pend_flush(ctl);
-	} while (n == 32);
+	/* a bounded batch of events, then the workers' releases: under a flood of requests the
+	 * connections they displace are freed as they go, and the event loop serves the stats endpoint
+	 * and the tick (deadlines) in between; the channel stays readable, so it calls again */
+	read_events(ctl, 32);
+	read_messages(ctl);
+	pend_flush(ctl);
 }
 
 void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
