@@ -109,6 +109,8 @@ struct conf_route {
 	uint32_t max_sessions;
 	uint64_t ib_rbuf_size; /* 0 in the file = inherit [ib] rbuf_size; resolved after parsing */
 	uint64_t ib_sbuf_size;
+	uint32_t ib_sq_depth; /* 0 in the file = derived from ib_sbuf_size; resolved after parsing */
+	uint32_t ib_rq_depth; /* 0 = derived from ib_rbuf_size */
 	uint64_t tcp_rbuf_size; /* 0 = inherit [eth] */
 	uint64_t tcp_sbuf_size;
 	uint64_t connect_timeout_ms;

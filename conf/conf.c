@@ -133,9 +133,10 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "default receive buffer of an IB connection (what the peer may write ahead)"},
 	{I(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
 	 .doc = "default send buffer of an IB connection"},
-	{I(sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384", .doc = "send queue depth"},
+	{I(sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
+	 .doc = "deepest send queue of a connection (a route's default: one entry per KiB of its IB send buffer, 16 at least, this at most)"},
 	{I(rq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
-	 .doc = "receive queue depth (= credits granted to the peer)"},
+	 .doc = "deepest receive queue (= credits granted to the peer; a route's default: one per KiB of its IB receive buffer, 16 at least, this at most)"},
 	{I(inline_size), .type = T_UINT, .min = 0, .max = 1024, .def = "64", .doc = "max inline send data"},
 	{I(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
@@ -185,6 +186,10 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "IB receive buffer of this route's sessions (default [ib] rbuf_size)"},
 	{R(ib_sbuf_size), .key = "ib_sbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
 	 .doc = "IB send buffer (default [ib] sbuf_size)"},
+	{R(ib_sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "",
+	 .doc = "send queue depth of this route's IB connections (default: ib_sbuf / 1K, within 16..[ib] sq_depth)"},
+	{R(ib_rq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "",
+	 .doc = "receive queue depth = credits granted (default: ib_rbuf / 1K, within 16..[ib] rq_depth)"},
 	{R(tcp_rbuf_size), .key = "tcp_rbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
 	 .doc = "TCP receive buffer (default [eth] rbuf_size)"},
 	{R(tcp_sbuf_size), .key = "tcp_sbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
@@ -864,6 +869,38 @@ uint64_t conf_route_session_bytes(const struct conf_route *r)
 	       (tcp ? n_tcp * (r->tcp_rbuf_size + r->tcp_sbuf_size) : 0);
 }
 
+/* Derived queue depth: one entry per KiB of buffer (a message smaller than that is rare in bulk and
+ * costs a credit, not space), within 16 .. the [ib] maximum. */
+static uint32_t ib_depth_of(uint64_t buf, uint32_t max)
+{
+	uint64_t d = buf / KB;
+
+	return d < 16 ? 16 : d > max ? max : (uint32_t)d;
+}
+
+/* A route's IB buffers (whole pages) and queue depths (derived when unset, never above [ib]'s: the
+ * connection objects kept ready for active opens are sized by those). */
+static void check_ib_route(struct parser *p, uint32_t i)
+{
+	struct conf *c = p->c;
+	struct conf_route *r = &c->routes[i];
+
+	if (r->ib_rbuf_size % (4 * KB))
+		perr(p, route_key_line(p, i, "ib_rbuf"), "route '%s': ib_rbuf must be a multiple of 4K", r->name);
+	if (r->ib_sbuf_size % (4 * KB))
+		perr(p, route_key_line(p, i, "ib_sbuf"), "route '%s': ib_sbuf must be a multiple of 4K", r->name);
+	if (!r->ib_sq_depth)
+		r->ib_sq_depth = ib_depth_of(r->ib_sbuf_size, c->ib.sq_depth);
+	else if (r->ib_sq_depth > c->ib.sq_depth)
+		perr(p, route_key_line(p, i, "ib_sq_depth"), "route '%s': ib_sq_depth %u above [ib] sq_depth %u",
+		     r->name, r->ib_sq_depth, c->ib.sq_depth);
+	if (!r->ib_rq_depth)
+		r->ib_rq_depth = ib_depth_of(r->ib_rbuf_size, c->ib.rq_depth);
+	else if (r->ib_rq_depth > c->ib.rq_depth)
+		perr(p, route_key_line(p, i, "ib_rq_depth"), "route '%s': ib_rq_depth %u above [ib] rq_depth %u",
+		     r->name, r->ib_rq_depth, c->ib.rq_depth);
+}
+
 static void check(struct parser *p)
 {
 	struct conf *c = p->c;
@@ -882,6 +919,12 @@ static void check(struct parser *p)
 		     c->eth.address.prefix);
 	if (c->ib.sq_depth < 8)
 		perr(p, p->section_line[SEC_IB], "sq_depth too small");
+	/* IB rings are registered and advertised in halves: whole pages keep every half and every
+	 * advert page-aligned (an odd size broke each connection of its route) */
+	if (c->ib.rbuf_size % (4 * KB))
+		perr(p, p->seen[find_key(SEC_IB, "rbuf_size") - conf_keys], "rbuf_size must be a multiple of 4K");
+	if (c->ib.sbuf_size % (4 * KB))
+		perr(p, p->seen[find_key(SEC_IB, "sbuf_size") - conf_keys], "sbuf_size must be a multiple of 4K");
 
 	for (uint32_t i = 0; i < c->n_routes; i++) {
 		struct conf_route *r = &c->routes[i];
@@ -911,6 +954,7 @@ static void check(struct parser *p)
 			r->ib_rbuf_size = c->ib.rbuf_size;
 		if (!r->ib_sbuf_size)
 			r->ib_sbuf_size = c->ib.sbuf_size;
+		check_ib_route(p, i);
 		if (!r->tcp_rbuf_size)
 			r->tcp_rbuf_size = c->eth.rbuf_size;
 		if (!r->tcp_sbuf_size)
@@ -1064,6 +1108,7 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       !memcmp(&a->connect, &b->connect, sizeof(a->connect)) && a->n_allow == b->n_allow &&
 	       !memcmp(a->allow, b->allow, sizeof(a->allow[0]) * a->n_allow) && a->max_sessions == b->max_sessions &&
 	       a->ib_rbuf_size == b->ib_rbuf_size && a->ib_sbuf_size == b->ib_sbuf_size &&
+	       a->ib_sq_depth == b->ib_sq_depth && a->ib_rq_depth == b->ib_rq_depth &&
 	       a->tcp_rbuf_size == b->tcp_rbuf_size && a->tcp_sbuf_size == b->tcp_sbuf_size &&
 	       a->connect_timeout_ms == b->connect_timeout_ms && a->idle_timeout_ms == b->idle_timeout_ms &&
 	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms;

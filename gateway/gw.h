@@ -244,6 +244,14 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
  * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
  * not taken, the caller must reset and release it. */
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
+/* Any thread: the two halves of admission, for a listener that reserves the slots before it accepts
+ * (IB, at the connect request): gw_session_admit checks as gw_session_check does and takes a route and
+ * a global slot (0, -EACCES or -EBUSY, counted); gw_session_unadmit gives them back. Worker:
+ * gw_session_start starts the session of S with slots already taken; on 0 the session owns them,
+ * on failure the caller still does. */
+int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
+void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r);
+int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
 /* Worker, every loop: retries pending far-side connects, and every 100 ms accounts backpressure time
  * still under way. Returns the amount of work done. */
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now_ns);

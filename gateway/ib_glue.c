@@ -36,9 +36,33 @@ static struct {
 	bool unavailable_logged;
 } g;
 
-static int hook_admit(void *arg, void *route, uint32_t addr)
+/* True when R's allow list admits every source (0.0.0.0/0, the default). */
+static bool allows_everyone(const struct gw_route *r)
 {
-	return gw_session_check(arg, route, addr);
+	for (uint32_t i = 0; i < r->conf.n_allow; i++)
+		if (!r->conf.allow[i].prefix)
+			return true;
+	return false;
+}
+
+/* The slots are taken at the connect request (ib_side holds them for the connection until its session
+ * takes them over): a connection that is accepted but never established counts against max_sessions,
+ * and so against the memory budget, from the start. A source without an IPv4 address (AF_IB, IPv6)
+ * is never matched against the list as 0.0.0.0: only a list that admits everyone admits it. */
+static int hook_admit(void *arg, void *route, uint32_t addr, bool ipv4)
+{
+	struct gw_route *r = route;
+
+	if (!ipv4 && !allows_everyone(r)) {
+		__atomic_fetch_add(&r->rejected[GW_REJECT_ACL], 1, __ATOMIC_RELAXED);
+		return -EACCES;
+	}
+	return gw_session_admit(arg, r, addr);
+}
+
+static void hook_unadmit(void *arg, void *route)
+{
+	gw_session_unadmit(arg, route);
 }
 
 static void hook_route_get(void *route)
@@ -53,7 +77,12 @@ static void hook_route_put(void *route)
 
 static int hook_accept(void *warg, void *route, struct xlt_stream *s)
 {
-	return gw_session_accept(warg, route, s);
+	struct gw_worker *w = warg;
+	int ret = gw_session_start(w, route, s);
+
+	if (ret)
+		gw_session_unadmit(w->d, route);
+	return ret;
 }
 
 static void hook_log(void *arg, int level, const char *msg)
@@ -105,6 +134,7 @@ int gw_ib_start(struct gw_daemon *d)
 	g.hooks = (struct ib_hooks){
 		.arg = d,
 		.admit = hook_admit,
+		.unadmit = hook_unadmit,
 		.route_get = hook_route_get,
 		.route_put = hook_route_put,
 		.accept = hook_accept,
@@ -112,7 +142,8 @@ int gw_ib_start(struct gw_daemon *d)
 	};
 	for (unsigned i = 0; i < d->n_workers; i++)
 		wargs[i] = &d->workers[i];
-	ctl = ib_ctl_create(&d->conf->ib, d->n_workers, wargs, d->conf->gateway.max_sessions, &g.hooks);
+	ctl = ib_ctl_create(&d->conf->ib, d->n_workers, wargs, d->conf->gateway.max_sessions,
+			    d->conf->gateway.memory_limit, &g.hooks);
 	if (!ctl) {
 		if (errno == ENODEV || errno == ENOENT || errno == ENOSYS) {
 			GW_NOTICE("IB side: no RDMA device%s%s: IB routes stay closed", d->conf->ib.device[0] ? " " : "",

@@ -198,7 +198,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 }
 
 /* Takes a route slot and a global slot, or counts why not. */
-static int admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 {
 	int ret = gw_session_check(d, r, addr);
 
@@ -219,7 +219,7 @@ static int admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 	return 0;
 }
 
-static void unadmit(struct gw_daemon *d, struct gw_route *r)
+void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r)
 {
 	__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
@@ -248,7 +248,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 
 	if (reason != XLT_END_OK)
 		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
-	unadmit(w->d, s->route);
+	gw_session_unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
 	s->next_free = w->free_sessions;
@@ -295,6 +295,18 @@ static struct xlt_session_limits route_limits(const struct conf_route *c)
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
 {
+	int ret = gw_session_admit(w->d, r, a->peer_addr);
+
+	if (ret)
+		return ret;
+	ret = gw_session_start(w, r, a);
+	if (ret)
+		gw_session_unadmit(w->d, r);
+	return ret;
+}
+
+int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
+{
 	struct xlt_session_limits lim = route_limits(&r->conf);
 	const struct conf_endpoint *to = &r->conf.connect;
 	struct xlt_stream *b = NULL;
@@ -302,9 +314,6 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	struct gw_session *s;
 	int ret, err = 0;
 
-	ret = admit(w->d, r, a->peer_addr);
-	if (ret)
-		return ret;
 	s = w->free_sessions;
 	if (!s) {
 		ret = -ENOMEM; /* cannot happen: the global limit never exceeds the pool; kept as a guard */
@@ -343,7 +352,6 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	}
 	return 0;
 err:
-	unadmit(w->d, r);
 	return ret;
 }
 

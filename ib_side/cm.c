@@ -10,15 +10,30 @@
  *    buffer set from the pool, room in one of the worker's completion queues, a queue pair on it and
  *    all its receives, and is handed to the worker (ADOPT) BEFORE rdma_accept: the peer may write the
  *    moment it hears the accept, and the worker must know whose completion that is.
+ *  - Resources before admission: admission RESERVES the session slots (route and gateway) at the
+ *    request, before any memory is pinned for it, so half-open connections count against
+ *    max_sessions and therefore against the memory budget. A connection not established within
+ *    IB_ACCEPT_NS (a peer that never sends its RTU) is failed and counted (half_open); and when a
+ *    request finds no slot, the oldest half-open connection gives its slot up (as a SYN queue drops
+ *    its oldest entry), so a flood of handshakes that never complete cannot lock legitimate clients
+ *    out: theirs complete within a round trip, and would need max_sessions newer requests meanwhile
+ *    to be displaced. (A minimum age before displacement was tried: a flood faster than
+ *    max_sessions per that age then kept every slot young and every other request out.)
  *  - Connecting (for routes to ib:HOST:PORT): the worker takes a ready connection object (a spare,
  *    since it must not allocate) and asks for the open; address and route resolution, the queue pair
  *    and rdma_connect happen here, bounded by the route's connect_timeout.
  *  - Only the worker decides when a connection is over (RELEASE); only then are its queue pair and id
  *    destroyed, because until then the worker may still post on them. Its buffers go back to the pool
- *    registered, its slot gets a new generation.
+ *    registered and cleared (the next connection gets a new key for them), its slot gets a new
+ *    generation.
+ *  - Isolation between peers: every buffer set has its own protection domain, and the connection's
+ *    queue pair is created in it, so the keys a peer is given work through its own queue pair only
+ *    (see struct ib_bufs), and a pooled set is registered anew for each connection, so a key is
+ *    valid for one connection and its lifetime. A stale key of an earlier connection, or the key of
+ *    a peer's other connection, gets a remote access error and the writer's connection is dropped.
  * Resources are per device (librdmacm opens them all; the cm_id of a request says which one): a
- * protection domain, a buffer pool, and per worker a list of completion queues sized so that the
- * queue pairs on one can never overrun it. */
+ * buffer pool, and per worker a list of completion queues (any PD's queue pairs may share one) sized
+ * so that the queue pairs on one can never overrun it. */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -28,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +57,18 @@
 #define CQ_CONNS     64  /* queue pairs one completion queue is sized for, at most */
 #define POOL_MAX     256 /* idle buffer sets kept per device */
 #define LISTEN_BACKLOG 1024
+/* How long an accepted connection may take to be established. A peer's CM answers our accept within
+ * a round trip (milliseconds even on soft-RoCE under load); one that never does holds a queue pair,
+ * pinned buffers and a session slot until this passes. */
+#define IB_ACCEPT_NS (5 * 1000000000ull)
+#define LOG_EVERY_NS 1000000000ull /* lines a peer can cause: at most one a second each */
+
+/* A log line a peer can trigger at will: at most one per LOG_EVERY_NS, the next one says how many
+ * were left out. */
+struct ratelim {
+	uint64_t next_ns;
+	uint32_t skipped;
+};
 
 struct ib_listener {
 	struct ib_ctl *ctl;
@@ -68,8 +96,13 @@ struct ib_ctl {
 	struct ib_worker *workers;
 	struct pending *pend; /* per worker: messages its ring had no room for */
 	uint32_t n_slots;
-	size_t conn_size;
+	uint16_t spare_depth;	  /* receive queue depth a spare connection object (active open) can serve */
+	uint32_t max_need;	  /* CQ entries the largest connection needs: every CQ is sized by it */
+	uint64_t mem_limit;	  /* registered buffers kept idle in the pools only while all fit in this */
 	struct ib_conn *conns; /* every connection object, spares included */
+	struct ib_conn *ho_head, *ho_tail; /* half-open (accepting) connections, oldest first */
+	struct ratelim rl_accept, rl_reject, rl_half_open;
+	uint32_t dying; /* passive connections failed, not yet handed back and freed */
 	struct ib_listener *listeners;
 	uint64_t now;
 	bool serving;
@@ -104,6 +137,19 @@ static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
 static const char *ipstr(uint32_t addr, char *buf)
 {
 	return inet_ntop(AF_INET, &addr, buf, INET_ADDRSTRLEN);
+}
+
+/* True when a line may be written now; *SKIPPED: how many were held back since the last one. */
+static bool ratelim_ok(struct ib_ctl *ctl, struct ratelim *r, uint32_t *skipped)
+{
+	if (ctl->now < r->next_ns) {
+		r->skipped++;
+		return false;
+	}
+	*skipped = r->skipped;
+	r->skipped = 0;
+	r->next_ns = ctl->now + LOG_EVERY_NS;
+	return true;
 }
 
 /* ---- messages to workers ---- */
@@ -167,25 +213,69 @@ static void conn_unlink(struct ib_ctl *ctl, struct ib_conn *c)
 		c->ct_next->ct_prev = c->ct_prev;
 }
 
-/* A connection object owned by worker W, with a slot of W's table. */
-static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w)
+static size_t conn_size(uint32_t depth)
+{
+	return sizeof(struct ib_conn) + sizeof(uint32_t) * depth;
+}
+
+/* A connection object owned by worker W, with a slot of W's table, for receive queues up to DEPTH. */
+static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w, uint16_t depth)
 {
 	struct ib_conn *c;
 
 	if (!w->ct_nfree)
 		return NULL;
-	c = calloc(1, ctl->conn_size);
+	c = calloc(1, conn_size(depth));
 	if (!c)
 		return NULL;
+	c->ends_cap = depth;
 	c->w = w;
 	c->slot = w->ct_free[--w->ct_nfree];
 	c->gen = w->ct_gen[c->slot];
 	c->s.ops = &ib_conn_ops;
 	c->s.state = XLT_STREAM_CONNECTING;
 	w->ct_conns++;
-	ctl->st.conn_bytes += ctl->conn_size;
+	ctl->st.conn_bytes += conn_size(depth);
 	conn_link(ctl, c);
 	return c;
+}
+
+/* ---- half-open connections and their session slots ---- */
+
+static void ho_add(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	c->ho_next = NULL;
+	c->ho_prev = ctl->ho_tail;
+	if (ctl->ho_tail)
+		ctl->ho_tail->ho_next = c;
+	else
+		ctl->ho_head = c;
+	ctl->ho_tail = c;
+	c->ho_listed = true;
+	ctl->st.half_open++;
+}
+
+static void ho_del(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	if (!c->ho_listed)
+		return;
+	if (c->ho_prev)
+		c->ho_prev->ho_next = c->ho_next;
+	else
+		ctl->ho_head = c->ho_next;
+	if (c->ho_next)
+		c->ho_next->ho_prev = c->ho_prev;
+	else
+		ctl->ho_tail = c->ho_prev;
+	c->ho_listed = false;
+	ctl->st.half_open--;
+}
+
+/* Gives C's session slot back unless the worker already handed it to a session. */
+static void unreserve(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	if (__atomic_exchange_n(&c->reserved, false, __ATOMIC_ACQ_REL))
+		ctl->hooks->unadmit(ctl->hooks->arg, c->route);
 }
 
 static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
@@ -203,6 +293,8 @@ static size_t bufs_len(uint32_t rs, uint32_t ss)
 	return (size_t)rs + IB_TSGL_BYTES + ss + IB_CTRL_BYTES;
 }
 
+static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b);
+
 static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t ss)
 {
 	struct ib_bufs **pp, *b;
@@ -210,16 +302,33 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 
 	for (pp = &dev->pool; *pp; pp = &(*pp)->next)
 		if ((*pp)->rbuf_size == rs && (*pp)->sbuf_size == ss) {
+			struct ibv_mr *mr;
 			b = *pp;
 			*pp = b->next;
 			ctl->st.buf_idle_bytes -= bufs_len(rs, ss);
+			/* a new key for the next connection: the one the last peer was given dies here
+			 * (registered before the old one goes, so it cannot be the same value) */
+			mr = ibv_reg_mr(b->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			if (!mr) {
+				bufs_free(ctl, b);
+				return NULL;
+			}
+			ibv_dereg_mr(b->rmr);
+			b->rmr = mr;
+			ctl->st.buf_rekeys++;
 			return b;
 		}
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
-	if (posix_memalign(&mem, 4096, bufs_len(rs, ss)))
+	b->pd = ibv_alloc_pd(dev->ctx);
+	if (!b->pd)
 		goto err_b;
+	/* fresh anonymous pages are zero: a new set holds nobody's bytes (heap memory could) */
+	b->len = bufs_len(rs, ss);
+	mem = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		goto err_pd;
 	b->mem = mem;
 	b->dev = dev;
 	b->rbuf_size = rs;
@@ -229,10 +338,10 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	b->sbuf = b->mem + rs + IB_TSGL_BYTES;
 	b->ctrl = b->sbuf + ss;
 	/* the peer writes into the receive ring and our target_sgl; nobody but us touches the rest */
-	b->rmr = ibv_reg_mr(dev->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	b->rmr = ibv_reg_mr(b->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!b->rmr)
 		goto err_mem;
-	b->smr = ibv_reg_mr(dev->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	b->smr = ibv_reg_mr(b->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	if (!b->smr)
 		goto err_rmr;
 	ctl->st.buf_bytes += bufs_len(rs, ss);
@@ -241,7 +350,9 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 err_rmr:
 	ibv_dereg_mr(b->rmr);
 err_mem:
-	free(b->mem);
+	munmap(b->mem, b->len);
+err_pd:
+	ibv_dealloc_pd(b->pd);
 err_b:
 	free(b);
 	return NULL;
@@ -252,20 +363,28 @@ static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
 	ibv_dereg_mr(b->smr);
 	ibv_dereg_mr(b->rmr);
-	free(b->mem);
+	ibv_dealloc_pd(b->pd);
+	munmap(b->mem, b->len);
 	free(b);
 }
 
+/* B's queue pair is destroyed: nothing can write into it any more. */
 static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 {
 	unsigned n = 0;
 
 	for (struct ib_bufs *p = b->dev->pool; p; p = p->next)
 		n++;
-	if (n >= POOL_MAX) {
+	/* idle sets are a cache: an eighth of the memory budget at most, and only while all registered
+	 * memory fits the budget (sessions hold theirs against it from their connect request on) */
+	if (n >= POOL_MAX || ctl->st.buf_idle_bytes + bufs_len(b->rbuf_size, b->sbuf_size) > ctl->mem_limit / 8 ||
+	    ctl->st.buf_bytes > ctl->mem_limit) {
 		bufs_free(ctl, b);
 		return;
 	}
+	/* the next connection must find none of this one's bytes: a peer that claims more than it
+	 * wrote would be relayed what lies in the ring */
+	memset(b->mem, 0, bufs_len(b->rbuf_size, b->sbuf_size));
 	b->next = b->dev->pool;
 	b->dev->pool = b;
 	ctl->st.buf_idle_bytes += bufs_len(b->rbuf_size, b->sbuf_size);
@@ -314,7 +433,9 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 		ibv_destroy_comp_channel(cq->ch);
 		cq->ch = NULL;
 	}
-	cq->cq = ibv_create_cq(dev->ctx, (int)(cq_conns(dev, need) * need), NULL, cq->ch, 0);
+	/* sized by the largest connection: any mix of routes' queue depths fits as many as init_worker
+	 * counted on */
+	cq->cq = ibv_create_cq(dev->ctx, (int)(cq_conns(dev, ctl->max_need) * ctl->max_need), NULL, cq->ch, 0);
 	if (!cq->cq) {
 		if (cq->ch)
 			ibv_destroy_comp_channel(cq->ch);
@@ -346,10 +467,13 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 {
 	struct ibv_qp_init_attr attr;
 	uint32_t max_wr = (uint32_t)dev->attr.max_qp_wr;
+	uint32_t sq = c->conf->ib_sq_depth ? c->conf->ib_sq_depth : ctl->conf.sq_depth;
+	uint32_t rq = c->conf->ib_rq_depth ? c->conf->ib_rq_depth : ctl->conf.rq_depth;
 	int ret;
 
-	c->sq_depth = clamp_depth(ctl->conf.sq_depth, max_wr);
-	c->rq_depth = clamp_depth(ctl->conf.rq_depth, max_wr - IB_RS_CTRL_SLOTS);
+	/* the route's depths (conf keeps them within [ib]'s), within the device's and the object's */
+	c->sq_depth = clamp_depth(sq < ctl->conf.sq_depth ? sq : ctl->conf.sq_depth, max_wr);
+	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
 	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
 	if (!c->bufs)
 		return -ENOMEM;
@@ -366,9 +490,10 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = ctl->conf.inline_size;
-	if (rdma_create_qp(c->id, dev->pd, &attr)) {
+	/* in the buffer set's own protection domain: its keys work through this queue pair only */
+	if (rdma_create_qp(c->id, c->bufs->pd, &attr)) {
 		attr.cap.max_inline_data = 0; /* a device without inline sends still works, slower */
-		if (rdma_create_qp(c->id, dev->pd, &attr))
+		if (rdma_create_qp(c->id, c->bufs->pd, &attr))
 			return -errno;
 	}
 	c->qp = c->id->qp;
@@ -418,14 +543,24 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 		c->cq->reserved -= cq_need(c);
 	if (c->bufs)
 		bufs_put(ctl, c->bufs);
-	if (c->route)
+	ho_del(ctl, c);
+	if (c->route) {
+		unreserve(ctl, c);
 		ctl->hooks->route_put(c->route);
+	}
 	if (c->ct != IB_CT_SPARE)
 		ctl->st.active--;
+	if (!c->active && c->ct == IB_CT_FAILED)
+		ctl->dying--;
+	/* accepted, never a session's, and not failed otherwise: the peer vanished or broke it before
+	 * establishment (e.g. its queue pair died of a remote access error). no_session is the worker's,
+	 * read after its RELEASE. */
+	if (!c->active && c->ct != IB_CT_SPARE && c->ct != IB_CT_FAILED && c->no_session)
+		ctl->st.failed[IB_FAIL_ACCEPT]++;
 	c->w->ct_gen[c->slot] = (c->w->ct_gen[c->slot] + 1) & IB_WR_GEN_MASK;
 	c->w->ct_free[c->w->ct_nfree++] = c->slot;
 	c->w->ct_conns--;
-	ctl->st.conn_bytes -= ctl->conn_size;
+	ctl->st.conn_bytes -= conn_size(c->ends_cap);
 	conn_unlink(ctl, c);
 	free(c);
 }
@@ -442,11 +577,14 @@ static struct ib_worker *pick_worker(struct ib_ctl *ctl)
 	return best;
 }
 
-static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port)
+/* The source's IPv4 address as rdma_cm reports it (from the CM request's IP header: the requester
+ * chose it), *IPV4 false when it has none (AF_IB, plain IPv6). */
+static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port, bool *ipv4)
 {
 	struct sockaddr *sa = rdma_get_peer_addr(id);
 
 	*port = 0;
+	*ipv4 = true;
 	if (sa->sa_family == AF_INET) {
 		*port = ntohs(((struct sockaddr_in *)sa)->sin_port);
 		return ((struct sockaddr_in *)sa)->sin_addr.s_addr;
@@ -457,7 +595,8 @@ static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port)
 		*port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
 		return a;
 	}
-	return 0; /* AF_IB and plain IPv6 have no IPv4 source: only an allow list of 0.0.0.0/0 admits them */
+	*ipv4 = false; /* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
+	return 0;
 }
 
 static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, uint32_t addr)
@@ -465,12 +604,57 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
 							"limits", "no resources"};
 	char a[INET_ADDRSTRLEN];
+	uint32_t skipped;
 
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
 	ctl->st.rejected[why]++;
-	/* debug only: a misbehaving client must not be able to flood the log */
-	logf_(ctl, 7, "ib: connect request from %s rejected: %s", ipstr(addr, a), names[why]);
+	/* debug only, and rate-limited: a misbehaving client must not be able to flood the log */
+	if (ratelim_ok(ctl, &ctl->rl_reject, &skipped))
+		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%u more not logged)", ipstr(addr, a),
+		      names[why], skipped);
+}
+
+static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why);
+
+/* Admission with a reservation. When the route or the gateway is full, the oldest half-open
+ * connection (of the route, else of any) gives its slot up for this request: a handshake completes
+ * within a round trip, so only a connection that is not completing its own loses out. The refusal
+ * that led to it is counted all the same (limit or global). */
+static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
+{
+	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+	struct ib_conn *old = NULL;
+
+	if (ret != -EBUSY)
+		return ret;
+	/* oldest first: the list is in deadline order, which is age order */
+	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
+		if (c->route == route && __atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
+			old = c;
+	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
+		if (__atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
+			old = c;
+	if (!old)
+		return ret;
+	fail_active(ctl, old, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
+	return ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+}
+
+/* The requester's own parameters, as rsocket answers, within what the device can do: more
+ * read/atomic resources than it has would make rdma_accept fail (EINVAL), for every such request. */
+static void accept_params(const struct ib_dev *dev, struct rdma_conn_param *p)
+{
+	if (p->responder_resources > dev->attr.max_qp_rd_atom)
+		p->responder_resources = (uint8_t)dev->attr.max_qp_rd_atom;
+	if (p->initiator_depth > dev->attr.max_qp_init_rd_atom)
+		p->initiator_depth = (uint8_t)dev->attr.max_qp_init_rd_atom;
+	if (p->retry_count > 7)
+		p->retry_count = 7;
+	if (p->rnr_retry_count > 7)
+		p->rnr_retry_count = 7;
+	p->srq = 0;
+	p->qp_num = 0;
 }
 
 static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
@@ -482,7 +666,8 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	struct ib_conn *c;
 	uint8_t ours[IB_RS_PDATA_LEN];
 	uint16_t port;
-	uint32_t addr = peer_ipv4(e->id, &port);
+	bool ipv4;
+	uint32_t addr = peer_ipv4(e->id, &port, &ipv4), skipped;
 	int ret;
 
 	for (l = ctl->listeners; l && l->id != e->listen_id; l = l->next)
@@ -496,19 +681,28 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, addr);
 		return;
 	}
-	ret = ctl->hooks->admit(ctl->hooks->arg, l->route, addr);
+	ret = admit(ctl, l->route, addr, ipv4);
 	if (ret) {
 		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, addr);
 		return;
 	}
 	dev = dev_of(ctl, e->id->verbs);
-	c = dev ? conn_new(ctl, pick_worker(ctl)) : NULL;
+	/* connections failed but not freed yet still hold their queue pair and buffers: beyond
+	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
+	 * back), new requests wait for room, so memory stays within max_sessions + that */
+	c = dev && ctl->dying < IB_SLOT_SPARE
+		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->conf->ib_rq_depth, IB_RS_QP_MAX))
+		    : NULL;
 	if (!c) {
+		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
 		reject(ctl, e->id, IB_REJ_RESOURCES, addr);
 		return;
 	}
+	__atomic_store_n(&c->reserved, true, __ATOMIC_RELAXED); /* published to the worker by ADOPT */
 	c->ct = IB_CT_ACCEPTING;
 	ctl->st.active++;
+	c->deadline_ns = ctl->now + IB_ACCEPT_NS;
+	ho_add(ctl, c);
 	c->id = e->id;
 	c->id->context = c;
 	c->conf = l->conf;
@@ -526,32 +720,42 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	our_params(c, ours);
 	/* answer with the requester's own parameters (rnr_retry 7 = forever, as rsocket wants) */
 	param = e->param;
+	accept_params(dev, &param);
 	param.private_data = ours;
 	param.private_data_len = sizeof(ours);
 	if (to_worker(ctl, c, IB_MSG_ADOPT, 0))
 		goto err;
 	if (rdma_accept(c->id, &param)) {
 		char a[INET_ADDRSTRLEN];
-		logf_(ctl, 6, "ib: accepting %s failed: %s", ipstr(addr, a), strerror(errno));
-		ctl->st.failed[IB_FAIL_ACCEPT]++;
-		c->ct = IB_CT_FAILED;
-		to_worker(ctl, c, IB_MSG_FAILED, -ECONNABORTED); /* the worker hands it back */
+		if (ratelim_ok(ctl, &ctl->rl_accept, &skipped))
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(addr, a),
+			      strerror(errno), skipped);
+		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
 	}
 	ctl->st.accepted++;
 	return;
 err:
-	c->id = NULL; /* reject() destroys it */
+	/* reject() destroys the id, but never its queue pair */
+	if (e->id->qp)
+		rdma_destroy_qp(e->id);
+	c->id = NULL;
 	conn_destroy(ctl, c);
 	reject(ctl, e->id, IB_REJ_RESOURCES, addr);
 }
 
 /* ---- active side ---- */
 
+/* C (active, or passive before establishment) failed: counted, its session slot (if it still holds
+ * one) given back now, the rest once the worker's RELEASE comes. */
 static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why)
 {
+	ho_del(ctl, c);
+	unreserve(ctl, c);
 	if (c->ct == IB_CT_FAILED)
 		return;
+	if (!c->active)
+		ctl->dying++;
 	ctl->st.failed[why]++;
 	c->ct = IB_CT_FAILED;
 	/* resources stay until the worker's RELEASE: once rdma_connect ran, completions may exist */
@@ -642,6 +846,7 @@ static void on_established(struct ib_ctl *ctl, struct ib_conn *c, struct cm_ev *
 	struct ib_rs_params p;
 
 	if (c->ct == IB_CT_ACCEPTING) {
+		ho_del(ctl, c);
 		c->ct = IB_CT_LIVE;
 		to_worker(ctl, c, IB_MSG_ESTABLISHED, 0);
 		return;
@@ -729,11 +934,14 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 	}
 }
 
-static void read_events(struct ib_ctl *ctl)
+/* At most MAX events. */
+static void read_events(struct ib_ctl *ctl, unsigned max)
 {
 	struct rdma_cm_event *ev;
+	unsigned n = 0;
 
-	while (!rdma_get_cm_event(ctl->ch, &ev)) {
+	while (n < max && !rdma_get_cm_event(ctl->ch, &ev)) {
+		n++;
 		struct cm_ev e = {
 			.type = ev->event,
 			.status = ev->status,
@@ -781,7 +989,7 @@ static void refill_spares(struct ib_ctl *ctl)
 	for (unsigned i = 0; i < ctl->n_workers; i++) {
 		struct ib_worker *w = &ctl->workers[i];
 		while (rte_ring_count(w->spares) < IB_SPARES) {
-			struct ib_conn *c = conn_new(ctl, w);
+			struct ib_conn *c = conn_new(ctl, w, ctl->spare_depth);
 			if (!c)
 				break;
 			c->ct = IB_CT_SPARE;
@@ -796,7 +1004,10 @@ static void refill_spares(struct ib_ctl *ctl)
 void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns)
 {
 	ctl->now = now_ns;
-	read_events(ctl);
+	/* a bounded batch of events, then the workers' releases: under a flood of requests the
+	 * connections they displace are freed as they go, and the event loop serves the stats endpoint
+	 * and the tick (deadlines) in between; the channel stays readable, so it calls again */
+	read_events(ctl, 32);
 	read_messages(ctl);
 	pend_flush(ctl);
 }
@@ -808,6 +1019,17 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	for (struct ib_conn *c = ctl->conns; c; c = c->ct_next)
 		if ((c->ct == IB_CT_RESOLVING || c->ct == IB_CT_CONNECTING) && now_ns >= c->deadline_ns)
 			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
+	/* half-open connections past their deadline, oldest first (all got the same time) */
+	while (ctl->ho_head && now_ns >= ctl->ho_head->deadline_ns) {
+		struct ib_conn *c = ctl->ho_head;
+		char a[INET_ADDRSTRLEN];
+		uint32_t skipped;
+
+		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
+			logf_(ctl, 6, "ib: connection from %s not established in time, dropped (%u more not logged)",
+			      ipstr(c->s.peer_addr, a), skipped);
+		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
+	}
 	read_messages(ctl);
 	refill_spares(ctl);
 	pend_flush(ctl);
@@ -903,14 +1125,9 @@ static int open_devices(struct ib_ctl *ctl)
 			continue;
 		if (ibv_query_device(ctx, &d->attr))
 			continue;
-		d->pd = ibv_alloc_pd(ctx);
-		if (!d->pd)
-			continue;
 		d->cqs = calloc(ctl->n_workers, sizeof(d->cqs[0]));
-		if (!d->cqs) {
-			ibv_dealloc_pd(d->pd);
+		if (!d->cqs)
 			continue;
-		}
 		d->ctx = ctx;
 		d->name = name;
 		ctl->n_devs++;
@@ -940,10 +1157,8 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 	for (uint32_t k = 0; k < n; k++)
 		w->ct_free[k] = n - 1 - k;
 	w->ct_nfree = n;
-	for (unsigned d = 0; d < ctl->n_devs; d++) {
-		uint32_t need = (uint32_t)ctl->conf.sq_depth + ctl->conf.rq_depth + IB_RS_CTRL_SLOTS;
-		w->max_cqs += n / cq_conns(&ctl->devs[d], need) + 2;
-	}
+	for (unsigned d = 0; d < ctl->n_devs; d++)
+		w->max_cqs += n / cq_conns(&ctl->devs[d], ctl->max_need) + 2;
 	w->cqs = calloc(w->max_cqs, sizeof(w->cqs[0]));
 	if (!w->cqs)
 		return -ENOMEM;
@@ -962,7 +1177,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 }
 
 struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
-			     const struct ib_hooks *hooks)
+			     uint64_t mem_limit, const struct ib_hooks *hooks)
 {
 	struct ib_ctl *ctl = calloc(1, sizeof(*ctl));
 	int ret = -ENOMEM, flags;
@@ -974,7 +1189,9 @@ struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *
 	ctl->n_workers = n_workers;
 	ctl->serving = true;
 	ctl->wake_fd = -1;
-	ctl->conn_size = sizeof(struct ib_conn) + sizeof(uint32_t) * clamp_depth(c->rq_depth, IB_RS_QP_MAX);
+	ctl->mem_limit = mem_limit;
+	ctl->spare_depth = clamp_depth(c->rq_depth, IB_RS_QP_MAX);
+	ctl->max_need = (uint32_t)clamp_depth(c->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;
 	ctl->ch = rdma_create_event_channel();
 	if (!ctl->ch) {
 		ret = errno ? -errno : -ENODEV;
@@ -1035,7 +1252,6 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 			bufs_free(ctl, b);
 		}
 		free(dev->cqs);
-		ibv_dealloc_pd(dev->pd);
 	}
 	if (ctl->dev_list)
 		rdma_free_devices(ctl->dev_list);
@@ -1097,6 +1313,8 @@ const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len)
 #define G(f, name, help)       {name, XLT_GAUGE, offsetof(struct ib_ctl_stats, f), help, NULL}
 const struct xlt_metric_desc ib_ctl_metrics[] = {
 	G(active, "ib_connections_active", "IB connections that exist (accepted or connecting, not yet freed)"),
+	G(half_open, "ib_connections_half_open",
+	  "IB connections accepted and not yet established (each holds a session slot until its deadline)"),
 	C(accepted, "ib_connections_accepted_total", "IB connections accepted"),
 	CL(rejected[IB_REJ_VERSION], "ib_connections_rejected_total", "IB connect requests refused, by reason",
 	   "reason=version"),
@@ -1113,6 +1331,7 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	CL(failed[IB_FAIL_PROTOCOL], "ib_connections_failed_total", "", "reason=protocol"),
 	CL(failed[IB_FAIL_RESOURCES], "ib_connections_failed_total", "", "reason=resources"),
 	CL(failed[IB_FAIL_ACCEPT], "ib_connections_failed_total", "", "reason=accept"),
+	CL(failed[IB_FAIL_HALF_OPEN], "ib_connections_failed_total", "", "reason=half_open"),
 	G(listeners, "ib_listeners", "rsocket listeners open"),
 	C(listen_errors, "ib_listen_errors_total", "rsocket listeners that could not be opened"),
 	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
@@ -1120,6 +1339,8 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
 	C(buf_regs, "ib_buffer_registrations_total",
 	  "IB buffer sets registered with the device (a connection that reuses a pooled one does not count)"),
+	C(buf_rekeys, "ib_buffer_rekeys_total",
+	  "pooled IB buffer sets given a new remote key for their next connection (the old key dies)"),
 	G(conn_bytes, "ib_connection_state_bytes",
 	  "memory of IB connection objects besides their buffers (spares for active opens included)"),
 	G(cqs, "ib_completion_queues", "completion queues"),
@@ -1153,6 +1374,7 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(closed[IB_CLOSE_ABORTED], "ib_connections_closed_total", "", "reason=aborted"),
 	CL(closed[IB_CLOSE_ERROR], "ib_connections_closed_total", "", "reason=error"),
 	CL(closed[IB_CLOSE_KEEPALIVE], "ib_connections_closed_total", "", "reason=keepalive"),
+	CL(closed[IB_CLOSE_ACCESS], "ib_connections_closed_total", "", "reason=access"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

@@ -74,11 +74,18 @@ struct ib_cq {
 };
 
 /* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control
- * message slots (local). Pooled per device: registered once, reused by later connections. */
+ * message slots (local). Pooled per device: registered once, reused by later connections. Each set
+ * has a protection domain of its own, which holds its MRs and the queue pair of the one connection
+ * using it: its rkey works through that queue pair only, so no other peer (another tenant, or an
+ * earlier connection of the same peer that learnt the key) can write into it. A set goes back to
+ * the pool only after its queue pair is destroyed, and cleared; the next connection gets its receive
+ * ring registered anew, under a new key. */
 struct ib_bufs {
 	struct ib_bufs *next;
 	struct ib_dev *dev;
-	uint8_t *mem;
+	struct ibv_pd *pd;
+	uint8_t *mem; /* mmap'ed: fresh pages are zero */
+	size_t len;
 	uint32_t rbuf_size, sbuf_size;
 	uint8_t *rbuf;
 	volatile struct ib_rs_sge *tsgl;
@@ -89,7 +96,6 @@ struct ib_bufs {
 
 struct ib_dev {
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	const char *name;
 	struct ib_cq **cqs; /* per worker: list of CQs (control) */
@@ -131,15 +137,23 @@ struct ib_conn {
 	struct ib_cq *cq;
 	struct ibv_qp *qp;
 	uint16_t sq_depth, rq_depth;
+	uint16_t ends_cap; /* entries of ends[]: the deepest receive queue this object can serve */
 	uint32_t inline_max;
 	bool swap_sgl;		      /* the peer has the other byte order */
 	struct ib_rs_sge remote_sgl; /* the peer's target_sgl array */
 	struct ib_rs_params peer;    /* active opens: staged until CONNECTED */
 
+	/* A route + global session slot taken at the connect request (passive only). Atomic: set by
+	 * the control thread before the hand-over; whoever clears it first (the worker handing it to
+	 * the session, or the control thread failing or freeing the connection) owns giving it back. */
+	bool reserved;
+
 	/* control thread */
 	struct rdma_cm_id *id;
 	enum ib_ct_state ct;
-	uint64_t deadline_ns;
+	uint64_t deadline_ns; /* active: connect_timeout; passive: handshake deadline (IB_ACCEPT_NS) */
+	struct ib_conn *ho_prev, *ho_next; /* passive, accepting: the half-open list, oldest first */
+	bool ho_listed;
 	struct ib_conn *ct_prev, *ct_next;
 	struct in_addr dst;	/* active: written by the worker before CONNECT */
 	uint16_t dst_port;

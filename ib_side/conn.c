@@ -498,7 +498,12 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
 	work(c); /* the first advert goes out at the end of the round */
-	ret = w->hooks->accept(w->arg, c->route, &c->s);
+	/* the session takes over the slot reserved at the request, unless the control thread took it
+	 * back (handshake deadline): its FAILED follows */
+	if (__atomic_exchange_n(&c->reserved, false, __ATOMIC_ACQ_REL))
+		ret = w->hooks->accept(w->arg, c->route, &c->s);
+	else
+		ret = -ETIMEDOUT;
 	if (ret) {
 		/* refused by admission: reset it ourselves, no session ever sees it */
 		send_abort(c);
@@ -611,10 +616,22 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 	 * always comes (connect_timeout bounds the open). */
 	if (c->ws == IB_W_CONNECTING && wc->status == IBV_WC_WR_FLUSH_ERR)
 		return;
-	if (c->ws == IB_W_OPEN && wc_errno(wc->status) == -EPROTO)
+	if (wc->status == IBV_WC_REM_ACCESS_ERR && wc->wr_id >> IB_WR_KIND_SHIFT == IB_WR_RECV)
+		closing(c, -ECONNRESET, IB_CLOSE_ACCESS); /* the peer wrote with a key it was not given */
+	else if (c->ws == IB_W_OPEN && wc_errno(wc->status) == -EPROTO)
 		closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
 	else
 		closing(c, wc_errno(wc->status), c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
+}
+
+/* Both entries of our target_sgl: each either used up (length 0) or a real buffer of a size an
+ * immediate can describe. */
+static bool ib_tsgl_sane(const volatile struct ib_rs_sge *t)
+{
+	for (unsigned i = 0; i < IB_RS_SGL_SIZE; i++)
+		if (t[i].length > IB_RS_IMM_MASK || (t[i].length && !t[i].addr))
+			return false;
+	return true;
 }
 
 static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
@@ -658,7 +675,15 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 			due(c, IB_EV_READABLE);
 		break;
 	case IB_RS_OP_SGL:
-		/* the advert itself (if any) was written into our target_sgl before this completion */
+		/* the advert itself (if any) was written into our target_sgl before this completion. A
+		 * peer grants at most its queue depth beyond the messages we sent, and adverts space it
+		 * could have (rsocket: half its ring): anything else comes from a broken or hostile peer
+		 * (an active open learns the peer's depth with CONNECTED; nothing is sent before) */
+		if (val > UINT16_MAX || !ib_tsgl_sane(c->bufs->tsgl) ||
+		    (c->ws != IB_W_CONNECTING && (uint16_t)(val - c->tx.msgs_sent) > c->peer.credits)) {
+			protocol_error(c);
+			return;
+		}
 		c->tx.edge = (uint16_t)val;
 		c->edge_known = true;
 		bump(&w->st.ctrl_rx, 1);

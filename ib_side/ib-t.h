@@ -3,6 +3,7 @@
 #ifndef IB_IB_T_H
 #define IB_IB_T_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ib_ctl;	    /* rdma_cm side: control thread */
@@ -13,15 +14,20 @@ struct xlt_stream;
 /* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
 struct ib_hooks {
 	void *arg;
-	/* Control thread, on a connect request: may ADDR (IPv4, network order) open a session on ROUTE
-	 * now? 0, -EACCES (source not allowed) or -EBUSY (limits, draining). */
-	int (*admit)(void *arg, void *route, uint32_t addr);
+	/* Control thread, on a connect request: may ADDR (network order; IPV4 false: the source has no
+	 * IPv4 address, ADDR is 0) open a session on ROUTE now? 0 RESERVES a route and a global session
+	 * slot for the connection (taken over by a session through accept, else given back by unadmit);
+	 * -EACCES (source not allowed) or -EBUSY (limits, draining). */
+	int (*admit)(void *arg, void *route, uint32_t addr, bool ipv4);
+	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
+	void (*unadmit)(void *arg, void *route);
 	/* Any thread: every connection holds a reference to its route while it exists. */
 	void (*route_get)(void *route);
 	void (*route_put)(void *route);
-	/* Worker: connection S, accepted on ROUTE, is established. Return 0 when a session owns S now
-	 * (it will release it), or -errno: the engine then resets and frees S itself. WARG is the
-	 * worker's argument given to ib_ctl_create. */
+	/* Worker: connection S, accepted on ROUTE, is established. It hands over the slot admit
+	 * reserved. Return 0 when a session owns S and the slot now (it will release both), or -errno:
+	 * the gateway gave the slot back, the engine resets and frees S itself. WARG is the worker's
+	 * argument given to ib_ctl_create. */
 	int (*accept)(void *warg, void *route, struct xlt_stream *s);
 	/* Control thread: one log line (syslog LEVEL: 3 error ... 7 debug). */
 	void (*log)(void *arg, int level, const char *msg);
@@ -45,6 +51,8 @@ enum ib_fail {
 	IB_FAIL_PROTOCOL,    /* the peer's accept carried bad private data */
 	IB_FAIL_RESOURCES,   /* local resources (memory, queue pair, device) */
 	IB_FAIL_ACCEPT,	     /* accepting failed or the peer vanished before establishment */
+	IB_FAIL_HALF_OPEN,   /* accepted, but the handshake did not complete within IB_ACCEPT_NS, or a
+			      * newer request took its slot while the route or gateway was full */
 	IB_FAIL_COUNT,
 };
 
@@ -56,12 +64,14 @@ enum ib_close {
 	IB_CLOSE_ABORTED,  /* aborted by the gateway */
 	IB_CLOSE_ERROR,	   /* a completion error (transport retries exhausted, ...) */
 	IB_CLOSE_KEEPALIVE, /* a keepalive went unacknowledged for IB_KA_DEAD intervals: the peer is gone */
+	IB_CLOSE_ACCESS,    /* the peer wrote outside what it was given (remote access error) */
 	IB_CLOSE_COUNT,
 };
 
 /* Control thread counters: written by the control thread only. */
 struct ib_ctl_stats {
 	uint64_t active;   /* gauge: connections that exist (accepted or connecting, not yet freed) */
+	uint64_t half_open; /* gauge: accepted, handshake not complete (each holds a session slot) */
 	uint64_t accepted;
 	uint64_t rejected[IB_REJ_COUNT];
 	uint64_t connects;  /* active opens started */
@@ -73,6 +83,7 @@ struct ib_ctl_stats {
 	uint64_t buf_bytes;	 /* gauge: registered buffer memory */
 	uint64_t buf_idle_bytes; /* gauge: of which idle in the pool, ready for the next connection */
 	uint64_t buf_regs;	 /* buffer sets registered (ibv_reg_mr); reuse from the pool does not count */
+	uint64_t buf_rekeys;	 /* reuses from the pool, each with its receive ring registered anew */
 	uint64_t conn_bytes;	 /* gauge: connection state (not buffers) of the connections that exist */
 	uint64_t cqs;		 /* gauge: completion queues */
 };

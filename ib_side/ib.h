@@ -22,11 +22,13 @@
 struct pollfd;
 
 /* Control thread, before the workers run. Opens every RDMA device librdmacm sees (or only
- * C->device), a protection domain each, the rdma_cm event channel, and the per-worker state for
- * N_WORKERS workers (WARGS[i] is passed back to hooks->accept on worker i). MAX_CONNS bounds the
- * connections one worker may own. HOOKS must outlive the engine. errno ENODEV: no RDMA here. */
+ * C->device), the rdma_cm event channel, and the per-worker state for N_WORKERS workers (WARGS[i] is
+ * passed back to hooks->accept on worker i). MAX_CONNS bounds the connections one worker may own.
+ * Registered buffers are kept idle for reuse up to MEM_LIMIT / 8, and only while all of them fit
+ * MEM_LIMIT. HOOKS must outlive
+ * the engine. errno ENODEV: no RDMA here. */
 struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
-			     const struct ib_hooks *hooks);
+			     uint64_t mem_limit, const struct ib_hooks *hooks);
 
 /* After the workers stopped: frees every connection, listener and resource. */
 void ib_ctl_destroy(struct ib_ctl *ctl);

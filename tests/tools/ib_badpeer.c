@@ -28,14 +28,44 @@
  * Exit 0 when the connect was REJECTED (what the gateway must do), 1 when it was accepted, 2 on any
  * other outcome (unreachable, timeout, local errors). The queue pair is real, so an accept would be a
  * working connection: the verdict is the gateway's. Mode keepalive: exit 0 when the connection was
- * accepted and both messages were delivered (acknowledged by the gateway's queue pair). */
+ * accepted and both messages were delivered (acknowledged by the gateway's queue pair).
+ *
+ * Hostile peers on valid connections (a small raw rsocket client: 16 credits, a 256 KiB receive buffer
+ * offered whole, the gateway's messages consumed as they come; against an echo route). Exit 0 when
+ * the gateway did what it must, 1 when it did not, 2 when the test itself could not run:
+ *   stale FILE        connection A learns the gateway's receive buffer and target_sgl (address, rkey)
+ *                     and closes; once FILE exists (the test starts a victim meanwhile, which may get
+ *                     A's buffers), connection B RDMA-writes 0xEE bytes over that whole ring and
+ *                     target_sgl with A's key, 4 KiB at a time (the first as a DATA message, the rest
+ *                     as plain writes). Must: B's first write fails with a remote access error (0
+ *                     bytes delivered)
+ *   cross             two connections at once; B writes a 64-byte DATA message into A's receive
+ *                     buffer with A's key. Must: remote access error on B; A's 4 KiB echo afterwards
+ *                     intact
+ *   claim             connection T writes 64 KiB of a marker ("TENANT-SECRET-...") and reads its echo,
+ *                     closes; connection C then sends a zero-length DATA message claiming 64 KiB. Must:
+ *                     no marker byte of T ever comes back to C (C may get nothing, or zeros)
+ *   absurd credits|sgl  an SGL message granting 40000 credits (16 at most are possible), or a buffer
+ *                     advert of length 0xFFFFFFF0 at address 0. Must: the gateway resets the connection
+ *                     (within 5 s)
+ *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
+ *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
+ *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
+ *                     exit 0 unless it could not run
+ *   churn N           N connections one after another (connect, established, disconnect); prints the
+ *                     rate: "churn: N connections in S s, R connects/s"
+ *   hold N SECS       N connections at once, idle for SECS seconds (or until SIGUSR1); prints "held N" */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
@@ -274,6 +304,506 @@ static int unaccept(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct
 	return ret ? 2 : 0;
 }
 
+/* ---- a small raw rsocket client, for the hostile modes ---- */
+
+#define RC_RBUF	   (256 * 1024) /* our receive buffer, offered whole in the private data */
+#define RC_SEND	   (64 * 1024)	/* staging area for what we write */
+#define RC_CREDITS 16
+#define RC_MEM	   (64 + RC_RBUF + RC_SEND)
+#define IMM(op, v) htonl((uint32_t)(op) << 29 | (v))
+
+struct rc {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *mem;	       /* [0, 32): our target_sgl; [64, 64 + RC_RBUF): receive buffer; then sends */
+	uint64_t buf_addr;     /* the gateway's data_buf: first half of its receive ring */
+	uint32_t buf_key, buf_len;
+	uint64_t sgl_addr;     /* the gateway's target_sgl */
+	uint32_t sgl_key;
+	uint16_t credits;      /* the gateway's initial credits */
+	uint64_t rx;	       /* DATA bytes the gateway wrote into our buffer */
+	int ctrl;	       /* last CTRL value received, -1: none */
+	bool gone;	       /* rdma_cm DISCONNECTED, or a completion error */
+	int send_status;       /* status of the last send completion, -1: none yet */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint8_t *rc_rbuf(struct rc *r)
+{
+	return r->mem + 64;
+}
+
+static uint8_t *rc_sbuf(struct rc *r)
+{
+	return r->mem + 64 + RC_RBUF;
+}
+
+/* Handles every completion and rdma_cm event there is now. */
+static void rc_poll(struct rc *r)
+{
+	struct rdma_cm_event *ev;
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = ibv_poll_cq(r->cq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id != 9) { /* a send of ours (opcode is undefined on errors) */
+				r->send_status = wc[i].status;
+				if (wc[i].status != IBV_WC_SUCCESS)
+					r->gone = true;
+				continue;
+			}
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				r->gone = true;
+				continue;
+			}
+			struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
+			uint32_t imm = ntohl(wc[i].imm_data);
+			ibv_post_recv(r->id->qp, &rw, &bad);
+			if (imm >> 29 == 0)
+				r->rx += imm & 0x1FFFFFFF;
+			else if (imm >> 29 == 7 && (imm & 0x1FFFFFFF) != 1)
+				r->ctrl = (int)(imm & 0x1FFFFFFF);
+		}
+	while (!rdma_get_cm_event(r->ch, &ev)) {
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+			r->gone = true;
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* Polls until DONE(R) or MS milliseconds passed. */
+static bool rc_wait(struct rc *r, int ms, bool (*done)(struct rc *r, uint64_t arg), uint64_t arg)
+{
+	double end = now_s() + ms / 1000.0;
+
+	do {
+		rc_poll(r);
+		if (done(r, arg))
+			return true;
+		usleep(500);
+	} while (now_s() < end);
+	return false;
+}
+
+static bool rx_at_least(struct rc *r, uint64_t n)
+{
+	return r->rx >= n || r->gone;
+}
+
+static bool is_gone(struct rc *r, uint64_t unused)
+{
+	(void)unused;
+	return r->gone || r->ctrl == 0;
+}
+
+static bool send_done(struct rc *r, uint64_t unused)
+{
+	(void)unused;
+	return r->send_status >= 0;
+}
+
+static int rc_event(struct rc *r, enum rdma_cm_event_type want, int ms)
+{
+	struct pollfd pf = {.fd = r->ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type got;
+
+	if (poll(&pf, 1, ms) <= 0 || rdma_get_cm_event(r->ch, &ev))
+		return -1;
+	got = ev->event;
+	if (got == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data && ev->param.conn.private_data_len >= 40) {
+		const uint8_t *pd = ev->param.conn.private_data;
+		r->credits = (uint16_t)get_be(pd + 2, 2);
+		r->sgl_addr = get_be(pd + 8, 8);
+		r->sgl_key = (uint32_t)get_be(pd + 16, 4);
+		r->buf_addr = get_be(pd + 24, 8);
+		r->buf_key = (uint32_t)get_be(pd + 32, 4);
+		r->buf_len = (uint32_t)get_be(pd + 36, 4);
+	}
+	rdma_ack_cm_event(ev);
+	return got == want ? 0 : -1;
+}
+
+static void rc_close(struct rc *r)
+{
+	if (r->id) {
+		rdma_disconnect(r->id);
+		if (r->id->qp)
+			rdma_destroy_qp(r->id);
+	}
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	if (r->ch)
+		rdma_destroy_event_channel(r->ch);
+	free(r->mem);
+	memset(r, 0, sizeof(*r));
+}
+
+/* An established rsocket connection to HOST:PORT (valid private data). 0, or -1 with a message. */
+static int rc_open(struct rc *r, const char *host, const char *port, int ms)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+	struct rdma_conn_param param = {.flow_control = 1, .retry_count = 7, .rnr_retry_count = 7};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 16, .max_recv_wr = RC_CREDITS + 8, .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
+	uint8_t pd[40] = {0};
+
+	memset(r, 0, sizeof(*r));
+	r->ctrl = -1;
+	r->send_status = -1;
+	if (getaddrinfo(host, port, &hints, &ai))
+		return -1;
+	r->ch = rdma_create_event_channel();
+	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP))
+		goto err;
+	if (rdma_resolve_addr(r->id, NULL, ai->ai_addr, ms) || rc_event(r, RDMA_CM_EVENT_ADDR_RESOLVED, ms) ||
+	    rdma_resolve_route(r->id, ms) || rc_event(r, RDMA_CM_EVENT_ROUTE_RESOLVED, ms))
+		goto err;
+	r->cq = ibv_create_cq(r->id->verbs, 64, NULL, NULL, 0);
+	qa.send_cq = qa.recv_cq = r->cq;
+	r->mem = aligned_alloc(4096, RC_MEM);
+	if (!r->cq || !r->mem || rdma_create_qp(r->id, NULL, &qa))
+		goto err;
+	memset(r->mem, 0, RC_MEM);
+	r->mr = ibv_reg_mr(r->id->pd, r->mem, RC_MEM, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!r->mr)
+		goto err;
+	for (int i = 0; i < RC_CREDITS + 8; i++)
+		if (ibv_post_recv(r->id->qp, &rw, &bad))
+			goto err;
+	pd[0] = 1;
+	pd[3] = RC_CREDITS;
+	put_sge(pd + 8, (uintptr_t)r->mem, r->mr->rkey, 2);
+	put_sge(pd + 24, (uintptr_t)rc_rbuf(r), r->mr->rkey, RC_RBUF);
+	param.private_data = pd;
+	param.private_data_len = sizeof(pd);
+	if (rdma_connect(r->id, &param) || rc_event(r, RDMA_CM_EVENT_ESTABLISHED, ms))
+		goto err;
+	fcntl(r->ch->fd, F_SETFL, fcntl(r->ch->fd, F_GETFL) | O_NONBLOCK);
+	freeaddrinfo(ai);
+	return 0;
+err:
+	fprintf(stderr, "ib_badpeer: cannot open a connection to %s:%s (%s)\n", host, port, strerror(errno));
+	freeaddrinfo(ai);
+	rc_close(r);
+	return -1;
+}
+
+/* Posts one write of LEN bytes from our send area at OFF (OPCODE, IMM in network order) to RADDR/RKEY
+ * and waits (MS) for its completion. Returns its status, or -1 when none came. */
+static int rc_write(struct rc *r, enum ibv_wr_opcode opcode, uint32_t imm, uint64_t raddr, uint32_t rkey,
+		    uint32_t off, uint32_t len, int ms)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)(rc_sbuf(r) + off), .length = len, .lkey = r->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1, .opcode = opcode, .send_flags = IBV_SEND_SIGNALED, .sg_list = &sge,
+				 .num_sge = len ? 1 : 0, .imm_data = imm}, *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	r->send_status = -1;
+	if (ibv_post_send(r->id->qp, &wr, &bad))
+		return -1;
+	rc_wait(r, ms, send_done, 0);
+	return r->send_status;
+}
+
+static const char *st_str(int st)
+{
+	return st < 0 ? "no completion" : ibv_wc_status_str((enum ibv_wc_status)st);
+}
+
+static int mode_stale(const char *host, const char *port, const char *file, int ms)
+{
+	struct rc a, b;
+	uint64_t addr, sgl;
+	uint32_t key, sgl_key, ring, delivered = 0;
+	int st = -1;
+
+	if (rc_open(&a, host, port, ms))
+		return 2;
+	addr = a.buf_addr, key = a.buf_key, ring = 2 * a.buf_len, sgl = a.sgl_addr, sgl_key = a.sgl_key;
+	rc_close(&a);
+	printf("stale: connection A closed (its ring %#llx, %u bytes, key %#x; target_sgl %#llx key %#x)\n",
+	       (unsigned long long)addr, ring, key, (unsigned long long)sgl, sgl_key);
+	fflush(stdout);
+	for (int i = 0; i < 1200 && access(file, F_OK); i++)
+		usleep(100000);
+	if (access(file, F_OK) || rc_open(&b, host, port, ms))
+		return 2;
+	memset(rc_sbuf(&b), 0xEE, RC_SEND);
+	for (uint32_t off = 0; off < ring; off += 4096) {
+		/* the first one as a DATA message (its receive completion tells the gateway), the rest
+		 * as plain writes, which only the writer's own queue pair hears about */
+		st = rc_write(&b, off ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 4096), addr + off, key, 0,
+			      4096, ms);
+		if (st != IBV_WC_SUCCESS)
+			break;
+		delivered += 4096;
+	}
+	if (st == IBV_WC_SUCCESS && (st = rc_write(&b, IBV_WR_RDMA_WRITE, 0, sgl, sgl_key, 0, 32, ms)) == IBV_WC_SUCCESS)
+		delivered += 32;
+	printf("stale: B wrote with A's key: %u bytes delivered, then %s\n", delivered, st_str(st));
+	rc_close(&b);
+	return delivered == 0 && st == IBV_WC_REM_ACCESS_ERR ? 0 : st >= 0 ? 1 : 2;
+}
+
+/* Sends LEN bytes of a pattern on R as one DATA message and waits for the echo; 0 when it came back
+ * intact. */
+static int echo_check(struct rc *r, uint32_t len, uint8_t seed, int ms)
+{
+	uint64_t before = r->rx;
+	int st;
+
+	for (uint32_t i = 0; i < len; i++)
+		rc_sbuf(r)[i] = (uint8_t)(seed + i * 7);
+	st = rc_write(r, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, len), r->buf_addr, r->buf_key, 0, len, ms);
+	if (st != IBV_WC_SUCCESS || !rc_wait(r, ms, rx_at_least, before + len) || r->rx != before + len)
+		return -1;
+	return memcmp(rc_rbuf(r) + before, rc_sbuf(r), len) ? -1 : 0;
+}
+
+static int mode_cross(const char *host, const char *port, int ms)
+{
+	struct rc a, b;
+	int st, intact;
+
+	if (rc_open(&a, host, port, ms))
+		return 2;
+	if (rc_open(&b, host, port, ms))
+		return 2;
+	memset(rc_sbuf(&b), 0xEE, 64);
+	st = rc_write(&b, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 64), a.buf_addr, a.buf_key, 0, 64, ms);
+	intact = !echo_check(&a, 4096, 3, ms);
+	printf("cross: B wrote 64 bytes into A's receive buffer with A's key: %s; A's 4096-byte echo %s\n",
+	       st_str(st), intact ? "intact" : "FAILED");
+	rc_close(&b);
+	rc_close(&a);
+	return st == IBV_WC_REM_ACCESS_ERR && intact ? 0 : st >= 0 ? 1 : 2;
+}
+
+static int mode_claim(const char *host, const char *port, int ms)
+{
+	static const char mark[] = "TENANT-SECRET-";
+	struct rc t, c;
+	uint32_t marks = 0;
+	int st;
+
+	if (rc_open(&t, host, port, ms))
+		return 2;
+	for (uint32_t i = 0; i < 65536; i += 32)
+		snprintf((char *)rc_sbuf(&t) + i, 32, "%s%016x", mark, i);
+	st = rc_write(&t, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 65536), t.buf_addr, t.buf_key, 0, 65536, ms);
+	if (st != IBV_WC_SUCCESS || !rc_wait(&t, ms, rx_at_least, 65536) ||
+	    memcmp(rc_rbuf(&t), rc_sbuf(&t), 65536)) {
+		printf("claim: the tenant's 64 KiB were not echoed intact (%s, %llu bytes)\n", st_str(st),
+		       (unsigned long long)t.rx);
+		return 2;
+	}
+	rc_close(&t);
+	printf("claim: tenant T wrote 64 KiB of markers, got them back, closed\n");
+	fflush(stdout);
+	sleep(1); /* the gateway frees T's connection; its buffers go back to the pool */
+	if (rc_open(&c, host, port, ms))
+		return 2;
+	st = rc_write(&c, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 65536), c.buf_addr, c.buf_key, 0, 0, ms);
+	rc_wait(&c, 3000, rx_at_least, 65536);
+	for (uint64_t i = 0; i + sizeof(mark) - 1 <= c.rx && i + sizeof(mark) - 1 <= RC_RBUF; i++)
+		marks += !memcmp(rc_rbuf(&c) + i, mark, sizeof(mark) - 1);
+	printf("claim: C's zero-length write claiming 65536 bytes: %s; %llu bytes came back, %u markers of T's "
+	       "among them%s\n",
+	       st_str(st), (unsigned long long)c.rx, marks, c.gone ? "; C's connection was reset" : "");
+	rc_close(&c);
+	return marks ? 1 : 0;
+}
+
+static int mode_absurd(const char *host, const char *port, const char *what, int ms)
+{
+	struct rc x;
+	int st;
+	bool reset;
+
+	if (rc_open(&x, host, port, ms))
+		return 2;
+	rc_wait(&x, 200, is_gone, 0); /* take the gateway's first advert */
+	if (!strcmp(what, "credits")) {
+		/* we consumed nothing and grant 16: an edge of 40000 is impossible */
+		st = rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(4, 40000), x.sgl_addr, x.sgl_key, 0, 0, ms);
+	} else {
+		/* an advert of the second entry: length 0xFFFFFFF0 at address 0, credit edge unchanged */
+		uint64_t z = 0;
+		uint32_t k = 0x1234, len = 0xFFFFFFF0;
+		memcpy(rc_sbuf(&x), &z, 8);
+		memcpy(rc_sbuf(&x) + 8, &k, 4);
+		memcpy(rc_sbuf(&x) + 12, &len, 4);
+		st = rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(4, RC_CREDITS), x.sgl_addr + 16, x.sgl_key, 0, 16, ms);
+	}
+	reset = rc_wait(&x, 5000, is_gone, 0);
+	printf("absurd %s: sent (%s); the gateway %s\n", what, st_str(st),
+	       reset ? "reset the connection" : "kept the connection");
+	rc_close(&x);
+	return reset ? 0 : 1;
+}
+
+static volatile sig_atomic_t hold_stop;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	hold_stop = 1;
+}
+
+static int mode_hold(const char *host, const char *port, int n, int secs, int ms)
+{
+	struct rc *r = calloc((size_t)n, sizeof(*r));
+	int ok = 0;
+
+	signal(SIGUSR1, on_usr1);
+	for (int i = 0; r && i < n; i++)
+		if (!rc_open(&r[i], host, port, ms))
+			ok++;
+	printf("held %d\n", ok);
+	fflush(stdout);
+	for (int t = 0; t < secs * 10 && !hold_stop; t++)
+		usleep(100000);
+	for (int i = 0; r && i < n; i++)
+		if (r[i].id)
+			rc_close(&r[i]);
+	free(r);
+	return ok == n ? 0 : 1;
+}
+
+static int mode_churn(const char *host, const char *port, int n, int ms)
+{
+	double t0 = now_s(), dt;
+	int ok = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct rc r;
+		if (rc_open(&r, host, port, ms))
+			break;
+		rc_close(&r);
+		ok++;
+	}
+	dt = now_s() - t0;
+	printf("churn: %d connections in %.2f s, %.1f connects/s\n", ok, dt, ok / dt);
+	return ok == n ? 0 : 1;
+}
+
+/* Mode halfopen: every request on one event channel, a state per id (its index is the context). */
+static int mode_halfopen(const char *host, const char *port, int n, int secs, int ms)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id **ids = calloc((size_t)n, sizeof(*ids));
+	uint8_t *state = calloc((size_t)n, 1); /* 0 idle, 1 resolving, 2 connecting, 3 accepted, 4 over */
+	static uint8_t mem[64] __attribute__((aligned(64)));
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_mr *mr = NULL;
+	int started = 0, inflight = 0, accepted = 0, rejected = 0, expired = 0, errors = 0;
+	double end = 0, t0 = now_s();
+
+	if (!ch || !ids || !state || getaddrinfo(host, port, &hints, &ai))
+		return 2;
+	while (1) {
+		struct rdma_cm_event *ev;
+		struct pollfd pf = {.fd = ch->fd, .events = POLLIN};
+
+		while (started < n && inflight < 32) {
+			if (rdma_create_id(ch, &ids[started], (void *)(uintptr_t)started, RDMA_PS_TCP) ||
+			    rdma_resolve_addr(ids[started], NULL, ai->ai_addr, ms)) {
+				perror("ib_badpeer: halfopen");
+				return 2;
+			}
+			state[started++] = 1;
+			inflight++;
+		}
+		if (started == n && !inflight && !end)
+			end = now_s() + secs;
+		if (end && now_s() >= end)
+			break;
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		if (rdma_get_cm_event(ch, &ev))
+			continue;
+		int i = (int)(uintptr_t)ev->id->context;
+		enum rdma_cm_event_type type = ev->event;
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
+			rdma_resolve_route(ids[i], ms);
+		} else if (type == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+			struct rdma_conn_param param = {.flow_control = 1, .retry_count = 7, .rnr_retry_count = 7};
+			uint8_t pdata[40] = {1, 0, 0, 4};
+			struct ibv_qp *qp;
+			if (!pd) {
+				pd = ibv_alloc_pd(ids[i]->verbs);
+				cq = pd ? ibv_create_cq(ids[i]->verbs, 8, NULL, NULL, 0) : NULL;
+				mr = cq ? ibv_reg_mr(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+					: NULL;
+				if (!mr)
+					return 2;
+				qa.send_cq = qa.recv_cq = cq;
+			}
+			qp = ibv_create_qp(pd, &qa);
+			if (!qp) {
+				perror("ib_badpeer: ibv_create_qp");
+				return 2;
+			}
+			put_sge(pdata + 8, (uintptr_t)mem, mr->rkey, 2);
+			put_sge(pdata + 24, (uintptr_t)mem + 32, mr->rkey, 32);
+			param.private_data = pdata;
+			param.private_data_len = sizeof(pdata);
+			param.qp_num = qp->qp_num;
+			if (rdma_connect(ids[i], &param)) {
+				errors++;
+				state[i] = 4;
+				inflight--;
+			} else {
+				state[i] = 2;
+			}
+		} else if (type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+			accepted++; /* and never answered: no RTU, no REJ */
+			state[i] = 3;
+			inflight--;
+		} else if (type == RDMA_CM_EVENT_REJECTED) {
+			if (state[i] == 3)
+				expired++;
+			else {
+				rejected++;
+				inflight--;
+			}
+			state[i] = 4;
+		} else if (state[i] != 4 && state[i] != 3 && type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+			errors++;
+			state[i] = 4;
+			inflight--;
+		}
+	}
+	printf("halfopen: %d requests in %.1f s: accepted %d (never answered), rejected %d, expired %d "
+	       "(rejected after the accept), errors %d\n",
+	       n, now_s() - t0 - secs, accepted, rejected, expired, errors);
+	fflush(stdout);
+	_exit(0); /* the kernel tears the ids and queue pairs down */
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "7471", *mode;
@@ -298,11 +828,27 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	mode = argc - optind >= 2 ? argv[optind + 1] : "";
+	if (!strcmp(mode, "stale") && argc - optind == 3)
+		return mode_stale(argv[optind], port, argv[optind + 2], ms);
+	if (!strcmp(mode, "cross") && argc - optind == 2)
+		return mode_cross(argv[optind], port, ms);
+	if (!strcmp(mode, "claim") && argc - optind == 2)
+		return mode_claim(argv[optind], port, ms);
+	if (!strcmp(mode, "absurd") && argc - optind == 3)
+		return mode_absurd(argv[optind], port, argv[optind + 2], ms);
+	if (!strcmp(mode, "halfopen") && argc - optind == 4)
+		return mode_halfopen(argv[optind], port, atoi(argv[optind + 2]), atoi(argv[optind + 3]), ms);
+	if (!strcmp(mode, "churn") && argc - optind == 3)
+		return mode_churn(argv[optind], port, atoi(argv[optind + 2]), ms);
+	if (!strcmp(mode, "hold") && argc - optind == 4)
+		return mode_hold(argv[optind], port, atoi(argv[optind + 2]), atoi(argv[optind + 3]), ms);
 	if (!strcmp(mode, "serve") && argc - optind == 3)
 		return serve(argv[optind], port, argv[optind + 2], count);
 	if (argc - optind != 2 || bad_pdata(mode, pd, &param)) {
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
 				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
+				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|absurd credits|sgl|"
+				"halfopen N SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
 		return 2;
 	}

@@ -196,6 +196,37 @@ static void test_allow(void **state)
 	conf_free(c);
 }
 
+/* Per-route IB queue depths: derived from the buffers (one entry per KiB, within 16 .. [ib]'s) unless
+ * set; buffers of whole pages only. */
+static void test_ib_route_queues(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[ib]\nrq_depth = 300\n"
+				  "[route small]\nlisten = ib:1\nconnect = echo\nib_rbuf = 4K\nib_sbuf = 8K\n"
+				  "[route dflt]\nlisten = ib:2\nconnect = echo\n"
+				  "[route big]\nlisten = ib:3\nconnect = echo\nib_rbuf = 8M\nib_sbuf = 1M\nmax_sessions = 4\n"
+				  "[route set]\nlisten = ib:4\nconnect = echo\nib_rq_depth = 300\nib_sq_depth = 17\n",
+				  &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->routes[0].ib_rq_depth, 16);
+	assert_int_equal(c->routes[0].ib_sq_depth, 16);
+	assert_int_equal(c->routes[1].ib_rq_depth, 128); /* 128K default buffers */
+	assert_int_equal(c->routes[1].ib_sq_depth, 128);
+	assert_int_equal(c->routes[2].ib_rq_depth, 300); /* [ib] rq_depth caps it */
+	assert_int_equal(c->routes[2].ib_sq_depth, 384);
+	assert_int_equal(c->routes[3].ib_rq_depth, 300);
+	assert_int_equal(c->routes[3].ib_sq_depth, 17);
+	assert_false(conf_route_equal(&c->routes[1], &c->routes[3]));
+	conf_free(c);
+
+	c = load_str("[ib]\nrbuf_size = 12K\n[route r]\nlisten = ib:1\nconnect = echo\nib_sbuf = 4100\n", &e);
+	assert_null(c);
+	assert_int_equal(e.n, 1);
+	assert_string_equal(e.msg[0], "t.conf:6: route 'r': ib_sbuf must be a multiple of 4K");
+}
+
 static void test_endpoint_str(void **state)
 {
 	struct errors e;
@@ -417,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_ranges_inclusive),
 		cmocka_unit_test(test_comments_and_spacing),
 		cmocka_unit_test(test_allow),
+		cmocka_unit_test(test_ib_route_queues),
 		cmocka_unit_test(test_endpoint_str),
 		cmocka_unit_test(test_route_equal),
 		cmocka_unit_test(test_missing_file),

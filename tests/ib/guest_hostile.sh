@@ -1,0 +1,159 @@
+#!/bin/bash
+# In-VM half of tests/ib/test_ib_hostile.sh: hostile IB peers (tests/tools/ib_badpeer.c modes stale,
+# cross, claim, absurd, halfopen) against an echo route, a victim session (rs_peer, stock rsocket)
+# held open through all of it and verified at the end.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/ib/guest_lib.sh
+trap 'gw_cleanup; for p in ${VICTIM:-} ${FLOOD:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+IB=$IB_ADDR_A
+BAD="timeout 150 $TOOLS/ib_badpeer -p 7471 -t 30000 $IB" # generous waits: a loaded host slows the VM
+# max_sessions and memory_limit are lowered from their defaults (256, 1G) so that case (e), 1000
+# connect requests, is about them: without reservations at the request, the requests would pin
+# 1000 x 256 KiB, eight times the limit. memory_limit counts buffers only: besides its 256 KiB of
+# buffers a connection costs its provider queues and state (~150-450 KiB on rxe, at the default
+# depths), so 32 sessions, the idle buffer cache (an eighth of the limit) and those fit 32M.
+MAXS=32
+LIMIT_MIB=32
+GW_EXTRA="memory_limit = ${LIMIT_MIB}M"
+ib_gw_start "[ib]
+bind = $IB
+[route echo]
+listen = ib:7471
+connect = echo
+max_sessions = $MAXS"
+
+closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
+# closed connections by reason, "access=N error=N reset=N ..." (one scrape)
+closes() {
+	curl -s -m 20 "http://127.0.0.1:$STATS/metrics" |
+		awk -F'"' '/^ibgw_ib_connections_closed_total\{/ { split($0, v, " "); printf "%s=%s ", $4, v[2] }'
+}
+# the number of connections that ended: closed for any reason, or failed before establishment
+closed_all() {
+	echo $(($(closes | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); n += kv[2] } } END { print n + 0 }') +
+		$(m 'ibgw_ib_connections_failed_total{reason="accept"}')))
+}
+# waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
+m_is() {
+	local i
+	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
+	return 1
+}
+# check_m NAME VALUE MSG: a check that sample NAME reaches VALUE (about 15 s)
+check_m() {
+	m_is "$1" "$2"
+	check "[ $? = 0 ]" "$3 (saw $SEEN)"
+}
+# resident memory of the verbs queues (queue pair rings, completion queues): mapped from the uverbs device
+vq() { awk '/^[0-9a-f]+-[0-9a-f]+ / {u = /uverbs/} u && /^Rss:/ {s += $2} END {print s * 1024}' /proc/$GW_PID/smaps; }
+rss() { awk '/^VmRSS:/ {print $2 * 1024}' /proc/$GW_PID/status; }
+
+# ---- (a) stale key: the attacker's connection A closes, a victim gets its buffers, B writes ----
+rm -f /tmp/go
+$BAD stale /tmp/go >/tmp/stale.out 2>&1 &
+ATT=$!
+for _ in $(seq 300); do grep -q 'A closed' /tmp/stale.out && break; sleep 0.1; done
+m_is ibgw_ib_connections_active 0 # A is freed: its buffer set is in the pool, next in line
+# the victim: an echo whose reader stalls, so its bytes sit in the gateway's ring while B writes
+$TOOLS/rs_peer -t 250 -p 7471 "$IB" stall 3M 250 >/tmp/victim.out 2>&1 &
+VICTIM=$!
+check_m 'ibgw_route_sessions_active{route="echo"}' "1" "the victim's session runs"
+check "[ \$(m ibgw_ib_buffer_registrations_total) = 1 ] && [ \$(m ibgw_ib_buffer_rekeys_total) = 1 ]" \
+	"the victim reuses A's buffer set (one registration so far), under a new key"
+all0=$(closed_all)
+touch /tmp/go
+wait $ATT
+rc=$?
+check "[ $rc = 0 ]" "(a) writes with the stale key of A through B: remote access error, nothing delivered ($(tail -1 /tmp/stale.out))"
+# B's queue pair went to the error state with its write: the gateway learns it from the receive that
+# write consumed (closed, reason access), or from the flush of its queue pair or B's disconnect
+# (failed accept, when B's write came before the gateway saw it established)
+check_m ibgw_ib_connections_active "1" "(a) B dropped: only the victim's connection left"
+check "[ \$(closed_all) = $((all0 + 1)) ]" "(a) B's end counted ($(closes)failed_accept=$(m 'ibgw_ib_connections_failed_total{reason="accept"}'))"
+
+# ---- (b) a key of the attacker's other connection ----
+acc0=$(closed access)
+out=$($BAD cross 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(b) B writes into A's buffer with A's key: remote access error; A unaffected ($out)"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="access"}' "$((acc0 + 1))" \
+	"(b) B dropped and counted (closed, reason access)"
+check_m ibgw_ib_connections_active "1" "(b) A and B gone, the victim still there"
+
+# ---- (c) a zero-length write claiming 64 KiB: the previous tenant's bytes never come back ----
+out=$($BAD claim 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(c) nothing of the previous tenant relayed ($(echo "$out" | tail -1))"
+check_m ibgw_ib_connections_active "1" "(c) both connections gone"
+
+# ---- (d) absurd credits and adverts: the connection is reset, nobody else notices ----
+p0=$(closed protocol)
+out=$($BAD absurd credits 2>&1)
+rc=$?
+check "[ $rc = 0 ]" "(d) $out"
+out=$($BAD absurd sgl 2>&1)
+rc2=$?
+check "[ $rc2 = 0 ]" "(d) $out"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 2))" \
+	"(d) both reset as protocol errors, counted"
+check_m ibgw_ib_connections_active "1" "(d) the victim's connection the only one left"
+
+# ---- (e) 1000 connect requests that never complete ----
+vq0=$(vq) rss0=$(rss) ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}') acc0=$(m ibgw_ib_connections_accepted_total)
+$BAD halfopen 1000 8 >/tmp/flood.out 2>&1 &
+FLOOD=$!
+maxbuf=0 maxrss=$rss0 vqmax=$vq0 maxho=0 maxact=0 served=0 tries=0
+while kill -0 $FLOOD 2>/dev/null; do
+	set -- $(curl -s -m 20 "http://127.0.0.1:$STATS/metrics" | awk '$1 == "ibgw_ib_buffer_bytes" { b = $2 }
+		$1 == "ibgw_ib_connections_half_open" { h = $2 } $1 == "ibgw_ib_connections_active" { a = $2 }
+		END { print b + 0, h + 0, a + 0 }')
+	b=${1:-0} h=${2:-0} a=${3:-0} r=$(rss)
+	[ "$a" -gt $maxact ] && maxact=$a
+	[ "$b" -gt $maxbuf ] && maxbuf=$b
+	[ "$r" -gt $maxrss ] && maxrss=$r && vqmax=$(vq)
+	[ "$h" -gt $maxho ] && maxho=$h
+	# a legitimate client during the flood (connections besides the victim's exist): 256 KiB echoed intact
+	if [ $tries -lt 5 ] && [ "$a" -gt 1 ]; then
+		tries=$((tries + 1))
+		if timeout 60 $TOOLS/rs_peer -t 50 -p 7471 "$IB" echo 256K >/tmp/legit.out 2>&1; then
+			served=$((served + 1))
+		else
+			echo "    legitimate client $tries failed: $(tail -2 /tmp/legit.out | tr '\n' ' ')"
+		fi
+	fi
+	sleep 0.1
+done
+wait $FLOOD
+rc=$?
+FLOOD=
+sed 's/^/    /' /tmp/flood.out
+acc=$(sed -n 's/.*accepted \([0-9]*\) .*/\1/p' /tmp/flood.out)
+exp=$(sed -n 's/.*expired \([0-9]*\) .*/\1/p' /tmp/flood.out)
+echo "    during the flood: at most $maxho half-open and $maxact IB connections, registered buffers at most $maxbuf B, RSS $rss0 -> at most $maxrss B (verbs queues $vq0 -> $vqmax B)"
+check "[ $rc = 0 ] && [ -n \"$acc\" ] && [ $acc -gt 0 ] && [ $exp -gt 0 ]" \
+	"(e) 1000 requests sent, $acc of them accepted and left unanswered, $exp of those refused later by the gateway"
+# half-open ones hold a session slot each; those failed but not yet freed are 64 at most (then
+# requests wait): the connections that exist stay within the route's sessions + 64
+check "[ $maxho -le $MAXS ] && [ $maxact -le $((MAXS + 64)) ]" \
+	"(e) half-open connections within max_sessions ($maxho <= $MAXS), all IB connections within it + 64 ($maxact)"
+check "[ $maxbuf -le $((LIMIT_MIB << 20)) ]" "(e) registered buffers within memory_limit ($maxbuf <= $((LIMIT_MIB << 20)) B)"
+check "[ $((maxrss - rss0)) -le $((LIMIT_MIB << 20)) ]" "(e) RSS grew by less than memory_limit ($((maxrss - rss0)) B)"
+check "[ $tries -gt 0 ] && [ $served = $tries ]" "(e) legitimate clients served during the flood ($served of $tries echoes intact)"
+check_m ibgw_ib_connections_half_open "0" "(e) every half-open connection gone after the deadline"
+# every connection the gateway accepted meanwhile but the legitimate ones ended half-open
+gacc=$(($(m ibgw_ib_connections_accepted_total) - acc0))
+check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + gacc - served))" \
+	"(e) each of the $((gacc - served)) accepted by the gateway counted as failed half_open (expired at the deadline or displaced by a newer request)"
+check "[ $((gacc - served)) -ge $acc ]" "(e) the attacker's $acc unanswered accepts among them"
+check_m ibgw_ib_connections_active "1" "(e) only the victim's connection left"
+
+# ---- the victim, all along ----
+check "kill -0 $GW_PID" "ibgwd alive"
+kill -USR1 $VICTIM
+wait $VICTIM
+rc=$?
+VICTIM=
+check "[ $rc = 0 ] && grep -q '^ok .*sent=3145728 recv=3145728 ' /tmp/victim.out" \
+	"the victim's session through all of it: 3 MB echoed intact, SHA-256 ($(grep '^ok\|^FAIL' /tmp/victim.out | cut -c1-70))"
+ib_done

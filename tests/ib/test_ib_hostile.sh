@@ -1,0 +1,18 @@
+#!/bin/bash
+# Hostile IB peers against ibgwd, in the soft-RoCE VM (loop topology), with a raw-verbs client
+# (tests/tools/ib_badpeer.c) on valid connections to an echo route: (a) RDMA writes with the key of
+# its own closed connection while a victim session holds that connection's old buffers; (b) writes
+# with the key of its other, concurrent connection; (c) a zero-length DATA message claiming 64 KiB
+# after a tenant left 64 KiB of markers in the ring; (d) an SGL message granting impossible credits,
+# and an absurd buffer advert; (e) 1000 connect requests whose accept is never answered. Each: the
+# gateway refuses it (remote access error / reset / nothing stale relayed / half-open connections
+# within max_sessions and memory_limit, expired at the deadline and counted), legitimate clients
+# served meanwhile, the victim's 3 MB echo intact (SHA-256), ibgwd alive, a clean drain (ASan quiet).
+# In-VM half: tests/ib/guest_hostile.sh.
+# timeout: 560
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/vm_test.sh
+VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd' \
+	VM_DPDK_PMDS='mempool_ring' \
+	vm_test "IB side against hostile peers" -T loop -t 480 -f tests/ib/guest_hostile.sh
