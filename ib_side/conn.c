@@ -122,6 +122,13 @@ static void protocol_error(struct ib_conn *c)
 	closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
 }
 
+/* The peer broke rule WHY: counted, and that connection alone is reset. */
+static void violated(struct ib_conn *c, enum ib_violation why)
+{
+	bump(&c->w->st.violations[why], 1);
+	protocol_error(c);
+}
+
 /* ---- posting ---- */
 
 int ib_conn_post_recvs(struct ib_conn *c, unsigned n)
@@ -311,6 +318,10 @@ static void progress(struct ib_conn *c)
 		while ((b = ib_tx_blocked(&c->tx, c->bufs->tsgl)) == IB_TX_OK)
 			if ((ret = post_data(c)))
 				goto err;
+		if (b == IB_TX_BAD_TARGET) {
+			violated(c, IB_VIOL_ADVERT);
+			return;
+		}
 		if (b == IB_TX_NO_CREDIT || b == IB_TX_NO_TARGET) {
 			if (!c->stalled) {
 				c->stalled = true;
@@ -498,6 +509,11 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
 	work(c); /* the first advert goes out at the end of the round */
+	/* the control thread set tx.edge from the private data before the hand-over */
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->tx.edge)) {
+		violated(c, IB_VIOL_CREDIT);
+		return;
+	}
 	ret = w->hooks->accept(w->arg, c->route, &c->s);
 	if (ret) {
 		/* refused by admission: reset it ourselves, no session ever sees it */
@@ -511,14 +527,17 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 
 static void open_active(struct ib_worker *w, struct ib_conn *c)
 {
-	if (!c->edge_known)
-		c->tx.edge = c->peer.credits;
 	c->ws = IB_W_OPEN;
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
 	if (c->qp_dead) {
 		/* flushed while connecting, yet established: nothing can be posted on it */
 		closing(c, -ECONNRESET, IB_CLOSE_ERROR);
+		return;
+	}
+	/* an SGL message may have come before this, the peer's private data (c->peer) only now */
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.credits)) {
+		violated(c, IB_VIOL_CREDIT);
 		return;
 	}
 	due(c, IB_EV_CONNECTED);
@@ -619,7 +638,13 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 
 static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
 {
-	uint32_t imm, val;
+	struct ib_rs_wc m = {
+		.with_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM),
+		.imm = be32toh(wc->imm_data),
+		.byte_len = wc->byte_len,
+	};
+	enum ib_violation why = IB_VIOL_MESSAGE;
+	enum ib_rs_msg msg;
 	int ret;
 
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -635,20 +660,11 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		open_passive(w, c); /* a message proves the connection is up, whatever rdma_cm says later */
 	if (c->ws >= IB_W_CLOSING)
 		return;
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM)) {
-		protocol_error(c); /* a send: only iWARP rsockets do that, and we do not speak it */
-		return;
-	}
-	imm = be32toh(wc->imm_data);
-	val = ib_rs_imm_val(imm);
-	switch (ib_rs_imm_op(imm)) {
-	case IB_RS_OP_DATA:
-		if (ib_rx_data(&c->rx, val)) {
-			protocol_error(c);
-			return;
-		}
+	msg = ib_rs_recv(&c->rx, &c->tx, &m, &why);
+	switch (msg) {
+	case IB_RS_MSG_DATA:
 		bump(&w->st.msgs_rx, 1);
-		bump(&w->st.bytes_rx, val);
+		bump(&w->st.bytes_rx, m.byte_len);
 		if (!c->withheld && ib_rx_peer_blocked(&c->rx)) {
 			c->withheld = true;
 			c->withheld_since = w->now;
@@ -657,34 +673,28 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		if (c->ws == IB_W_OPEN)
 			due(c, IB_EV_READABLE);
 		break;
-	case IB_RS_OP_SGL:
+	case IB_RS_MSG_CREDIT:
 		/* the advert itself (if any) was written into our target_sgl before this completion */
-		c->tx.edge = (uint16_t)val;
-		c->edge_known = true;
 		bump(&w->st.ctrl_rx, 1);
 		work(c);
 		break;
-	case IB_RS_OP_IOMAP_SGL:
-		break; /* we advertise no iomap; harmless if a peer sends it anyway */
-	case IB_RS_OP_CTRL:
+	case IB_RS_MSG_KEEPALIVE:
 		bump(&w->st.ctrl_rx, 1);
-		if (val == IB_RS_CTRL_KEEPALIVE) {
-			bump(&w->st.keepalives_rx, 1);
-		} else if (val == IB_RS_CTRL_SHUTDOWN || val == IB_RS_CTRL_DISCONNECT) {
-			c->rx.eof = true;
-			if (val == IB_RS_CTRL_DISCONNECT)
-				c->peer_gone = true;
-			withheld_end(c);
-			if (c->ws == IB_W_OPEN)
-				due(c, IB_EV_READABLE);
-			else
-				work(c);
-		} else {
-			protocol_error(c);
-		}
+		bump(&w->st.keepalives_rx, 1);
 		break;
-	default:
-		protocol_error(c);
+	case IB_RS_MSG_SHUTDOWN:
+	case IB_RS_MSG_DISCONNECT:
+		bump(&w->st.ctrl_rx, 1);
+		if (msg == IB_RS_MSG_DISCONNECT)
+			c->peer_gone = true;
+		withheld_end(c);
+		if (c->ws == IB_W_OPEN)
+			due(c, IB_EV_READABLE);
+		else
+			work(c);
+		break;
+	case IB_RS_MSG_VIOLATION:
+		violated(c, why);
 		break;
 	}
 }
