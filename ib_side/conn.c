@@ -55,6 +55,11 @@ enum {
  * So an aborted connection lingers until its abort completed, for this long at most (well within the
  * 2 s the drain gives aborts, daemon.c). */
 #define IB_LINGER_NS 1000000000ull
+/* The peer's DISCONNECT completes at our end before our device has necessarily acknowledged it (rxe
+ * completes a receive, then sends the ACK): a queue pair destroyed in between never acknowledges,
+ * and the peer, retrying forever, waits for that ACK in rshutdown (seen: stock rstream -T b hung at
+ * its close now and then). So a connection the peer closed both ways is handed back this much later. */
+#define IB_PEER_LINGER_NS 100000000ull
 
 static inline void bump(uint64_t *c, uint64_t n)
 {
@@ -685,8 +690,10 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	case IB_RS_MSG_SHUTDOWN:
 	case IB_RS_MSG_DISCONNECT:
 		bump(&w->st.ctrl_rx, 1);
-		if (msg == IB_RS_MSG_DISCONNECT)
+		if (msg == IB_RS_MSG_DISCONNECT) {
 			c->peer_gone = true;
+			c->linger_until = w->now + IB_PEER_LINGER_NS;
+		}
 		withheld_end(c);
 		if (c->ws == IB_W_OPEN)
 			due(c, IB_EV_READABLE);
@@ -796,10 +803,19 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 	}
 }
 
-/* The worker is done with C: hands it back now, or once the abort it sent completed (IB_LINGER_NS). */
+/* Must C stay a while: its abort is still on its way (IB_LINGER_NS at most), or the peer's
+ * DISCONNECT may not be acknowledged yet (IB_PEER_LINGER_NS)? */
+static bool lingers(const struct ib_worker *w, const struct ib_conn *c)
+{
+	if (w->now >= c->linger_until)
+		return false;
+	return ((c->abort_sent || c->abort_due) && c->ctrl_used) || c->peer_gone;
+}
+
+/* The worker is done with C: hands it back now, or once it need not linger any more. */
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
-	if ((c->abort_sent || c->abort_due) && c->ctrl_used && w->now < c->linger_until) {
+	if (lingers(w, c)) {
 		c->list_next = w->linger;
 		w->linger = c;
 		return;
@@ -813,7 +829,7 @@ static void linger_check(struct ib_worker *w)
 
 	while (*pp) {
 		struct ib_conn *c = *pp;
-		if (c->ctrl_used && w->now < c->linger_until) {
+		if (lingers(w, c)) {
 			pp = &c->list_next;
 			continue;
 		}
