@@ -9,8 +9,9 @@
  *  - Send: bytes wait in our ring between write() and their completion; a write goes out while the
  *    peer's credit edge is ahead and its current target entry has room, at most 64 KiB, never across
  *    the end of a target entry, moving to the other entry when one is used up.
- * Every input from the peer is checked here (an over-long write, a write beyond the advertised space
- * or its credits is -EPROTO), so the engine can trust what these functions return. */
+ * Every input from the peer is checked here (ib_rs_recv: what a completion says arrived against
+ * what the immediate claims, writes beyond the advertised space or the credits, credit edges beyond
+ * the peer's depth; ib_tx_blocked: absurd adverts), so the engine can trust what these return. */
 #include <byteswap.h>
 #include <endian.h>
 #include <errno.h>
@@ -344,7 +345,7 @@ static enum ib_rs_msg recv_sgl(struct ib_tx *tx, uint32_t val, uint32_t byte_len
 }
 
 enum ib_rs_msg ib_rs_recv(struct ib_rx *rx, struct ib_tx *tx, const struct ib_rs_wc *wc,
-                          enum ib_violation *why)
+			  enum ib_violation *why)
 {
 	uint32_t val = ib_rs_imm_val(wc->imm);
 

@@ -121,6 +121,6 @@ int ib_tx_credit(struct ib_tx *tx, uint16_t edge);
  * was; on IB_RS_MSG_VIOLATION *WHY says which rule was broken and the state is left as it was (the
  * connection is reset anyway). */
 enum ib_rs_msg ib_rs_recv(struct ib_rx *rx, struct ib_tx *tx, const struct ib_rs_wc *wc,
-                          enum ib_violation *why);
+			  enum ib_violation *why);
 
 #endif

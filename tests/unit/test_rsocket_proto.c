@@ -428,7 +428,7 @@ static void test_end_to_end_random(void **state)
 }
 
 static enum ib_rs_msg recv(struct ib_rx *rx, struct ib_tx *tx, struct ib_rs_sge *target, bool with_imm,
-                           unsigned op, uint32_t val, uint32_t byte_len, enum ib_violation *why)
+			   unsigned op, uint32_t val, uint32_t byte_len, enum ib_violation *why)
 {
 	struct ib_rs_wc wc = {with_imm, ib_rs_imm(op, val), byte_len};
 
