@@ -113,12 +113,17 @@ check "[ $v = 0 ]" "no stock client was taken for a protocol violator"
 check "[ \$(m 'ibgw_ib_completion_errors_total{worker=\"0\"}') = 0 ]" "no completion errors"
 
 # ---- the echo's buffering at the defaults (see the top) ----
-rx0=$(m 'ibgw_ib_bytes_total{worker="0",dir="rx"}')
-out=$(timeout 20 rstream -s "$IB" -p 7471 -T b -S 32768 -C 50 2>&1)
-rc=$?
-rx1=$(m 'ibgw_ib_bytes_total{worker="0",dir="rx"}')
-check "[ $rc = 124 ] && [ $((rx1 - rx0)) = $CAP ]" "1.6 MB sent before reading: the echo holds exactly $CAP B (client 1 MiB + ours 128K + 128K), took $((rx1 - rx0)) B"
-row echo "rstream -T b -S 32768 -C 50" "$([ $rc = 124 ] && echo "waits" || echo "rc$rc")" "took $((rx1 - rx0)) B of 1638416 (bound $CAP)"
+rx() { m 'ibgw_ib_bytes_total{worker="0",dir="rx"}'; }
+rx0=$(rx)
+bg cap timeout 60 rstream -s "$IB" -p 7471 -T b -S 32768 -C 50
+wait_for '[ $(($(rx) - rx0)) -ge $CAP ] || ! kill -0 ${PIDS[cap]} 2>/dev/null' 40
+sleep 3 # and not a byte more
+rx1=$(rx)
+kill -0 "${PIDS[cap]}" 2>/dev/null
+alive=$?
+stop cap
+check "[ $alive = 0 ] && [ $((rx1 - rx0)) = $CAP ]" "1.6 MB sent before reading: the echo holds exactly $CAP B (client 1 MiB + ours 128K + 128K), took $((rx1 - rx0)) B"
+row echo "rstream -T b -S 32768 -C 50" "$([ $alive = 0 ] && echo "waits" || echo "ended")" "took $((rx1 - rx0)) B of 1638416 (bound $CAP)"
 check "wait_for '[ \$(m ibgw_ib_connections_active) = 0 ]' 30" "the killed client's connection is gone"
 rs echo 7471 -B 4194304 -T b -T v -S 32768 -C 50
 
