@@ -1375,6 +1375,12 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(closed[IB_CLOSE_ERROR], "ib_connections_closed_total", "", "reason=error"),
 	CL(closed[IB_CLOSE_KEEPALIVE], "ib_connections_closed_total", "", "reason=keepalive"),
 	CL(closed[IB_CLOSE_ACCESS], "ib_connections_closed_total", "", "reason=access"),
+	CL(violations[IB_VIOL_MESSAGE], "ib_protocol_violations_total",
+	   "IB peers' protocol violations (each resets its connection), by kind", "reason=message"),
+	CL(violations[IB_VIOL_LENGTH], "ib_protocol_violations_total", "", "reason=length"),
+	CL(violations[IB_VIOL_SPACE], "ib_protocol_violations_total", "", "reason=space"),
+	CL(violations[IB_VIOL_CREDIT], "ib_protocol_violations_total", "", "reason=credit"),
+	CL(violations[IB_VIOL_ADVERT], "ib_protocol_violations_total", "", "reason=advert"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

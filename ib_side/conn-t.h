@@ -163,7 +163,6 @@ struct ib_conn {
 	/* worker */
 	enum ib_w_state ws;
 	bool no_session;    /* never given to a session: released by the engine itself */
-	bool edge_known;    /* an SGL message set tx.edge already */
 	bool qp_dead;	    /* an error completion or a DISCONNECTED: post nothing more */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */

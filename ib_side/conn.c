@@ -55,6 +55,11 @@ enum {
  * So an aborted connection lingers until its abort completed, for this long at most (well within the
  * 2 s the drain gives aborts, daemon.c). */
 #define IB_LINGER_NS 1000000000ull
+/* The peer's DISCONNECT completes at our end before our device has necessarily acknowledged it (rxe
+ * completes a receive, then sends the ACK): a queue pair destroyed in between never acknowledges,
+ * and the peer, retrying forever, waits for that ACK in rshutdown (seen: stock rstream -T b hung at
+ * its close now and then). So a connection the peer closed both ways is handed back this much later. */
+#define IB_PEER_LINGER_NS 100000000ull
 
 static inline void bump(uint64_t *c, uint64_t n)
 {
@@ -120,6 +125,13 @@ static void protocol_error(struct ib_conn *c)
 {
 	c->qp_dead = true; /* a peer that broke the rules gets nothing more from us */
 	closing(c, -EPROTO, IB_CLOSE_PROTOCOL);
+}
+
+/* The peer broke rule WHY: counted, and that connection alone is reset. */
+static void violated(struct ib_conn *c, enum ib_violation why)
+{
+	bump(&c->w->st.violations[why], 1);
+	protocol_error(c);
 }
 
 /* ---- posting ---- */
@@ -311,6 +323,10 @@ static void progress(struct ib_conn *c)
 		while ((b = ib_tx_blocked(&c->tx, c->bufs->tsgl)) == IB_TX_OK)
 			if ((ret = post_data(c)))
 				goto err;
+		if (b == IB_TX_BAD_TARGET) {
+			violated(c, IB_VIOL_ADVERT);
+			return;
+		}
 		if (b == IB_TX_NO_CREDIT || b == IB_TX_NO_TARGET) {
 			if (!c->stalled) {
 				c->stalled = true;
@@ -498,6 +514,11 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
 	work(c); /* the first advert goes out at the end of the round */
+	/* the control thread set tx.edge from the private data before the hand-over */
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->tx.edge)) {
+		violated(c, IB_VIOL_CREDIT);
+		return;
+	}
 	/* the session takes over the slot reserved at the request, unless the control thread took it
 	 * back (handshake deadline): its FAILED follows */
 	if (__atomic_exchange_n(&c->reserved, false, __ATOMIC_ACQ_REL))
@@ -516,14 +537,17 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 
 static void open_active(struct ib_worker *w, struct ib_conn *c)
 {
-	if (!c->edge_known)
-		c->tx.edge = c->peer.credits;
 	c->ws = IB_W_OPEN;
 	c->s.state = XLT_STREAM_OPEN;
 	c->last_tx_ns = w->now;
 	if (c->qp_dead) {
 		/* flushed while connecting, yet established: nothing can be posted on it */
 		closing(c, -ECONNRESET, IB_CLOSE_ERROR);
+		return;
+	}
+	/* an SGL message may have come before this, the peer's private data (c->peer) only now */
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.credits)) {
+		violated(c, IB_VIOL_CREDIT);
 		return;
 	}
 	due(c, IB_EV_CONNECTED);
@@ -624,19 +648,15 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 		closing(c, wc_errno(wc->status), c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
 }
 
-/* Both entries of our target_sgl: each either used up (length 0) or a real buffer of a size an
- * immediate can describe. */
-static bool ib_tsgl_sane(const volatile struct ib_rs_sge *t)
-{
-	for (unsigned i = 0; i < IB_RS_SGL_SIZE; i++)
-		if (t[i].length > IB_RS_IMM_MASK || (t[i].length && !t[i].addr))
-			return false;
-	return true;
-}
-
 static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
 {
-	uint32_t imm, val;
+	struct ib_rs_wc m = {
+		.with_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM),
+		.imm = be32toh(wc->imm_data),
+		.byte_len = wc->byte_len,
+	};
+	enum ib_violation why = IB_VIOL_MESSAGE;
+	enum ib_rs_msg msg;
 	int ret;
 
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -652,20 +672,11 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		open_passive(w, c); /* a message proves the connection is up, whatever rdma_cm says later */
 	if (c->ws >= IB_W_CLOSING)
 		return;
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM)) {
-		protocol_error(c); /* a send: only iWARP rsockets do that, and we do not speak it */
-		return;
-	}
-	imm = be32toh(wc->imm_data);
-	val = ib_rs_imm_val(imm);
-	switch (ib_rs_imm_op(imm)) {
-	case IB_RS_OP_DATA:
-		if (ib_rx_data(&c->rx, val)) {
-			protocol_error(c);
-			return;
-		}
+	msg = ib_rs_recv(&c->rx, &c->tx, &m, &why);
+	switch (msg) {
+	case IB_RS_MSG_DATA:
 		bump(&w->st.msgs_rx, 1);
-		bump(&w->st.bytes_rx, val);
+		bump(&w->st.bytes_rx, m.byte_len);
 		if (!c->withheld && ib_rx_peer_blocked(&c->rx)) {
 			c->withheld = true;
 			c->withheld_since = w->now;
@@ -674,42 +685,30 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		if (c->ws == IB_W_OPEN)
 			due(c, IB_EV_READABLE);
 		break;
-	case IB_RS_OP_SGL:
-		/* the advert itself (if any) was written into our target_sgl before this completion. A
-		 * peer grants at most its queue depth beyond the messages we sent, and adverts space it
-		 * could have (rsocket: half its ring): anything else comes from a broken or hostile peer
-		 * (an active open learns the peer's depth with CONNECTED; nothing is sent before) */
-		if (val > UINT16_MAX || !ib_tsgl_sane(c->bufs->tsgl) ||
-		    (c->ws != IB_W_CONNECTING && (uint16_t)(val - c->tx.msgs_sent) > c->peer.credits)) {
-			protocol_error(c);
-			return;
-		}
-		c->tx.edge = (uint16_t)val;
-		c->edge_known = true;
+	case IB_RS_MSG_CREDIT:
+		/* the advert itself (if any) was written into our target_sgl before this completion */
 		bump(&w->st.ctrl_rx, 1);
 		work(c);
 		break;
-	case IB_RS_OP_IOMAP_SGL:
-		break; /* we advertise no iomap; harmless if a peer sends it anyway */
-	case IB_RS_OP_CTRL:
+	case IB_RS_MSG_KEEPALIVE:
 		bump(&w->st.ctrl_rx, 1);
-		if (val == IB_RS_CTRL_KEEPALIVE) {
-			bump(&w->st.keepalives_rx, 1);
-		} else if (val == IB_RS_CTRL_SHUTDOWN || val == IB_RS_CTRL_DISCONNECT) {
-			c->rx.eof = true;
-			if (val == IB_RS_CTRL_DISCONNECT)
-				c->peer_gone = true;
-			withheld_end(c);
-			if (c->ws == IB_W_OPEN)
-				due(c, IB_EV_READABLE);
-			else
-				work(c);
-		} else {
-			protocol_error(c);
-		}
+		bump(&w->st.keepalives_rx, 1);
 		break;
-	default:
-		protocol_error(c);
+	case IB_RS_MSG_SHUTDOWN:
+	case IB_RS_MSG_DISCONNECT:
+		bump(&w->st.ctrl_rx, 1);
+		if (msg == IB_RS_MSG_DISCONNECT) {
+			c->peer_gone = true;
+			c->linger_until = w->now + IB_PEER_LINGER_NS;
+		}
+		withheld_end(c);
+		if (c->ws == IB_W_OPEN)
+			due(c, IB_EV_READABLE);
+		else
+			work(c);
+		break;
+	case IB_RS_MSG_VIOLATION:
+		violated(c, why);
 		break;
 	}
 }
@@ -811,10 +810,19 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 	}
 }
 
-/* The worker is done with C: hands it back now, or once the abort it sent completed (IB_LINGER_NS). */
+/* Must C stay a while: its abort is still on its way (IB_LINGER_NS at most), or the peer's
+ * DISCONNECT may not be acknowledged yet (IB_PEER_LINGER_NS)? */
+static bool lingers(const struct ib_worker *w, const struct ib_conn *c)
+{
+	if (w->now >= c->linger_until)
+		return false;
+	return ((c->abort_sent || c->abort_due) && c->ctrl_used) || c->peer_gone;
+}
+
+/* The worker is done with C: hands it back now, or once it need not linger any more. */
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
-	if ((c->abort_sent || c->abort_due) && c->ctrl_used && w->now < c->linger_until) {
+	if (lingers(w, c)) {
 		c->list_next = w->linger;
 		w->linger = c;
 		return;
@@ -828,7 +836,7 @@ static void linger_check(struct ib_worker *w)
 
 	while (*pp) {
 		struct ib_conn *c = *pp;
-		if (c->ctrl_used && w->now < c->linger_until) {
+		if (lingers(w, c)) {
 			pp = &c->list_next;
 			continue;
 		}

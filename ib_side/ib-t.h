@@ -68,6 +68,17 @@ enum ib_close {
 	IB_CLOSE_COUNT,
 };
 
+/* What an IB peer did wrong (each resets that connection only, as IB_CLOSE_PROTOCOL). */
+enum ib_violation {
+	IB_VIOL_MESSAGE, /* a message not allowed here: a send, an unknown op or control value, data
+			  * after the peer's end of stream */
+	IB_VIOL_LENGTH,	 /* the bytes that arrived (byte_len) differ from what the immediate claims */
+	IB_VIOL_SPACE,	 /* data beyond the space we advertised, or across the end of the ring */
+	IB_VIOL_CREDIT,	 /* data beyond our credits, or a credit edge that goes back or beyond its depth */
+	IB_VIOL_ADVERT,	 /* a buffer advert that is empty, oversized or wraps the address space */
+	IB_VIOL_COUNT,
+};
+
 /* Control thread counters: written by the control thread only. */
 struct ib_ctl_stats {
 	uint64_t active;   /* gauge: connections that exist (accepted or connecting, not yet freed) */
@@ -105,6 +116,7 @@ struct ib_worker_stats {
 	uint64_t keepalives_tx;
 	uint64_t keepalives_rx;
 	uint64_t closed[IB_CLOSE_COUNT];
+	uint64_t violations[IB_VIOL_COUNT];
 };
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ib-t.h"
+
 #define IB_RS_VERSION	  1
 #define IB_RS_PDATA_LEN	  40	/* private data of the connect request and of the accept */
 #define IB_RS_FLAG_NET	  0x01	/* sender is a big-endian host */
@@ -91,10 +93,11 @@ struct ib_tx_write {
 /* Why no data write can be posted now. */
 enum ib_tx_block {
 	IB_TX_OK,
-	IB_TX_EMPTY,	 /* nothing queued */
-	IB_TX_NO_WR,	 /* send queue slots for data all in flight */
-	IB_TX_NO_CREDIT, /* messages sent reached the peer's credit edge */
-	IB_TX_NO_TARGET, /* the peer advertised no buffer space */
+	IB_TX_EMPTY,	  /* nothing queued */
+	IB_TX_NO_WR,	  /* send queue slots for data all in flight */
+	IB_TX_NO_CREDIT,  /* messages sent reached the peer's credit edge */
+	IB_TX_NO_TARGET,  /* the peer advertised no buffer space */
+	IB_TX_BAD_TARGET, /* the peer advertised an absurd buffer (oversized, wrapping) */
 };
 
 /* Send side: bytes taken by write() wait in our send ring of SIZE bytes until posted, and occupy it
@@ -106,10 +109,30 @@ struct ib_tx {
 	uint16_t edge;	      /* peer's credit edge: send while msgs_sent != edge */
 	uint32_t wrs;	      /* data work requests in flight */
 	uint32_t wrs_max;
+	uint16_t peer_depth;  /* the peer's receive queue depth (its private data): an edge is never
+			       * further ahead of msgs_sent; 0 until known */
+	bool edge_known;      /* edge came from the peer (private data or an SGL message) */
 	uint8_t target_idx;   /* entry of our target_sgl the next write uses */
 	uint64_t queued;      /* bytes taken */
 	uint64_t posted;      /* bytes posted */
 	uint64_t done;	      /* bytes completed */
+};
+
+/* One successful receive completion, as the verbs report it (host byte order). */
+struct ib_rs_wc {
+	bool with_imm;     /* IBV_WC_WITH_IMM: an RDMA write with immediate */
+	uint32_t imm;      /* the immediate, host order */
+	uint32_t byte_len; /* bytes the peer's write carried */
+};
+
+/* What a receive completion meant (ib_rs_recv). */
+enum ib_rs_msg {
+	IB_RS_MSG_DATA,       /* byte_len bytes landed in the receive ring */
+	IB_RS_MSG_CREDIT,     /* a new credit edge, maybe with a buffer advert */
+	IB_RS_MSG_KEEPALIVE,  /* a CTRL KEEPALIVE (rsocket sends plain writes instead) */
+	IB_RS_MSG_SHUTDOWN,   /* the peer sends nothing more */
+	IB_RS_MSG_DISCONNECT, /* ... and reads nothing more */
+	IB_RS_MSG_VIOLATION,  /* the peer broke the protocol: reset the connection */
 };
 
 #endif

@@ -9,8 +9,9 @@
  *  - Send: bytes wait in our ring between write() and their completion; a write goes out while the
  *    peer's credit edge is ahead and its current target entry has room, at most 64 KiB, never across
  *    the end of a target entry, moving to the other entry when one is used up.
- * Every input from the peer is checked here (an over-long write, a write beyond the advertised space
- * or its credits is -EPROTO), so the engine can trust what these functions return. */
+ * Every input from the peer is checked here (ib_rs_recv: what a completion says arrived against
+ * what the immediate claims, writes beyond the advertised space or the credits, credit edges beyond
+ * the peer's depth; ib_tx_blocked: absurd adverts), so the engine can trust what these return. */
 #include <byteswap.h>
 #include <endian.h>
 #include <errno.h>
@@ -223,14 +224,24 @@ uint32_t ib_tx_queue(struct ib_tx *tx, uint32_t n)
 
 enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_rs_sge *target)
 {
+	uint64_t addr;
+	uint32_t length;
+
 	if (tx->queued == tx->posted)
 		return IB_TX_EMPTY;
 	if (tx->wrs >= tx->wrs_max)
 		return IB_TX_NO_WR;
 	if (tx->msgs_sent == tx->edge)
 		return IB_TX_NO_CREDIT;
-	if (!target[tx->target_idx].length)
+	length = target[tx->target_idx].length;
+	addr = target[tx->target_idx].addr;
+	if (!length)
 		return IB_TX_NO_TARGET;
+	/* The peer writes its adverts into our target_sgl whenever it likes, and we may use one before
+	 * its completion tells us it came (as rsocket does): so an advert is checked here, when it is
+	 * used. Writes go to the peer's own memory under its own key; this keeps our arithmetic sane. */
+	if (length > IB_RS_IMM_MASK || addr + length < addr)
+		return IB_TX_BAD_TARGET;
 	return IB_TX_OK;
 }
 
@@ -264,4 +275,98 @@ void ib_tx_done(struct ib_tx *tx, uint32_t len)
 	tx->done += len;
 	if (tx->wrs)
 		tx->wrs--;
+}
+
+/* An edge EDGE is possible only between msgs_sent and msgs_sent + the peer's depth: the peer grants
+ * (messages it consumed) + depth, and it cannot have consumed more than we sent. */
+static bool edge_ok(const struct ib_tx *tx, uint16_t edge)
+{
+	uint16_t ahead = (uint16_t)(edge - tx->msgs_sent);
+
+	return ahead <= (tx->peer_depth ? tx->peer_depth : IB_RS_QP_MAX);
+}
+
+int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge)
+{
+	tx->peer_depth = depth;
+	if (!tx->edge_known) {
+		tx->edge = edge;
+		tx->edge_known = true;
+	}
+	return edge_ok(tx, tx->edge) ? 0 : -EPROTO;
+}
+
+int ib_tx_credit(struct ib_tx *tx, uint16_t edge)
+{
+	if (tx->edge_known && ib_seq_before(edge, tx->edge))
+		return -EPROTO; /* edges only grow: consumption is never undone */
+	if (!edge_ok(tx, edge))
+		return -EPROTO;
+	tx->edge = edge;
+	tx->edge_known = true;
+	return 0;
+}
+
+/* ---- receive completions ---- */
+
+static enum ib_rs_msg violation(enum ib_violation *why, enum ib_violation v)
+{
+	*why = v;
+	return IB_RS_MSG_VIOLATION;
+}
+
+static enum ib_rs_msg recv_data(struct ib_rx *rx, uint32_t len, uint32_t byte_len, enum ib_violation *why)
+{
+	/* byte_len is what really landed: the immediate alone would let a zero-length write claim a
+	 * ring full of whatever bytes were there before */
+	if (byte_len != len)
+		return violation(why, IB_VIOL_LENGTH);
+	if (rx->eof)
+		return violation(why, IB_VIOL_MESSAGE);
+	if (rx->msgs_recvd == rx->edge || rx->ends_count >= rx->depth)
+		return violation(why, IB_VIOL_CREDIT);
+	if (len > rx->advertised - rx->recvd || len > rx->size - (uint32_t)(rx->recvd % rx->size))
+		return violation(why, IB_VIOL_SPACE);
+	if (ib_rx_data(rx, len))
+		return violation(why, IB_VIOL_SPACE); /* (not reached: the same checks) */
+	return IB_RS_MSG_DATA;
+}
+
+static enum ib_rs_msg recv_sgl(struct ib_tx *tx, uint32_t val, uint32_t byte_len, enum ib_violation *why)
+{
+	/* rsocket computes the edge in int and sends up to 17 bits; only the low 16 count */
+	uint16_t edge = (uint16_t)val;
+
+	if (byte_len != 0 && byte_len != sizeof(struct ib_rs_sge))
+		return violation(why, IB_VIOL_LENGTH);
+	if (ib_tx_credit(tx, edge))
+		return violation(why, IB_VIOL_CREDIT);
+	return IB_RS_MSG_CREDIT;
+}
+
+enum ib_rs_msg ib_rs_recv(struct ib_rx *rx, struct ib_tx *tx, const struct ib_rs_wc *wc,
+			  enum ib_violation *why)
+{
+	uint32_t val = ib_rs_imm_val(wc->imm);
+
+	if (!wc->with_imm)
+		return violation(why, IB_VIOL_MESSAGE); /* a send: only iWARP rsockets do that */
+	switch (ib_rs_imm_op(wc->imm)) {
+	case IB_RS_OP_DATA:
+		return recv_data(rx, val, wc->byte_len, why);
+	case IB_RS_OP_SGL:
+		return recv_sgl(tx, val, wc->byte_len, why);
+	case IB_RS_OP_CTRL:
+		if (wc->byte_len)
+			return violation(why, IB_VIOL_LENGTH);
+		if (val == IB_RS_CTRL_KEEPALIVE)
+			return IB_RS_MSG_KEEPALIVE;
+		if (val != IB_RS_CTRL_SHUTDOWN && val != IB_RS_CTRL_DISCONNECT)
+			return violation(why, IB_VIOL_MESSAGE);
+		rx->eof = true;
+		return val == IB_RS_CTRL_SHUTDOWN ? IB_RS_MSG_SHUTDOWN : IB_RS_MSG_DISCONNECT;
+	default:
+		/* IOMAP_SGL included: we advertise no iomap, so a peer has nowhere to write one */
+		return violation(why, IB_VIOL_MESSAGE);
+	}
 }

@@ -92,7 +92,8 @@ static inline uint32_t ib_tx_space(const struct ib_tx *tx)
 uint32_t ib_tx_queue(struct ib_tx *tx, uint32_t n);
 
 /* Can a data write go out now, and if not, why. TARGET is our target_sgl (2 entries), written by
- * the peer's adverts. */
+ * the peer's adverts. IB_TX_BAD_TARGET: the entry to use now holds an absurd advert (the peer broke
+ * the protocol). */
 enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_rs_sge *target);
 
 /* Plans and commits the next data write (call when ib_tx_blocked() is IB_TX_OK): fills W, consumes
@@ -101,5 +102,25 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 
 /* A data write of LEN bytes completed. */
 void ib_tx_done(struct ib_tx *tx, uint32_t len);
+
+/* The peer's private data is known: its receive queue DEPTH bounds every credit edge it may send,
+ * and EDGE (passive side: from that private data) is where sending starts unless an SGL message
+ * set it already. Returns 0, or -EPROTO when an edge received earlier was beyond DEPTH. */
+int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge);
+
+/* A credit edge from an SGL message. Returns 0, or -EPROTO when it goes back or lies further ahead
+ * of the messages sent than the peer's depth (its credits count messages it has receives for). */
+int ib_tx_credit(struct ib_tx *tx, uint16_t edge);
+
+/* ---- receive completions ---- */
+
+/* Applies one successful receive completion WC to the connection's state: RX (our ring) and TX (our
+ * send side). Checks everything the peer controls against what it may do: byte_len against the
+ * immediate, data against the advertised space and our credits, credit edges against the peer's
+ * depth (the adverts themselves are checked when used: ib_tx_blocked). Returns what the message
+ * was; on IB_RS_MSG_VIOLATION *WHY says which rule was broken and the state is left as it was (the
+ * connection is reset anyway). */
+enum ib_rs_msg ib_rs_recv(struct ib_rx *rx, struct ib_tx *tx, const struct ib_rs_wc *wc,
+			  enum ib_violation *why);
 
 #endif

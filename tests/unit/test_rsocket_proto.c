@@ -348,9 +348,17 @@ static void test_end_to_end_random(void **state)
 	uint64_t sent_total = 0, msgs = 0;
 	uint32_t seed = 12345;
 
+	/* the other halves of the two ends (not exercised: one direction only) */
+	uint32_t pends[DEPTH];
+	struct ib_rx prx;
+	struct ib_tx ptx;
+
 	(void)state;
 	ib_rx_init(&rx, RSIZE, DEPTH, ends);
 	ib_tx_init(&tx, SSIZE, 8, DEPTH);
+	assert_int_equal(ib_tx_peer(&tx, DEPTH, DEPTH), 0);
+	ib_rx_init(&prx, RSIZE, DEPTH, pends);
+	ib_tx_init(&ptx, SSIZE, 8, DEPTH);
 	for (long step = 0; step < 2000000; step++) {
 		uint32_t r;
 		seed = seed * 1103515245 + 12345;
@@ -378,8 +386,11 @@ static void test_end_to_end_random(void **state)
 		case 2: /* messages arrive and complete */
 			while (count) {
 				uint64_t expect = BASE + rx.recvd % RSIZE;
+				struct ib_rs_wc wc = {true, ib_rs_imm(IB_RS_OP_DATA, wire[head].len),
+				                      wire[head].len};
+				enum ib_violation why;
 				assert_int_equal(wire[head].raddr, expect);
-				assert_int_equal(ib_rx_data(&rx, wire[head].len), 0);
+				assert_int_equal(ib_rs_recv(&rx, &ptx, &wc, &why), IB_RS_MSG_DATA);
 				ib_tx_done(&tx, wire[head].len);
 				head = (head + 1) % 64;
 				count--;
@@ -393,12 +404,19 @@ static void test_end_to_end_random(void **state)
 				ib_rx_consume(&rx, r % n + 1);
 			while ((c = ib_rx_credit_due(&rx)) != IB_RX_CREDIT_NONE) {
 				uint16_t edge = ib_rx_credit_sent(&rx, c == IB_RX_CREDIT_ADVERT, &off, &idx);
+				/* rsocket computes the edge in int: up to 17 bits on the wire */
+				uint32_t val = edge + (r & 1 ? 0x10000u : 0);
+				struct ib_rs_wc wc = {true, ib_rs_imm(IB_RS_OP_SGL, val), 0};
+				enum ib_violation why;
 				if (c == IB_RX_CREDIT_ADVERT) {
 					/* the peer only re-advertises an entry we are done with */
 					assert_int_equal(target[idx].length, 0);
-					target[idx] = (struct ib_rs_sge){.addr = BASE + off, .key = 1, .length = RSIZE / 2};
+					target[idx] = (struct ib_rs_sge){
+					    .addr = BASE + off, .key = 1, .length = RSIZE / 2};
+					wc.byte_len = sizeof(struct ib_rs_sge);
 				}
-				tx.edge = edge;
+				assert_int_equal(ib_rs_recv(&prx, &tx, &wc, &why), IB_RS_MSG_CREDIT);
+				assert_int_equal(tx.edge, edge);
 			}
 			break;
 		}
@@ -409,21 +427,159 @@ static void test_end_to_end_random(void **state)
 	assert_int_equal(rx.msgs_recvd, (uint16_t)(msgs - count));
 }
 
+static enum ib_rs_msg recv(struct ib_rx *rx, struct ib_tx *tx, struct ib_rs_sge *target, bool with_imm,
+			   unsigned op, uint32_t val, uint32_t byte_len, enum ib_violation *why)
+{
+	struct ib_rs_wc wc = {with_imm, ib_rs_imm(op, val), byte_len};
+
+	(void)target;
+	*why = IB_VIOL_COUNT;
+	return ib_rs_recv(rx, tx, &wc, why);
+}
+
+#define VIOLATES(call, reason)                                                                               \
+	do {                                                                                                 \
+		assert_int_equal(call, IB_RS_MSG_VIOLATION);                                                 \
+		assert_int_equal(why, reason);                                                               \
+	} while (0)
+
+/* What the receive completions a peer controls may say, and what they may not: byte_len against
+ * the immediate (a zero-length write claiming a full buffer would hand out whatever the ring held),
+ * data against space and credits, sends and unknown operations, credit edges against the peer's
+ * depth, adverts against sanity. A violation leaves the state as it was. */
+static void test_recv_checks_the_peer(void **state)
+{
+	struct ib_rs_sge target[2] = {{.addr = 0x1000, .key = 7, .length = 512}, {0}};
+	enum ib_violation why;
+	uint32_t ends[4];
+	struct ib_rx rx, before;
+	struct ib_tx tx;
+
+	(void)state;
+	ib_rx_init(&rx, 1024, 4, ends);
+	ib_tx_init(&tx, 1024, 8, 0);
+	assert_int_equal(ib_tx_peer(&tx, 16, 16), 0);
+	/* data */
+	before = rx;
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 512, 0, &why), IB_VIOL_LENGTH);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 100, 99, &why), IB_VIOL_LENGTH);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 100, 101, &why), IB_VIOL_LENGTH);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 513, 513, &why), IB_VIOL_SPACE);
+	VIOLATES(recv(&rx, &tx, target, false, IB_RS_OP_DATA, 100, 100, &why), IB_VIOL_MESSAGE);
+	assert_memory_equal(&rx, &before, sizeof(rx));
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 500, 500, &why), IB_RS_MSG_DATA);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 13, 13, &why), IB_VIOL_SPACE);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 12, 12, &why), IB_RS_MSG_DATA);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 0, 0, &why), IB_RS_MSG_DATA);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 0, 0, &why), IB_RS_MSG_DATA);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 0, 0, &why), IB_VIOL_CREDIT); /* 5th of 4 */
+	assert_int_equal(rx.recvd, 512);
+	/* other operations and control values */
+	for (unsigned op = 1; op < 8; op++)
+		if (op != IB_RS_OP_SGL && op != IB_RS_OP_CTRL)
+			VIOLATES(recv(&rx, &tx, target, true, op, 0, 0, &why), IB_VIOL_MESSAGE);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_CTRL, 3, 0, &why), IB_VIOL_MESSAGE);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_CTRL, IB_RS_CTRL_SHUTDOWN, 1, &why), IB_VIOL_LENGTH);
+	assert_false(rx.eof);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_CTRL, IB_RS_CTRL_KEEPALIVE, 0, &why),
+	                 IB_RS_MSG_KEEPALIVE);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_CTRL, IB_RS_CTRL_SHUTDOWN, 0, &why),
+	                 IB_RS_MSG_SHUTDOWN);
+	assert_true(rx.eof);
+	ib_rx_consume(&rx, 512);
+	ib_rx_credit_sent(&rx, true, &(uint32_t){0}, &(unsigned){0});
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 1, 1, &why),
+	         IB_VIOL_MESSAGE); /* after its end */
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_CTRL, IB_RS_CTRL_DISCONNECT, 0, &why),
+	                 IB_RS_MSG_DISCONNECT);
+
+	/* credit edges: 16 ahead at most (the peer's depth), never back */
+	tx.msgs_sent = 10;
+	tx.edge = 20;
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 27, 0, &why), IB_VIOL_CREDIT);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 19, 0, &why), IB_VIOL_CREDIT);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 9, 0, &why), IB_VIOL_CREDIT);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 0xFFFF, 0, &why), IB_VIOL_CREDIT);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 24, 8, &why), IB_VIOL_LENGTH);
+	assert_int_equal(tx.edge, 20);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 20, 0, &why), IB_RS_MSG_CREDIT);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 0x10000 + 26, 0, &why), IB_RS_MSG_CREDIT);
+	assert_int_equal(tx.edge, 26); /* rsocket's 17-bit edges: the low 16 bits count */
+	/* across the 16-bit wrap */
+	tx.msgs_sent = 0xFFF8;
+	tx.edge = 0xFFFA;
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 0x0007, 0, &why), IB_RS_MSG_CREDIT);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 0x0009, 0, &why), IB_VIOL_CREDIT);
+	tx.msgs_sent = 10;
+	tx.edge = 20;
+
+	/* an advert payload is 16 bytes: other lengths are no rsocket message */
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 21, 15, &why), IB_VIOL_LENGTH);
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 21, 32, &why), IB_VIOL_LENGTH);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 21, 16, &why), IB_RS_MSG_CREDIT);
+}
+
+/* The peer's depth is known only once its private data is: an active open may see an SGL message
+ * first, which is checked again then. */
+static void test_tx_peer_depth(void **state)
+{
+	struct ib_tx tx;
+
+	(void)state;
+	ib_tx_init(&tx, 1024, 8, 0);
+	assert_int_equal(ib_tx_credit(&tx, 300), 0); /* before the private data: any sane edge */
+	assert_int_equal(ib_tx_peer(&tx, 384, 384), 0);
+	assert_int_equal(tx.edge, 300); /* the SGL message came later than the private data's credits */
+	ib_tx_init(&tx, 1024, 8, 0);
+	assert_int_equal(ib_tx_credit(&tx, 300), 0);
+	assert_int_equal(ib_tx_peer(&tx, 64, 64), -EPROTO);
+	ib_tx_init(&tx, 1024, 8, 0);
+	assert_int_equal(ib_tx_peer(&tx, 64, 64), 0);
+	assert_int_equal(tx.edge, 64);
+	assert_int_equal(ib_tx_credit(&tx, 63), -EPROTO);
+}
+
+/* The peer writes adverts into our target_sgl when it likes, and they are used before their
+ * completion comes: an absurd one is refused when it is about to be used. */
+static void test_tx_bad_target(void **state)
+{
+	struct ib_rs_sge target[2] = {{.addr = 0x1000, .key = 7, .length = 100}, {0}};
+	struct ib_tx_write w;
+	struct ib_tx tx;
+
+	(void)state;
+	ib_tx_init(&tx, 1024, 8, 10);
+	ib_tx_queue(&tx, 500);
+	ib_tx_next(&tx, target, &w);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_TARGET); /* entry 1: nothing yet */
+	target[1] = (struct ib_rs_sge){.addr = 0x2000, .key = 7, .length = IB_RS_IMM_MASK + 1};
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_BAD_TARGET);
+	target[1] = (struct ib_rs_sge){.addr = UINT64_MAX - 100, .key = 7, .length = 200};
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_BAD_TARGET);
+	target[1] = (struct ib_rs_sge){.addr = UINT64_MAX - 100, .key = 7, .length = 100};
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK); /* up to the last byte */
+	target[1] = (struct ib_rs_sge){.addr = 0x2000, .key = 7, .length = IB_RS_IMM_MASK};
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_params_stock_client),
-		cmocka_unit_test(test_params_rejects),
-		cmocka_unit_test(test_imm),
-		cmocka_unit_test(test_seq_wrap),
-		cmocka_unit_test(test_sge_encode),
-		cmocka_unit_test(test_rx_adverts_alternate),
-		cmocka_unit_test(test_rx_checks_the_peer),
-		cmocka_unit_test(test_rx_bare_edges),
-		cmocka_unit_test(test_rx_wrap),
-		cmocka_unit_test(test_tx_entries_and_ring),
-		cmocka_unit_test(test_tx_limits),
-		cmocka_unit_test(test_end_to_end_random),
+	    cmocka_unit_test(test_params_stock_client),
+	    cmocka_unit_test(test_params_rejects),
+	    cmocka_unit_test(test_imm),
+	    cmocka_unit_test(test_seq_wrap),
+	    cmocka_unit_test(test_sge_encode),
+	    cmocka_unit_test(test_rx_adverts_alternate),
+	    cmocka_unit_test(test_rx_checks_the_peer),
+	    cmocka_unit_test(test_rx_bare_edges),
+	    cmocka_unit_test(test_rx_wrap),
+	    cmocka_unit_test(test_tx_entries_and_ring),
+	    cmocka_unit_test(test_tx_limits),
+	    cmocka_unit_test(test_end_to_end_random),
+	    cmocka_unit_test(test_recv_checks_the_peer),
+	    cmocka_unit_test(test_tx_peer_depth),
+	    cmocka_unit_test(test_tx_bad_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
