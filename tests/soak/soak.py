@@ -77,7 +77,10 @@ FLOOD_SYNS = env_int("SOAK_FLOOD_SYNS", 3000)
 FLOOD_EVERY = float(E("SOAK_FLOOD_EVERY", "300"))
 FLOOD_GRACE = float(E("SOAK_FLOOD_GRACE", "75"))
 RSS_SLOPE = float(E("SOAK_RSS_SLOPE", "256"))
-CLIENT_TIMEOUT = env_int("SOAK_CLIENT_TIMEOUT", 600)
+# a client's own limit (a hung one must end some day); hangs are found by the drain below
+CLIENT_TIMEOUT = env_int("SOAK_CLIENT_TIMEOUT", 3000)
+DRAIN_STALL = float(E("SOAK_DRAIN_STALL", "120"))
+DRAIN_MAX = float(E("SOAK_DRAIN_MAX", "600"))
 CHANGE = env_int("SOAK_CHANGE", 1)  # 0: reloads only add and remove routes, never change one
 N_RS = 4  # in_rs servers (peer.py rs-serve serves one connection at a time)
 
@@ -307,6 +310,18 @@ def tcp_client(port, size, seed, read_rate):
     return res
 
 
+def close_fds_but(keep):
+    """In a fork: closes every descriptor above stderr but KEEP (the pipes to other clients above all:
+    a client holding one would keep the driver from seeing that pipe's end)."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def fork_tcp(port, size, seed, read_rate):
     """Forks a TCP client; returns (pid, read end of its result pipe)."""
     rfd, wfd = os.pipe()
@@ -314,9 +329,7 @@ def fork_tcp(port, size, seed, read_rate):
     if pid == 0:
         code = 1
         try:
-            os.closerange(3, rfd)
-            os.close(rfd)
-            os.closerange(wfd + 1, 4096)
+            close_fds_but(wfd)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             enter_world()
             res = tcp_client(port, size, seed, read_rate)
@@ -329,6 +342,7 @@ def fork_tcp(port, size, seed, read_rate):
                 pass
         os._exit(code)
     os.close(wfd)
+    os.set_blocking(rfd, False)
     return pid, rfd
 
 
@@ -360,7 +374,7 @@ def fork_flood(ports, n):
     if pid == 0:
         code = 1
         try:
-            os.closerange(3, 4096)
+            close_fds_but(-1)
             enter_world()
             s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             rng = random.Random()
@@ -816,19 +830,30 @@ class Soak:
         return c
 
     def drain(self):
-        """No new sessions; the running ones get 5 minutes to end (a 50 MB echo through a netem burst
-        takes a minute or two under TCG), then the gateway must be empty."""
+        """No new sessions; the running ones may take their time (a 50 MB echo on a loaded host under
+        TCG takes minutes) as long as bytes keep moving: DRAIN_STALL s without a byte through ibgwd
+        while sessions remain is a hang (or DRAIN_MAX s in all). Then the gateway must be empty."""
         say("run over: waiting for the %d running session(s)" % len(self.active))
-        end = now() + min(CLIENT_TIMEOUT, 300)
-        while self.active and now() < end:
+        t_end = now() + DRAIN_MAX
+        last, t_moved, t_check = -1.0, now(), 0.0
+        while self.active and now() < t_end:
             if not alive(self.gw_pid):
                 self.gw_dead = True
                 break
             self.poll_sessions()
+            if now() >= t_check:
+                moved = msum(scrape(), "ibgw_route_bytes_total")
+                if moved != last:
+                    last, t_moved = moved, now()
+                elif now() - t_moved > DRAIN_STALL:
+                    break
+                t_check = now() + 5
             time.sleep(0.2)
         for s in list(self.active.values()):
             os.kill(s.pid, signal.SIGKILL)
-            self.problems.append("session %d (%s) still running at the end" % (s.id, s.kind))
+            self.problems.append("session %d (%s, route %s, %d bytes, started at %.0f s) still running at the end, "
+                                 "no byte moved through ibgwd for %.0f s" % (s.id, s.kind, s.route, s.size, s.t0,
+                                                                             now() - t_moved))
         while self.active:
             self.poll_sessions()
             time.sleep(0.1)
