@@ -34,7 +34,8 @@ plus SOAK_FLOOD_GRACE s: ibgwd before SYN cookies keeps a half-open entry 63 s),
 Environment (set by guest_soak.sh): SOAK_MINUTES, SOAK_DIR (logs), GW_PID, STATS, IB, ETH_NS,
 ETH_GW_IP, ETH_PEER_IP, TOOLS, CONF, SRV_LOGS (name=path ...), SRV_PIDS (name=pid ...); tunables
 SOAK_SEED, SOAK_CONC_MIN/MAX (8/24), SOAK_MIN_SIZE/MAX_SIZE (1K/50M), SOAK_WARMUP (s, default
-min(180, a third of the run)), SOAK_RSS_SLOPE (KiB/min, 256).
+min(180, a third of the run)), SOAK_RSS_SLOPE (KiB/min, 256), SOAK_CHANGE (0: reloads never change a
+route), the fault periods and lengths above, SOAK_DRAIN_STALL/MAX, SOAK_LEFTOVER_WAIT (s, 60).
 """
 import ctypes
 import hashlib
@@ -81,6 +82,9 @@ RSS_SLOPE = float(E("SOAK_RSS_SLOPE", "256"))
 CLIENT_TIMEOUT = env_int("SOAK_CLIENT_TIMEOUT", 3000)
 DRAIN_STALL = float(E("SOAK_DRAIN_STALL", "120"))
 DRAIN_MAX = float(E("SOAK_DRAIN_MAX", "600"))
+# once the last client ended, ibgwd must be empty (sessions, IB and TCP connections) within this long:
+# the far side of a killed or failed session learns of it by a reset or an rsocket disconnect at once
+LEFTOVER_WAIT = float(E("SOAK_LEFTOVER_WAIT", "60"))
 CHANGE = env_int("SOAK_CHANGE", 1)  # 0: reloads only add and remove routes, never change one
 N_RS = 4  # in_rs servers (peer.py rs-serve serves one connection at a time)
 
@@ -861,7 +865,7 @@ class Soak:
         # the gateway's side of killed and failed sessions is over within a few seconds (resets,
         # rsocket disconnects); TIME_WAIT is not a session
         t = now()
-        while now() < t + 60 and not self.gw_dead:
+        while now() < t + LEFTOVER_WAIT and not self.gw_dead:
             m = scrape()
             left = (msum(m, "ibgw_route_sessions_active"), msum(m, "ibgw_ib_connections_active"),
                     msum(m, "ibgw_tcp_connections_active"))
@@ -872,8 +876,8 @@ class Soak:
             if not self.gw_dead:
                 per = ", ".join("%s %d" % (re.search(r'route="([^"]*)"', k).group(1), v) for k, v in m.items()
                                 if k.startswith("ibgw_route_sessions_active{") and v)
-                self.problems.append("ibgwd still holds %d session(s) (%s), %d IB and %d TCP connection(s) 60 s "
-                                     "after the last client ended" % (left[0], per, left[1], left[2]))
+                self.problems.append("ibgwd still holds %d session(s) (%s), %d IB and %d TCP connection(s) %.0f s "
+                                     "after the last client ended" % (left[0], per, left[1], left[2], LEFTOVER_WAIT))
                 # the sessions that ended abnormally are where to look (an in_echo session's far end
                 # is an ib_echo session)
                 for s in [s for s in self.done if s.status != "ok"][:10]:
