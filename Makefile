@@ -4,6 +4,7 @@
 #   make check      build everything (plus an ASan+UBSan build) and run every test
 #   make fuzz       run the fuzz targets for FUZZ_SECONDS each
 #   make bench      run the benchmarks (not part of check)
+#   make soak       ibgwd for SOAK_MINUTES (30) under mixed load and faults in the test VM (not part of check)
 #   make vm         build the cached soft-RoCE test VM image
 #   make demo       the live demo (in the soft-RoCE VM when there is no IB hardware)
 #   make deps       install the Debian packages the build and the tests need
@@ -48,7 +49,7 @@ obj = $(patsubst %.c,$(BUILD)/$(1)/obj/%.o,$(2))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps check fuzz bench vm demo clean format format-check
+.PHONY: all deps check fuzz bench soak vm demo clean format format-check
 all: $(BUILD)/ibgwd
 
 # `make deps`: idempotent and quick when everything is there (one dpkg-query per package).
@@ -127,6 +128,10 @@ fuzz: $(FUZZ_BINS)
 
 bench: deps all $(TOOL_BINS)
 	@BUILD=$(BUILD) tests/bench/run
+
+SOAK_MINUTES ?= 30
+soak: deps all $(TOOL_BINS)
+	@BUILD=$(BUILD) SOAK_MINUTES=$(SOAK_MINUTES) tests/soak/run
 
 demo: deps
 	@tests/demo/run
