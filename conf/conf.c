@@ -1082,6 +1082,14 @@ bool conf_route_allows(const struct conf_route *r, struct in_addr addr)
 	return false;
 }
 
+bool conf_route_allows_all(const struct conf_route *r)
+{
+	for (uint32_t i = 0; i < r->n_allow; i++)
+		if (!r->allow[i].prefix)
+			return true;
+	return false;
+}
+
 const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len)
 {
 	char a[INET_ADDRSTRLEN];

@@ -30,6 +30,9 @@ void conf_print_reference(FILE *out);
 
 /* True when ADDR (network byte order) is inside one of the route's allow entries. */
 bool conf_route_allows(const struct conf_route *r, struct in_addr addr);
+/* True when R's allow list admits every source (a /0 entry, the default): the only list that may admit a
+ * source without an IPv4 address. */
+bool conf_route_allows_all(const struct conf_route *r);
 
 /* Bytes of buffer one session of route R may hold at most (the buffers of the sides it uses). */
 uint64_t conf_route_session_bytes(const struct conf_route *r);

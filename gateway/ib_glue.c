@@ -36,15 +36,6 @@ static struct {
 	bool unavailable_logged;
 } g;
 
-/* True when R's allow list admits every source (0.0.0.0/0, the default). */
-static bool allows_everyone(const struct gw_route *r)
-{
-	for (uint32_t i = 0; i < r->conf.n_allow; i++)
-		if (!r->conf.allow[i].prefix)
-			return true;
-	return false;
-}
-
 /* The slots are taken at the connect request (ib_side holds them for the connection until its session
  * takes them over): a connection that is accepted but never established counts against max_sessions,
  * and so against the memory budget, from the start. A source without an IPv4 address (AF_IB, IPv6)
@@ -53,7 +44,7 @@ static int hook_admit(void *arg, void *route, uint32_t addr, bool ipv4)
 {
 	struct gw_route *r = route;
 
-	if (!ipv4 && !allows_everyone(r)) {
+	if (!ipv4 && !conf_route_allows_all(&r->conf)) {
 		__atomic_fetch_add(&r->rejected[GW_REJECT_ACL], 1, __ATOMIC_RELAXED);
 		return -EACCES;
 	}

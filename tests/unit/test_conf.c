@@ -187,12 +187,14 @@ static void test_allow(void **state)
 	assert_true(conf_route_allows(&c->routes[0], a));
 	a.s_addr = ip("198.19.0.8");
 	assert_false(conf_route_allows(&c->routes[0], a));
+	assert_false(conf_route_allows_all(&c->routes[0]));
 	conf_free(c);
 
 	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\n", &e);
 	assert_non_null(c);
 	a.s_addr = ip("203.0.113.9");
 	assert_true(conf_route_allows(&c->routes[0], a)); /* default 0.0.0.0/0 */
+	assert_true(conf_route_allows_all(&c->routes[0]));
 	conf_free(c);
 }
 
