@@ -648,6 +648,16 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 		closing(c, wc_errno(wc->status), c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
 }
 
+/* Both entries of our target_sgl: each either used up (length 0) or a real buffer of a size an
+ * immediate can describe. Nothing the peer may legitimately write fails this, whatever we used already. */
+static bool ib_tsgl_sane(const volatile struct ib_rs_sge *t)
+{
+	for (unsigned i = 0; i < IB_RS_SGL_SIZE; i++)
+		if (t[i].length > IB_RS_IMM_MASK || (t[i].length && !t[i].addr))
+			return false;
+	return true;
+}
+
 static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
 {
 	struct ib_rs_wc m = {
@@ -686,7 +696,12 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 			due(c, IB_EV_READABLE);
 		break;
 	case IB_RS_MSG_CREDIT:
-		/* the advert itself (if any) was written into our target_sgl before this completion */
+		/* the advert itself (if any) was written into our target_sgl before this completion: one
+		 * no peer could mean is refused now, not only when we would use it */
+		if (!ib_tsgl_sane(c->bufs->tsgl)) {
+			violated(c, IB_VIOL_ADVERT);
+			return;
+		}
 		bump(&w->st.ctrl_rx, 1);
 		work(c);
 		break;
