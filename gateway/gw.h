@@ -84,6 +84,9 @@ struct gw_session {
 	struct gw_route *route;
 	struct gw_worker *w;
 	struct gw_session *next_free;
+	/* daemon-unique id of this session (worker id in the top 8 bits, that worker's count below):
+	 * names the session in the access log, /stats and PROXY v2's UNIQUE_ID TLV */
+	uint64_t uid;
 	/* far side not opened yet (transient shortage, e.g. no spare IB connection object): retried
 	 * from gw_sessions_poll until the route's connect_timeout */
 	bool pending;
@@ -114,6 +117,7 @@ struct gw_worker {
 	struct xlt_session_owner owner;
 	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
 	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
+	uint64_t uid_next;	    /* the next session's uid (count part) */
 	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
 };
 

@@ -340,6 +340,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	w->free_sessions = s->next_free;
 	s->route = r;
 	s->w = w;
+	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
 	if (kind == XLT_SESSION_RELAY && !b) {
