@@ -15,6 +15,8 @@
 #define CONF_NAME_MAX	 32
 #define CONF_STR_MAX	 512
 #define CONF_PATH_MAX	 4096
+#define CONF_MAX_BACKENDS 16  /* backends of one route's pool */
+#define CONF_CHECK_BYTES  128 /* check_send / check_expect, after escapes */
 
 enum conf_log_level {
 	CONF_LOG_ERROR = 3,
@@ -42,6 +44,33 @@ struct conf_endpoint {
 	enum conf_endpoint_kind kind;
 	struct in_addr addr; /* connect only; network byte order */
 	uint16_t port;	     /* host byte order */
+};
+
+/* A backend's administrative state: ready takes new sessions; drain takes none but lets its
+ * sessions finish; maint is drain and also stops its health checks (shown down). */
+enum conf_backend_state {
+	CONF_BACKEND_READY = 0,
+	CONF_BACKEND_DRAIN,
+	CONF_BACKEND_MAINT,
+};
+
+/* One destination of a route's pool: `connect = tcp:H:P weight=2 max=100 state=drain, tcp:H2:P`. */
+struct conf_backend {
+	struct conf_endpoint ep; /* kind is the route's connect kind (one kind per pool) */
+	uint32_t weight;	 /* 1..100, default 1 */
+	uint32_t max_sessions;	 /* 0 = no limit of its own (the route's applies) */
+	uint32_t state;		 /* enum conf_backend_state */
+};
+
+struct conf_bytes {
+	uint32_t len;
+	uint8_t b[CONF_CHECK_BYTES];
+};
+
+enum conf_balance {
+	CONF_BALANCE_ROUNDROBIN = 0, /* weighted, in a fixed interleaved order */
+	CONF_BALANCE_LEASTCONN,	     /* fewest active sessions per unit of weight */
+	CONF_BALANCE_SOURCE,	     /* keyed hash of the client's address (weighted rendezvous) */
 };
 
 struct conf_cidr {
@@ -103,7 +132,17 @@ struct conf_eth {
 struct conf_route {
 	char name[CONF_NAME_MAX + 1];
 	struct conf_endpoint listen;
-	struct conf_endpoint connect;
+	struct conf_endpoint connect; /* the first backend's endpoint (echo/discard: the only one) */
+	/* the pool (tcp: and ib: destinations): backends[0].ep == connect */
+	struct conf_backend backends[CONF_MAX_BACKENDS];
+	uint32_t n_backends; /* 0 for echo and discard */
+	uint32_t balance;    /* enum conf_balance */
+	/* active health checks (gateway/health.c); check_interval 0 = none */
+	uint64_t check_interval_ms;
+	uint64_t check_timeout_ms;
+	uint32_t rise, fall;
+	struct conf_bytes check_send;   /* sent once connected (TCP checks) */
+	struct conf_bytes check_expect; /* must be the first bytes the backend sends (TCP checks) */
 	struct conf_cidr allow[CONF_MAX_ALLOW];
 	uint32_t n_allow;
 	uint32_t max_sessions;

@@ -58,6 +58,8 @@ enum conf_type {
 	T_EALARGS, /* a string, checked by eal_args_check */
 	T_VDEV,	   /* a string, checked by vdev_check */
 	T_NAME,	   /* a user or group name */
+	T_BALANCE,
+	T_BYTES, /* a string with C escapes (\r \n \t \\ \xHH), stored as bytes */
 };
 
 static const char *const type_names[] = {
@@ -76,6 +78,8 @@ static const char *const type_names[] = {
 	[T_EALARGS] = "string",
 	[T_VDEV] = "string",
 	[T_NAME] = "name",
+	[T_BALANCE] = "policy",
+	[T_BYTES] = "bytes",
 };
 
 struct conf_key {
@@ -178,7 +182,28 @@ static const struct conf_key conf_keys[] = {
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},
-	{R(connect), .type = T_CONNECT, .required = true, .doc = "tcp:HOST:PORT, ib:HOST:PORT, echo or discard"},
+	{R(connect), .type = T_CONNECT, .required = true,
+	 .doc = "tcp:HOST:PORT, ib:HOST:PORT, echo or discard; a pool is a comma-separated list of one kind, "
+		"each backend optionally followed by weight=1..100, max=N (its own session limit) and "
+		"state=ready, drain or maint: `tcp:198.18.0.2:80 weight=2, tcp:198.18.0.3:80 max=100`"},
+	{R(balance), .type = T_BALANCE, .def = "roundrobin",
+	 .doc = "how a pool picks a backend: roundrobin (weighted), leastconn (fewest sessions per weight) or "
+		"source (keyed hash of the client address: stable while the usable backends stay the same)"},
+	{R(check_interval_ms), .key = "check_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 3600 * 1000, .def = "0",
+	 .doc = "time between active health checks of each backend (0 = none: a backend is judged by its "
+		"sessions' connects only); a check is a connect (tcp: through the DPDK port; ib: an rsocket "
+		"connect that completes), then closed"},
+	{R(check_timeout_ms), .key = "check_timeout", .type = T_DURATION, .unit_us = 1000, .min = 100,
+	 .max = 600 * 1000, .def = "1s", .doc = "how long one check may take (connect, send, expect)"},
+	{R(rise), .type = T_UINT, .min = 1, .max = 100, .def = "2",
+	 .doc = "consecutive passed checks that bring a down backend up"},
+	{R(fall), .type = T_UINT, .min = 1, .max = 100, .def = "3",
+	 .doc = "consecutive failed checks that take an up backend down"},
+	{R(check_send), .type = T_BYTES, .def = "",
+	 .doc = "tcp checks: bytes sent once connected (C escapes \\r \\n \\t \\\\ \\xHH)"},
+	{R(check_expect), .type = T_BYTES, .def = "",
+	 .doc = "tcp checks: bytes the backend must send first for the check to pass (escapes as check_send)"},
 	{R(allow), .type = T_CIDRS, .def = "0.0.0.0/0", .doc = "sources allowed to open sessions"},
 	{R(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "256",
 	 .doc = "sessions of this route at once"},
@@ -423,6 +448,121 @@ static const char *parse_endpoint(const char *v, struct conf_endpoint *ep, bool 
 	return NULL;
 }
 
+/* A backend's options after its endpoint: weight=N max=N state=ready|drain|maint. */
+static const char *parse_backend_opt(const char *tok, struct conf_backend *b)
+{
+	uint64_t x;
+
+	if (!strncmp(tok, "weight=", 7)) {
+		if (parse_uint(tok + 7, &x) || x < 1 || x > 100)
+			return "weight= takes 1 to 100";
+		b->weight = (uint32_t)x;
+	} else if (!strncmp(tok, "max=", 4)) {
+		if (parse_uint(tok + 4, &x) || x < 1 || x > 1000000)
+			return "max= takes 1 to 1000000";
+		b->max_sessions = (uint32_t)x;
+	} else if (!strncmp(tok, "state=", 6)) {
+		if (!strcmp(tok + 6, "ready"))
+			b->state = CONF_BACKEND_READY;
+		else if (!strcmp(tok + 6, "drain"))
+			b->state = CONF_BACKEND_DRAIN;
+		else if (!strcmp(tok + 6, "maint"))
+			b->state = CONF_BACKEND_MAINT;
+		else
+			return "state= takes ready, drain or maint";
+	} else {
+		return "unknown backend option (expected weight=N, max=N or state=ready|drain|maint)";
+	}
+	return NULL;
+}
+
+/* connect: one destination, or a pool: comma-separated backends of one kind, each "KIND:HOST:PORT"
+ * followed by options. Fills R's connect (the first) and backends. */
+static const char *parse_connect(const char *v, struct conf_route *r, char *msgbuf, size_t len)
+{
+	char buf[CONF_STR_MAX], *save = NULL, *entry;
+	const char *e;
+
+	if (strlen(v) >= sizeof(buf))
+		return "list too long";
+	snprintf(buf, sizeof(buf), "%s", v);
+	memset(&r->connect, 0, sizeof(r->connect));
+	memset(r->backends, 0, sizeof(r->backends));
+	r->n_backends = 0;
+	for (entry = strtok_r(buf, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
+		char *save2 = NULL, *tok = strtok_r(entry, " \t", &save2);
+		struct conf_backend *b;
+
+		if (!tok)
+			return "empty entry in the backend list";
+		if (r->n_backends == CONF_MAX_BACKENDS) {
+			snprintf(msgbuf, len, "too many backends (at most %d)", CONF_MAX_BACKENDS);
+			return msgbuf;
+		}
+		b = &r->backends[r->n_backends];
+		if ((e = parse_endpoint(tok, &b->ep, false)))
+			return e;
+		if (b->ep.kind == CONF_EP_ECHO || b->ep.kind == CONF_EP_DISCARD) {
+			if (r->n_backends || strtok_r(NULL, ",", &save) || strtok_r(NULL, " \t", &save2))
+				return "echo and discard stand alone (no pool, no options)";
+			r->connect = b->ep;
+			memset(b, 0, sizeof(*b));
+			return NULL;
+		}
+		if (r->n_backends && b->ep.kind != r->backends[0].ep.kind)
+			return "a pool has backends of one kind (all tcp: or all ib:)";
+		for (uint32_t i = 0; i < r->n_backends; i++)
+			if (r->backends[i].ep.addr.s_addr == b->ep.addr.s_addr && r->backends[i].ep.port == b->ep.port) {
+				snprintf(msgbuf, len, "backend %s listed twice", tok);
+				return msgbuf;
+			}
+		b->weight = 1;
+		while ((tok = strtok_r(NULL, " \t", &save2)))
+			if ((e = parse_backend_opt(tok, b))) {
+				snprintf(msgbuf, len, "'%s': %s", tok, e);
+				return msgbuf;
+			}
+		r->n_backends++;
+	}
+	if (!r->n_backends)
+		return "expected tcp:HOST:PORT, ib:HOST:PORT, echo or discard";
+	r->connect = r->backends[0].ep;
+	return NULL;
+}
+
+/* C escapes into bytes: \r \n \t \0 \\ \xHH. */
+static const char *parse_bytes(const char *v, struct conf_bytes *out)
+{
+	out->len = 0;
+	for (; *v; v++) {
+		unsigned c = (unsigned char)*v;
+		if (c == '\\') {
+			v++;
+			switch (*v) {
+			case 'r': c = '\r'; break;
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			case '0': c = 0; break;
+			case '\\': c = '\\'; break;
+			case 'x':
+				if (!isxdigit((unsigned char)v[1]) || !isxdigit((unsigned char)v[2]))
+					return "\\x takes two hex digits";
+				{
+					char h[3] = {v[1], v[2], 0};
+					c = (unsigned)strtoul(h, NULL, 16);
+				}
+				v += 2;
+				break;
+			default: return "unknown escape (expected \\r \\n \\t \\0 \\\\ or \\xHH)";
+			}
+		}
+		if (out->len == CONF_CHECK_BYTES)
+			return "too long (at most 128 bytes)";
+		out->b[out->len++] = (uint8_t)c;
+	}
+	return NULL;
+}
+
 static const char *parse_cidrs(const char *v, struct conf_route *r)
 {
 	char buf[CONF_STR_MAX], *save = NULL, *tok;
@@ -653,8 +793,26 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return NULL;
 		}
 		return "expected stderr or syslog";
-	case T_LISTEN:
 	case T_CONNECT:
+		e = parse_connect(v, base, msgbuf, len);
+		if (e) { /* a half-parsed pool would draw follow-up errors about a kind never given */
+			memset(dst, 0, sizeof(struct conf_endpoint));
+			((struct conf_route *)base)->n_backends = 0;
+		}
+		return e;
+	case T_BALANCE:
+		if (!strcmp(v, "roundrobin"))
+			*(uint32_t *)dst = CONF_BALANCE_ROUNDROBIN;
+		else if (!strcmp(v, "leastconn"))
+			*(uint32_t *)dst = CONF_BALANCE_LEASTCONN;
+		else if (!strcmp(v, "source"))
+			*(uint32_t *)dst = CONF_BALANCE_SOURCE;
+		else
+			return "expected roundrobin, leastconn or source";
+		return NULL;
+	case T_BYTES:
+		return parse_bytes(v, dst);
+	case T_LISTEN:
 		e = parse_endpoint(v, dst, k->type == T_LISTEN);
 		if (e) /* a half-parsed endpoint would draw follow-up errors about a kind never given */
 			memset(dst, 0, sizeof(struct conf_endpoint));
@@ -840,7 +998,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	}
 	*seen = p->lineno;
-	if (*value == 0 && k->type != T_STRING && k->type != T_EALARGS && k->type != T_VDEV && k->type != T_NAME) {
+	if (*value == 0 && k->type != T_STRING && k->type != T_EALARGS && k->type != T_VDEV && k->type != T_NAME &&
+	    k->type != T_BYTES) {
 		perr(p, p->lineno, "empty value for '%s'", name);
 		return 1;
 	}
@@ -950,6 +1109,13 @@ static void check(struct parser *p)
 				     "route '%s' listens on %s like route '%s' (line %u)", r->name,
 				     conf_endpoint_str(&r->listen, a, sizeof(a)), c->routes[j].name,
 				     route_key_line(p, j, "listen"));
+		if (r->check_interval_ms && r->check_timeout_ms > r->check_interval_ms)
+			perr(p, route_key_line(p, i, "check_timeout"),
+			     "route '%s': check_timeout is longer than check_interval", r->name);
+		if (r->connect.kind == CONF_EP_IB && (r->check_send.len || r->check_expect.len))
+			perr(p, route_key_line(p, i, r->check_send.len ? "check_send" : "check_expect"),
+			     "route '%s': check_send/check_expect apply to tcp: pools only (an ib check is a connect)",
+			     r->name);
 		if (!r->ib_rbuf_size)
 			r->ib_rbuf_size = c->ib.rbuf_size;
 		if (!r->ib_sbuf_size)
@@ -1119,7 +1285,12 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       a->ib_sq_depth == b->ib_sq_depth && a->ib_rq_depth == b->ib_rq_depth &&
 	       a->tcp_rbuf_size == b->tcp_rbuf_size && a->tcp_sbuf_size == b->tcp_sbuf_size &&
 	       a->connect_timeout_ms == b->connect_timeout_ms && a->idle_timeout_ms == b->idle_timeout_ms &&
-	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms;
+	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms &&
+	       a->n_backends == b->n_backends && !memcmp(a->backends, b->backends, sizeof(a->backends)) &&
+	       a->balance == b->balance && a->check_interval_ms == b->check_interval_ms &&
+	       a->check_timeout_ms == b->check_timeout_ms && a->rise == b->rise && a->fall == b->fall &&
+	       !memcmp(&a->check_send, &b->check_send, sizeof(a->check_send)) &&
+	       !memcmp(&a->check_expect, &b->check_expect, sizeof(a->check_expect));
 }
 
 static const char *human_size(uint64_t v, char *buf, size_t len)
@@ -1160,10 +1331,18 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		const struct conf_route *r = &c->routes[i];
 		uint64_t bytes = conf_route_session_bytes(r) * r->max_sessions;
 		total += bytes;
+		if (r->n_backends > 1)
+			snprintf(b, sizeof(b), "%s +%u (%s)", conf_endpoint_str(&r->connect, s1, sizeof(s1)),
+				 r->n_backends - 1,
+				 r->balance == CONF_BALANCE_LEASTCONN ? "leastconn"
+				 : r->balance == CONF_BALANCE_SOURCE  ? "source"
+								      : "roundrobin");
+		else
+			conf_endpoint_str(&r->connect, b, sizeof(b));
 		fprintf(out,
 			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
 			"up to %" PRIu64 " MiB\n",
-			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), conf_endpoint_str(&r->connect, b, sizeof(b)),
+			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), b,
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
 			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
 			(bytes + MB - 1) / MB);

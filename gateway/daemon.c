@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 
 #include "../conf/conf.h"
+#include "backend.h"
 #include "gw.h"
 #include "log.h"
 #include "privs.h"
@@ -164,6 +165,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	gw_live_publish(d, live);
 	conf_free(d->conf);
 		d->conf = c;
+	gw_backends_publish(d); /* the pools' new backends, in a snapshot of the new values */
 	gw_eth_routes(d);
 	gw_ib_routes(d);
 	d->reloads_ok++;
@@ -182,6 +184,7 @@ static void sweep_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	gw_routes_sweep(arg);
+	gw_backends_sweep(arg);
 	gw_live_sweep(arg);
 }
 
@@ -331,6 +334,11 @@ int gw_daemon_run(struct gw_daemon *d)
 	}
 	gw_eth_routes(d);
 	gw_ib_routes(d);
+	gw_backends_publish(d);
+	if ((ret = gw_health_start(d))) {
+		GW_ERR("cannot start health checks: %s", strerror(-ret));
+		goto err_workers;
+	}
 	d->sweep_timer = event_new(d->base, -1, EV_PERSIST, sweep_tick, d);
 	if (!d->sweep_timer || event_add(d->sweep_timer, &(struct timeval){.tv_sec = 1})) {
 		GW_ERR("cannot arm the route sweep timer");
@@ -352,6 +360,7 @@ int gw_daemon_run(struct gw_daemon *d)
 	GW_NOTICE("stopped");
 err_workers:
 	stop_workers(d);
+	gw_health_stop(d);
 	gw_ib_stop(d);
 err_eth:
 	gw_eth_stop(d);

@@ -17,6 +17,8 @@
 
 #define GW_MAX_WORKERS 64
 #define GW_VERSION     "0.1.0"
+/* backend objects at once (backend.h): every route's pool, and those that removed routes still hold */
+#define GW_MAX_BACKENDS (2 * CONF_MAX_ROUTES * CONF_MAX_BACKENDS)
 
 struct event_base;
 struct event;
@@ -27,6 +29,8 @@ struct ib_ctl;
 struct gw_metrics;
 struct xlt_stream;
 struct conf_route;
+struct gw_pool;
+struct gw_backend;
 
 /* Values the workers read that a reload may change. The control thread builds a new snapshot on every
  * (re)load and publishes it whole (live.c, RCU-style): a worker takes the current one at the top of
@@ -37,6 +41,10 @@ struct conf_route;
 struct gw_live {
 	uint32_t max_sessions;  /* [gateway] max_sessions, capped at d->cap_sessions */
 	uint64_t idle_sleep_us; /* [gateway] idle_sleep */
+	/* backend pools (backend.c): slot i describes the backend whose serial is bk_serial[i]; a
+	 * backend whose serial differs from its slot's is not in this snapshot yet (not usable) */
+	uint32_t bk_serial[GW_MAX_BACKENDS];
+	uint8_t bk_usable[GW_MAX_BACKENDS]; /* health up and admin ready */
 	/* control thread only, once retired: */
 	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
 	struct gw_live *next_retired;
@@ -65,6 +73,7 @@ struct gw_route {
 	uint32_t active;	/* admitted sessions, atomic */
 	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
 	struct gw_route *next_removed; /* control thread */
+	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
 	uint64_t past_rejected[3];
@@ -91,7 +100,14 @@ struct gw_session {
 	 * from gw_sessions_poll until the route's connect_timeout */
 	bool pending;
 	struct gw_session *next_pending;
-	uint64_t retry_ns, deadline_ns;
+	uint64_t retry_ns, deadline_ns; /* deadline: the route's connect_timeout from the session's start */
+	/* the pool's backend the far side is (being) connected to (NULL: none now), its index, the
+	 * backends whose connect failed for this session (bit i), and the last failure */
+	struct gw_backend *be;
+	unsigned be_idx;
+	uint64_t tried;
+	int last_err;
+	uint32_t client; /* the source address (source balancing) */
 };
 
 struct pollfd;
@@ -162,6 +178,13 @@ struct gw_daemon {
 	struct event *sweep_timer;
 	uint32_t sessions_admitted; /* all routes, atomic */
 	struct eth_port *port;
+	/* backend pools (backend.c, health.c), control thread only */
+	struct gw_backend *backends;
+	uint32_t bk_serial_next;
+	bool bk_dirty; /* a usable bit changed and is not published yet */
+	uint8_t bk_slot_used[GW_MAX_BACKENDS];
+	uint64_t bk_key[2]; /* random key of source balancing's hash (stable for the daemon's life) */
+	struct event *health_timer;
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };

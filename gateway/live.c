@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "../conf/conf.h"
+#include "backend.h"
 #include "gw.h"
 
 struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
@@ -24,6 +25,7 @@ struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
 	l->max_sessions =
 	    c->gateway.max_sessions < d->cap_sessions ? c->gateway.max_sessions : d->cap_sessions;
 	l->idle_sleep_us = c->gateway.idle_sleep_us;
+	gw_backends_fill(d, l);
 	return l;
 }
 

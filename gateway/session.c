@@ -9,7 +9,13 @@
  * checked on the control thread and TCP ones on workers. Session objects come from a per-worker pool
  * sized by [gateway] max_sessions at start (d->cap_sessions): no allocation on the datapath. The
  * global limit in force is the published one (struct gw_live), which a reload may lower or raise up
- * to that size, never beyond: the pools and everything sized with them stay valid. */
+ * to that size, never beyond: the pools and everything sized with them stay valid.
+ *
+ * Far sides: a tcp:/ib: route has a pool of backends (backend.c); the session's far side goes to the
+ * one gw_pool_pick chooses. A connect that fails at once, or later (refused, reset, timed out), is
+ * tried on another usable backend of the pool not tried yet, while the route's connect_timeout,
+ * counted from the session's start, allows: the session starts once, and ends once, with the last
+ * failure as its reason when no backend could be reached. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,7 @@
 
 #include "../conf/conf.h"
 #include "../translate/session.h"
+#include "backend.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -32,7 +39,7 @@ void gw_route_put(struct gw_route *r)
 	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
 }
 
-static struct gw_route *route_new(const struct conf_route *c)
+static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
 {
 	struct gw_route *r = calloc(1, sizeof(*r));
 
@@ -40,7 +47,17 @@ static struct gw_route *route_new(const struct conf_route *c)
 		return NULL;
 	r->conf = *c;
 	r->refs = 1; /* the route table's */
+	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
+		free(r);
+		return NULL;
+	}
 	return r;
+}
+
+static void route_free(struct gw_route *r)
+{
+	gw_pool_destroy(r->pool);
+	free(r);
 }
 
 static void route_retire(struct gw_daemon *d, struct gw_route *r)
@@ -66,11 +83,11 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 				kept[j] = true;
 				break;
 			}
-		if (!next[i] && !(fresh[i] = (next[i] = route_new(c)) != NULL)) {
+		if (!next[i] && !(fresh[i] = (next[i] = route_new(d, c)) != NULL)) {
 			/* nothing was published yet: the new objects go, the table stays as it was */
 			for (unsigned k = 0; k < i; k++)
 				if (fresh[k])
-					free(next[k]);
+					route_free(next[k]);
 			GW_ERR("out of memory applying routes");
 			return -ENOMEM;
 		}
@@ -80,6 +97,7 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 			route_retire(d, d->routes[j]);
 	memcpy(d->routes, next, n * sizeof(next[0]));
 	d->n_routes = n;
+	gw_backends_routes(d);
 	return 0;
 }
 
@@ -152,7 +170,7 @@ void gw_routes_sweep(struct gw_daemon *d)
 			*pp = r->next_removed;
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);
-			free(r);
+			route_free(r);
 		} else {
 			pp = &r->next_removed;
 		}
@@ -168,8 +186,9 @@ void gw_routes_free(struct gw_daemon *d)
 	while (d->removed_routes) {
 		struct gw_route *r = d->removed_routes;
 		d->removed_routes = r->next_removed;
-		free(r);
+		route_free(r);
 	}
+	gw_backends_free(d);
 }
 
 /* The global session limit in force. On a worker, the snapshot loaded here stays valid until its next
@@ -246,6 +265,10 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 		s->pending = false;
 	}
 
+	if (s->be) {
+		gw_backend_release(w, s->be, false);
+		s->be = NULL;
+	}
 	if (reason != XLT_END_OK)
 		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
 	gw_session_unadmit(w->d, s->route);
@@ -268,13 +291,62 @@ static bool transient(int err)
 	return err == -ENOBUFS || err == -EAGAIN || err == -ENOMEM || err == -EADDRNOTAVAIL;
 }
 
-static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_route *r, int *err)
+/* Opens S's far side on a backend of its route's pool that S did not try yet. Returns the stream, or
+ * NULL with *ERR: transient (try again soon, same backends), or the last connect failure of S
+ * (-EHOSTUNREACH when no backend was usable at all). */
+static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s, int *err)
 {
-	const struct conf_endpoint *to = &r->conf.connect;
+	struct gw_route *r = s->route;
 
-	*err = 0;
-	return to->kind == CONF_EP_TCP ? gw_eth_connect(w, r, to->addr, to->port, err)
-				       : gw_ib_connect(w, r, to->addr, to->port, err);
+	for (;;) {
+		unsigned i = 0;
+		struct gw_backend *b = gw_pool_pick(w, r, s->client, s->tried, &i);
+		struct xlt_stream *st;
+
+		*err = 0;
+		if (!b) {
+			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
+			return NULL;
+		}
+		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, b->ep.addr, b->ep.port, err)
+					       : gw_ib_connect(w, r, b->ep.addr, b->ep.port, err);
+		if (st) {
+			s->be = b;
+			s->be_idx = i;
+			return st;
+		}
+		if (!*err)
+			*err = -EIO;
+		if (transient(*err)) {
+			gw_backend_release(w, b, false); /* our shortage, not the backend's */
+			return NULL;
+		}
+		gw_backend_release(w, b, true);
+		s->tried |= 1ull << i;
+		s->last_err = *err;
+	}
+}
+
+/* The far side's connect failed (xlt owner->retry): another backend, if time and the pool allow.
+ * The attempt is made from gw_sessions_poll, outside the engine's event that reported the failure. */
+static bool owner_retry(void *arg, struct xlt_session *x, int err)
+{
+	struct gw_worker *w = arg;
+	struct gw_session *s = (struct gw_session *)x;
+
+	if (!s->be)
+		return false;
+	gw_backend_release(w, s->be, true);
+	s->tried |= 1ull << s->be_idx;
+	s->last_err = err;
+	s->be = NULL;
+	if (gw_now_ns() >= s->deadline_ns)
+		return false;
+	s->pending = true;
+	s->retry_ns = 0;
+	s->next_pending = w->pending;
+	w->pending = s;
+	return true;
 }
 
 /* What a session may not do for long (xlt_session_limits), from its route's config. */
@@ -319,13 +391,19 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		ret = -ENOMEM; /* cannot happen: the global limit never exceeds the pool; kept as a guard */
 		goto err;
 	}
+	s->route = r;
+	s->be = NULL;
+	s->tried = 0;
+	s->last_err = 0;
+	s->client = a->peer_addr;
+	s->deadline_ns = gw_now_ns() + r->conf.connect_timeout_ms * 1000000ull;
 	switch (to->kind) {
 	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;
 	case CONF_EP_DISCARD: kind = XLT_SESSION_DISCARD; break;
 	case CONF_EP_TCP:
 	case CONF_EP_IB:
 		kind = XLT_SESSION_RELAY;
-		b = far_connect(w, r, &err);
+		b = far_connect(w, s, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
 			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
@@ -338,7 +416,6 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		goto err;
 	}
 	w->free_sessions = s->next_free;
-	s->route = r;
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	gw_bump(&w->st.sessions_active, 1);
@@ -347,7 +424,6 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		uint64_t now = gw_now_ns();
 		s->pending = true;
 		s->retry_ns = now + RETRY_NS;
-		s->deadline_ns = now + r->conf.connect_timeout_ms * 1000000ull;
 		s->next_pending = w->pending;
 		w->pending = s;
 	}
@@ -370,7 +446,7 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			pp = &s->next_pending;
 			continue;
 		}
-		if (now < s->deadline_ns && !(b = far_connect(w, s->route, &err)) && transient(err)) {
+		if (now < s->deadline_ns && !(b = far_connect(w, s, &err)) && transient(err)) {
 			s->retry_ns = now + RETRY_NS;
 			pp = &s->next_pending;
 			continue;
@@ -385,6 +461,8 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			xlt_session_abort(&s->x, err == -ETIMEDOUT ? XLT_END_CONNECT_TIMEOUT
 								  : xlt_end_reason_of(err, true));
 	}
+	if (w->id == 0)
+		work += gw_health_poll(w, now);
 	if (now >= w->tick_ns && w->st.sessions_active) {
 		w->tick_ns = now + TICK_NS;
 		for (unsigned i = 0; i < w->n_sessions; i++)
@@ -416,7 +494,8 @@ int gw_sessions_init(struct gw_daemon *d)
 			w->sessions[k].next_free = w->free_sessions;
 			w->free_sessions = &w->sessions[k];
 		}
-		w->owner = (struct xlt_session_owner){.arg = w, .now_ns = owner_now, .done = owner_done};
+		w->owner = (struct xlt_session_owner){
+		    .arg = w, .now_ns = owner_now, .done = owner_done, .retry = owner_retry};
 	}
 	return gw_routes_apply(d, d->conf);
 }

@@ -23,6 +23,7 @@
 
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
+#include "backend.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -39,6 +40,7 @@ struct stats_conn {
 	struct bufferevent *bev;
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
+	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	struct stats_conn *prev, *next;
 };
 
@@ -102,6 +104,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
 	gw_session_metrics(d, m);
+	gw_backend_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }
@@ -144,6 +147,62 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 
 static const char *const text = "text/plain; charset=utf-8";
 
+/* Who may change a backend's state: a client on the machine itself, over loopback or from the
+ * management address the endpoint listens on. The endpoint may listen on an address others reach
+ * (reading metrics is harmless); changing where sessions go is not for them. */
+static bool from_management(const struct stats_conn *c)
+{
+	uint32_t a = ntohl(c->peer.s_addr);
+
+	return (a >> 24) == 127 || (c->peer.s_addr && c->peer.s_addr == c->d->conf->gateway.stats.addr.s_addr);
+}
+
+/* POST /backends/ROUTE/BACKEND?state=ready|drain|maint (PATH is what follows /backends/). */
+static void backend_call(struct stats_conn *c, const char *method, char *path, const char *query,
+			 struct evbuffer *body)
+{
+	static const char *const names[3] = {"ready", "drain", "maint"};
+	char *backend = strchr(path, '/');
+	const char *v = NULL;
+	int s = -1, ret;
+
+	if (strcmp(method, "POST")) {
+		evbuffer_add_printf(body, "method not allowed: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
+		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, false);
+		return;
+	}
+	if (!from_management(c)) {
+		char a[INET_ADDRSTRLEN];
+		GW_WARN("stats: refused a backend state change from %s (not loopback or the management address)",
+			inet_ntop(AF_INET, &c->peer, a, sizeof(a)));
+		evbuffer_add_printf(body, "forbidden: only from loopback or the management address\n");
+		reply(c, 403, "Forbidden", text, "", body, false);
+		return;
+	}
+	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL)
+		if (!strncmp(p, "state=", 6))
+			v = p + 6;
+	for (int k = 0; v && k < 3; k++) {
+		size_t n = strlen(names[k]);
+		if (!strncmp(v, names[k], n) && (v[n] == 0 || v[n] == '&'))
+			s = k;
+	}
+	if (!backend || s < 0) {
+		evbuffer_add_printf(body, "bad request: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
+		reply(c, 400, "Bad Request", text, "", body, false);
+		return;
+	}
+	*backend++ = 0;
+	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s);
+	if (ret) {
+		evbuffer_add_printf(body, "no backend %s in route %s\n", backend, path);
+		reply(c, 404, "Not Found", text, "", body, false);
+		return;
+	}
+	evbuffer_add_printf(body, "route %s backend %s: %s\n", path, backend, names[s]);
+	reply(c, 200, "OK", text, "", body, false);
+}
+
 /* LINE is the request line, "METHOD TARGET HTTP/1.x". */
 static void handle(struct stats_conn *c, char *line)
 {
@@ -167,10 +226,12 @@ static void handle(struct stats_conn *c, char *line)
 	*target++ = 0;
 	*version = 0;
 	if ((q = strchr(target, '?')))
-		*q = 0;
+		*q++ = 0;
 	get = !strcmp(method, "GET");
 	head = !strcmp(method, "HEAD");
-	if (strcmp(target, "/metrics") && strcmp(target, "/stats") && strcmp(target, "/health")) {
+	if (!strncmp(target, "/backends/", 10)) {
+		backend_call(c, method, target + 10, q, body);
+	} else if (strcmp(target, "/metrics") && strcmp(target, "/stats") && strcmp(target, "/health")) {
 		evbuffer_add_printf(body, "not found: try /metrics, /stats or /health\n");
 		reply(c, 404, "Not Found", text, "", body, head);
 	} else if (!get && !head) {
@@ -258,8 +319,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	struct stats_conn *c = NULL;
 
 	(void)lis;
-	(void)sa;
-	(void)salen;
 	if (st.n_conns >= STATS_MAX_CONNS) {
 		st.dropped[DROP_LIMIT]++;
 		close(fd);
@@ -269,6 +328,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (!c)
 		goto err;
 	c->d = d;
+	if (sa && sa->sa_family == AF_INET && (size_t)salen >= sizeof(struct sockaddr_in))
+		c->peer = ((struct sockaddr_in *)sa)->sin_addr;
 	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev)
 		goto err;

@@ -71,6 +71,10 @@ struct xlt_session_owner {
 	uint64_t (*now_ns)(void *arg);
 	/* The session ended (REASON) and both ends were released; the owner may reuse S. */
 	void (*done)(void *arg, struct xlt_session *s, enum xlt_end_reason reason);
+	/* Optional: end B of relay session S failed to connect (ERR, from on_closed). Return true to try
+	 * another destination: the session releases B and waits, its A untouched, for the owner to
+	 * xlt_session_attach a new B or xlt_session_abort it; false ends the session as without a retry. */
+	bool (*retry)(void *arg, struct xlt_session *s, int err);
 };
 
 struct xlt_session_end {

@@ -232,6 +232,13 @@ static void on_closed(void *arg, int err)
 	struct xlt_stream *other = s->kind == XLT_SESSION_RELAY ? s->st[!e->idx] : NULL;
 	bool connecting = e->idx == 1 && !s->b_open;
 
+	if (connecting && err && s->reason == XLT_END_OK && other && other->state != XLT_STREAM_CLOSED &&
+	    s->owner->retry && s->owner->retry(s->owner->arg, s, err)) {
+		/* the owner tries another destination (a pool's next backend): A keeps its bytes meanwhile */
+		s->st[1]->ops->release(s->st[1]);
+		s->st[1] = NULL;
+		return;
+	}
 	if (err && s->reason == XLT_END_OK)
 		s->reason = xlt_end_reason_of(err, connecting);
 	if (other && other->state != XLT_STREAM_CLOSED) {

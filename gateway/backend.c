@@ -1,0 +1,453 @@
+/* Backend pools: the backend objects, their publication to the workers and the workers' choice.
+ *
+ * Design (see backend.h for who owns what):
+ *  - A backend is named by (route name, endpoint). gw_pool_create, called for every new route object
+ *    (start and reloads), looks the endpoint up among the existing backends of that route name first,
+ *    so a reload that changes a pool keeps the backends it keeps: their health, admin state, counters
+ *    and sessions (which stay on their route object and backend until they end). A backend removed
+ *    from the pool stays while old route objects or sessions hold it, and takes no new session.
+ *  - The control thread alone decides whether a backend is usable (health up, admin ready); each
+ *    change republishes the struct gw_live snapshot (live.c) with one usable bit per backend slot.
+ *    Workers pick from the snapshot of their current round: no lock, no allocation, no syscall.
+ *  - Choice: roundrobin walks a smooth weighted round robin schedule computed once per pool (each
+ *    worker has its own cursor; a skipped backend's turn goes to the next usable one); leastconn takes
+ *    the fewest active sessions per unit of weight (ties rotate); source is weighted rendezvous
+ *    hashing of the client address with a key drawn at start: each backend gets a score from
+ *    hash(client, backend) and the highest usable wins, so the choice is stable while the usable set
+ *    is unchanged and, when a backend leaves or joins, only the clients it wins or loses move.
+ *  - A backend's max= is enforced with its atomic active count: the pick reserves (add, and undo when
+ *    it went over), so concurrent workers never exceed it. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+
+#include "../conf/conf.h"
+#include "../eth_side/siphash.h"
+#include "backend.h"
+#include "log.h"
+#include "metrics.h"
+
+const char *const gw_backend_state_names[4] = {"up", "down", "drain", "maint"};
+
+static struct gw_backend *backend_find(struct gw_daemon *d, const char *route, const struct conf_endpoint *ep)
+{
+	for (struct gw_backend *b = d->backends; b; b = b->next)
+		if (!strcmp(b->route, route) && b->ep.kind == ep->kind &&
+		    b->ep.addr.s_addr == ep->addr.s_addr && b->ep.port == ep->port)
+			return b;
+	return NULL;
+}
+
+static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, const struct conf_backend *cb)
+{
+	struct eth_siphash_key key = {d->bk_key[0], d->bk_key[1]};
+	char a[INET_ADDRSTRLEN];
+	struct gw_backend *b;
+	unsigned slot;
+
+	for (slot = 0; slot < GW_MAX_BACKENDS && d->bk_slot_used[slot]; slot++)
+		;
+	if (slot == GW_MAX_BACKENDS) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	snprintf(b->route, sizeof(b->route), "%s", route);
+	snprintf(b->name, sizeof(b->name), "%s:%u", inet_ntop(AF_INET, &cb->ep.addr, a, sizeof(a)),
+	         cb->ep.port);
+	b->ep = cb->ep;
+	b->serial = ++d->bk_serial_next;
+	b->slot = slot;
+	b->hkey = eth_siphash_3u32(&key, cb->ep.addr.s_addr, cb->ep.port, (uint32_t)cb->ep.kind);
+	b->admin = b->conf_admin = cb->state;
+	/* up until checks say otherwise: a gateway that starts (or a pool that grows) serves at once, as
+	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
+	b->up = true;
+	d->bk_slot_used[slot] = 1;
+	b->next = d->backends;
+	d->backends = b;
+	d->bk_dirty = true;
+	return b;
+}
+
+struct gw_pool *gw_pool_create(struct gw_daemon *d, const struct conf_route *c)
+{
+	struct gw_pool *p;
+	int cw[CONF_MAX_BACKENDS] = {0};
+
+	if (!c->n_backends)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	if (!d->bk_key[0] && !d->bk_key[1] &&
+	    getrandom(d->bk_key, sizeof(d->bk_key), 0) != sizeof(d->bk_key)) {
+		free(p);
+		errno = EIO;
+		return NULL;
+	}
+	for (unsigned i = 0; i < c->n_backends; i++) {
+		const struct conf_backend *cb = &c->backends[i];
+		struct gw_backend *b = backend_find(d, c->name, &cb->ep);
+
+		if (!b && !(b = backend_new(d, c->name, cb))) {
+			gw_pool_destroy(p); /* new backends with no reference go at the next sweep */
+			return NULL;
+		}
+		if (b->conf_admin != cb->state) {
+			/* the file changed this backend's state: it wins over an earlier POST */
+			b->admin = b->conf_admin = cb->state;
+			d->bk_dirty = true;
+		}
+		b->refs++;
+		p->b[p->n] = b;
+		p->weight[p->n] = cb->weight;
+		p->max[p->n] = cb->max_sessions;
+		p->n++;
+		p->sched_len += cb->weight;
+	}
+	/* smooth weighted round robin (nginx's): weights 2,1,1 give 0,1,2,0 rather than 0,0,1,2 */
+	for (unsigned k = 0; k < p->sched_len; k++) {
+		unsigned best = 0;
+		for (unsigned i = 0; i < p->n; i++) {
+			cw[i] += (int)p->weight[i];
+			if (cw[i] > cw[best])
+				best = i;
+		}
+		cw[best] -= (int)p->sched_len;
+		p->sched[k] = (uint8_t)best;
+	}
+	return p;
+}
+
+void gw_pool_destroy(struct gw_pool *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->n; i++)
+		p->b[i]->refs--;
+	free(p);
+}
+
+/* ---- the worker's pick ---- */
+
+static bool usable(const struct gw_live *l, const struct gw_backend *b)
+{
+	return l->bk_serial[b->slot] == b->serial && l->bk_usable[b->slot];
+}
+
+/* Takes a place in backend I of P (within its max=). */
+static bool reserve(struct gw_pool *p, unsigned i)
+{
+	struct gw_backend *b = p->b[i];
+	uint32_t n = __atomic_add_fetch(&b->active, 1, __ATOMIC_RELAXED);
+
+	if (p->max[i] && n > p->max[i]) {
+		__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
+static bool candidate(const struct gw_live *l, const struct gw_pool *p, unsigned i, uint64_t tried)
+{
+	return !(tried & (1ull << i)) && usable(l, p->b[i]) &&
+	       (!p->max[i] || __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED) < p->max[i]);
+}
+
+static int pick_rr(const struct gw_live *l, struct gw_pool *p, unsigned w, uint64_t tried)
+{
+	uint32_t pos = p->rr[w];
+
+	for (unsigned k = 0; k < p->sched_len; k++) {
+		unsigned i = p->sched[(pos + k) % p->sched_len];
+		if (candidate(l, p, i, tried) && reserve(p, i)) {
+			p->rr[w] = (pos + k + 1) % p->sched_len;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w, uint64_t tried)
+{
+	uint64_t tried_now = tried;
+
+	/* a reservation that loses a race for a backend's last place tries the next best */
+	for (unsigned attempt = 0; attempt < p->n; attempt++) {
+		int best = -1;
+		uint64_t best_a = 0;
+		uint32_t start = p->rr[w];
+
+		for (unsigned k = 0; k < p->n; k++) {
+			unsigned i = (start + k) % p->n;
+			uint64_t a;
+			if (!candidate(l, p, i, tried_now))
+				continue;
+			a = __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED);
+			/* a / weight[i] < best_a / weight[best], without division */
+			if (best < 0 || a * p->weight[best] < best_a * p->weight[i]) {
+				best = (int)i;
+				best_a = a;
+			}
+		}
+		if (best < 0)
+			return -1;
+		if (reserve(p, (unsigned)best)) {
+			p->rr[w] = (start + 1) % p->n; /* ties rotate */
+			return best;
+		}
+		tried_now |= 1ull << best;
+	}
+	return -1;
+}
+
+/* Weighted rendezvous hashing: score = weight / -ln(u), u uniform in (0,1) from the keyed hash of
+ * (client, backend). The highest usable score wins; the scores do not depend on which others are
+ * usable, hence the stability. */
+static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_pool *p, uint32_t client,
+                       uint64_t tried)
+{
+	struct eth_siphash_key key = {d->bk_key[0], d->bk_key[1]};
+	uint64_t tried_now = tried;
+
+	for (unsigned attempt = 0; attempt < p->n; attempt++) {
+		int best = -1;
+		double best_s = 0;
+
+		for (unsigned i = 0; i < p->n; i++) {
+			uint64_t h;
+			double u, sc;
+			if (!candidate(l, p, i, tried_now))
+				continue;
+			h = eth_siphash_3u32(&key, client, (uint32_t)p->b[i]->hkey,
+			                     (uint32_t)(p->b[i]->hkey >> 32));
+			u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+			sc = (double)p->weight[i] / -log(u);
+			if (best < 0 || sc > best_s) {
+				best = (int)i;
+				best_s = sc;
+			}
+		}
+		if (best < 0)
+			return -1;
+		if (reserve(p, (unsigned)best))
+			return best;
+		tried_now |= 1ull << best;
+	}
+	return -1;
+}
+
+struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint32_t client, uint64_t tried,
+                                unsigned *idx)
+{
+	struct gw_pool *p = r->pool;
+	const struct gw_live *l = w->live;
+	int i;
+
+	if (!p)
+		return NULL;
+	switch (r->conf.balance) {
+	case CONF_BALANCE_LEASTCONN:
+		i = pick_leastconn(l, p, w->id, tried);
+		break;
+	case CONF_BALANCE_SOURCE:
+		i = pick_source(w->d, l, p, client, tried);
+		break;
+	default:
+		i = pick_rr(l, p, w->id, tried);
+		break;
+	}
+	if (i < 0)
+		return NULL;
+	*idx = (unsigned)i;
+	gw_bump(&p->b[i]->st[w->id].sessions_total, 1);
+	return p->b[i];
+}
+
+void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
+{
+	__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+	if (failed)
+		gw_bump(&b->st[w->id].connect_failures, 1);
+}
+
+/* ---- control: publication, admin state, lifetime ---- */
+
+void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
+{
+	for (const struct gw_backend *b = d->backends; b; b = b->next) {
+		l->bk_serial[b->slot] = b->serial;
+		l->bk_usable[b->slot] = b->up && b->admin == CONF_BACKEND_READY;
+	}
+}
+
+void gw_backends_publish(struct gw_daemon *d)
+{
+	struct gw_live *l;
+
+	if (!d->conf || !d->live)
+		return;
+	l = gw_live_make(d, d->conf);
+	if (!l) {
+		d->bk_dirty = true; /* the health tick tries again */
+		return;
+	}
+	gw_live_publish(d, l);
+	d->bk_dirty = false;
+}
+
+void gw_backends_routes(struct gw_daemon *d)
+{
+	for (struct gw_backend *b = d->backends; b; b = b->next)
+		b->checked = false;
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		struct gw_route *r = d->routes[i];
+		if (!r->pool)
+			continue;
+		for (unsigned k = 0; k < r->pool->n; k++)
+			r->pool->b[k]->checked = r->conf.check_interval_ms > 0;
+	}
+	for (struct gw_backend *b = d->backends; b; b = b->next)
+		if (!b->checked && !b->up) {
+			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
+			b->rise_run = b->fall_run = 0;
+			d->bk_dirty = true;
+		}
+	/* published by the caller once the reload committed (or by the next health tick) */
+}
+
+int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s)
+{
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		struct gw_route *r = d->routes[i];
+		if (!r->pool || strcmp(r->conf.name, route))
+			continue;
+		for (unsigned k = 0; k < r->pool->n; k++) {
+			struct gw_backend *b = r->pool->b[k];
+			if (strcmp(b->name, name))
+				continue;
+			static const char *const admin_names[3] = {"ready", "drain", "maint"};
+			if (b->admin != s)
+				GW_NOTICE("route %s: backend %s set to %s (was %s)", route, name,
+				          admin_names[s], admin_names[b->admin]);
+			b->admin = s;
+			if (s == CONF_BACKEND_READY)
+				b->next_check_ns = 0; /* back from maint: check at once */
+			gw_backends_publish(d);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void backend_free(struct gw_daemon *d, struct gw_backend *b)
+{
+	d->bk_slot_used[b->slot] = 0;
+	free(b->chk);
+	free(b);
+}
+
+void gw_backends_sweep(struct gw_daemon *d)
+{
+	struct gw_backend **pp = &d->backends;
+
+	while (*pp) {
+		struct gw_backend *b = *pp;
+		if (!b->refs && !b->checking && !__atomic_load_n(&b->active, __ATOMIC_ACQUIRE)) {
+			*pp = b->next;
+			GW_INFO("route %s: backend %s removed", b->route, b->name);
+			backend_free(d, b);
+		} else {
+			pp = &b->next;
+		}
+	}
+}
+
+void gw_backends_free(struct gw_daemon *d)
+{
+	while (d->backends) {
+		struct gw_backend *b = d->backends;
+		d->backends = b->next;
+		backend_free(d, b);
+	}
+}
+
+/* ---- metrics ---- */
+
+static unsigned state_of(const struct gw_backend *b)
+{
+	if (b->admin == CONF_BACKEND_MAINT)
+		return 3;
+	if (!b->up)
+		return 1;
+	return b->admin == CONF_BACKEND_DRAIN ? 2 : 0;
+}
+
+void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
+{
+	const struct gw_backend *b;
+
+	if (!d->backends)
+		return;
+	gw_metrics_family(
+	    m, "backend_up", XLT_GAUGE,
+	    "1 while the backend's health checks pass (always 1 when its route runs none; 0 in maint)");
+	for (b = d->backends; b; b = b->next)
+		gw_metrics_sample(m, b->up && b->admin != CONF_BACKEND_MAINT, "route", b->route, "backend",
+		                  b->name, NULL);
+	gw_metrics_family(
+	    m, "backend_state", XLT_GAUGE,
+	    "1 for the backend's state: up (takes sessions), down (checks failed), drain (takes no new "
+	    "session, its sessions finish), maint (drain, and no checks)");
+	for (b = d->backends; b; b = b->next)
+		for (unsigned k = 0; k < 4; k++)
+			gw_metrics_sample(m, state_of(b) == k, "route", b->route, "backend", b->name, "state",
+			                  gw_backend_state_names[k], NULL);
+	gw_metrics_family(m, "backend_sessions_active", XLT_GAUGE, "sessions on the backend now");
+	for (b = d->backends; b; b = b->next)
+		gw_metrics_sample(m, __atomic_load_n(&b->active, __ATOMIC_RELAXED), "route", b->route,
+		                  "backend", b->name, NULL);
+	gw_metrics_family(m, "backend_sessions_total", XLT_COUNTER,
+	                  "sessions sent to the backend (failed connects included)");
+	for (b = d->backends; b; b = b->next) {
+		uint64_t n = 0;
+		for (unsigned w = 0; w < d->n_workers; w++)
+			n += __atomic_load_n(&b->st[w].sessions_total, __ATOMIC_RELAXED);
+		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
+	}
+	gw_metrics_family(
+	    m, "backend_connect_failures_total", XLT_COUNTER,
+	    "sessions' far-side connects to the backend that failed (retried on another backend "
+	    "while the route's connect_timeout allowed)");
+	for (b = d->backends; b; b = b->next) {
+		uint64_t n = 0;
+		for (unsigned w = 0; w < d->n_workers; w++)
+			n += __atomic_load_n(&b->st[w].connect_failures, __ATOMIC_RELAXED);
+		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
+	}
+	gw_metrics_family(m, "backend_checks_total", XLT_COUNTER, "health checks of the backend, by result");
+	for (b = d->backends; b; b = b->next) {
+		gw_metrics_sample(m, (double)b->checks_passed, "route", b->route, "backend", b->name,
+		                  "result", "passed", NULL);
+		gw_metrics_sample(m, (double)b->checks_failed, "route", b->route, "backend", b->name,
+		                  "result", "failed", NULL);
+	}
+	gw_metrics_family(m, "backend_check_seconds", XLT_GAUGE,
+	                  "duration of the backend's last passed check");
+	for (b = d->backends; b; b = b->next)
+		gw_metrics_sample(m, (double)b->check_ns_last / 1e9, "route", b->route, "backend", b->name,
+		                  NULL);
+	gw_metrics_family(
+	    m, "backend_check_seconds_total", XLT_COUNTER,
+	    "total duration of the backend's passed checks (divide by checks_total{result=\"passed\"})");
+	for (b = d->backends; b; b = b->next)
+		gw_metrics_sample(m, (double)b->check_ns_sum / 1e9, "route", b->route, "backend", b->name,
+		                  NULL);
+}

@@ -1,0 +1,323 @@
+/* Active health checks of the backends of pools (backend.h).
+ *
+ * A check must reach a backend the way its sessions do: a tcp: backend is reachable only through the
+ * DPDK port (the kernel has no path to the Ethernet side), an ib: backend through ib_side's rdma_cm
+ * path. So checks run on a worker, as connections of that worker's engines, not on the control thread:
+ *
+ *   control (a 100 ms tick)                         worker 0 (every round, gw_health_poll)
+ *   backend due and no check out: its record  --req ring-->  opens a stream to the backend with the
+ *   struct gw_check (the backend's, reused),                route's parameters (gw_eth_connect /
+ *   with a reference on the route                           gw_ib_connect), like a session's far side;
+ *                                                           passes on connect (tcp: then check_send
+ *                                                           written and check_expect matched),
+ *   results: rise/fall counts, up/down,   <--res ring--     fails on refusal, reset, mismatch or
+ *   latency; a change republishes the                       check_timeout; then aborts the stream
+ *   snapshot the workers pick from                          (RST / DISCONNECT) and posts the record
+ *
+ * Both rings are single-producer single-consumer, sized for every backend's one record, so they never
+ * fill. While a record is out it belongs to worker 0 (which reads the backend's immutable endpoint
+ * only); the control thread touches it again once it came back, and never frees a backend whose
+ * check is out. Checks stop while the daemon drains; what is out finishes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "../conf/conf.h"
+#include "backend.h"
+#include "log.h"
+
+#define HEALTH_TICK_US 100000
+#define HEALTH_RING    (GW_MAX_BACKENDS * 2)
+
+struct gw_check {
+	/* set by control before posting, read-only while out */
+	struct gw_backend *b;
+	struct gw_route *r; /* referenced while out (route parameters, the ib connection's route) */
+	uint64_t timeout_ns;
+	/* worker 0 while out; control reads them once the record is back */
+	struct xlt_stream *s;
+	uint64_t start_ns, deadline_ns;
+	uint32_t sent, matched;
+	bool decided;
+	int result;            /* 0 passed, else why not (-errno) */
+	uint64_t latency_ns;   /* start to pass */
+	struct gw_check *next; /* worker 0's checks under way */
+};
+
+/* control enqueues req and dequeues res; worker 0 the other way round */
+static struct {
+	struct rte_ring *req, *res;
+	struct gw_check *out; /* worker 0 only: checks under way */
+} h;
+
+/* ---- worker 0 ---- */
+
+static void post(struct gw_check *c)
+{
+	if (rte_ring_sp_enqueue(h.res, c))
+		GW_ERR("health: result ring full"); /* cannot happen: sized for every record */
+}
+
+static void decide(struct gw_check *c, int result, uint64_t now)
+{
+	if (c->decided)
+		return;
+	c->decided = true;
+	c->result = result;
+	if (!result)
+		c->latency_ns = now - c->start_ns;
+	if (c->s && c->s->state != XLT_STREAM_CLOSED)
+		c->s->ops->abort(c->s); /* on_closed follows from the engine's poll */
+}
+
+static void send_some(struct gw_check *c)
+{
+	const struct conf_bytes *snd = &c->r->conf.check_send;
+
+	if (c->sent < snd->len)
+		c->sent += (uint32_t)c->s->ops->write(c->s, snd->b + c->sent, snd->len - c->sent);
+}
+
+static void ev_connected(void *arg)
+{
+	struct gw_check *c = arg;
+
+	send_some(c);
+	if (!c->r->conf.check_expect.len)
+		decide(c, 0, gw_now_ns());
+}
+
+static void ev_readable(void *arg)
+{
+	struct gw_check *c = arg;
+	const struct conf_bytes *exp = &c->r->conf.check_expect;
+	const uint8_t *p;
+	size_t n;
+
+	if (c->decided)
+		return;
+	while (c->matched < exp->len && (n = c->s->ops->peek(c->s, &p)) > 0) {
+		size_t k = n < exp->len - c->matched ? n : exp->len - c->matched;
+		if (memcmp(p, exp->b + c->matched, k)) {
+			decide(c, -EPROTO, gw_now_ns());
+			return;
+		}
+		c->matched += (uint32_t)k;
+		c->s->ops->consume(c->s, n); /* what follows the expected bytes is not ours to judge */
+	}
+	if (exp->len && c->matched == exp->len)
+		decide(c, 0, gw_now_ns());
+	else if (c->s->peer_done)
+		decide(c, -EPROTO, gw_now_ns()); /* closed before it said what we expect */
+}
+
+static void ev_writable(void *arg)
+{
+	struct gw_check *c = arg;
+
+	if (!c->decided)
+		send_some(c);
+}
+
+static void ev_closed(void *arg, int err)
+{
+	struct gw_check *c = arg;
+	struct gw_check **pp = &h.out;
+
+	decide(c, err ? err : -ECONNRESET, gw_now_ns()); /* closed before it passed */
+	c->s->ops->release(c->s);
+	c->s = NULL;
+	while (*pp != c)
+		pp = &(*pp)->next;
+	*pp = c->next;
+	post(c);
+}
+
+static bool transient(int err)
+{
+	return err == -ENOBUFS || err == -EAGAIN || err == -ENOMEM || err == -EADDRNOTAVAIL;
+}
+
+/* Opens C's connection; false when C is finished (posted) already. */
+static bool start(struct gw_worker *w, struct gw_check *c, uint64_t now)
+{
+	const struct conf_endpoint *ep = &c->b->ep;
+	int err = 0;
+
+	c->s = ep->kind == CONF_EP_TCP ? gw_eth_connect(w, c->r, ep->addr, ep->port, &err)
+	                               : gw_ib_connect(w, c->r, ep->addr, ep->port, &err);
+	if (!c->s) {
+		if (transient(err) && now < c->deadline_ns)
+			return true; /* no connection object ready this instant: next round */
+		c->decided = true;
+		c->result = err ? err : -EIO;
+		post(c);
+		return false;
+	}
+	c->s->ev = (struct xlt_stream_events){
+	    .arg = c,
+	    .on_connected = ev_connected,
+	    .on_readable = ev_readable,
+	    .on_writable = ev_writable,
+	    .on_closed = ev_closed,
+	};
+	if (c->s->state == XLT_STREAM_OPEN)
+		ev_connected(c);
+	return true;
+}
+
+unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
+{
+	void *msgs[16];
+	unsigned n, work = 0;
+
+	if (!h.req)
+		return 0;
+	n = rte_ring_sc_dequeue_burst(h.req, msgs, 16, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_check *c = msgs[i];
+		c->s = NULL;
+		c->start_ns = now;
+		c->deadline_ns = now + c->timeout_ns;
+		c->sent = c->matched = 0;
+		c->decided = false;
+		c->result = 0;
+		c->latency_ns = 0;
+		c->next = h.out;
+		h.out = c;
+	}
+	work += n;
+	for (struct gw_check **pp = &h.out; *pp;) {
+		struct gw_check *c = *pp;
+		if (!c->s) {
+			/* not connected yet (new, or no connection object ready last round) */
+			if (!start(w, c, now)) {
+				*pp = c->next; /* posted */
+				work++;
+				continue;
+			}
+		} else if (!c->decided && now >= c->deadline_ns) {
+			decide(c, -ETIMEDOUT, now); /* ev_closed unlinks and posts it from a later poll */
+			work++;
+		}
+		pp = &c->next;
+	}
+	return work;
+}
+
+/* ---- control ---- */
+
+static void result(struct gw_daemon *d, struct gw_check *c, uint64_t now)
+{
+	struct gw_backend *b = c->b;
+	const struct conf_route *rc = &c->r->conf;
+
+	b->checking = false;
+	b->next_check_ns = c->start_ns + rc->check_interval_ms * 1000000ull;
+	if (b->next_check_ns < now)
+		b->next_check_ns = now;
+	if (!c->result) {
+		b->checks_passed++;
+		b->check_ns_last = c->latency_ns;
+		b->check_ns_sum += c->latency_ns;
+		b->fall_run = 0;
+		if (!b->up && ++b->rise_run >= rc->rise) {
+			b->up = true;
+			b->rise_run = 0;
+			d->bk_dirty = true;
+			GW_NOTICE("route %s: backend %s is up (%u check(s) passed)", b->route, b->name,
+			          rc->rise);
+		}
+	} else {
+		b->checks_failed++;
+		b->rise_run = 0;
+		if (b->up && ++b->fall_run >= rc->fall) {
+			b->up = false;
+			b->fall_run = 0;
+			d->bk_dirty = true;
+			GW_WARN("route %s: backend %s is down (%u check(s) failed, last: %s)", b->route,
+			        b->name, rc->fall, strerror(-c->result));
+		}
+	}
+	gw_route_put(c->r);
+	c->r = NULL;
+}
+
+static void dispatch(struct gw_route *r, uint64_t now)
+{
+	for (unsigned k = 0; k < r->pool->n; k++) {
+		struct gw_backend *b = r->pool->b[k];
+		if (b->checking || b->admin == CONF_BACKEND_MAINT || now < b->next_check_ns)
+			continue;
+		if (!b->chk && !(b->chk = calloc(1, sizeof(*b->chk))))
+			continue; /* the next tick tries again */
+		b->chk->b = b;
+		b->chk->r = r;
+		b->chk->timeout_ns = r->conf.check_timeout_ms * 1000000ull;
+		gw_route_get(r);
+		b->checking = true;
+		if (rte_ring_sp_enqueue(h.req, b->chk)) {
+			GW_ERR("health: request ring full"); /* cannot happen: sized for every record */
+			gw_route_put(r);
+			b->checking = false;
+		}
+	}
+}
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	uint64_t now = gw_now_ns();
+	void *msgs[64];
+	unsigned n;
+
+	(void)fd;
+	(void)what;
+	while ((n = rte_ring_sc_dequeue_burst(h.res, msgs, 64, NULL)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			result(d, msgs[i], now);
+	if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GW_SERVING)
+		for (unsigned i = 0; i < d->n_routes; i++)
+			if (d->routes[i]->pool && d->routes[i]->conf.check_interval_ms)
+				dispatch(d->routes[i], now);
+	if (d->bk_dirty)
+		gw_backends_publish(d);
+}
+
+int gw_health_start(struct gw_daemon *d)
+{
+	h.req = rte_ring_create("gwhealthreq", HEALTH_RING, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	h.res = rte_ring_create("gwhealthres", HEALTH_RING, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!h.req || !h.res)
+		goto err;
+	d->health_timer = event_new(d->base, -1, EV_PERSIST, tick, d);
+	if (!d->health_timer || event_add(d->health_timer, &(struct timeval){.tv_usec = HEALTH_TICK_US}))
+		goto err;
+	return 0;
+err:
+	gw_health_stop(d);
+	return -ENOMEM;
+}
+
+void gw_health_stop(struct gw_daemon *d)
+{
+	void *msg;
+
+	if (d->health_timer)
+		event_free(d->health_timer);
+	d->health_timer = NULL;
+	/* the workers are stopped: records still out died with their engines' connections; the routes
+	 * they hold are freed by gw_routes_free whatever their counts */
+	if (h.res)
+		while (rte_ring_sc_dequeue(h.res, &msg) == 0)
+			((struct gw_check *)msg)->b->checking = false;
+	rte_ring_free(h.req);
+	rte_ring_free(h.res);
+	h.req = h.res = NULL;
+	h.out = NULL;
+}

@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# Backend pools on tcp: routes (tcp listener -> pool of three kernel TCP backends in a namespace, through
+# the DPDK port on af_packet): round robin spreads 100 sessions evenly, weights are respected, leastconn
+# follows held sessions, source hashing is stable per client, spreads clients and moves only the
+# clients of a backend that leaves; drain through POST /backends/... lets a held session finish while
+# new ones go elsewhere (and a POST from a non-management source gets 403); a reload that changes a
+# pool keeps the sessions and counters of the backends it keeps; a backend killed mid-run is marked
+# down within fall x check_interval + check_timeout by the health checks, its session ends (not
+# hangs), new sessions go to the others with every byte verified (sha256), a route without checks
+# retries a refused connect on another backend; the backend comes back up after rise checks.
+# Each backend logs the sessions it carried: the test checks the clients' view against theirs.
+# timeout: 240
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+eth_test_init
+m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+peer() { eth_ns "$PY3" tests/gateway/pool_peer.py "$@"; }
+post() { curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/$1"; }
+
+eth_setup
+IP=$ETH_PEER_IP
+B=("" "$IP:7001" "$IP:7002" "$IP:7003")
+SRCS=
+for i in $(seq 10 41); do
+	eth_ns ip addr add "198.18.0.$i/24" dev "$ETH_PEER"
+	SRCS=${SRCS:+$SRCS,}198.18.0.$i
+done
+start_backend() { # N: backend N on port 700N, logging to $tmp/bN.log; its PID in BPID[N]
+	eth_bg "$PY3" tests/gateway/pool_peer.py server "$1" "$IP" "700$1" "$tmp/b$1.log"
+	BPID[$1]=$ETH_BG_PID
+	eth_wait_listen "700$1"
+}
+BPID=()
+for n in 1 2 3; do start_backend $n; done
+
+POOL="tcp:$IP:7001, tcp:$IP:7002, tcp:$IP:7003"
+routes() { # $1: the rr route's pool
+	cat <<EOF
+[route rr]
+listen = tcp:8001
+connect = $1
+
+[route wrr]
+listen = tcp:8002
+connect = tcp:$IP:7001 weight=2, tcp:$IP:7002, tcp:$IP:7003
+
+[route lc]
+listen = tcp:8003
+connect = $POOL
+balance = leastconn
+
+[route src]
+listen = tcp:8004
+connect = $POOL
+balance = source
+
+# health checks are off by default (check_interval = 0): this route turns them on, at a pace a
+# test can wait for; check_expect checks the backends' greeting
+[route hc]
+listen = tcp:8005
+connect = $POOL
+check_interval = 500ms
+check_timeout = 400ms
+rise = 2
+fall = 2
+check_expect = backend-
+
+# no checks: a refused connect is retried on another backend
+[route rt]
+listen = tcp:8006
+connect = $POOL
+EOF
+}
+eth_conf "$tmp/ibgw.conf" "$(routes "$POOL")"
+# the stats endpoint on every address (reading is harmless), so that a client that is neither
+# loopback nor the management address can try a POST (and be refused)
+sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+gw_start "$tmp/ibgw.conf"
+gw_wait_ready "$ETH_STATS" 30
+
+# tally FILE WHAT: c1 c2 c3 = the sessions of FILE ("ok ID" lines) each backend served; fails on any
+# failed session
+tally() {
+	grep -v '^ok ' "$1" && fail "$2: sessions failed (above)"
+	c1=$(grep -c '^ok 1$' "$1")
+	c2=$(grep -c '^ok 2$' "$1")
+	c3=$(grep -c '^ok 3$' "$1")
+	c=("" "$c1" "$c2" "$c3")
+}
+# hold NAME PORT: one session held half-way (pool_peer.py hold) until release NAME; its backend is
+# printed by held NAME
+hold() {
+	mkfifo "$tmp/f_$1"
+	# (not through peer: $! must be python's own PID, for the EXIT trap)
+	ip netns exec "$ETH_NS" "$PY3" tests/gateway/pool_peer.py hold "$ETH_GW_IP" "$2" 200000 "$tmp/f_$1" >"$tmp/$1.out" &
+	pids+=($!)
+	HOLD_PID[$1]=$!
+	for i in $(seq 100); do grep -q held "$tmp/$1.out" && return 0; sleep 0.1; done
+	fail "session $1 not held: $(cat "$tmp/$1.out")"
+}
+declare -A HOLD_PID
+held() { awk '/held/ {print $2}' "$tmp/$1.out"; }
+release() { echo x >"$tmp/f_$1"; wait "${HOLD_PID[$1]}"; }
+logged() { cat "$tmp/b$1.log" 2>/dev/null | wc -l; }
+snap() { L1=$(logged 1); L2=$(logged 2); L3=$(logged 3); }
+# the backends' own logs grew by the clients' counts C1 C2 C3 since snap (sessions are logged when
+# they end, which may follow the client's end by a moment)
+check_logged() {
+	local i
+	for i in $(seq 50); do
+		[ $(($(logged 1) - L1)) = "$1" ] && [ $(($(logged 2) - L2)) = "$2" ] && [ $(($(logged 3) - L3)) = "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "backends logged $(($(logged 1) - L1)) $(($(logged 2) - L2)) $(($(logged 3) - L3)) sessions, clients saw $1 $2 $3"
+}
+
+# ---- round robin, weights ----
+snap
+peer run "$ETH_GW_IP" 8001 100 20000 >"$tmp/rr.out"
+tally "$tmp/rr.out" "roundrobin"
+echo "roundrobin: 100 sessions -> $c1 $c2 $c3"
+for c in $c1 $c2 $c3; do [ "$c" -ge 33 ] && [ "$c" -le 34 ] || fail "roundrobin uneven: $c1 $c2 $c3"; done
+check_logged "$c1" "$c2" "$c3"
+ok "roundrobin: 100 sessions spread $c1/$c2/$c3 over three backends, each verified, as the backends counted"
+snap
+peer run "$ETH_GW_IP" 8002 100 20000 >"$tmp/wrr.out"
+tally "$tmp/wrr.out" "weighted roundrobin"
+echo "weights 2:1:1: 100 sessions -> $c1 $c2 $c3"
+[ "$c1" = 50 ] && [ "$c2" = 25 ] && [ "$c3" = 25 ] || fail "weights 2:1:1 not respected: $c1 $c2 $c3"
+check_logged "$c1" "$c2" "$c3"
+ok "weights 2:1:1 give 50/25/25"
+
+# ---- leastconn follows held sessions ----
+hold l1 8003
+hold l2 8003
+h1=$(held l1)
+h2=$(held l2)
+[ "$h1" != "$h2" ] || fail "leastconn: two held sessions on backends $h1 and $h2 (want two different)"
+free=$((6 - h1 - h2))
+peer run "$ETH_GW_IP" 8003 10 20000 >"$tmp/lc.out"
+tally "$tmp/lc.out" "leastconn"
+[ "${c[$free]}" = 10 ] || fail "leastconn: with sessions held on $h1 and $h2, 10 new ones went $c1/$c2/$c3"
+release l1
+release l2
+grep -q "^ok $h1$" "$tmp/l1.out" && grep -q "^ok $h2$" "$tmp/l2.out" || fail "leastconn: held sessions: $(cat "$tmp/l1.out" "$tmp/l2.out")"
+ok "leastconn: sessions held on backends $h1 and $h2, the 10 new ones all went to backend $free; the held ones then finished intact"
+
+# ---- source hashing ----
+peer run "$ETH_GW_IP" 8004 64 2000 --src "$SRCS" >"$tmp/src1.out"
+tally "$tmp/src1.out" "source"
+# session i came from source i % 32: sessions i and i+32 must have gone to the same backend
+paste <(head -32 "$tmp/src1.out") <(tail -32 "$tmp/src1.out") | awk '$2 != $4 {bad++} END {exit bad > 0}' ||
+	fail "source: a client's sessions went to different backends"
+[ "$c1" -gt 0 ] && [ "$c2" -gt 0 ] && [ "$c3" -gt 0 ] || fail "source: 32 clients all on too few backends: $c1 $c2 $c3"
+ok "source: each of 32 clients kept its backend over two sessions; they spread $((c1 / 2))/$((c2 / 2))/$((c3 / 2))"
+
+# ---- drain through the management call; refused from elsewhere ----
+[ "$(post "src/${B[2]}?state=drain")" = 200 ] || fail "POST drain of backend 2 of route src"
+peer run "$ETH_GW_IP" 8004 32 2000 --src "$SRCS" >"$tmp/src2.out"
+tally "$tmp/src2.out" "source, backend 2 drained"
+paste <(head -32 "$tmp/src1.out") "$tmp/src2.out" | awk '
+	$2 == 2 && $4 == 2 { print "client " NR " still on the drained backend"; bad++ }
+	$2 != 2 && $2 != $4 { print "client " NR " moved from " $2 " to " $4 " though its backend stayed"; bad++ }
+	END { exit bad > 0 }' || fail "source: draining one backend moved more than its own clients"
+[ "$(post "src/${B[2]}?state=ready")" = 200 ] || fail "POST ready"
+peer run "$ETH_GW_IP" 8004 32 2000 --src "$SRCS" >"$tmp/src3.out"
+diff <(head -32 "$tmp/src1.out") "$tmp/src3.out" >/dev/null || fail "source: the mapping did not come back once backend 2 was ready"
+ok "source: with backend 2 drained only its clients moved; ready again, every client is back where it was"
+
+hold d1 8001
+hd=$(held d1)
+[ "$(post "rr/${B[$hd]}?state=drain")" = 200 ] || fail "POST drain"
+[ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "drain: state metric"
+[ "$(m "backend_sessions_active{route=\"rr\",backend=\"${B[$hd]}\"}")" = 1 ] || fail "drain: the held session is not counted on its backend"
+peer run "$ETH_GW_IP" 8001 20 20000 >"$tmp/dr.out"
+tally "$tmp/dr.out" "drain"
+[ "${c[$hd]}" = 0 ] && [ $((c1 + c2 + c3)) = 20 ] || fail "drain: new sessions went $c1/$c2/$c3 with backend $hd drained"
+release d1
+grep -q "^ok $hd$" "$tmp/d1.out" || fail "drain: the held session did not finish intact: $(cat "$tmp/d1.out")"
+eth_ns ip link add "ibm$$" type veth peer name "ibm$$b"
+eth_ns ip link set "ibm$$b" netns 1
+ip addr add 198.18.7.1/24 dev "ibm$$b" && ip link set "ibm$$b" up
+eth_ns ip addr add 198.18.7.2/24 dev "ibm$$" && eth_ns ip link set "ibm$$" up
+code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST "http://198.18.7.1:$ETH_STATS/backends/rr/${B[$hd]}?state=ready")
+[ "$code" = 403 ] || fail "a POST from 198.18.7.2 (not loopback or the management address) got $code, want 403"
+code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 "http://198.18.7.1:$ETH_STATS/health")
+[ "$code" = 200 ] || fail "GET /health from 198.18.7.2 got $code (the refusal must be the POST's only)"
+[ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "the refused POST changed the state"
+[ "$(post "rr/${B[$hd]}?state=bogus")" = 400 ] || fail "a bad state was not refused with 400"
+[ "$(post "rr/198.18.0.99:1?state=ready")" = 404 ] || fail "an unknown backend was not 404"
+[ "$(post "rr/${B[$hd]}?state=ready")" = 200 ] || fail "POST ready"
+peer run "$ETH_GW_IP" 8001 30 20000 >"$tmp/dr2.out"
+tally "$tmp/dr2.out" "after drain"
+[ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "ready again: 30 sessions went $c1/$c2/$c3"
+ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others; a POST from 198.18.7.2 got 403; ready again, it takes its share"
+
+# ---- reload that changes a pool ----
+hold r1 8001
+hr=$(held r1)
+gone=$((hr % 3 + 1)) # another backend, dropped from the pool
+keep=$((6 - hr - gone))
+tot_before=$(m "backend_sessions_total{route=\"rr\",backend=\"${B[$hr]}\"}")
+eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}")"
+sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+kill -HUP "$GW_PID"
+for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="ok"}')" = 1 ] || fail "the reload did not apply"
+[ "$(m "backend_sessions_active{route=\"rr\",backend=\"${B[$hr]}\"}")" = 1 ] || fail "reload: the held session is not on its backend any more"
+peer run "$ETH_GW_IP" 8001 20 20000 >"$tmp/rl.out"
+tally "$tmp/rl.out" "after reload"
+[ "${c[$hr]}" = 10 ] && [ "${c[$keep]}" = 10 ] && [ "${c[$gone]}" = 0 ] || fail "after the reload 20 sessions went $c1/$c2/$c3 (pool: $hr $keep)"
+release r1
+grep -q "^ok $hr$" "$tmp/r1.out" || fail "reload: the held session did not finish intact: $(cat "$tmp/r1.out")"
+tot_after=$(m "backend_sessions_total{route=\"rr\",backend=\"${B[$hr]}\"}")
+[ "$tot_after" -ge $((tot_before + 10)) ] || fail "reload: backend $hr's sessions_total went from $tot_before to $tot_after"
+ok "reload: pool changed to backends $hr and $keep; the held session on $hr finished intact, its counters went on ($tot_before -> $tot_after), new sessions split 10/10, none to $gone"
+
+# ---- a backend killed mid-run: health checks, retries, back up ----
+[ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ] || fail "hc: backend 2 not up before the kill"
+[ "$(m "backend_checks_total{route=\"hc\",backend=\"${B[2]}\",result=\"passed\"}")" -gt 0 ] || fail "hc: no check passed"
+hold k1 8005
+hold k2 8005
+hold k3 8005
+[ "$(held k1)$(held k2)$(held k3)" = 123 ] || fail "hc: three held sessions on $(held k1)$(held k2)$(held k3), want 1 2 3"
+t0=$(date +%s%N)
+kill -KILL "${BPID[2]}"
+down=
+for i in $(seq 100); do
+	if [ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 0 ]; then down=$((($(date +%s%N) - t0) / 1000000)); break; fi
+	sleep 0.05
+done
+[ -n "$down" ] || fail "hc: backend 2 not marked down 5 s after it was killed"
+echo "backend 2 marked down ${down} ms after the kill (bound: fall 2 x 500 ms + timeout 400 ms = 1400 ms, + the 100 ms tick)"
+# a loaded host delays the control thread's tick and this poll: 1 s of slack on top of the bound
+[ "$down" -le 2500 ] || fail "hc: marked down after $down ms"
+[ "$(m "backend_state{route=\"hc\",backend=\"${B[2]}\",state=\"down\"}")" = 1 ] || fail "hc: state metric not down"
+release k1
+release k2
+release k3
+grep -q "^ok 1$" "$tmp/k1.out" && grep -q "^ok 3$" "$tmp/k3.out" || fail "hc: sessions on the live backends: $(cat "$tmp/k1.out" "$tmp/k3.out")"
+grep -Eq "^fail (reset|BrokenPipeError|ConnectionResetError|short-or-different.*) 2$" "$tmp/k2.out" ||
+	fail "hc: the session on the killed backend did not end with a reset or a cut stream: $(cat "$tmp/k2.out")"
+[ "$(m 'route_sessions_ended_total{route="hc",reason="reset"}')" -ge 1 ] || fail "hc: ibgwd did not count the cut session as reset"
+ok "hc: sessions on backends 1 and 3 finished intact; the one on the killed backend 2 ended ($(tail -1 "$tmp/k2.out" | cut -d' ' -f2)), not hung"
+peer run "$ETH_GW_IP" 8005 40 20000 --conc 4 >"$tmp/hc.out"
+tally "$tmp/hc.out" "backend 2 down"
+[ "$c2" = 0 ] && [ $((c1 + c3)) = 40 ] || fail "hc: with backend 2 down, 40 sessions went $c1/$c2/$c3"
+ok "hc: 40 sessions (4 at once) all went to backends 1 and 3 ($c1/$c3), every byte verified"
+f0=$(m "backend_connect_failures_total{route=\"rt\",backend=\"${B[2]}\"}")
+peer run "$ETH_GW_IP" 8006 30 20000 >"$tmp/rt.out"
+tally "$tmp/rt.out" "retry"
+f1=$(m "backend_connect_failures_total{route=\"rt\",backend=\"${B[2]}\"}")
+[ "$c2" = 0 ] && [ $((c1 + c3)) = 30 ] || fail "rt: 30 sessions went $c1/$c2/$c3"
+[ "$f1" -ge $((f0 + 5)) ] || fail "rt: backend 2's connect failures went $f0 -> $f1 (round robin tried it about every third session)"
+[ "$(m 'route_sessions_ended_total{route="rt",reason="connect_refused"}')" = 0 ] || fail "rt: a session ended refused"
+ok "rt (no checks): 30 sessions all served by 1 and 3 ($c1/$c3); $((f1 - f0)) refused connects to 2 were retried on another backend"
+start_backend 2
+t0=$(date +%s%N)
+up=
+for i in $(seq 100); do
+	if [ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ]; then up=$((($(date +%s%N) - t0) / 1000000)); break; fi
+	sleep 0.05
+done
+[ -n "$up" ] || fail "hc: backend 2 not up again 5 s after it came back"
+echo "backend 2 up ${up} ms after it listened again (rise 2 x 500 ms)"
+peer run "$ETH_GW_IP" 8005 30 20000 >"$tmp/hc2.out"
+tally "$tmp/hc2.out" "backend 2 back"
+[ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "hc: backend 2 back, 30 sessions went $c1/$c2/$c3"
+ok "hc: backend 2 up after rise checks ($up ms), takes its share again"
+
+sleep 0.5
+[ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"
+for n in 1 2 3; do
+	[ "$(m "backend_sessions_active{route=\"rr\",backend=\"${B[$n]}\"}")" = 0 ] || fail "backend $n of rr still counts sessions"
+done
+ok "nothing left over"
+gw_stop || fail "ibgwd exited with $?"
+ok "clean shutdown"
