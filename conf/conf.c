@@ -480,7 +480,7 @@ static const char *parse_backend_opt(const char *tok, struct conf_backend *b)
  * followed by options. Fills R's connect (the first) and backends. */
 static const char *parse_connect(const char *v, struct conf_route *r, char *msgbuf, size_t len)
 {
-	char buf[CONF_STR_MAX], *save = NULL, *entry;
+	char buf[CONF_STR_MAX], *entry, *next;
 	const char *e;
 
 	if (strlen(v) >= sizeof(buf))
@@ -489,9 +489,14 @@ static const char *parse_connect(const char *v, struct conf_route *r, char *msgb
 	memset(&r->connect, 0, sizeof(r->connect));
 	memset(r->backends, 0, sizeof(r->backends));
 	r->n_backends = 0;
-	for (entry = strtok_r(buf, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
-		char *save2 = NULL, *tok = strtok_r(entry, " \t", &save2);
+	for (entry = buf; entry; entry = next) {
+		char *save2 = NULL, *tok;
 		struct conf_backend *b;
+
+		/* split by hand: strtok would pass over an empty entry (",,") without a word */
+		if ((next = strchr(entry, ',')))
+			*next++ = 0;
+		tok = strtok_r(entry, " \t", &save2);
 
 		if (!tok)
 			return "empty entry in the backend list";
@@ -503,7 +508,7 @@ static const char *parse_connect(const char *v, struct conf_route *r, char *msgb
 		if ((e = parse_endpoint(tok, &b->ep, false)))
 			return e;
 		if (b->ep.kind == CONF_EP_ECHO || b->ep.kind == CONF_EP_DISCARD) {
-			if (r->n_backends || strtok_r(NULL, ",", &save) || strtok_r(NULL, " \t", &save2))
+			if (r->n_backends || next || strtok_r(NULL, " \t", &save2))
 				return "echo and discard stand alone (no pool, no options)";
 			r->connect = b->ep;
 			memset(b, 0, sizeof(*b));

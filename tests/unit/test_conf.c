@@ -83,7 +83,7 @@ static void test_example_file(void **state)
 	for (unsigned i = 0; i < e.n && i < 32; i++)
 		print_message("unexpected: %s\n", e.msg[i]);
 	assert_non_null(c);
-	assert_int_equal(c->n_routes, 4);
+	assert_int_equal(c->n_routes, 5);
 	assert_string_equal(c->routes[0].name, "web-out");
 	assert_int_equal(c->routes[0].listen.kind, CONF_EP_IB);
 	assert_int_equal(c->routes[0].listen.port, 8080);
@@ -91,12 +91,19 @@ static void test_example_file(void **state)
 	assert_int_equal(c->routes[0].connect.addr.s_addr, ip("198.18.0.10"));
 	assert_int_equal(c->routes[0].connect.port, 80);
 	assert_int_equal(c->routes[0].ib_rbuf_size, 256 * 1024);
-	assert_int_equal(c->routes[1].n_allow, 2);
-	assert_int_equal(c->routes[1].connect.kind, CONF_EP_IB);
+	assert_int_equal(c->routes[0].n_backends, 1);
+	assert_int_equal(c->routes[0].backends[0].weight, 1);
+	assert_int_equal(c->routes[1].n_backends, 3);
+	assert_int_equal(c->routes[1].backends[0].weight, 2);
+	assert_int_equal(c->routes[1].backends[2].max_sessions, 100);
+	assert_int_equal(c->routes[1].check_interval_ms, 2000);
+	assert_int_equal(c->routes[2].n_allow, 2);
+	assert_int_equal(c->routes[2].connect.kind, CONF_EP_IB);
 	/* unset per-route buffers inherit the sections' defaults */
-	assert_int_equal(c->routes[2].ib_rbuf_size, c->ib.rbuf_size);
-	assert_int_equal(c->routes[3].tcp_sbuf_size, c->eth.sbuf_size);
-	assert_int_equal(c->routes[3].connect.kind, CONF_EP_DISCARD);
+	assert_int_equal(c->routes[3].ib_rbuf_size, c->ib.rbuf_size);
+	assert_int_equal(c->routes[4].tcp_sbuf_size, c->eth.sbuf_size);
+	assert_int_equal(c->routes[4].connect.kind, CONF_EP_DISCARD);
+	assert_int_equal(c->routes[4].n_backends, 0);
 	assert_int_equal(c->eth.address.prefix, 24);
 	assert_int_equal(c->eth.gateway.s_addr, ip("198.18.0.254"));
 	conf_free(c);
@@ -227,6 +234,67 @@ static void test_ib_route_queues(void **state)
 	assert_null(c);
 	assert_int_equal(e.n, 1);
 	assert_string_equal(e.msg[0], "t.conf:6: route 'r': ib_sbuf must be a multiple of 4K");
+}
+
+/* connect = a pool: backends of one kind with their options; the route's balance and checks. */
+static void test_pools(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+				  "[route p]\nlisten = ib:1\n"
+				  "connect = tcp:198.18.0.2:80 weight=3 max=7, tcp:198.18.0.3:80 state=drain,"
+				  "tcp:198.18.0.4:81 state=maint\n"
+				  "balance = source\ncheck_interval = 2s\ncheck_timeout = 500ms\nrise = 4\nfall = 5\n"
+				  "check_send = GET / HTTP/1.0\\r\\n\\r\\n\ncheck_expect = HTTP/1.\\x30\n"
+				  "[route q]\nlisten = tcp:2\nconnect = ib:198.19.0.2:7000,ib:198.19.0.3:7000\n"
+				  "balance = leastconn\n",
+				  &e);
+	const struct conf_route *r;
+
+	(void)state;
+	for (unsigned i = 0; i < e.n && i < 32; i++)
+		print_message("unexpected: %s\n", e.msg[i]);
+	assert_non_null(c);
+	r = &c->routes[0];
+	assert_int_equal(r->n_backends, 3);
+	assert_int_equal(r->connect.addr.s_addr, ip("198.18.0.2"));
+	assert_int_equal(r->backends[0].weight, 3);
+	assert_int_equal(r->backends[0].max_sessions, 7);
+	assert_int_equal(r->backends[0].state, CONF_BACKEND_READY);
+	assert_int_equal(r->backends[1].weight, 1);
+	assert_int_equal(r->backends[1].state, CONF_BACKEND_DRAIN);
+	assert_int_equal(r->backends[2].state, CONF_BACKEND_MAINT);
+	assert_int_equal(r->backends[2].ep.port, 81);
+	assert_int_equal(r->balance, CONF_BALANCE_SOURCE);
+	assert_int_equal(r->check_interval_ms, 2000);
+	assert_int_equal(r->check_timeout_ms, 500);
+	assert_int_equal(r->rise, 4);
+	assert_int_equal(r->fall, 5);
+	assert_int_equal(r->check_send.len, 18);
+	assert_memory_equal(r->check_send.b, "GET / HTTP/1.0\r\n\r\n", 18);
+	assert_int_equal(r->check_expect.len, 8);
+	assert_memory_equal(r->check_expect.b, "HTTP/1.0", 8);
+	r = &c->routes[1];
+	assert_int_equal(r->n_backends, 2);
+	assert_int_equal(r->connect.kind, CONF_EP_IB);
+	assert_int_equal(r->backends[1].ep.addr.s_addr, ip("198.19.0.3"));
+	assert_int_equal(r->balance, CONF_BALANCE_LEASTCONN);
+	assert_int_equal(r->check_interval_ms, 0); /* default: no checks */
+	assert_int_equal(r->rise, 2);
+	assert_int_equal(r->fall, 3);
+	/* a pool is part of the route: changing it makes a different route for reloads */
+	{
+		struct conf *d = load_str("[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+					  "[route q]\nlisten = tcp:2\nconnect = ib:198.19.0.2:7000, ib:198.19.0.3:7000 weight=2\n"
+					  "balance = leastconn\n",
+					  &e);
+		assert_non_null(d);
+		assert_false(conf_route_equal(&c->routes[1], &d->routes[0]));
+		d->routes[0].backends[1].weight = 1;
+		assert_true(conf_route_equal(&c->routes[1], &d->routes[0]));
+		conf_free(d);
+	}
+	conf_free(c);
 }
 
 static void test_endpoint_str(void **state)
@@ -454,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_str),
 		cmocka_unit_test(test_route_equal),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_reference_lists_every_key),
 		cmocka_unit_test(test_file_trust),
