@@ -1,0 +1,129 @@
+#!/bin/bash
+# In-VM half of tests/ib/test_ib_pools.sh: a pool of two rsocket services (rs_peer serve echo, each
+# logging the connections it served) behind a tcp: listener; kernel TCP clients in a namespace reach
+# ibgwd's DPDK port. Round robin over both, every session verified (sha256) and counted by the
+# service that carried it; IB health checks (an rsocket connect that completes, then DISCONNECT) pass,
+# a killed service is marked down within fall x check_interval + check_timeout and new sessions go
+# to the other; a route without checks retries a refused connect on the other backend; the service
+# back, its backend is up again after rise checks.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/ib/guest_lib.sh
+. tests/eth/lib.sh
+SRV=()
+trap 'for p in "${SRV[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup' EXIT
+eth_setup
+ETH_STATS=$STATS
+IB=$IB_ADDR_B
+serve() { # N: the service on port 747N, logging to /tmp/srvN.log
+	local before
+	before=$(grep -c listening "/tmp/srv$1.log")
+	"$TOOLS/rs_peer" -p "747$1" "$IB" serve echo >>"/tmp/srv$1.log" 2>&1 &
+	SRV[$1]=$!
+	for _ in $(seq 100); do [ "$(grep -c listening "/tmp/srv$1.log")" -gt "$before" ] && return 0; sleep 0.1; done
+	echo "service $1 did not start"; cat "/tmp/srv$1.log"; exit 1
+}
+: >/tmp/srv1.log; : >/tmp/srv2.log
+serve 1
+serve 2
+# checks are off by default; this route turns them on at a pace the test can wait for (IB connects
+# under TCG take tens of ms: a timeout of 900 ms leaves room)
+ETH_READY_S=60 eth_gw_start /tmp/ibgw.conf "[ib]
+bind = $IB
+[route pool]
+listen = tcp:9000
+connect = ib:$IB:7471, ib:$IB:7472
+max_sessions = 16
+check_interval = 1s
+check_timeout = 900ms
+rise = 2
+fall = 2
+[route rt]
+listen = tcp:9001
+connect = ib:$IB:7471, ib:$IB:7472
+max_sessions = 16"
+eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null
+
+client() { # PORT BYTES: echo check over TCP, half-close after sending
+	eth_ns timeout 30 "$PY3" - "$ETH_GW_IP" "$1" "$2" <<'PY'
+import hashlib, os, socket, sys, selectors
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+data = os.urandom(n)
+s = socket.create_connection((host, port), timeout=20)
+s.setblocking(False)
+sel = selectors.DefaultSelector()
+sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
+off, got, eof = 0, bytearray(), False
+while not eof:
+    for key, ev in sel.select(20) or sys.exit("stalled after %d" % len(got)):
+        if ev & selectors.EVENT_WRITE and off < n:
+            off += s.send(data[off:off + 65536])
+            if off == n:
+                s.shutdown(socket.SHUT_WR)
+                sel.modify(s, selectors.EVENT_READ)
+        if ev & selectors.EVENT_READ:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                print("reset after", len(got)); sys.exit(1)
+            if not b:
+                eof = True
+            got += b
+ok = hashlib.sha256(got).hexdigest() == hashlib.sha256(data).hexdigest()
+print("ok" if ok else "FAIL", "sent", n, "got", len(got))
+sys.exit(0 if ok else 1)
+PY
+}
+served() { grep -c 'served bytes=[1-9]' "/tmp/srv$1.log"; }
+bk() { echo "{route=\"$1\",backend=\"$IB:747$2\"${3:-}}"; }
+many() { # PORT N: N sessions, prints how many were verified
+	local i okn=0
+	for i in $(seq "$2"); do client "$1" 20000 >/dev/null && okn=$((okn + 1)); done
+	echo $okn
+}
+
+for _ in $(seq 100); do [ "$(m "ibgw_backend_checks_total$(bk pool 2 ',result="passed"')")" -ge 1 ] && break; sleep 0.1; done
+check "[ \$(m 'ibgw_backend_checks_total$(bk pool 1 ',result="passed"')') -ge 1 ] && [ \$(m 'ibgw_backend_checks_total$(bk pool 2 ',result="passed"')') -ge 1 ]" "IB health checks (rsocket connects) pass on both services"
+check "[ \$(m 'ibgw_backend_check_seconds$(bk pool 1)') != 0 ]" "check latency measured ($(m "ibgw_backend_check_seconds$(bk pool 1)") s)"
+a1=$(served 1) a2=$(served 2)
+n=$(many 9000 10)
+check "[ $n = 10 ]" "10 sessions tcp -> IB pool, every byte back ($n verified)"
+sleep 0.5
+d1=$(($(served 1) - a1)) d2=$(($(served 2) - a2))
+check "[ $d1 = 5 ] && [ $d2 = 5 ]" "round robin: the services served $d1 and $d2 sessions"
+check "[ \$(m 'ibgw_backend_sessions_total$(bk pool 1)') = 5 ] && [ \$(m 'ibgw_backend_sessions_total$(bk pool 2)') = 5 ]" "per-backend sessions_total 5 and 5"
+
+t0=$(date +%s%N)
+kill -KILL "${SRV[2]}"
+wait "${SRV[2]}" 2>/dev/null
+down=
+for _ in $(seq 200); do
+	[ "$(m "ibgw_backend_up$(bk pool 2)")" = 0 ] && { down=$((($(date +%s%N) - t0) / 1000000)); break; }
+	sleep 0.05
+done
+# bound: fall 2 x 1 s + 900 ms, and 1.5 s of slack for the emulated CPU and the 100 ms tick
+check "[ -n '$down' ] && [ '$down' -le 4400 ]" "killed service marked down after ${down:-never} ms (bound 2900 ms + slack)"
+a1=$(served 1)
+n=$(many 9000 6)
+sleep 0.5
+check "[ $n = 6 ] && [ $(($(served 1) - a1)) = 6 ]" "with service 2 down, 6 sessions all verified, all on service 1"
+f0=$(m "ibgw_backend_connect_failures_total$(bk rt 2)")
+n=$(many 9001 6)
+f1=$(m "ibgw_backend_connect_failures_total$(bk rt 2)")
+check "[ $n = 6 ] && [ $f1 -ge $((f0 + 2)) ]" "route without checks: 6 sessions verified, $((f1 - f0)) refused IB connects retried on service 1"
+check "[ \$(m 'ibgw_route_sessions_ended_total{route=\"rt\",reason=\"connect_refused\"}') = 0 ]" "no session ended refused"
+t0=$(date +%s%N)
+serve 2
+up=
+for _ in $(seq 200); do
+	[ "$(m "ibgw_backend_up$(bk pool 2)")" = 1 ] && { up=$((($(date +%s%N) - t0) / 1000000)); break; }
+	sleep 0.05
+done
+check "[ -n '$up' ]" "service 2 back: up after rise checks (${up:-never} ms)"
+a2=$(served 2)
+n=$(many 9000 4)
+sleep 0.5
+check "[ $n = 4 ] && [ $(($(served 2) - a2)) = 2 ]" "it takes its share again"
+for _ in $(seq 50); do [ "$(m ibgw_ib_connections_active)" = 0 ] && break; sleep 0.1; done
+check "[ \$(m ibgw_ib_connections_active) = 0 ]" "no IB connection left"
+ib_done
