@@ -6,7 +6,8 @@
 # and shows both route kinds carrying real traffic, every byte checked by sha256 at both ends:
 #   cluster -> world  route web-out: an rsocket HTTP client fetches a file from a web server in the world
 #   world -> cluster  route api-in:  curl in the world calls an rsocket service in the cluster
-# then the allow list at work, the live /metrics, and a graceful drain. Exit 0 when all checks held.
+# then the allow list at work, a pool of two web servers failing over when one dies (health checks),
+# the live /metrics, and a graceful drain. Exit 0 when all checks held.
 #
 # DEMO_SIZE (bytes fetched each way, default 16 MiB) tunes it. Outside the VM (DEMO_ON_HOST=1, see
 # tests/demo/run) the same steps run on the host with IB_ADDR_A set to a real IB device's address.
@@ -69,6 +70,17 @@ pids+=($!)
 wait_port "ip netns exec world" 80 || { echo "web server did not start"; exit 1; }
 say "world:   a web server (python3 http.server) at 198.18.0.2:80 serving demo.bin, $SIZE bytes"
 
+head -c 1048576 /dev/urandom >$W/pool.bin
+pool_sum=$(sha256sum <$W/pool.bin | cut -c1-64)
+pool_pids=()
+for port in 8001 8002; do
+	(cd $W && exec ip netns exec world python3 -m http.server --bind 198.18.0.2 $port) >$W/web$port.log 2>&1 &
+	pids+=($!)
+	pool_pids+=($!)
+	wait_port "ip netns exec world" $port || { echo "web server $port did not start"; exit 1; }
+done
+say "world:   two more web servers at 198.18.0.2:8001 and :8002 (a pool), serving pool.bin, 1 MiB"
+
 "$TOOLS/rs_http" serve "$IB:9001" >$W/api.log 2>&1 &
 pids+=($!)
 say "cluster: an rsocket HTTP service (tests/tools/rs_http, stock rsocket API) at $IB:9001"
@@ -124,6 +136,30 @@ denied=$(ip netns exec world curl -s -m 10 --interface 198.18.0.200 -o /dev/null
 rejected=$(gw_metric $STATS 'ibgw_route_sessions_rejected_total{route="api-in",reason="acl"}')
 say "curl: HTTP code $denied (000: no connection); ibgw_route_sessions_rejected_total{route=\"api-in\",reason=\"acl\"} $rejected"
 verdict "[ '$denied' = 000 ] && [ '${rejected%.*}' -ge 1 ]" "198.18.0.200 refused and counted; 198.18.0.2 still served"
+
+step "A pool with health checks (route web-pool): one of its two web servers dies"
+pool_get() { # prints "ok" when one fetch of pool.bin through ib:8081 came back intact
+	"$TOOLS/rs_http" get "$IB:8081" /pool.bin 2>/dev/null |
+		python3 -c 'import sys, hashlib; d = sys.stdin.buffer.read(); d = d[d.index(b"\r\n\r\n") + 4:]; print("ok" if hashlib.sha256(d).hexdigest() == sys.argv[1] else "bad")' "$pool_sum" 2>/dev/null
+}
+bk() { gw_metric $STATS "ibgw_backend_$1{route=\"web-pool\",backend=\"198.18.0.2:$2\"$3}"; }
+okn=0
+for i in 1 2 3 4; do [ "$(pool_get)" = ok ] && okn=$((okn + 1)); done
+s1=$(bk sessions_total 8001 "") s2=$(bk sessions_total 8002 "")
+say "4 fetches of pool.bin through ib:8081: $okn intact; sessions per backend: 8001: $s1, 8002: $s2"
+verdict "[ $okn = 4 ] && [ '$s1' = 2 ] && [ '$s2' = 2 ]" "round robin over both web servers, every fetch intact"
+say "kill the web server on :8002; /metrics until ibgw_backend_up for it turns 0"
+t0=$(ms)
+kill "${pool_pids[1]}"
+down=
+for i in $(seq 100); do [ "$(bk up 8002 "")" = 0 ] && { down=$(($(ms) - t0)); break; }; sleep 0.05; done
+say "backend 198.18.0.2:8002 down after ${down:-(never)} ms (fall 2 x check_interval 500 ms + check_timeout 400 ms = 1400 ms at most, + the 100 ms tick)"
+okn=0
+for i in 1 2 3 4; do [ "$(pool_get)" = ok ] && okn=$((okn + 1)); done
+n1=$(bk sessions_total 8001 "")
+verdict "[ -n '$down' ] && [ $okn = 4 ] && [ '$n1' = 6 ]" "marked down by its checks; 4 more fetches all intact, all from :8001"
+curl -s http://127.0.0.1:$STATS/metrics | grep -E '^ibgw_backend_(up|state|sessions_total|connect_failures_total|checks_total|check_seconds)\{route="web-pool"' |
+	grep -v 'state="[a-z]*"} 0$' | sed 's/^/   /'
 
 step "Live /metrics (route lines; the full text is at http://127.0.0.1:$STATS/metrics inside the VM)"
 curl -s http://127.0.0.1:$STATS/metrics | grep -E '^ibgw_route_(sessions_(total|active|rejected_total|ended_total)|bytes_total|connect)' |
