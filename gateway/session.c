@@ -340,7 +340,8 @@ static bool owner_retry(void *arg, struct xlt_session *x, int err)
 	s->tried |= 1ull << s->be_idx;
 	s->last_err = err;
 	s->be = NULL;
-	if (gw_now_ns() >= s->deadline_ns)
+	/* out of time, or every backend tried (a one-backend route ends here at once, as it always did) */
+	if (gw_now_ns() >= s->deadline_ns || s->tried + 1 == 1ull << s->route->pool->n)
 		return false;
 	s->pending = true;
 	s->retry_ns = 0;

@@ -399,6 +399,100 @@ static void test_late_attach(void **state)
 	free(a);
 }
 
+/* owner->retry: a far side that fails to connect is dropped and the owner attaches another (a pool's
+ * next backend); A's early bytes wait and then reach the new B intact; the session starts and ends
+ * once. The owner saying no ends it with the failure's reason, as without retries. */
+static int retry_calls, retry_answer, retry_err;
+
+static bool retry(void *arg, struct xlt_session *s, int err)
+{
+	(void)arg;
+	(void)s;
+	retry_calls++;
+	retry_err = err;
+	return retry_answer;
+}
+
+static void test_connect_retry(void **state)
+{
+	static const struct xlt_session_owner owner_r = {.now_ns = now, .done = done, .retry = retry};
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b1 = fake_new(XLT_STREAM_CONNECTING, CAP),
+		    *b2 = fake_new(XLT_STREAM_CONNECTING, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	retry_calls = 0;
+	retry_answer = 1;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b1->s, &st, &owner_r, NULL);
+	peer_sends(a, "early", 5);
+	clock_ns += 1000;
+	closed(b1, -ECONNREFUSED);
+	assert_int_equal(retry_calls, 1);
+	assert_int_equal(retry_err, -ECONNREFUSED);
+	assert_int_equal(b1->releases, 1); /* the failed far side is gone */
+	assert_int_equal(a->aborts, 0);	   /* A waits */
+	assert_int_equal(a->rx_off, 0);
+	assert_true(s.live);
+	assert_int_equal(done_calls, 0);
+	clock_ns += 2000;
+	xlt_session_attach(&s, &b2->s);
+	b2->s.state = XLT_STREAM_OPEN;
+	b2->s.ev.on_connected(b2->s.ev.arg);
+	assert_int_equal(b2->tx_len, 5);
+	assert_memory_equal(b2->tx, "early", 5);
+	assert_int_equal(st.connects, 1);
+	assert_int_equal(st.connect_ns_sum, 3000); /* from the session's start, retries included */
+	assert_int_equal(st.sessions_total, 1);
+	a->s.peer_done = 1;
+	b2->s.peer_done = 1;
+	peer_sends(a, "", 0);
+	peer_sends(b2, "", 0);
+	closed(a, 0);
+	closed(b2, 0);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_OK);
+	free(b1);
+	free(b2);
+
+	/* the owner has nothing left to try: the session ends refused, A aborted */
+	b1 = fake_new(XLT_STREAM_CONNECTING, CAP);
+	memset(a, 0, sizeof(*a));
+	a->s.ops = &fake_ops;
+	a->s.state = XLT_STREAM_OPEN;
+	a->tx_room = CAP;
+	memset(&s, 0, sizeof(s));
+	memset(&st, 0, sizeof(st));
+	reset_globals();
+	retry_answer = 0;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b1->s, &st, &owner_r, NULL);
+	closed(b1, -ECONNREFUSED);
+	assert_int_equal(a->aborts, 1);
+	closed(a, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(done_reason, XLT_END_CONNECT_REFUSED);
+	assert_int_equal(st.ends[XLT_END_CONNECT_REFUSED], 1);
+	/* after connecting, a failure is the session's, never retried */
+	retry_calls = 0;
+	retry_answer = 1;
+	free(b1);
+	b1 = fake_new(XLT_STREAM_OPEN, CAP);
+	memset(a, 0, sizeof(*a));
+	a->s.ops = &fake_ops;
+	a->s.state = XLT_STREAM_OPEN;
+	a->tx_room = CAP;
+	memset(&s, 0, sizeof(s));
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b1->s, &st, &owner_r, NULL);
+	closed(b1, -ECONNRESET);
+	assert_int_equal(retry_calls, 0);
+	closed(a, -ECONNABORTED);
+	assert_int_equal(done_reason, XLT_END_RESET);
+	free(a);
+	free(b1);
+}
+
 /* Backpressure time grows while a direction stays blocked (tick), and is not counted twice when
  * the episode ends. */
 static void test_blocked_time_ticks(void **state)
@@ -698,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_late_attach),
+		cmocka_unit_test(test_connect_retry),
 		cmocka_unit_test(test_blocked_time_ticks),
 		cmocka_unit_test(test_held_uses_backlog),
 		cmocka_unit_test(test_idle_timeout),
