@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
 . tests/eth/lib.sh
 eth_test_init
+# the management-side veth (the 403 check) goes explicitly: a namespace whose sockets linger in
+# TIME_WAIT outlives `ip netns del`, and so would its veth with 198.18.7.1 on this side
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; ip link del "ibm$$b" 2>/dev/null; eth_cleanup; rm -rf "$tmp"' EXIT
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
 peer() { eth_ns "$PY3" tests/gateway/pool_peer.py "$@"; }
 post() { curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/$1"; }
