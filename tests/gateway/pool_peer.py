@@ -14,6 +14,7 @@
       One session that sends half of SIZE, prints "held ID" (flushed), waits until a line arrives on
       FIFO, sends the rest and prints "ok ID" or "fail REASON ID".
 """
+import errno
 import hashlib
 import os
 import socket
@@ -99,9 +100,10 @@ def session(host, port, size, src, timeout, hold=None):
         return 'ok', ident
     except socket.timeout:
         return 'fail timeout', ident
-    except ConnectionResetError:
-        return 'fail reset', ident
     except OSError as e:
+        # a reset shows as ECONNRESET, as EPIPE on a write, or as ENOTCONN on shutdown() after it
+        if e.errno in (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN):
+            return 'fail reset', ident
         return 'fail %s' % type(e).__name__, ident
     finally:
         s.close()
