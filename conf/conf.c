@@ -195,7 +195,8 @@ static const struct conf_key conf_keys[] = {
 		"sessions' connects only); a check is a connect (tcp: through the DPDK port; ib: an rsocket "
 		"connect that completes), then closed"},
 	{R(check_timeout_ms), .key = "check_timeout", .type = T_DURATION, .unit_us = 1000, .min = 100,
-	 .max = 600 * 1000, .def = "1s", .doc = "how long one check may take (connect, send, expect)"},
+	 .max = 600 * 1000, .def = "1s",
+	 .doc = "how long one check may take (connect, send, expect); unset and above check_interval: check_interval"},
 	{R(rise), .type = T_UINT, .min = 1, .max = 100, .def = "2",
 	 .doc = "consecutive passed checks that bring a down backend up"},
 	{R(fall), .type = T_UINT, .min = 1, .max = 100, .def = "3",
@@ -1114,9 +1115,14 @@ static void check(struct parser *p)
 				     "route '%s' listens on %s like route '%s' (line %u)", r->name,
 				     conf_endpoint_str(&r->listen, a, sizeof(a)), c->routes[j].name,
 				     route_key_line(p, j, "listen"));
-		if (r->check_interval_ms && r->check_timeout_ms > r->check_interval_ms)
-			perr(p, route_key_line(p, i, "check_timeout"),
-			     "route '%s': check_timeout is longer than check_interval", r->name);
+		if (r->check_interval_ms && r->check_timeout_ms > r->check_interval_ms) {
+			/* the default (1s) yields to a shorter interval; a timeout the file sets must fit */
+			if (!p->route_seen[i][find_key(SEC_ROUTE, "check_timeout") - conf_keys])
+				r->check_timeout_ms = r->check_interval_ms;
+			else
+				perr(p, route_key_line(p, i, "check_timeout"),
+				     "route '%s': check_timeout is longer than check_interval", r->name);
+		}
 		if (r->connect.kind == CONF_EP_IB && (r->check_send.len || r->check_expect.len))
 			perr(p, route_key_line(p, i, r->check_send.len ? "check_send" : "check_expect"),
 			     "route '%s': check_send/check_expect apply to tcp: pools only (an ib check is a connect)",

@@ -280,8 +280,16 @@ static void test_pools(void **state)
 	assert_int_equal(r->backends[1].ep.addr.s_addr, ip("198.19.0.3"));
 	assert_int_equal(r->balance, CONF_BALANCE_LEASTCONN);
 	assert_int_equal(r->check_interval_ms, 0); /* default: no checks */
+	assert_int_equal(r->check_timeout_ms, 1000);
 	assert_int_equal(r->rise, 2);
 	assert_int_equal(r->fall, 3);
+	/* the default check_timeout yields to a shorter interval */
+	{
+		struct conf *d = load_str("[route q]\nlisten = ib:2\nconnect = echo\ncheck_interval = 300ms\n", &e);
+		assert_non_null(d);
+		assert_int_equal(d->routes[0].check_timeout_ms, 300);
+		conf_free(d);
+	}
 	/* a pool is part of the route: changing it makes a different route for reloads */
 	{
 		struct conf *d = load_str("[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
