@@ -153,7 +153,7 @@ t0=$(ms)
 kill "${pool_pids[1]}"
 down=
 for i in $(seq 100); do [ "$(bk up 8002 "")" = 0 ] && { down=$(($(ms) - t0)); break; }; sleep 0.05; done
-say "backend 198.18.0.2:8002 down after ${down:-(never)} ms (fall 2 x check_interval 500 ms + check_timeout 400 ms = 1400 ms at most, + the 100 ms tick)"
+say "backend 198.18.0.2:8002 down after ${down:-(never)} ms (fall 2 x check_interval 500 ms + check_timeout 400 ms, + the 100 ms tick; the emulated CPU of the VM adds its own)"
 okn=0
 for i in 1 2 3 4; do [ "$(pool_get)" = ok ] && okn=$((okn + 1)); done
 n1=$(bk sessions_total 8001 "")
