@@ -47,7 +47,7 @@ connect = $1
 
 [route wrr]
 listen = tcp:8002
-connect = tcp:$IP:7001 weight=2, tcp:$IP:7002, tcp:$IP:7003
+connect = tcp:$IP:7001 weight=2, tcp:$IP:7002, tcp:$IP:7003 ${2:-}
 
 [route lc]
 listen = tcp:8003
@@ -205,7 +205,7 @@ hr=$(held r1)
 gone=$((hr % 3 + 1)) # another backend, dropped from the pool
 keep=$((6 - hr - gone))
 tot_before=$(m "backend_sessions_total{route=\"rr\",backend=\"${B[$hr]}\"}")
-eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}")"
+eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}" state=drain)"
 sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
 kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
@@ -216,9 +216,13 @@ tally "$tmp/rl.out" "after reload"
 [ "${c[$hr]}" = 10 ] && [ "${c[$keep]}" = 10 ] && [ "${c[$gone]}" = 0 ] || fail "after the reload 20 sessions went $c1/$c2/$c3 (pool: $hr $keep)"
 release r1
 grep -q "^ok $hr$" "$tmp/r1.out" || fail "reload: the held session did not finish intact: $(cat "$tmp/r1.out")"
+peer run "$ETH_GW_IP" 8002 12 20000 >"$tmp/rlw.out"
+tally "$tmp/rlw.out" "wrr after reload"
+[ "$c3" = 0 ] && [ $((c1 + c2)) = 12 ] || fail "wrr with state=drain on backend 3 in the file: 12 sessions went $c1/$c2/$c3"
+[ "$(m "backend_state{route=\"wrr\",backend=\"${B[3]}\",state=\"drain\"}")" = 1 ] || fail "wrr: state=drain from the file not shown"
 tot_after=$(m "backend_sessions_total{route=\"rr\",backend=\"${B[$hr]}\"}")
 [ "$tot_after" -ge $((tot_before + 10)) ] || fail "reload: backend $hr's sessions_total went from $tot_before to $tot_after"
-ok "reload: pool changed to backends $hr and $keep; the held session on $hr finished intact, its counters went on ($tot_before -> $tot_after), new sessions split 10/10, none to $gone"
+ok "reload: pool changed to backends $hr and $keep; the held session on $hr finished intact, its counters went on ($tot_before -> $tot_after), new sessions split 10/10, none to $gone; state=drain set in the file took backend 3 of wrr out"
 
 # ---- a backend killed mid-run: health checks, retries, back up ----
 [ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ] || fail "hc: backend 2 not up before the kill"
