@@ -64,6 +64,10 @@ struct gw_route {
 	uint32_t refs;		/* atomic */
 	uint32_t active;	/* admitted sessions, atomic */
 	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	/* a removed route that a reload replaced by one of the same name and listener: that one
+	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
+	 * under the new config instead of being refused. Written by control before `removed`. */
+	struct gw_route *successor;
 	struct gw_route *next_removed; /* control thread */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
@@ -237,6 +241,8 @@ void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
+/* The route R stands for now: R, or the route that replaced it (gw_route.successor). */
+struct gw_route *gw_route_current(struct gw_route *r);
 void gw_route_get(struct gw_route *r);
 void gw_route_put(struct gw_route *r);
 /* Any thread: would a session from ADDR (network order) be admitted now? 0 or -EACCES (allow list),

@@ -32,6 +32,13 @@ void gw_route_put(struct gw_route *r)
 	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
 }
 
+struct gw_route *gw_route_current(struct gw_route *r)
+{
+	while (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) && r->successor)
+		r = r->successor;
+	return r;
+}
+
 static struct gw_route *route_new(const struct conf_route *c)
 {
 	struct gw_route *r = calloc(1, sizeof(*r));
@@ -75,9 +82,19 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 			return -ENOMEM;
 		}
 	}
-	for (unsigned j = 0; j < d->n_routes; j++)
-		if (!kept[j])
-			route_retire(d, d->routes[j]);
+	for (unsigned j = 0; j < d->n_routes; j++) {
+		struct gw_route *r = d->routes[j];
+		if (kept[j])
+			continue;
+		for (unsigned i = 0; i < n && !r->successor; i++)
+			if (fresh[i] && !strcmp(next[i]->conf.name, r->conf.name) &&
+			    next[i]->conf.listen.kind == r->conf.listen.kind &&
+			    next[i]->conf.listen.port == r->conf.listen.port) {
+				gw_route_get(next[i]);
+				r->successor = next[i];
+			}
+		route_retire(d, r);
+	}
 	memcpy(d->routes, next, n * sizeof(next[0]));
 	d->n_routes = n;
 	return 0;
@@ -152,6 +169,8 @@ void gw_routes_sweep(struct gw_daemon *d)
 			*pp = r->next_removed;
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);
+			if (r->successor)
+				gw_route_put(r->successor);
 			free(r);
 		} else {
 			pp = &r->next_removed;
@@ -295,7 +314,10 @@ static struct xlt_session_limits route_limits(const struct conf_route *c)
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
 {
-	int ret = gw_session_admit(w->d, r, a->peer_addr);
+	int ret;
+
+	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
+	ret = gw_session_admit(w->d, r, a->peer_addr);
 
 	if (ret)
 		return ret;

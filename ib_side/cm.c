@@ -1093,6 +1093,16 @@ void ib_listener_close(struct ib_listener *l)
 	free(l);
 }
 
+void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route)
+{
+	void *old = l->route;
+
+	l->ctl->hooks->route_get(route);
+	l->conf = r;
+	l->route = route;
+	l->ctl->hooks->route_put(old);
+}
+
 uint16_t ib_listener_port(const struct ib_listener *l)
 {
 	return l->port;
