@@ -132,10 +132,11 @@ rs echo 7471 -B 4194304 -T b -T v -S 32768 -C 50
 # a client that writes everything before it reads, not a flaw of ibgwd's credits or rings
 bg recho peer rs-serve "$IB" 7480 "$T/recho.log"
 wait_for "grep -q listening $T/recho.out" 30 || fail "the rsocket echo server did not start"
-timeout 20 rstream -s "$IB" -p 7480 -T b -S 32768 -C 50 >"$T/recho50.out" 2>&1
-rc50=$?
+# (-C 30 first: the server serves one client at a time, and the one -C 50 leaves behind holds it)
 timeout 30 rstream -s "$IB" -p 7480 -T b -T v -S 32768 -C 30 >"$T/recho30.out" 2>&1
 rc30=$?
+timeout 20 rstream -s "$IB" -p 7480 -T b -S 32768 -C 50 >"$T/recho50.out" 2>&1
+rc50=$?
 check "[ $rc50 = 124 ] && [ $rc30 = 0 ]" "a stock rsocket echo server (no ibgwd): rstream -S 32768 -C 50 waits too (rc $rc50), -C 30 passes (rc $rc30)"
 row rsocket "rstream -T b -S 32768 -C 50 (no ibgwd)" "$([ $rc50 = 124 ] && echo waits || echo "rc$rc50")" "plain rsocket echo server"
 stop recho
