@@ -77,7 +77,7 @@ static const char *const type_names[] = {
 	[T_EALARGS] = "string",
 	[T_VDEV] = "string",
 	[T_NAME] = "name",
-	[T_PROXY] = "off|v2",
+	[T_PROXY] = "off, v2",
 };
 
 struct conf_key {
