@@ -2,11 +2,11 @@
 """PROXY protocol v2 peers for tests/eth/test_proxy_protocol.sh, with their own parser (written from
 HAProxy's doc/proxy-protocol.txt, independent of ibgwd's C one).
 
-  pp_peer.py server ADDR PORT LOG
+  pp_peer.py server ADDR PORT LOG [--quiet]
       accepts connections; each must open with a v2 header, which it parses (signature, version,
       command, family, addresses, every TLV) and appends to LOG as one JSON line; it then greets
       with b"OK\\n" (a server that speaks first: the header must come even when the client sends
-      nothing) and echoes every byte after the header until the client's EOF
+      nothing; not with --quiet) and echoes every byte after the header until the client's EOF
   pp_peer.py xfer HOST PORT SIZE [--src IP] [--sport N] [--pre HEX] [--plain]
       connects (from IP:N), sends the bytes HEX and SIZE random bytes in ONE send() (so a header
       and data share a segment), and reads b"OK\\n" (not with --plain: a plain echo server) + the
@@ -70,7 +70,7 @@ def parse_header(c):
     return out
 
 
-def serve_one(c, log, lock):
+def serve_one(c, log, lock, greet):
     try:
         info = parse_header(c)
     except Exception as e:  # a bad header is the test's failure: record it
@@ -81,7 +81,8 @@ def serve_one(c, log, lock):
         return
     with lock, open(log, 'a') as f:
         f.write(json.dumps(info) + '\n')
-    c.sendall(b'OK\n')
+    if greet:
+        c.sendall(b'OK\n')
     while True:
         try:
             b = c.recv(65536)
@@ -97,7 +98,7 @@ def serve_one(c, log, lock):
     c.close()
 
 
-def server(addr, port, log):
+def server(addr, port, log, quiet=None):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, int(port)))
@@ -105,7 +106,7 @@ def server(addr, port, log):
     lock = threading.Lock()
     while True:
         c, _ = s.accept()
-        threading.Thread(target=serve_one, args=(c, log, lock), daemon=True).start()
+        threading.Thread(target=serve_one, args=(c, log, lock, quiet != '--quiet'), daemon=True).start()
 
 
 def opt(args, name, default=None):
