@@ -1184,11 +1184,12 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		total += bytes;
 		fprintf(out,
 			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
-			"up to %" PRIu64 " MiB\n",
+			"up to %" PRIu64 " MiB%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), conf_endpoint_str(&r->connect, b, sizeof(b)),
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
 			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
-			(bytes + MB - 1) / MB);
+			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2" : "",
+			r->proxy_protocol ? ", sends PROXY v2" : "");
 	}
 	fprintf(out, "memory: up to %" PRIu64 " MiB of session buffers, limit %s\n", (total + MB - 1) / MB,
 		human_size(c->gateway.memory_limit, s1, sizeof(s1)));

@@ -121,9 +121,8 @@ int gw_proxy_send(struct gw_session *s, struct xlt_stream *a)
 
 /* ---- receiving ---- */
 
-static void count(struct gw_worker *w, struct gw_route *r, unsigned reason)
+static void count(struct gw_route *r, unsigned reason)
 {
-	(void)w;
 	__atomic_fetch_add(&r->proxy_errors[reason], 1, __ATOMIC_RELAXED);
 }
 
@@ -165,7 +164,7 @@ static void fail(struct pp_wait *p, unsigned reason)
 {
 	struct xlt_stream *s = p->s;
 
-	count(p->w, p->r, reason);
+	count(p->r, reason);
 	unlink_wait(p);
 	reset_stream(s);
 }
@@ -237,7 +236,7 @@ static void on_closed(void *arg, int err)
 	struct xlt_stream *s = p->s;
 
 	(void)err;
-	count(p->w, p->r, PP_TRUNCATED);
+	count(p->r, PP_TRUNCATED);
 	unlink_wait(p);
 	s->ops->release(s);
 }
@@ -247,7 +246,7 @@ int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 	struct pp_wait *p = waits[w->id].free;
 
 	if (!p) {
-		count(w, r, PP_OVERLOAD);
+		count(r, PP_OVERLOAD);
 		return -ENOBUFS;
 	}
 	waits[w->id].free = p->next;
