@@ -66,7 +66,7 @@ static const char *const reason_names[PP_REASONS] = {
 /* A connection waiting for its header (worker only). */
 struct pp_wait {
 	struct xlt_stream *s; /* NULL: free */
-	struct gw_route *r;   /* held by the listener while s is unreleased */
+	struct gw_route *r;   /* referenced (a reload may update the listener in place and put its route) */
 	struct gw_worker *w;
 	uint64_t deadline_ns;
 	struct pp_wait *prev, *next; /* the worker's FIFO (deadline order), or the free list (next) */
@@ -163,10 +163,12 @@ static void reset_stream(struct xlt_stream *s)
 static void fail(struct pp_wait *p, unsigned reason)
 {
 	struct xlt_stream *s = p->s;
+	struct gw_route *r = p->r;
 
-	count(p->r, reason);
+	count(r, reason);
 	unlink_wait(p);
 	reset_stream(s);
+	gw_route_put(r);
 }
 
 static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
@@ -187,10 +189,11 @@ static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 	}
 	unlink_wait(p);
 	s->ev = (struct xlt_stream_events){0};
-	/* admission judges the address the header gave; a refusal resets the connection (counted by
-	 * gw_session_accept's reason) */
+	/* admission judges the address the header gave, under the route's current config (a reload may
+	 * have replaced it meanwhile); a refusal resets the connection, counted by its reason */
 	if (gw_session_accept(w, r, s))
 		reset_stream(s);
+	gw_route_put(r); /* the session took its own reference */
 }
 
 /* Takes header bytes out of the stream, never more than the header: what follows is the client's. */
@@ -235,10 +238,13 @@ static void on_closed(void *arg, int err)
 	struct pp_wait *p = arg;
 	struct xlt_stream *s = p->s;
 
+	struct gw_route *r = p->r;
+
 	(void)err;
-	count(p->r, PP_TRUNCATED);
+	count(r, PP_TRUNCATED);
 	unlink_wait(p);
 	s->ops->release(s);
+	gw_route_put(r);
 }
 
 int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
@@ -250,6 +256,7 @@ int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 		return -ENOBUFS;
 	}
 	waits[w->id].free = p->next;
+	gw_route_get(r);
 	*p = (struct pp_wait){.s = s, .r = r, .w = w, .need = XLT_PP2_HDR_LEN};
 	p->deadline_ns = gw_now_ns() + GW_PP_WAIT_NS;
 	p->prev = waits[w->id].tail;
