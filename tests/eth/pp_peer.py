@@ -7,10 +7,11 @@ HAProxy's doc/proxy-protocol.txt, independent of ibgwd's C one).
       command, family, addresses, every TLV) and appends to LOG as one JSON line; it then greets
       with b"OK\\n" (a server that speaks first: the header must come even when the client sends
       nothing; not with --quiet) and echoes every byte after the header until the client's EOF
-  pp_peer.py xfer HOST PORT SIZE [--src IP] [--sport N] [--pre HEX] [--plain]
+  pp_peer.py xfer HOST PORT SIZE [--src IP] [--sport N] [--pre HEX] [--plain] [--pause S]
       connects (from IP:N), sends the bytes HEX and SIZE random bytes in ONE send() (so a header
-      and data share a segment), and reads b"OK\\n" (not with --plain: a plain echo server) + the
-      echo concurrently; exits 0 when the echo is the payload, sha256 equal, and prints both digests
+      and data share a segment; with --pause, the first 8 bytes of HEX go S seconds before the
+      rest), and reads b"OK\\n" (not with --plain: a plain echo server) + the echo concurrently;
+      exits 0 when the echo is the payload, sha256 equal, and prints both digests
   pp_peer.py silent HOST PORT
       connects, sends nothing, and waits up to 10 s for the greeting
   pp_peer.py expect-reset HOST PORT HEX LIMIT [--src IP] [--eof]
@@ -131,6 +132,7 @@ def connect(host, port, src=None, sport=0):
 def xfer(args):
     src, sport, pre = opt(args, '--src'), opt(args, '--sport', 0), bytes.fromhex(opt(args, '--pre', ''))
     greet = b'' if '--plain' in args else b'OK\n'
+    pause = float(opt(args, '--pause', 0))
     if '--plain' in args:
         args.remove('--plain')
     host, port, size = args[0], args[1], int(args[2])
@@ -151,6 +153,10 @@ def xfer(args):
 
     t = threading.Thread(target=reader)
     t.start()
+    if pause:
+        c.sendall(pre[:8])
+        time.sleep(pause)
+        pre = pre[8:]
     c.sendall(pre + data)  # one call: the header and the first data leave in one segment
     c.shutdown(socket.SHUT_WR)
     t.join(120)

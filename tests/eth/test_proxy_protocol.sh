@@ -168,6 +168,23 @@ out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 1000 --src "$PEER" --sp
 	fail "LOCAL from $PEER (not allowed) got through: $out"
 ok "LOCAL keeps the TCP peer's address: $PEER2 admitted and forwarded as itself, $PEER refused"
 
+# a connection waiting for its header across a reload that changes its route: admitted under the new
+# config when the header completes (the old route object may be freed meanwhile: ASan would see a
+# use after free)
+eth_bg "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 100000 --src "$PEER2" --sport 40303 --pause 4 \
+	--pre "$(pp header --src "$PEER2:4321" --dst "$GW:8102")"
+xp=$ETH_BG_PID
+sleep 1
+sed -i '/^\[route ap\]/a max_sessions = 100' "$tmp/ibgw.conf"
+r0=$(m 'config_reloads_total{result="ok"}')
+kill -HUP "$GW_PID"
+for _ in $(seq 50); do [ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] || fail "the reload was not applied"
+wait "$xp" || fail "the connection that waited across the reload failed"
+ppwait 6
+[ "$(ppl 6 '.src + ":" + (.sport|tostring)')" = "$PEER2:4321" ] || fail "after the reload: $(sed -n 6p "$tmp/pp.log")"
+ok "a connection whose header was half there during a reload of its route was admitted after it, data intact"
+
 # the reasons are in /metrics, and nothing is left behind
 curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep '^ibgw_proxy_header_errors_total{route="ap"' | grep -v ' 0$'
 sleep 1
