@@ -17,6 +17,9 @@ HAProxy's doc/proxy-protocol.txt, independent of ibgwd's C one).
   pp_peer.py expect-reset HOST PORT HEX LIMIT [--src IP] [--eof]
       sends the bytes HEX (then its end of stream with --eof) and nothing more; exits 0 when the connection is reset or closed without
       a byte from the far end within LIMIT seconds, printing how long it took
+  pp_peer.py flood HOST PORT N [--src IP]
+      opens N connections that send nothing; 2 s later prints how many the far end has already
+      closed or reset ("early=K"), then waits until every one is closed (30 s at most: "all closed")
   pp_peer.py header [local] [--src IP:PORT --dst IP:PORT] [--tlv TYPE:HEX ...] [--ver V] [--cmd C] [--fam F] [--len L]
       prints a v2 header in hex (fields may be overridden to make malformed ones)
 """
@@ -200,6 +203,39 @@ def expect_reset(args):
     sys.exit(0 if not b else 1)
 
 
+def flood(args):
+    import resource
+    src = opt(args, '--src')
+    host, port, n = args[0], args[1], int(args[2])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+    socks, refused = [], 0
+    for _ in range(n):
+        try:
+            socks.append(connect(host, port, src))
+            socks[-1].setblocking(False)
+        except ConnectionResetError:  # reset before connect() even returned
+            refused += 1
+    time.sleep(2)
+
+    def closed(c):
+        try:
+            return c.recv(1, socket.MSG_DONTWAIT) == b''
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
+    print(f'early={refused + sum(closed(c) for c in socks)}', flush=True)
+    end = time.monotonic() + 30
+    live = [c for c in socks if not closed(c)]
+    while live and time.monotonic() < end:
+        time.sleep(0.5)  # (select() cannot take descriptors above 1023)
+        live = [c for c in live if not closed(c)]
+    print('all closed' if not live else f'{len(live)} still open')
+    sys.exit(0 if not live else 1)
+
+
 def header(args):
     src, dst = opt(args, '--src', '198.18.0.3:40000'), opt(args, '--dst', '198.18.0.1:8102')
     ver, cmd = int(opt(args, '--ver', '2')), int(opt(args, '--cmd', '1'))
@@ -231,6 +267,8 @@ def main():
         silent(args)
     elif cmd == 'expect-reset':
         expect_reset(args)
+    elif cmd == 'flood':
+        flood(args)
     elif cmd == 'header':
         header(args)
     else:

@@ -185,6 +185,15 @@ ppwait 6
 [ "$(ppl 6 '.src + ":" + (.sport|tostring)')" = "$PEER2:4321" ] || fail "after the reload: $(sed -n 6p "$tmp/pp.log")"
 ok "a connection whose header was half there during a reload of its route was admitted after it, data intact"
 
+# more silent connections than the waiting pool holds (1024 per worker): the extra ones are reset at
+# once (overload), the others at the bound; all are counted
+o0=$(perr overload) t0=$(perr timeout)
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py flood "$GW" 8102 1100 --src "$PEER2" 2>&1) || fail "flood: $out"
+early=$(echo "$out" | sed -n 's/^early=//p')
+[ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
+	fail "1100 silent connections: $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
+ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+
 # the reasons are in /metrics, and nothing is left behind
 curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep '^ibgw_proxy_header_errors_total{route="ap"' | grep -v ' 0$'
 sleep 1
