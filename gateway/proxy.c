@@ -237,9 +237,9 @@ static void on_closed(void *arg, int err)
 {
 	struct pp_wait *p = arg;
 	struct xlt_stream *s = p->s;
-
 	struct gw_route *r = p->r;
 
+	/* the client reset or closed before its header was complete */
 	(void)err;
 	count(r, PP_TRUNCATED);
 	unlink_wait(p);
