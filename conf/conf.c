@@ -58,6 +58,7 @@ enum conf_type {
 	T_EALARGS, /* a string, checked by eal_args_check */
 	T_VDEV,	   /* a string, checked by vdev_check */
 	T_NAME,	   /* a user or group name */
+	T_PROXY,   /* off or v2 (PROXY protocol version) */
 };
 
 static const char *const type_names[] = {
@@ -76,6 +77,7 @@ static const char *const type_names[] = {
 	[T_EALARGS] = "string",
 	[T_VDEV] = "string",
 	[T_NAME] = "name",
+	[T_PROXY] = "off, v2",
 };
 
 struct conf_key {
@@ -208,6 +210,13 @@ static const struct conf_key conf_keys[] = {
 	 .max = 86400 * 1000, .def = "60s",
 	 .doc = "after one direction ended (FIN/SHUTDOWN passed on), how long the other may stay silent "
 		"before the session is reset (0 = never)"},
+	/* PROXY protocol (gateway/proxy.c; the TLV layout is in README) */
+	{R(proxy_protocol), .type = T_PROXY, .def = "off",
+	 .doc = "v2: the first bytes sent to the tcp: destination are a PROXY protocol v2 header (client "
+		"address and port, the listener's, TLVs: session id, route, IB peer GID and QPN)"},
+	{R(accept_proxy), .type = T_PROXY, .def = "off",
+	 .doc = "v2 (tcp: listeners): clients must open with a PROXY protocol v2 header, whose source "
+		"replaces the peer's for allow and logs; none within 5s, or a malformed one, resets the connection"},
 };
 
 #pragma GCC diagnostic pop
@@ -653,6 +662,12 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return NULL;
 		}
 		return "expected stderr or syslog";
+	case T_PROXY:
+		if (!strcmp(v, "off") || !strcmp(v, "v2")) {
+			*(uint32_t *)dst = strcmp(v, "off") ? CONF_PROXY_V2 : CONF_PROXY_OFF;
+			return NULL;
+		}
+		return "expected off or v2";
 	case T_LISTEN:
 	case T_CONNECT:
 		e = parse_endpoint(v, dst, k->type == T_LISTEN);
@@ -944,6 +959,12 @@ static void check(struct parser *p)
 		if ((r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP) && !c->eth.vdev[0])
 			perr(p, route_key_line(p, i, r->listen.kind == CONF_EP_TCP ? "listen" : "connect"),
 			     "route '%s' uses tcp but [eth] has no vdev (no Ethernet port)", r->name);
+		if (r->proxy_protocol && r->connect.kind != CONF_EP_TCP)
+			perr(p, route_key_line(p, i, "proxy_protocol"),
+			     "route '%s': proxy_protocol needs a tcp: destination", r->name);
+		if (r->accept_proxy && r->listen.kind != CONF_EP_TCP)
+			perr(p, route_key_line(p, i, "accept_proxy"), "route '%s': accept_proxy needs a tcp: listener",
+			     r->name);
 		for (uint32_t j = 0; j < i; j++)
 			if (c->routes[j].listen.kind == r->listen.kind && c->routes[j].listen.port == r->listen.port)
 				perr(p, route_key_line(p, i, "listen"),
@@ -1119,7 +1140,8 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       a->ib_sq_depth == b->ib_sq_depth && a->ib_rq_depth == b->ib_rq_depth &&
 	       a->tcp_rbuf_size == b->tcp_rbuf_size && a->tcp_sbuf_size == b->tcp_sbuf_size &&
 	       a->connect_timeout_ms == b->connect_timeout_ms && a->idle_timeout_ms == b->idle_timeout_ms &&
-	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms;
+	       a->stall_timeout_ms == b->stall_timeout_ms && a->half_closed_timeout_ms == b->half_closed_timeout_ms &&
+	       a->proxy_protocol == b->proxy_protocol && a->accept_proxy == b->accept_proxy;
 }
 
 static const char *human_size(uint64_t v, char *buf, size_t len)
@@ -1162,11 +1184,12 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		total += bytes;
 		fprintf(out,
 			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
-			"up to %" PRIu64 " MiB\n",
+			"up to %" PRIu64 " MiB%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), conf_endpoint_str(&r->connect, b, sizeof(b)),
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
 			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
-			(bytes + MB - 1) / MB);
+			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2" : "",
+			r->proxy_protocol ? ", sends PROXY v2" : "");
 	}
 	fprintf(out, "memory: up to %" PRIu64 " MiB of session buffers, limit %s\n", (total + MB - 1) / MB,
 		human_size(c->gateway.memory_limit, s1, sizeof(s1)));

@@ -16,6 +16,11 @@
 #include "../translate/session-t.h"
 
 #define GW_MAX_WORKERS 64
+/* PROXY protocol v2 (proxy.c): reasons a header is refused (the parser's results and 4 more), and
+ * the largest header ibgwd sends: 16 + IPv4 addresses 12 + TLVs: unique id 3 + 16, route 3 + name,
+ * GID 3 + 16, QPN 3 + 4 */
+#define GW_PP_REASONS 16
+#define GW_PP_HDR_MAX (16 + 12 + 19 + 3 + CONF_NAME_MAX + 19 + 7)
 #define GW_VERSION     "0.1.0"
 
 struct event_base;
@@ -74,6 +79,10 @@ struct gw_route {
 	uint64_t past_rejected[3];
 	struct xlt_route_stats past;
 	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
+	/* accept_proxy connections reset for their header, by reason (proxy.c): atomic adds from the
+	 * workers; past_: control thread, as past_rejected */
+	uint64_t proxy_errors[GW_PP_REASONS];
+	uint64_t past_proxy_errors[GW_PP_REASONS];
 };
 
 enum gw_reject {
@@ -96,6 +105,8 @@ struct gw_session {
 	bool pending;
 	struct gw_session *next_pending;
 	uint64_t retry_ns, deadline_ns;
+	/* the PROXY v2 header its far side gets first (route key proxy_protocol) */
+	uint8_t pp[GW_PP_HDR_MAX];
 };
 
 struct pollfd;
@@ -276,6 +287,25 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struc
 				  int *err);
 struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
 				 int *err);
+
+/* proxy.c: PROXY protocol v2.
+ * gw_proxy_send (worker): builds session S's header (its client A, uid, route, IB identity) and
+ * hands it to the session as the first bytes of its far side. 0 or -errno.
+ * gw_proxy_wait (worker): a listener of route R (accept_proxy = v2) accepted S: it waits for its
+ * header, then goes to gw_session_accept with the address the header gave; a bad or late header
+ * resets it (counted). Returns 0 (S is taken), or -ENOBUFS: too many waiting, the caller resets S.
+ * gw_proxy_poll (worker, every loop): resets connections whose header is late. Returns the work done.
+ * gw_proxy_init/fini (control, before the workers run / after they stopped): the waiting pools.
+ * gw_proxy_metrics (control): ibgw_proxy_header_errors_total. */
+int gw_proxy_send(struct gw_session *s, struct xlt_stream *a);
+int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
+unsigned gw_proxy_poll(struct gw_worker *w, uint64_t now_ns);
+int gw_proxy_init(struct gw_daemon *d);
+void gw_proxy_fini(struct gw_daemon *d);
+void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* ib_glue.c (worker): the fabric identity of the peer of S, a stream the IB side accepted (GID, QPN);
+ * 0, or -EINVAL for other streams. */
+int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

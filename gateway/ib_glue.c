@@ -269,6 +269,11 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_sample(m, withheld, NULL);
 }
 
+int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
+{
+	return ib_stream_peer_id(s, gid, qpn);
+}
+
 uint64_t gw_ib_connections(const struct gw_daemon *d)
 {
 	return d->ib ? ib_ctl_stats(d->ib)->active : 0;

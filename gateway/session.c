@@ -157,6 +157,8 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 	stats_add(&to->past, &sum.st);
 	for (unsigned k = 0; k < 3; k++)
 		to->past_rejected[k] += sum.rejected[k];
+	for (unsigned k = 0; k < GW_PP_REASONS; k++)
+		to->past_proxy_errors[k] += r->proxy_errors[k] + r->past_proxy_errors[k];
 }
 
 void gw_routes_sweep(struct gw_daemon *d)
@@ -365,6 +367,8 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
+	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
+		xlt_session_abort(&s->x, XLT_END_ABORTED); /* cannot happen: the header always fits */
 	if (kind == XLT_SESSION_RELAY && !b) {
 		uint64_t now = gw_now_ns();
 		s->pending = true;
@@ -381,7 +385,7 @@ err:
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 {
 	struct gw_session **pp = &w->pending;
-	unsigned work = 0;
+	unsigned work = gw_proxy_poll(w, now);
 
 	while (*pp) {
 		struct gw_session *s = *pp;
@@ -440,12 +444,15 @@ int gw_sessions_init(struct gw_daemon *d)
 		}
 		w->owner = (struct xlt_session_owner){.arg = w, .now_ns = owner_now, .done = owner_done};
 	}
+	if (gw_proxy_init(d))
+		return -ENOMEM;
 	return gw_routes_apply(d, d->conf);
 }
 
 void gw_sessions_fini(struct gw_daemon *d)
 {
 	gw_routes_free(d);
+	gw_proxy_fini(d);
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		free(d->workers[i].sessions);
 		d->workers[i].sessions = NULL;

@@ -102,6 +102,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
 	gw_session_metrics(d, m);
+	gw_proxy_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }

@@ -456,6 +456,17 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.release = op_release,
 };
 
+int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
+{
+	const struct ib_conn *c = (const struct ib_conn *)s;
+
+	if (s->ops != &ib_conn_ops || c->active)
+		return -EINVAL;
+	memcpy(gid, c->peer_gid, sizeof(c->peer_gid));
+	*qpn = c->peer_qpn;
+	return 0;
+}
+
 void ib_conn_proto_init(struct ib_conn *c)
 {
 	ib_rx_init(&c->rx, c->bufs->rbuf_size, c->rq_depth, c->ends);

@@ -79,6 +79,11 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_rout
 
 const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w);
 
+/* Worker: who the peer of S (a stream this engine accepted) is on the fabric: its port GID (16 bytes,
+ * as on the wire) and queue pair number, as its connect request carried them. Returns 0, or -EINVAL
+ * when S is not a connection this engine accepted. */
+int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
+
 /* Counter names for the stats endpoint. */
 extern const struct xlt_metric_desc ib_ctl_metrics[];
 extern const unsigned ib_ctl_n_metrics;
