@@ -468,6 +468,17 @@ static const char *side_name(enum conf_endpoint_kind k)
 	return k == CONF_EP_IB ? "ib" : k == CONF_EP_TCP ? "eth" : "diag";
 }
 
+/* The dir label of R's two directions: SIDE_to_SIDE, from the listener's side to the destination's
+ * and back. A route whose sides are of one kind (tcp: -> tcp:, ib: -> ib:) names its way back
+ * SIDE_to_SIDE_back, so that its two series never share one set of labels. */
+static void dir_names(char to_b[16], char to_a[16], const struct gw_route *r)
+{
+	const char *a = side_name(r->conf.listen.kind), *b = side_name(r->conf.connect.kind);
+
+	snprintf(to_b, 16, "%s_to_%s", a, b);
+	snprintf(to_a, 16, "%s_to_%s%s", b, a, strcmp(a, b) ? "" : "_back");
+}
+
 void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	static const char *const reject_names[3] = {"acl", "limit", "global"};
@@ -479,8 +490,7 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		return;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
-		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind), side_name(r->conf.connect.kind));
-		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind), side_name(r->conf.listen.kind));
+		dir_names(dir[0][n], dir[1][n], r);
 		sum_route(&sums[n++], r, d->n_workers);
 	}
 	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
@@ -490,10 +500,7 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		if (i == n) {
 			if (n == CONF_MAX_ROUTES * 2)
 				continue;
-			snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
-				 side_name(r->conf.connect.kind));
-			snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
-				 side_name(r->conf.listen.kind));
+			dir_names(dir[0][n], dir[1][n], r);
 			n++;
 		}
 		sum_route(&sums[i], r, d->n_workers);
