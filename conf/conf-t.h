@@ -40,6 +40,12 @@ enum conf_endpoint_kind {
 	CONF_EP_DISCARD, /* diagnostic: every byte is consumed and dropped */
 };
 
+/* PROXY protocol versions a route may send or expect. */
+enum conf_proxy {
+	CONF_PROXY_OFF = 0,
+	CONF_PROXY_V2 = 2,
+};
+
 struct conf_endpoint {
 	enum conf_endpoint_kind kind;
 	struct in_addr addr; /* connect only; network byte order */
@@ -156,6 +162,8 @@ struct conf_route {
 	uint64_t idle_timeout_ms;	 /* session limits (0 = none): no byte either way */
 	uint64_t stall_timeout_ms;	 /* a destination taking no byte while bytes wait */
 	uint64_t half_closed_timeout_ms; /* one direction ended, the other silent */
+	uint32_t proxy_protocol; /* enum conf_proxy: header sent to a tcp: destination */
+	uint32_t accept_proxy;	 /* enum conf_proxy: header expected from tcp: clients */
 	unsigned line; /* line of the [route NAME] header, for messages */
 };
 

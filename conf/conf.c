@@ -60,6 +60,7 @@ enum conf_type {
 	T_NAME,	   /* a user or group name */
 	T_BALANCE,
 	T_BYTES, /* a string with C escapes (\r \n \t \\ \xHH), stored as bytes */
+	T_PROXY,   /* off or v2 (PROXY protocol version) */
 };
 
 static const char *const type_names[] = {
@@ -80,6 +81,7 @@ static const char *const type_names[] = {
 	[T_NAME] = "name",
 	[T_BALANCE] = "policy",
 	[T_BYTES] = "bytes",
+	[T_PROXY] = "off, v2",
 };
 
 struct conf_key {
@@ -234,6 +236,13 @@ static const struct conf_key conf_keys[] = {
 	 .max = 86400 * 1000, .def = "60s",
 	 .doc = "after one direction ended (FIN/SHUTDOWN passed on), how long the other may stay silent "
 		"before the session is reset (0 = never)"},
+	/* PROXY protocol (gateway/proxy.c; the TLV layout is in README) */
+	{R(proxy_protocol), .type = T_PROXY, .def = "off",
+	 .doc = "v2: the first bytes sent to the tcp: destination are a PROXY protocol v2 header (client "
+		"address and port, the listener's, TLVs: session id, route, IB peer GID and QPN)"},
+	{R(accept_proxy), .type = T_PROXY, .def = "off",
+	 .doc = "v2 (tcp: listeners): clients must open with a PROXY protocol v2 header, whose source "
+		"replaces the peer's for allow and logs; none within 5s, or a malformed one, resets the connection"},
 };
 
 #pragma GCC diagnostic pop
@@ -799,6 +808,12 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return NULL;
 		}
 		return "expected stderr or syslog";
+	case T_PROXY:
+		if (!strcmp(v, "off") || !strcmp(v, "v2")) {
+			*(uint32_t *)dst = strcmp(v, "off") ? CONF_PROXY_V2 : CONF_PROXY_OFF;
+			return NULL;
+		}
+		return "expected off or v2";
 	case T_CONNECT:
 		e = parse_connect(v, base, msgbuf, len);
 		if (e) { /* a half-parsed pool would draw follow-up errors about a kind never given */
@@ -1109,6 +1124,12 @@ static void check(struct parser *p)
 		if ((r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP) && !c->eth.vdev[0])
 			perr(p, route_key_line(p, i, r->listen.kind == CONF_EP_TCP ? "listen" : "connect"),
 			     "route '%s' uses tcp but [eth] has no vdev (no Ethernet port)", r->name);
+		if (r->proxy_protocol && r->connect.kind != CONF_EP_TCP)
+			perr(p, route_key_line(p, i, "proxy_protocol"),
+			     "route '%s': proxy_protocol needs a tcp: destination", r->name);
+		if (r->accept_proxy && r->listen.kind != CONF_EP_TCP)
+			perr(p, route_key_line(p, i, "accept_proxy"), "route '%s': accept_proxy needs a tcp: listener",
+			     r->name);
 		for (uint32_t j = 0; j < i; j++)
 			if (c->routes[j].listen.kind == r->listen.kind && c->routes[j].listen.port == r->listen.port)
 				perr(p, route_key_line(p, i, "listen"),
@@ -1301,7 +1322,8 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       a->balance == b->balance && a->check_interval_ms == b->check_interval_ms &&
 	       a->check_timeout_ms == b->check_timeout_ms && a->rise == b->rise && a->fall == b->fall &&
 	       !memcmp(&a->check_send, &b->check_send, sizeof(a->check_send)) &&
-	       !memcmp(&a->check_expect, &b->check_expect, sizeof(a->check_expect));
+	       !memcmp(&a->check_expect, &b->check_expect, sizeof(a->check_expect)) &&
+	       a->proxy_protocol == b->proxy_protocol && a->accept_proxy == b->accept_proxy;
 }
 
 static const char *human_size(uint64_t v, char *buf, size_t len)
@@ -1352,11 +1374,12 @@ void conf_print_summary(const struct conf *c, FILE *out)
 			conf_endpoint_str(&r->connect, b, sizeof(b));
 		fprintf(out,
 			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
-			"up to %" PRIu64 " MiB\n",
+			"up to %" PRIu64 " MiB%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), b,
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
 			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
-			(bytes + MB - 1) / MB);
+			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2" : "",
+			r->proxy_protocol ? ", sends PROXY v2" : "");
 	}
 	fprintf(out, "memory: up to %" PRIu64 " MiB of session buffers, limit %s\n", (total + MB - 1) / MB,
 		human_size(c->gateway.memory_limit, s1, sizeof(s1)));

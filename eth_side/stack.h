@@ -40,9 +40,11 @@ const struct eth_stack_stats *eth_stack_stats(const struct eth_stack *st);
 extern const struct xlt_metric_desc eth_stack_metrics[];
 extern const unsigned eth_stack_n_metrics;
 
-/* Opens (or re-opens with new settings) a listener on PORT. USER is handed to on_accept for each
- * connection and to on_listener_free once the listener is closed and its last connection is
- * released. Returns 0, -EEXIST never (a second call replaces), -ENOSPC when the table is full. */
+/* Opens a listener on PORT, or gives the open one new settings and a new USER in place (the port never
+ * closes, so a handshake in progress completes; connections keep the settings they started with).
+ * USER is handed to on_accept for each connection and to on_listener_free once the listener is closed
+ * and its last connection is released, or at once when a second call replaces it. Returns 0 or
+ * -ENOSPC when the table is full. */
 int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_params *p, void *user);
 
 /* Closes the listener on PORT (its established connections go on). Returns 0 or -ENOENT. */

@@ -350,12 +350,21 @@ int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_par
 
 	if (!port)
 		return -EINVAL;
+	if ((l = eth_listener_find(st, port))) {
+		/* a changed route: same listener, new settings; closing it would reset the handshakes
+		 * under way (their final ACK would find no open listener) */
+		void *old = l->user;
+		l->params = *p;
+		l->user = user;
+		if (st->c.on_listener_free)
+			st->c.on_listener_free(st->c.cb_arg, old);
+		return 0;
+	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS && !l; i++)
 		if (!st->listeners[i].port)
 			l = &st->listeners[i];
 	if (!l)
 		return -ENOSPC;
-	eth_tcp_unlisten(st, port); /* connections of the old one keep their settings */
 	l->port = port;
 	l->open = true;
 	l->refs = 1;

@@ -255,6 +255,8 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	t->snd_wl2 = t->iss;
 	t->s.peer_addr = t->raddr;
 	t->s.peer_port = t->rport;
+	t->s.local_addr = st->c.addr;
+	t->s.local_port = t->lport;
 	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
 	eth_tcb_hash(t, h);
 	eth_tcb_output_later(t);
@@ -315,6 +317,8 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	t->snd_wl2 = t->iss;
 	t->s.peer_addr = t->raddr;
 	t->s.peer_port = t->rport;
+	t->s.local_addr = st->c.addr;
+	t->s.local_port = t->lport;
 	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
 	eth_tcb_hash(t, h);
 	tcb_input(t, sg);

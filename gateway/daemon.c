@@ -96,6 +96,10 @@ static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *ol
 	NEEDS_RESTART(memcmp(&old->gateway.stats, &new->gateway.stats, sizeof(old->gateway.stats)),
 		      "[gateway] stats");
 	NEEDS_RESTART(old->gateway.log_target != new->gateway.log_target, "[gateway] log_target");
+	/* the switch happens once, before DPDK starts: a running daemon can neither take back root nor
+	 * become another user */
+	NEEDS_RESTART(strcmp(old->gateway.user, new->gateway.user), "[gateway] user");
+	NEEDS_RESTART(strcmp(old->gateway.group, new->gateway.group), "[gateway] group");
 	NEEDS_RESTART(memcmp(&old->ib, &new->ib, sizeof(old->ib)), "[ib]");
 	NEEDS_RESTART(memcmp(&old->eth, &new->eth, sizeof(old->eth)), "[eth]");
 #undef NEEDS_RESTART

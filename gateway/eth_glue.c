@@ -61,8 +61,10 @@ static struct glue_worker glue[GW_MAX_WORKERS];
 static void on_accept(void *arg, void *user, struct xlt_stream *s)
 {
 	struct gw_worker *w = arg;
+	struct gw_route *r = gw_route_current(user); /* the listener may not have heard of a reload yet */
 
-	if (gw_session_accept(w, user, s))
+	/* accept_proxy: the session waits for the client's PROXY header (proxy.c) */
+	if (r->conf.accept_proxy ? gw_proxy_wait(w, r, s) : gw_session_accept(w, r, s))
 		eth_tcp_reject(s);
 }
 

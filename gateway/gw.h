@@ -16,6 +16,11 @@
 #include "../translate/session-t.h"
 
 #define GW_MAX_WORKERS 64
+/* PROXY protocol v2 (proxy.c): reasons a header is refused (the parser's results and 4 more), and
+ * the largest header ibgwd sends: 16 + IPv4 addresses 12 + TLVs: unique id 3 + 16, route 3 + name,
+ * GID 3 + 16, QPN 3 + 4 */
+#define GW_PP_REASONS 16
+#define GW_PP_HDR_MAX (16 + 12 + 19 + 3 + CONF_NAME_MAX + 19 + 7)
 #define GW_VERSION     "0.1.0"
 /* backend objects at once (backend.h): every route's pool, and those that removed routes still hold */
 #define GW_MAX_BACKENDS (2 * CONF_MAX_ROUTES * CONF_MAX_BACKENDS)
@@ -72,6 +77,10 @@ struct gw_route {
 	uint32_t refs;		/* atomic */
 	uint32_t active;	/* admitted sessions, atomic */
 	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	/* a removed route that a reload replaced by one of the same name and listener: that one
+	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
+	 * under the new config instead of being refused. Written by control before `removed`. */
+	struct gw_route *successor;
 	struct gw_route *next_removed; /* control thread */
 	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
@@ -79,6 +88,10 @@ struct gw_route {
 	uint64_t past_rejected[3];
 	struct xlt_route_stats past;
 	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
+	/* accept_proxy connections reset for their header, by reason (proxy.c): atomic adds from the
+	 * workers; past_: control thread, as past_rejected */
+	uint64_t proxy_errors[GW_PP_REASONS];
+	uint64_t past_proxy_errors[GW_PP_REASONS];
 };
 
 enum gw_reject {
@@ -108,6 +121,8 @@ struct gw_session {
 	uint64_t tried;
 	int last_err;
 	uint32_t client; /* the source address (source balancing) */
+	/* the PROXY v2 header its far side gets first (route key proxy_protocol) */
+	uint8_t pp[GW_PP_HDR_MAX];
 };
 
 struct pollfd;
@@ -260,6 +275,8 @@ void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
+/* The route R stands for now: R, or the route that replaced it (gw_route.successor). */
+struct gw_route *gw_route_current(struct gw_route *r);
 void gw_route_get(struct gw_route *r);
 void gw_route_put(struct gw_route *r);
 /* Any thread: would a session from ADDR (network order) be admitted now? 0 or -EACCES (allow list),
@@ -293,6 +310,25 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struc
 				  int *err);
 struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
 				 int *err);
+
+/* proxy.c: PROXY protocol v2.
+ * gw_proxy_send (worker): builds session S's header (its client A, uid, route, IB identity) and
+ * hands it to the session as the first bytes of its far side. 0 or -errno.
+ * gw_proxy_wait (worker): a listener of route R (accept_proxy = v2) accepted S: it waits for its
+ * header, then goes to gw_session_accept with the address the header gave; a bad or late header
+ * resets it (counted). Returns 0 (S is taken), or -ENOBUFS: too many waiting, the caller resets S.
+ * gw_proxy_poll (worker, every loop): resets connections whose header is late. Returns the work done.
+ * gw_proxy_init/fini (control, before the workers run / after they stopped): the waiting pools.
+ * gw_proxy_metrics (control): ibgw_proxy_header_errors_total. */
+int gw_proxy_send(struct gw_session *s, struct xlt_stream *a);
+int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
+unsigned gw_proxy_poll(struct gw_worker *w, uint64_t now_ns);
+int gw_proxy_init(struct gw_daemon *d);
+void gw_proxy_fini(struct gw_daemon *d);
+void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* ib_glue.c (worker): the fabric identity of the peer of S, a stream the IB side accepted (GID, QPN);
+ * 0, or -EINVAL for other streams. */
+int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
 int gw_stats_start(struct gw_daemon *d);

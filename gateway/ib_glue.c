@@ -4,7 +4,8 @@
  * The control thread's libevent base watches the rdma_cm channel and the workers' wake-up eventfd and
  * runs a 20 ms tick (connect timeouts, spare connection objects, drain). Listeners follow the route
  * table: one per route with listen = ib:PORT, each holding a reference to its struct gw_route; a
- * route that a reload drops or changes loses its listener, its connections finish under the old one.
+ * route that a reload drops loses its listener, one that it changes keeps it (same port) under the new
+ * route; connections made before finish under the old one.
  * No RDMA device (a host without rdma_rxe or an HCA) is not an error: IB routes stay closed and say so,
  * the Ethernet side runs alone. */
 #include <arpa/inet.h>
@@ -187,15 +188,22 @@ void gw_ib_routes(struct gw_daemon *d)
 			}
 		return;
 	}
-	/* close first: a changed route reuses its port */
+	/* a changed route that kept its port keeps its listener, now under the new route (its port never
+	 * closes: a client connecting during the reload is not refused); the others close first, since a
+	 * changed route may reuse a dropped route's port */
 	for (unsigned i = 0; i < g.n_lis;) {
-		bool keep = !g.draining && !__atomic_load_n(&g.lis[i].route->removed, __ATOMIC_ACQUIRE);
-		for (unsigned k = 0; keep && k < d->n_routes; k++)
-			if (d->routes[k] == g.lis[i].route)
-				goto next;
+		struct gw_route *now = g.draining ? NULL : gw_route_current(g.lis[i].route);
+		for (unsigned k = 0; now && k < d->n_routes; k++)
+			if (d->routes[k] == now)
+				goto keep;
 		close_listener(i);
 		continue;
-next:
+keep:
+		if (now != g.lis[i].route) {
+			ib_listener_update(g.lis[i].l, &now->conf, now);
+			g.lis[i].route = now;
+			GW_INFO("route %s: changed, ib:%u stays open", now->conf.name, now->conf.listen.port);
+		}
 		i++;
 	}
 	if (g.draining)
@@ -259,6 +267,11 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_family(m, "ib_credit_withheld_seconds_total", XLT_COUNTER,
 			  "time IB peers waited for credits the gateway held back (their bytes not consumed yet)");
 	gw_metrics_sample(m, withheld, NULL);
+}
+
+int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
+{
+	return ib_stream_peer_id(s, gid, qpn);
 }
 
 uint64_t gw_ib_connections(const struct gw_daemon *d)

@@ -39,6 +39,13 @@ void gw_route_put(struct gw_route *r)
 	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
 }
 
+struct gw_route *gw_route_current(struct gw_route *r)
+{
+	while (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) && r->successor)
+		r = r->successor;
+	return r;
+}
+
 static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
 {
 	struct gw_route *r = calloc(1, sizeof(*r));
@@ -92,9 +99,19 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 			return -ENOMEM;
 		}
 	}
-	for (unsigned j = 0; j < d->n_routes; j++)
-		if (!kept[j])
-			route_retire(d, d->routes[j]);
+	for (unsigned j = 0; j < d->n_routes; j++) {
+		struct gw_route *r = d->routes[j];
+		if (kept[j])
+			continue;
+		for (unsigned i = 0; i < n && !r->successor; i++)
+			if (fresh[i] && !strcmp(next[i]->conf.name, r->conf.name) &&
+			    next[i]->conf.listen.kind == r->conf.listen.kind &&
+			    next[i]->conf.listen.port == r->conf.listen.port) {
+				gw_route_get(next[i]);
+				r->successor = next[i];
+			}
+		route_retire(d, r);
+	}
 	memcpy(d->routes, next, n * sizeof(next[0]));
 	d->n_routes = n;
 	gw_backends_routes(d);
@@ -158,6 +175,8 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 	stats_add(&to->past, &sum.st);
 	for (unsigned k = 0; k < 3; k++)
 		to->past_rejected[k] += sum.rejected[k];
+	for (unsigned k = 0; k < GW_PP_REASONS; k++)
+		to->past_proxy_errors[k] += r->proxy_errors[k] + r->past_proxy_errors[k];
 }
 
 void gw_routes_sweep(struct gw_daemon *d)
@@ -170,6 +189,8 @@ void gw_routes_sweep(struct gw_daemon *d)
 			*pp = r->next_removed;
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);
+			if (r->successor)
+				gw_route_put(r->successor);
 			route_free(r);
 		} else {
 			pp = &r->next_removed;
@@ -368,7 +389,10 @@ static struct xlt_session_limits route_limits(const struct conf_route *c)
 
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
 {
-	int ret = gw_session_admit(w->d, r, a->peer_addr);
+	int ret;
+
+	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
+	ret = gw_session_admit(w->d, r, a->peer_addr);
 
 	if (ret)
 		return ret;
@@ -421,6 +445,8 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
+	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
+		xlt_session_abort(&s->x, XLT_END_ABORTED); /* cannot happen: the header always fits */
 	if (kind == XLT_SESSION_RELAY && !b) {
 		uint64_t now = gw_now_ns();
 		s->pending = true;
@@ -436,7 +462,7 @@ err:
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 {
 	struct gw_session **pp = &w->pending;
-	unsigned work = 0;
+	unsigned work = gw_proxy_poll(w, now);
 
 	while (*pp) {
 		struct gw_session *s = *pp;
@@ -498,12 +524,15 @@ int gw_sessions_init(struct gw_daemon *d)
 		w->owner = (struct xlt_session_owner){
 		    .arg = w, .now_ns = owner_now, .done = owner_done, .retry = owner_retry};
 	}
+	if (gw_proxy_init(d))
+		return -ENOMEM;
 	return gw_routes_apply(d, d->conf);
 }
 
 void gw_sessions_fini(struct gw_daemon *d)
 {
 	gw_routes_free(d);
+	gw_proxy_fini(d);
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		free(d->workers[i].sessions);
 		d->workers[i].sessions = NULL;
@@ -519,6 +548,17 @@ static const char *side_name(enum conf_endpoint_kind k)
 	return k == CONF_EP_IB ? "ib" : k == CONF_EP_TCP ? "eth" : "diag";
 }
 
+/* The dir label of R's two directions: SIDE_to_SIDE, from the listener's side to the destination's
+ * and back. A route whose sides are of one kind (tcp: -> tcp:, ib: -> ib:) names its way back
+ * SIDE_to_SIDE_back, so that its two series never share one set of labels. */
+static void dir_names(char to_b[16], char to_a[16], const struct gw_route *r)
+{
+	const char *a = side_name(r->conf.listen.kind), *b = side_name(r->conf.connect.kind);
+
+	snprintf(to_b, 16, "%s_to_%s", a, b);
+	snprintf(to_a, 16, "%s_to_%s%s", b, a, strcmp(a, b) ? "" : "_back");
+}
+
 void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	static const char *const reject_names[3] = {"acl", "limit", "global"};
@@ -530,8 +570,7 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		return;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
-		snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind), side_name(r->conf.connect.kind));
-		snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind), side_name(r->conf.listen.kind));
+		dir_names(dir[0][n], dir[1][n], r);
 		sum_route(&sums[n++], r, d->n_workers);
 	}
 	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
@@ -541,10 +580,7 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		if (i == n) {
 			if (n == CONF_MAX_ROUTES * 2)
 				continue;
-			snprintf(dir[0][n], 16, "%s_to_%s", side_name(r->conf.listen.kind),
-				 side_name(r->conf.connect.kind));
-			snprintf(dir[1][n], 16, "%s_to_%s", side_name(r->conf.connect.kind),
-				 side_name(r->conf.listen.kind));
+			dir_names(dir[0][n], dir[1][n], r);
 			n++;
 		}
 		sum_route(&sums[i], r, d->n_workers);

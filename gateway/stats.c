@@ -105,6 +105,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	}
 	gw_session_metrics(d, m);
 	gw_backend_metrics(d, m);
+	gw_proxy_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }

@@ -577,26 +577,35 @@ static struct ib_worker *pick_worker(struct ib_ctl *ctl)
 	return best;
 }
 
+/* An IPv4 address of SA (plain or v4-mapped), 0 when it has none; its port in *PORT. */
+static uint32_t sa_ipv4(const struct sockaddr *sa, uint16_t *port)
+{
+	if (sa->sa_family == AF_INET) {
+		*port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+	}
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+		uint32_t a;
+		memcpy(&a, &((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
+		*port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+		return a;
+	}
+	*port = 0;
+	return 0;
+}
+
 /* The source's IPv4 address as rdma_cm reports it (from the CM request's IP header: the requester
  * chose it), *IPV4 false when it has none (AF_IB, plain IPv6). */
 static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port, bool *ipv4)
 {
-	struct sockaddr *sa = rdma_get_peer_addr(id);
+	const struct sockaddr *sa = rdma_get_peer_addr(id);
 
-	*port = 0;
-	*ipv4 = true;
-	if (sa->sa_family == AF_INET) {
-		*port = ntohs(((struct sockaddr_in *)sa)->sin_port);
-		return ((struct sockaddr_in *)sa)->sin_addr.s_addr;
-	}
-	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)sa)->sin6_addr)) {
-		uint32_t a;
-		memcpy(&a, &((struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
-		*port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
-		return a;
-	}
-	*ipv4 = false; /* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
-	return 0;
+	/* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
+	*ipv4 =
+	    sa->sa_family == AF_INET || (sa->sa_family == AF_INET6 &&
+	                                 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr));
+	return sa_ipv4(sa, port);
 }
 
 static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, uint32_t addr)
@@ -710,6 +719,13 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	ctl->hooks->route_get(c->route);
 	c->s.peer_addr = addr;
 	c->s.peer_port = port;
+	/* what the peer reached, and who it is on the fabric (PROXY v2 TLVs, logs): the GID of the
+	 * request's path (rdma_cm turns it around for the passive side: dgid is the requester's) and the
+	 * requester's QPN from the request */
+	c->s.local_addr = sa_ipv4(rdma_get_local_addr(e->id), &port);
+	c->s.local_port = l->conf->listen.port;
+	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
+	c->peer_qpn = e->param.qp_num;
 	c->rbuf_size = (uint32_t)l->conf->ib_rbuf_size;
 	c->sbuf_size = (uint32_t)l->conf->ib_sbuf_size;
 	ret = conn_setup(ctl, c, dev);
@@ -1091,6 +1107,16 @@ void ib_listener_close(struct ib_listener *l)
 	ctl->hooks->route_put(l->route);
 	ctl->st.listeners--;
 	free(l);
+}
+
+void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route)
+{
+	void *old = l->route;
+
+	l->ctl->hooks->route_get(route);
+	l->conf = r;
+	l->route = route;
+	l->ctl->hooks->route_put(old);
 }
 
 uint16_t ib_listener_port(const struct ib_listener *l)

@@ -390,8 +390,15 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 	struct ib_conn *c = (struct ib_conn *)s;
 	uint32_t space, n, off, first;
 
-	if (c->ws != IB_W_OPEN || s->local_done || c->peer_gone || c->qp_dead)
+	if (c->ws != IB_W_OPEN || s->local_done || c->qp_dead)
 		return 0;
+	if (c->peer_gone) {
+		/* the peer closed both ways: what we would write can never arrive, so this direction is
+		 * broken (as a TCP peer that closed answers data with a reset) */
+		if (len)
+			closing(c, -ECONNRESET, IB_CLOSE_RESET);
+		return 0;
+	}
 	space = ib_tx_space(&c->tx);
 	n = len < space ? (uint32_t)len : space;
 	if (n) {
@@ -448,6 +455,17 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.abort = op_abort,
 	.release = op_release,
 };
+
+int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
+{
+	const struct ib_conn *c = (const struct ib_conn *)s;
+
+	if (s->ops != &ib_conn_ops || c->active)
+		return -EINVAL;
+	memcpy(gid, c->peer_gid, sizeof(c->peer_gid));
+	*qpn = c->peer_qpn;
+	return 0;
+}
 
 void ib_conn_proto_init(struct ib_conn *c)
 {
@@ -715,6 +733,13 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		if (msg == IB_RS_MSG_DISCONNECT) {
 			c->peer_gone = true;
 			c->linger_until = w->now + IB_PEER_LINGER_NS;
+			/* bytes we still owe it (queued, not yet posted) or a writer waiting for room can
+			 * never be delivered now: reset, rather than wait for a reader that is gone. Posted
+			 * writes are not counted: their completions may trail the peer's DISCONNECT. */
+			if (c->ws == IB_W_OPEN && (c->tx.queued != c->tx.posted || c->want_writable)) {
+				closing(c, -ECONNRESET, IB_CLOSE_RESET);
+				break;
+			}
 		}
 		withheld_end(c);
 		if (c->ws == IB_W_OPEN)

@@ -45,6 +45,10 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving);
  * every connection it accepts; R must stay valid as long as ROUTE is referenced). */
 struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route);
 void ib_listener_close(struct ib_listener *l);
+/* L's route was replaced by a reload that kept its port: requests from now on are admitted and set up
+ * under R/ROUTE (referenced in place of the old one); connections made before keep theirs. The port
+ * stays open throughout, so a client connecting during the reload is never refused. */
+void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route);
 uint16_t ib_listener_port(const struct ib_listener *l);
 
 const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
@@ -74,6 +78,11 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_rout
 				     struct in_addr addr, uint16_t port, int *err);
 
 const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w);
+
+/* Worker: who the peer of S (a stream this engine accepted) is on the fabric: its port GID (16 bytes,
+ * as on the wire) and queue pair number, as its connect request carried them. Returns 0, or -EINVAL
+ * when S is not a connection this engine accepted. */
+int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
 
 /* Counter names for the stats endpoint. */
 extern const struct xlt_metric_desc ib_ctl_metrics[];

@@ -100,6 +100,9 @@ struct xlt_session {
 	uint64_t moved[2];	/* bytes each direction moved, as of the last tick */
 	uint64_t moved_ns[2];	/* when each direction last moved bytes (seen by a tick), or began */
 	uint64_t half_ns;	/* when the tick first saw one direction ended (0: not yet) */
+	/* bytes B gets before any of A's (xlt_session_preamble; the owner's memory) and how many it took */
+	const uint8_t *pre;
+	uint16_t pre_len, pre_off;
 	struct xlt_route_stats *stats;
 	const struct xlt_session_owner *owner;
 	void *user; /* owner's pointer (e.g. its route) */

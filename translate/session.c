@@ -130,6 +130,15 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 		return; /* B not attached yet (connect retried by the owner): A's bytes wait, window closed */
 	if (dst && dst->state != XLT_STREAM_OPEN)
 		return; /* connecting: A's bytes wait in A's buffer, its window/credits closed */
+	if (dir == 0 && s->pre_off < s->pre_len) {
+		/* the preamble first, whether A sent anything or not; A's bytes wait behind it */
+		s->pre_off = (uint16_t)(s->pre_off +
+		                        dst->ops->write(dst, s->pre + s->pre_off, s->pre_len - s->pre_off));
+		if (s->pre_off < s->pre_len) {
+			set_blocked(s, dir, true);
+			return;
+		}
+	}
 	while ((n = src->ops->peek(src, &p)) > 0) {
 		if (dst && dst->local_done) {
 			/* the destination was shut down yet bytes keep coming: cannot deliver them */
@@ -237,6 +246,7 @@ static void on_closed(void *arg, int err)
 		/* the owner tries another destination (a pool's next backend): A keeps its bytes meanwhile */
 		s->st[1]->ops->release(s->st[1]);
 		s->st[1] = NULL;
+		s->pre_off = 0; /* (B never opened, so none of the preamble went: the next B gets it whole) */
 		return;
 	}
 	if (err && s->reason == XLT_END_OK)
@@ -283,6 +293,8 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->connect_start_ns = owner->now_ns(owner->arg);
 	s->limits = limits ? *limits : (struct xlt_session_limits){0};
 	s->half_ns = 0;
+	s->pre = NULL;
+	s->pre_len = s->pre_off = 0;
 	progress_from(s, s->connect_start_ns);
 	add(&stats->sessions_total, 1);
 	add(&stats->sessions_active, 1);
@@ -293,6 +305,19 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 		add(&stats->connects, 1);
 	}
 	xlt_session_pump(s);
+}
+
+int xlt_session_preamble(struct xlt_session *s, const uint8_t *pre, size_t len)
+{
+	if (s->kind != XLT_SESSION_RELAY || len > UINT16_MAX)
+		return -EINVAL;
+	if (s->st[1] && s->st[1]->bytes_out)
+		return -EALREADY;
+	s->pre = pre;
+	s->pre_len = (uint16_t)len;
+	s->pre_off = 0;
+	xlt_session_pump(s);
+	return 0;
 }
 
 void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)

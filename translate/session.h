@@ -24,6 +24,15 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
  * buffer. If the owner gives up it calls xlt_session_abort with the connect failure's reason. */
 void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b);
 
+/* Gives relay session S LEN bytes to send to end B before any of A's: a header such as PROXY
+ * protocol's. PRE stays the owner's and must outlive the session. B takes them like any byte, within
+ * its send space (a short write waits for on_writable, and A's bytes wait behind them), but they are
+ * not A's: they count in no byte counter and make no progress for the limits. They go as soon as B is
+ * open, whether A sends anything or not. Call it before A's bytes reach B (right after
+ * xlt_session_start, whose far side is still connecting): returns 0, -EALREADY once some have,
+ * -EINVAL for other kinds or LEN above 65535. */
+int xlt_session_preamble(struct xlt_session *s, const uint8_t *pre, size_t len);
+
 /* Call it now and then (every 100 ms; NOW from owner->now_ns): accounts the time of a backpressure
  * episode still under way, so the blocked-time counters grow while a direction stays blocked, not
  * only when it ends; and enforces the session's limits, aborting it with the limit's reason. Progress

@@ -75,6 +75,10 @@ struct xlt_stream {
 	uint8_t local_done; /* shutdown() was called */
 	uint32_t peer_addr; /* IPv4 of the remote end, network byte order (for ACLs and logs) */
 	uint16_t peer_port; /* host byte order */
+	/* the address and port the peer reached, same orders (accepted streams: the listener's, for
+	 * logs and PROXY headers; 0 where the engine does not say) */
+	uint32_t local_addr;
+	uint16_t local_port;
 	uint64_t bytes_in;  /* consumed by the session */
 	uint64_t bytes_out; /* taken by write() */
 };

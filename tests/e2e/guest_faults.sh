@@ -6,6 +6,10 @@
 #     end in error, the session is freed (reason reset);
 #   - the rsocket client of an outbound route killed mid-stream: the kernel TCP server gets a reset
 #     (design.md: IB error <-> abort the other side), the session is freed;
+#   - the TCP client of an inbound route to ibgwd's own IB echo killed mid-stream: the echo session's
+#     rsocket peer (ibgwd's outbound connection) DISCONNECTs while the echo still owes it bytes; that
+#     session must end at once as a reset, not wait for a reader that is gone (the soak found it
+#     held until stall_timeout);
 #   - destinations down, each route kind: refused (nobody listens) and timeout (nobody answers),
 #     the clients turned away and the sessions counted by reason.
 set -u
@@ -21,6 +25,8 @@ out_refused	ib:7010		tcp:$ETH_PEER_IP:5999
 out_silent	ib:7011		tcp:198.18.0.99:5000	connect_timeout=2s
 in_refused	tcp:9010	ib:$IB:7699
 in_silent	tcp:9011	ib:198.19.0.99:7600	connect_timeout=2s
+loop		tcp:9020	ib:$IB:7020
+iecho		ib:7020		echo
 EOF
 )"
 bg techo npeer tcp-serve 5000 "$T/techo.log"
@@ -77,6 +83,16 @@ echo "    TCP server: $(cut -c1-30 "$T/tvict.log") ... $(sed -n 's/.*\(err=.*\)/
 check "grep -q 'err=ConnectionResetError' $T/tvict.log" "rsocket client killed: the TCP server got a reset"
 check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"kill_cli\\\"}\") = 0 ]' 10" "rsocket client killed: the session was freed"
 check "[ \$(ended kill_cli reset) = 1 ]" "rsocket client killed: counted as reset"
+
+# ---- the TCP client of tcp -> ib -> (ibgwd's) echo dies mid-stream ----
+bg lc npeer tcp-client "$ETH_GW_IP" 9020 200000000
+wait_for "[ \$(m 'ibgw_route_bytes_total{route=\"iecho\",dir=\"ib_to_diag\"}') -gt 1000000 ] || [ \$(m 'ibgw_route_bytes_total{route=\"loop\",dir=\"eth_to_ib\"}') -gt 2000000 ]" 30
+{ kill -KILL "${PIDS[lc]}" && wait "${PIDS[lc]}"; } 2>/dev/null
+unset "PIDS[lc]"
+check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"loop\\\"}\") = 0 ]' 10" "TCP client killed: the inbound session was freed"
+check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"iecho\\\"}\") = 0 ]' 10" \
+	"TCP client killed: the IB echo session, whose peer left while it owed bytes, was freed at once ($(m 'ibgw_route_sessions_active{route="iecho"}') active)"
+check "[ \$(ended iecho reset) = 1 ] && [ \$(ended loop reset) = 1 ]" "TCP client killed: both sessions counted as reset ($(ended loop reset)/$(ended iecho reset))"
 
 # ---- destinations down ----
 "$TOOLS/rs_peer" -t 30 -p 7010 "$IB" echo 1000 >"$T/d1.out" 2>&1

@@ -10,6 +10,8 @@
   try HOST PORT N             opens N more connections and holds them open while it checks each one:
                               one byte out, the same byte back = admitted; a reset or EOF = refused.
                               Prints "admitted A refused R", then closes them all.
+  churn HOST PORT STOPFILE    one short session after another (connect, 1 KiB out and back, close)
+                              until STOPFILE exists: prints "ok N" or "failed F of N: FIRST ERROR".
 """
 import hashlib
 import os
@@ -101,12 +103,40 @@ def try_open(host, port, n):
         s.close()
 
 
+def churn(host, port, stopfile):
+    n, fails, first = 0, 0, None
+    while not os.path.exists(stopfile):
+        n += 1
+        try:
+            s = connect(host, port)
+            try:
+                s.settimeout(10)
+                data = os.urandom(1024)
+                s.sendall(data)
+                got = b""
+                while len(got) < len(data):
+                    b = s.recv(len(data) - len(got))
+                    if not b:
+                        raise RuntimeError("EOF before the echo")
+                    got += b
+                if got != data:
+                    raise RuntimeError("echo differs")
+            finally:
+                s.close()
+        except (OSError, RuntimeError) as e:
+            fails += 1
+            first = first or e
+    print(f"failed {fails} of {n}: {first!r}" if fails else f"ok {n}", flush=True)
+
+
 def main():
     cmd, a = sys.argv[1], sys.argv[2:]
     if cmd == "live":
         live(a[0], int(a[1]), int(a[2]), a[3])
     elif cmd == "try":
         try_open(a[0], int(a[1]), int(a[2]))
+    elif cmd == "churn":
+        churn(a[0], int(a[1]), a[2])
     else:
         sys.exit(f"unknown command {cmd}")
 

@@ -6,7 +6,8 @@
 # route's too, its object freed only after them), each new limit holds where the README says it does
 # (a lowered max_sessions refuses new sessions, counted, and leaves the live ones alone; a raised one
 # admits up to the pools sized at start and says the rest needs a restart; a file whose routes need
-# more than the buffers sized at start is refused whole), an added route listens, a removed one stops.
+# more than the buffers sized at start is refused whole), an added route listens, a removed one stops,
+# a route changed by every reload serves new sessions throughout.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
@@ -134,6 +135,30 @@ EOF
 expect_try 7 2 2
 expect_try 9 1 0
 ok "a file needing more buffers than sized at start is refused whole (its routes and max_sessions not applied)"
+
+# a route that every reload changes keeps serving: new sessions arrive all through 10 reloads of it
+# (limits high, so nothing may be refused), none refused or counted rejected (before, a connection its
+# listener took just after the reload met the retired route and was refused as "global")
+chg() {
+	printf '%s\n' "$base"
+	gw_routes <<<"chg	tcp:11	echo	max_sessions=$1"
+}
+reload 16 256M "$(chg 64)"
+churn_stop=$tmp/churn.stop
+eth_bg "$PY3" tests/gateway/reload_peer.py churn "$ETH_GW_IP" 11 "$churn_stop" >"$tmp/churn.out" 2>&1
+churn=$ETH_BG_PID
+sleep 1
+for ((i = 1; i <= 10; i++)); do
+	reload 16 256M "$(chg $((64 + i % 2)))"
+	sleep 0.3
+done
+touch "$churn_stop"
+wait "$churn"
+out=$(cat "$tmp/churn.out")
+rj=$(($(metric 'ibgw_route_sessions_rejected_total{route="chg",reason="global"}') + $(metric 'ibgw_route_sessions_rejected_total{route="chg",reason="limit"}')))
+case $out in ok\ *) ;; *) fail "route changed by 10 reloads: $out ($rj refused; $(metric 'ibgw_route_sessions_rejected_total{route="chg",reason="global"}') global)" ;; esac
+[ "$rj" = 0 ] || fail "route changed by 10 reloads: $rj sessions refused"
+ok "a route changed by each of 10 reloads served ${out#ok } sessions in a row through them, none refused"
 
 touch "$stop"
 wait "$live_gone" || fail "removed route's sessions: $(cat "$tmp/gone.out")"

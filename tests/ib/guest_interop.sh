@@ -14,8 +14,9 @@
 #     take at most (client's receive buffer + our receive + send buffer) of it, less up to half of
 #     our receive ring (rsocket re-advertises space only a whole half at a time); beyond that the
 #     client waits for itself (rstream's own server reads everything first, so it never meets this).
-#     Checked: the gateway takes exactly that much and no byte more (strict backpressure), and with
-#     a client receive buffer that holds the test the same run passes.
+#     Checked: the gateway takes exactly that much and no byte more (strict backpressure), with a
+#     client receive buffer that holds the test the same run passes, and a plain rsocket echo server
+#     (no ibgwd) makes the same client wait the same way.
 # rstream's -C counts are chosen to fit that bound at the defaults (client receive buffer 1 MiB:
 # rstream asks for 512K, rsocket doubles it; ours 128K + 128K).
 set -u
@@ -126,6 +127,19 @@ check "[ $alive = 0 ] && [ $((rx1 - rx0)) = $CAP ]" "1.6 MB sent before reading:
 row echo "rstream -T b -S 32768 -C 50" "$([ $alive = 0 ] && echo "waits" || echo "ended")" "took $((rx1 - rx0)) B of 1638416 (bound $CAP)"
 check "wait_for '[ \$(m ibgw_ib_connections_active) = 0 ]' 30" "the killed client's connection is gone"
 rs echo 7471 -B 4194304 -T b -T v -S 32768 -C 50
+# the same runs against a plain rsocket echo server (the rsocket API at its defaults, no ibgwd on the
+# way): -C 50 waits for itself as well and -C 30 passes, so the wait is what any bounded echo does with
+# a client that writes everything before it reads, not a flaw of ibgwd's credits or rings
+bg recho peer rs-serve "$IB" 7480 "$T/recho.log"
+wait_for "grep -q listening $T/recho.out" 30 || fail "the rsocket echo server did not start"
+# (-C 30 first: the server serves one client at a time, and the one -C 50 leaves behind holds it)
+timeout 30 rstream -s "$IB" -p 7480 -T b -T v -S 32768 -C 30 >"$T/recho30.out" 2>&1
+rc30=$?
+timeout 20 rstream -s "$IB" -p 7480 -T b -S 32768 -C 50 >"$T/recho50.out" 2>&1
+rc50=$?
+check "[ $rc50 = 124 ] && [ $rc30 = 0 ]" "a stock rsocket echo server (no ibgwd): rstream -S 32768 -C 50 waits too (rc $rc50), -C 30 passes (rc $rc30)"
+row rsocket "rstream -T b -S 32768 -C 50 (no ibgwd)" "$([ $rc50 = 124 ] && echo waits || echo "rc$rc50")" "plain rsocket echo server"
+stop recho
 
 echo "--- interop matrix (route, client, result, time)"
 printf '    %s\n' "${TABLE[@]}"

@@ -884,6 +884,8 @@ class Soak:
                     self.problems.append("  ended abnormally: session %d %s route %s %s at %.0f-%.0f s" % (
                         s.id, s.kind, s.route, s.status, s.t0, s.t1))
         self.final_metrics = scrape()
+        with open(os.path.join(SOAK_DIR, "metrics-end.txt"), "w") as f:  # every sample, for a post-mortem
+            f.writelines("%s %s\n" % kv for kv in sorted(self.final_metrics.items()))
         self.note_ended(self.final_metrics)
 
     # -- the verdict --
@@ -986,6 +988,10 @@ class Soak:
             print("ibgwd: SYN backlog drops %d, retransmits %d, out-of-order segments %d, RSTs out %d" % (
                 msum(fm, "ibgw_tcp_syn_backlog_drops_total"), msum(fm, "ibgw_tcp_retransmits_total"),
                 msum(fm, "ibgw_tcp_out_of_order_segments_total"), msum(fm, "ibgw_tcp_rsts_out_total")))
+            print("ibgwd: TCP connections timed out %d, reset by RSTs in %d; out-of-order data expired %d times; "
+                  "RTO expiries %d" % (
+                      msum(fm, "ibgw_tcp_connections_timed_out_total"), msum(fm, "ibgw_tcp_rsts_in_total"),
+                      msum(fm, "ibgw_tcp_out_of_order_expired_total"), msum(fm, "ibgw_tcp_rto_expiries_total")))
         # RSS trend after the warm-up
         flat = True
         post = [(t, r) for t, r in self.rss if t >= WARMUP]

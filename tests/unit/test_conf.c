@@ -99,6 +99,7 @@ static void test_example_file(void **state)
 	assert_int_equal(c->routes[1].check_interval_ms, 2000);
 	assert_int_equal(c->routes[2].n_allow, 2);
 	assert_int_equal(c->routes[2].connect.kind, CONF_EP_IB);
+	assert_int_equal(c->routes[0].proxy_protocol, CONF_PROXY_V2);
 	/* unset per-route buffers inherit the sections' defaults */
 	assert_int_equal(c->routes[3].ib_rbuf_size, c->ib.rbuf_size);
 	assert_int_equal(c->routes[4].tcp_sbuf_size, c->eth.sbuf_size);
@@ -335,6 +336,32 @@ static void test_route_equal(void **state)
 	conf_free(b);
 }
 
+/* PROXY protocol keys: off by default, v2 where a TCP peer is on that side, and part of a route's
+ * identity (a reload that turns one on changes the route). The refusals are in conf-bad/38-proxy.conf. */
+static void test_proxy_keys(void **state)
+{
+	struct errors e;
+	static const char *const head = "[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n";
+	char text[512];
+	struct conf *a, *b;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:1\n", head);
+	a = load_str(text, &e);
+	snprintf(text, sizeof(text),
+		 "%s[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:1\nproxy_protocol = v2\naccept_proxy = v2\n", head);
+	b = load_str(text, &e);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->routes[0].proxy_protocol, CONF_PROXY_OFF);
+	assert_int_equal(a->routes[0].accept_proxy, CONF_PROXY_OFF);
+	assert_int_equal(b->routes[0].proxy_protocol, CONF_PROXY_V2);
+	assert_int_equal(b->routes[0].accept_proxy, CONF_PROXY_V2);
+	assert_false(conf_route_equal(&a->routes[0], &b->routes[0]));
+	conf_free(a);
+	conf_free(b);
+}
+
 static void test_missing_file(void **state)
 {
 	(void)state;
@@ -529,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_ib_route_queues),
 		cmocka_unit_test(test_endpoint_str),
 		cmocka_unit_test(test_route_equal),
+		cmocka_unit_test(test_proxy_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_bad_files),

@@ -780,6 +780,71 @@ static void test_limits_wait_for_connect(void **state)
 	free(b);
 }
 
+/* A preamble (PROXY protocol header) reaches B first, once B is open, even when A sends nothing; a
+ * destination with less room than it takes it in pieces and A's bytes wait behind it; it is not
+ * counted as A's bytes; and it cannot be set once A's bytes reached B. */
+static void test_preamble(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, 5);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	static const uint8_t pre[] = "HEADER-0123456789"; /* 17 bytes and the NUL */
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
+	assert_int_equal(xlt_session_preamble(&s, pre, sizeof(pre)), 0);
+	assert_int_equal(b->tx_len, 0); /* B still connecting */
+	b->s.state = XLT_STREAM_OPEN;
+	b->s.ev.on_connected(b->s.ev.arg);
+	assert_int_equal(b->tx_len, 5); /* as much as B had room for, with nothing from A */
+	assert_true(s.blocked[0]);
+	peer_sends(a, "data", 4);
+	assert_int_equal(b->tx_len, 5); /* A's bytes wait behind the rest of the preamble */
+	assert_int_equal(a->rx_off, 0);
+	peer_drains(b, 10);
+	assert_int_equal(b->tx_len, 15);
+	peer_drains(b, 100);
+	assert_int_equal(b->tx_len, sizeof(pre) + 4);
+	assert_memory_equal(b->tx, pre, sizeof(pre));
+	assert_memory_equal(b->tx + sizeof(pre), "data", 4);
+	assert_false(s.blocked[0]);
+	/* only A's bytes count as relayed */
+	assert_int_equal(st.bytes_a_to_b, 4);
+	assert_int_equal(a->s.bytes_in, 4);
+	assert_int_equal(b->s.bytes_out, 4);
+	assert_int_equal(xlt_session_preamble(&s, pre, sizeof(pre)), -EALREADY);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	closed(a, -ECONNABORTED);
+	closed(b, -ECONNABORTED);
+	assert_int_equal(done_calls, 1);
+	free(a);
+	free(b);
+}
+
+/* An open B with an empty A: the preamble goes at once and A's end of stream follows it. */
+static void test_preamble_then_eof(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
+	assert_int_equal(xlt_session_preamble(&s, (const uint8_t *)"PP", 2), 0);
+	assert_int_equal(b->tx_len, 2);
+	a->s.peer_done = 1;
+	a->s.ev.on_readable(a->s.ev.arg);
+	assert_int_equal(b->shutdowns, 1);
+	assert_int_equal(st.bytes_a_to_b, 0);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	closed(a, -ECONNABORTED);
+	closed(b, -ECONNABORTED);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +864,8 @@ int main(void)
 		cmocka_unit_test(test_stall_timeout),
 		cmocka_unit_test(test_half_closed_timeout),
 		cmocka_unit_test(test_limits_wait_for_connect),
+		cmocka_unit_test(test_preamble),
+		cmocka_unit_test(test_preamble_then_eof),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# PROXY protocol v2 through ibgwd's TCP relay (tcp: listener -> tcp: destination, on the host):
+#  - proxy_protocol = v2, read by a real consumer: HAProxy 2.6 with accept-proxy logs the client
+#    address and port and the unique id it saw (%ci:%cp, %[fc_pp_unique_id]); HAProxy 2.6 has no
+#    fc_pp_tlv, so the application TLVs (0xE0 route; 0xE1/0xE2 GID/QPN are for IB peers, see
+#    tests/e2e) are checked by pp_peer.py's server, which parses the header with its own code; the
+#    header reaches a server that speaks first although the client sends nothing, and is not counted
+#    as relayed bytes; payloads are checked by sha256 both ways;
+#  - accept_proxy = v2 with HAProxy's send-proxy-v2 in front (in the client namespace): the allow list
+#    judges the address from the header (one source allowed, one refused, while HAProxy's own address
+#    is outside the list), and that address goes on in ibgwd's own header; malformed headers,
+#    unsupported ones, a header that never comes, and header + data in one segment (data relayed);
+#    LOCAL keeps the TCP peer's address. Every refusal is counted in ibgw_proxy_header_errors_total.
+# Before the feature: the config keys did not exist, ibgwd refused the file (this test failed).
+# timeout: 240
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+eth_test_init
+command -v haproxy >/dev/null || { echo "skip: no haproxy (Debian package haproxy)"; exit 77; }
+pp() { "$PY3" tests/eth/pp_peer.py "$@"; }
+GW=$ETH_GW_IP
+PEER=$ETH_PEER_IP
+PEER2=$ETH_PEER_IP2
+
+eth_setup
+eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<EOF
+pp-hap	tcp:8100	tcp:$PEER:5100	proxy_protocol=v2
+pp-tlv	tcp:8101	tcp:$PEER:5102	proxy_protocol=v2
+ap	tcp:8102	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=$PEER2/32
+EOF
+)"
+m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+perr() { m "proxy_header_errors_total{route=\"ap\",reason=\"$1\"}"; }
+
+# HAProxy: a consumer of ibgwd's headers (fe_pp, accept-proxy, in front of a kernel echo server) and a
+# balancer in front of ibgwd (fe_lb, send-proxy-v2 to the accept_proxy route)
+cat >"$tmp/haproxy.cfg" <<EOF
+global
+	log stdout format raw local0
+defaults
+	mode tcp
+	log global
+	timeout connect 5s
+	timeout client 60s
+	timeout server 60s
+frontend fe_pp
+	bind $PEER:5100 accept-proxy
+	log-format "PPLOG %ci:%cp %fi:%fp uid=%[fc_pp_unique_id]"
+	default_backend echo
+backend echo
+	server e 127.0.0.1:5101
+frontend fe_lb
+	bind $PEER:6000
+	default_backend gw
+backend gw
+	# one attempt per client: a connection ibgwd resets early (the allow list) would be retried, and
+	# counted again, at HAProxy's default of 3 retries
+	retries 0
+	server g $GW:8102 send-proxy-v2
+EOF
+eth_bg socat TCP-LISTEN:5101,bind=127.0.0.1,reuseaddr,fork EXEC:cat
+eth_bg haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1
+eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5102 "$tmp/pp.log"
+eth_wait_listen 5100
+eth_wait_listen 5102
+eth_wait_listen 6000
+: >"$tmp/pp.log"
+# the Nth JSON line of the python server's log, field F (jq)
+ppl() { sed -n "$1p" "$tmp/pp.log" | jq -r "$2"; }
+ppwait() { for _ in $(seq 100); do [ "$(wc -l <"$tmp/pp.log")" -ge "$1" ] && return 0; sleep 0.1; done; fail "the server logged no header #$1: $(cat "$tmp/pp.log")"; }
+
+# ---- proxy_protocol = v2 to HAProxy accept-proxy ----
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8100 4000000 --sport 40123 --plain 2>&1) ||
+	fail "through HAProxy accept-proxy: $out"
+ok "4 MB through ibgwd (proxy_protocol = v2) and HAProxy accept-proxy, echoed intact: $out"
+for _ in $(seq 50); do grep -q PPLOG "$tmp/haproxy.log" && break; sleep 0.1; done
+line=$(grep PPLOG "$tmp/haproxy.log" | head -1)
+[[ "$line" =~ ^PPLOG\ $PEER:40123\ $GW:8100\ uid=([0-9a-f]{16})$ ]] ||
+	fail "HAProxy logged '$line', expected the client $PEER:40123, the listener $GW:8100 and a 16-digit uid (log: $(cat "$tmp/haproxy.log"))"
+uid_hap=${BASH_REMATCH[1]}
+ok "HAProxy saw the client $PEER:40123 -> $GW:8100 and unique id $uid_hap from the header"
+# (a tcp -> tcp route: eth_to_eth is client -> server, eth_to_eth_back the way back)
+a2b() { m "route_bytes_total{route=\"$1\",dir=\"eth_to_eth\"}"; }
+[ "$(a2b pp-hap)" = 4000000 ] || fail "route bytes A->B: $(a2b pp-hap), expected 4000000 (the header is not relayed client data)"
+ok "the header is not counted as relayed bytes (route_bytes_total = 4000000)"
+
+# ---- the TLVs, parsed by pp_peer.py; a header without any client byte ----
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py silent "$GW" 8101 2>&1) || fail "silent client: no greeting: $out"
+ppwait 1
+[ "$(ppl 1 .error)" = null ] || fail "header #1: $(ppl 1 .error)"
+[ "$(ppl 1 '.src + " " + .dst + ":" + (.dport|tostring)')" = "$PEER $GW:8101" ] ||
+	fail "header #1 addresses: $(sed -n 1p "$tmp/pp.log")"
+uid1=$(ppl 1 '.tlv["0x05"]' | xxd -r -p)
+[[ "$uid1" =~ ^[0-9a-f]{16}$ ]] || fail "UNIQUE_ID '$uid1' is not 16 lowercase hex digits"
+[ "$(ppl 1 '.tlv["0xE0"]' | xxd -r -p)" = pp-tlv ] || fail "route TLV: $(sed -n 1p "$tmp/pp.log")"
+[ "$(ppl 1 '.tlv | keys | join(",")')" = "0x05,0xE0" ] ||
+	fail "TLVs of a TCP client: $(ppl 1 '.tlv | keys | join(",")'), expected 0x05,0xE0 (GID/QPN only for IB peers)"
+ok "a server that speaks first got the header with no client byte: $PEER -> $GW:8101, uid $uid1, route pp-tlv"
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8101 3000000 --sport 40124 2>&1) || fail "xfer via pp-tlv: $out"
+ppwait 2
+[ "$(ppl 2 '.sport')" = 40124 ] || fail "header #2 source port: $(sed -n 2p "$tmp/pp.log")"
+uid2=$(ppl 2 '.tlv["0x05"]' | xxd -r -p)
+[ "$uid2" != "$uid1" ] && [ "$uid2" != "$uid_hap" ] || fail "unique ids repeat: $uid_hap $uid1 $uid2"
+[ "$(a2b pp-tlv)" = 3000000 ] || fail "route bytes pp-tlv: $(a2b pp-tlv)"
+ok "3 MB intact after the header ($out); each session has its own uid"
+
+# ---- accept_proxy = v2 behind HAProxy send-proxy-v2 ----
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$PEER" 6000 2000000 --src "$PEER2" --sport 40200 2>&1) ||
+	fail "allowed client through HAProxy send-proxy-v2: $out"
+ppwait 3
+[ "$(ppl 3 '.src + ":" + (.sport|tostring) + " " + .dst + ":" + (.dport|tostring)')" = "$PEER2:40200 $PEER:6000" ] ||
+	fail "forwarded header: $(sed -n 3p "$tmp/pp.log"), expected the real client $PEER2:40200 -> $PEER:6000"
+[ "$(ppl 3 '.tlv["0xE0"]' | xxd -r -p)" = ap ] || fail "route TLV of ap"
+ok "client $PEER2 via HAProxy (whose own address $PEER is not allowed) admitted by its real address, 2 MB intact, and forwarded as $PEER2:40200 -> $PEER:6000"
+acl0=$(m 'route_sessions_rejected_total{route="ap",reason="acl"}')
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$PEER" 6000 1000 --src "$PEER" --sport 40201 2>&1) &&
+	fail "a client outside the allow list got through: $out"
+acl1=$(m 'route_sessions_rejected_total{route="ap",reason="acl"}')
+[ "$acl1" = $((acl0 + 1)) ] || fail "acl rejections $acl0 -> $acl1, expected one more"
+grep -q '"sport": 40201' "$tmp/pp.log" && fail "the refused client reached the server"
+ok "client $PEER via HAProxy refused by the allow list on its real address (rejected acl $acl0 -> $acl1)"
+
+# ---- malformed, unsupported, late and incomplete headers: each resets its connection, counted ----
+check_reset() { # REASON HEX [LIMIT [FLAGS...]]
+	local reason=$1 hex=$2 limit=${3:-15} before after out
+	shift $(($# < 3 ? $# : 3))
+	before=$(perr "$reason")
+	out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8102 "$hex" "$limit" --src "$PEER2" "$@" 2>&1) ||
+		fail "$reason: not reset: $out"
+	after=$(perr "$reason")
+	[ "$after" = $((before + 1)) ] || fail "$reason: counted $before -> $after"
+	echo "$out"
+}
+check_reset signature "$(printf 'GET / HTTP/1.0\r\n\r\n' | xxd -p | tr -d '\n')" >/dev/null
+check_reset version "$(pp header --ver 1)" >/dev/null
+check_reset command "$(pp header --cmd 2)" >/dev/null
+check_reset family "$(pp header --fam 0x41)" >/dev/null
+check_reset length "$(pp header --len 8)" >/dev/null
+check_reset tlv "$(pp header --tlv 0xE0:6162 --len 16)" >/dev/null
+check_reset unsupported "$(pp header --fam 0x00 --len 0)" >/dev/null
+ok "malformed headers reset at once, each counted: signature version command family length tlv unsupported"
+out=$(check_reset truncated "$(pp header | cut -c1-40)" 15 --eof) || fail "$out"
+ok "a header cut short by the client's end of stream: reset, counted as truncated"
+
+# a header that never comes (nothing, or 8 bytes of it): reset after the 5 s bound, not before
+for raw in "" "$(pp header | cut -c1-16)"; do
+	out=$(check_reset timeout "$raw" 30) || fail "$out"
+	t=$(echo "$out" | sed -n 's/^closed after \([0-9.]*\)s.*/\1/p')
+	awk -v t="$t" 'BEGIN { exit !(t >= 4.5) }' || fail "reset after ${t}s, before the 5 s bound"
+	ok "no complete header (${#raw} hex digits sent): reset after ${t}s, counted as timeout"
+done
+
+# header + data in one segment: the data is relayed; the header's source is what goes on
+hdr=$(pp header --src "$PEER2:1234" --dst "$GW:8102")
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 1000000 --src "$PEER2" --sport 40300 --pre "$hdr" 2>&1) ||
+	fail "header + data in one segment: $out"
+ppwait 4
+[ "$(ppl 4 '.src + ":" + (.sport|tostring)')" = "$PEER2:1234" ] || fail "forwarded: $(sed -n 4p "$tmp/pp.log")"
+ok "header + 1 MB sent in one send(): all data relayed intact, source $PEER2:1234 from the header forwarded"
+# LOCAL (a balancer's health check): the TCP peer's own address stays, for the allow list too
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 100000 --src "$PEER2" --sport 40301 --pre "$(pp header local)" 2>&1) ||
+	fail "LOCAL from an allowed address: $out"
+ppwait 5
+[ "$(ppl 5 '.src + ":" + (.sport|tostring)')" = "$PEER2:40301" ] || fail "LOCAL forwarded: $(sed -n 5p "$tmp/pp.log")"
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 1000 --src "$PEER" --sport 40302 --pre "$(pp header local)" 2>&1) &&
+	fail "LOCAL from $PEER (not allowed) got through: $out"
+ok "LOCAL keeps the TCP peer's address: $PEER2 admitted and forwarded as itself, $PEER refused"
+
+# a connection waiting for its header across a reload that changes its route: admitted under the new
+# config when the header completes (the old route object may be freed meanwhile: ASan would see a
+# use after free)
+eth_bg "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 100000 --src "$PEER2" --sport 40303 --pause 4 \
+	--pre "$(pp header --src "$PEER2:4321" --dst "$GW:8102")"
+xp=$ETH_BG_PID
+sleep 1
+sed -i '/^\[route ap\]/a max_sessions = 100' "$tmp/ibgw.conf"
+r0=$(m 'config_reloads_total{result="ok"}')
+kill -HUP "$GW_PID"
+for _ in $(seq 50); do [ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] || fail "the reload was not applied"
+wait "$xp" || fail "the connection that waited across the reload failed"
+ppwait 6
+[ "$(ppl 6 '.src + ":" + (.sport|tostring)')" = "$PEER2:4321" ] || fail "after the reload: $(sed -n 6p "$tmp/pp.log")"
+ok "a connection whose header was half there during a reload of its route was admitted after it, data intact"
+
+# more silent connections than the waiting pool holds (1024 per worker): the extra ones are reset at
+# once (overload), the others at the bound; all are counted
+o0=$(perr overload) t0=$(perr timeout)
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py flood "$GW" 8102 1100 --src "$PEER2" 2>&1) || fail "flood: $out"
+early=$(echo "$out" | sed -n 's/^early=//p')
+[ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
+	fail "1100 silent connections: $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
+ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+
+# the reasons are in /metrics, and nothing is left behind
+curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep '^ibgw_proxy_header_errors_total{route="ap"' | grep -v ' 0$'
+sleep 1
+[ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left: $(m 'worker_sessions_active{worker="0"}')"
+# a connection still waiting for its header when ibgwd stops: it holds no session, the drain does
+# not wait for it, and nothing leaks
+eth_bg "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8102 "" 30 --src "$PEER2"
+sleep 0.5
+gw_stop TERM 20 || fail "ibgwd exited with $? (sanitizer report or leak?)"
+ok "no session left; ibgwd (ASan build) stopped cleanly with a connection still waiting for its header"
