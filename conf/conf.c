@@ -190,7 +190,7 @@ static const struct conf_key conf_keys[] = {
 		"state=ready, drain or maint: `tcp:198.18.0.2:80 weight=2, tcp:198.18.0.3:80 max=100`"},
 	{R(balance), .type = T_BALANCE, .def = "roundrobin",
 	 .doc = "how a pool picks a backend: roundrobin (weighted), leastconn (fewest sessions per weight) or "
-		"source (keyed hash of the client address: stable while the usable backends stay the same)"},
+		"source (keyed hash of the client: TCP its IPv4 address, IB its port GID; stable while the usable backends stay the same)"},
 	{R(check_interval_ms), .key = "check_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
 	 .doc = "time between active health checks of each backend (0 = none: a backend is judged by its "

@@ -126,6 +126,19 @@ struct gw_pool *gw_pool_create(struct gw_daemon *d, const struct conf_route *c)
 	return p;
 }
 
+uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const struct xlt_stream *a)
+{
+	struct eth_siphash_key key = {d->bk_key[0], d->bk_key[1]};
+	uint8_t gid[16];
+	uint32_t qpn;
+
+	/* an IB peer is its port GID (it may have no IPv4 address at all), hashed to 64 bits with the key;
+	 * the top bit set keeps it apart from a bare IPv4 key */
+	if (r->conf.listen.kind == CONF_EP_IB && !gw_ib_peer_id(a, gid, &qpn))
+		return eth_siphash(&key, gid, sizeof(gid)) | 1ull << 63;
+	return a->peer_addr;
+}
+
 void gw_pool_destroy(struct gw_pool *p)
 {
 	if (!p)
@@ -211,7 +224,7 @@ static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w
 /* Weighted rendezvous hashing: score = weight / -ln(u), u uniform in (0,1) from the keyed hash of
  * (client, backend). The highest usable score wins; the scores do not depend on which others are
  * usable, hence the stability. */
-static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_pool *p, uint32_t client,
+static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_pool *p, uint64_t client,
                        uint64_t tried)
 {
 	struct eth_siphash_key key = {d->bk_key[0], d->bk_key[1]};
@@ -226,8 +239,8 @@ static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_p
 			double u, sc;
 			if (!candidate(l, p, i, tried_now))
 				continue;
-			h = eth_siphash_3u32(&key, client, (uint32_t)p->b[i]->hkey,
-			                     (uint32_t)(p->b[i]->hkey >> 32));
+			uint64_t in[2] = {client, p->b[i]->hkey};
+			h = eth_siphash(&key, in, sizeof(in));
 			u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
 			sc = (double)p->weight[i] / -log(u);
 			if (best < 0 || sc > best_s) {
@@ -244,7 +257,7 @@ static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_p
 	return -1;
 }
 
-struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint32_t client, uint64_t tried,
+struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx)
 {
 	struct gw_pool *p = r->pool;

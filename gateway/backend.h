@@ -82,11 +82,14 @@ struct gw_pool *gw_pool_create(struct gw_daemon *d, const struct conf_route *c);
 /* Control: drops P's references (the backends go at the next gw_backends_sweep if unused). */
 void gw_pool_destroy(struct gw_pool *p);
 
-/* Worker: picks a usable backend of R's pool for a session from CLIENT (IPv4, network order), not one
+/* Worker: picks a usable backend of R's pool for a session from CLIENT (gw_client_key), not one
  * of TRIED (bit i = backend i), per the route's balance. Reserves a place in it (active + 1, within
  * its max=) and counts a session on it. Returns it and its index in *IDX, or NULL when none is left. */
-struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint32_t client, uint64_t tried,
+struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx);
+/* Worker: the key source balancing hashes for the client of stream A accepted by route R: an IB peer's
+ * port GID when its connect request carried one, else its IPv4 address (network order). */
+uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const struct xlt_stream *a);
 /* Worker: the session on B ended (or its connect failed: FAILED counts it). */
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed);
 

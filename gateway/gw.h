@@ -120,7 +120,7 @@ struct gw_session {
 	unsigned be_idx;
 	uint64_t tried;
 	int last_err;
-	uint32_t client; /* the source address (source balancing) */
+	uint64_t client; /* the client's key for source balancing (gw_client_key) */
 	/* the PROXY v2 header its far side gets first (route key proxy_protocol) */
 	uint8_t pp[GW_PP_HDR_MAX];
 };

@@ -420,7 +420,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->be = NULL;
 	s->tried = 0;
 	s->last_err = 0;
-	s->client = a->peer_addr;
+	s->client = r->conf.balance == CONF_BALANCE_SOURCE ? gw_client_key(w->d, r, a) : 0;
 	s->deadline_ns = gw_now_ns() + r->conf.connect_timeout_ms * 1000000ull;
 	switch (to->kind) {
 	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;

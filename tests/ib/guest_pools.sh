@@ -41,7 +41,12 @@ fall = 2
 [route rt]
 listen = tcp:9001
 connect = ib:$IB:7471, ib:$IB:7472
-max_sessions = 16"
+max_sessions = 16
+[route ibsrc]
+listen = ib:7480
+connect = tcp:$ETH_PEER_IP:5001, tcp:$ETH_PEER_IP:5002
+balance = source
+max_sessions = 8"
 eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null
 
 many() { # PORT N: N sessions one after the other, each an echo check of 20000 bytes with a half-close
@@ -129,6 +134,14 @@ a2=$(served 2)
 n=$(many 9000 4)
 sleep 0.5
 check "[ $n = 4 ] && [ $(($(served 2) - a2)) = 2 ]" "it takes its share again"
+# source balancing of IB clients: the key is the peer's port GID (from its connect request); one
+# client (rs_peer, this VM's one GID) keeps its backend
+for p in 5001 5002; do eth_bg socat "TCP-LISTEN:$p,reuseaddr,fork" EXEC:cat; eth_wait_listen $p; done
+okn=0
+for i in 1 2 3 4 5 6; do "$TOOLS/rs_peer" -t 60 -p 7480 "$IB" echo 20000 >/dev/null 2>&1 && okn=$((okn + 1)); done
+s1=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5001\"}")
+s2=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5002\"}")
+check "[ $okn = 6 ] && { [ '$s1' = 6 ] && [ '$s2' = 0 ] || [ '$s1' = 0 ] && [ '$s2' = 6 ]; }" "ib: listener, balance = source: 6 rsocket sessions verified, all on one backend ($s1/$s2)"
 # checks go on every second (an IB connection each while it runs): maintenance stops them
 for n in 1 2; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$STATS/backends/pool/$IB:747$n?state=maint")
