@@ -25,6 +25,7 @@ struct eth_stack;
 struct ib_worker;
 struct ib_ctl;
 struct gw_metrics;
+struct gw_alog_ring;
 struct xlt_stream;
 struct conf_route;
 
@@ -37,6 +38,8 @@ struct conf_route;
 struct gw_live {
 	uint32_t max_sessions;  /* [gateway] max_sessions, capped at d->cap_sessions */
 	uint64_t idle_sleep_us; /* [gateway] idle_sleep */
+	bool alog_on;		  /* [gateway] access_log is set: sessions leave records */
+	uint64_t alog_interval_ns; /* [gateway] access_log_interval (0: end records only) */
 	/* control thread only, once retired: */
 	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
 	struct gw_live *next_retired;
@@ -96,6 +99,7 @@ struct gw_session {
 	bool pending;
 	struct gw_session *next_pending;
 	uint64_t retry_ns, deadline_ns;
+	uint64_t next_progress_ns; /* its next access log progress record (access_log_interval) */
 };
 
 struct pollfd;
@@ -114,6 +118,9 @@ struct gw_worker {
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
 	struct gw_worker_stats st;
+	/* access log records (access_log.h): this worker produces, the control thread consumes;
+	 * allocated before launch */
+	struct gw_alog_ring *alog;
 	/* worker only: */
 	const struct gw_live *live;  /* this round's snapshot (gw_live_enter) */
 	struct gw_session *sessions; /* pool of n_sessions */
@@ -138,7 +145,7 @@ struct gw_daemon {
 	struct conf *conf;
 	const char *conf_path;
 	struct event_base *base;
-	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
+	struct event *sig_hup, *sig_term, *sig_int, *sig_usr1, *drain_timer;
 	struct timespec started;   /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;
 	bool drain_aborting;

@@ -18,6 +18,7 @@
 
 #include "../conf/conf.h"
 #include "../translate/session.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -251,6 +252,15 @@ static uint64_t owner_now(void *arg)
 	return gw_now_ns();
 }
 
+/* The session is over, its streams not released yet: its access log record. */
+static void owner_ended(void *arg, struct xlt_session *x)
+{
+	struct gw_worker *w = arg;
+
+	if (w->live->alog_on)
+		gw_alog_session(w, (struct gw_session *)x, GW_ALOG_END, gw_now_ns());
+}
+
 static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason reason)
 {
 	struct gw_worker *w = arg;
@@ -363,6 +373,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->route = r;
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
+	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
 	if (kind == XLT_SESSION_RELAY && !b) {
@@ -408,10 +419,17 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 								  : xlt_end_reason_of(err, true));
 	}
 	if (now >= w->tick_ns && w->st.sessions_active) {
+		uint64_t iv = w->live->alog_on ? w->live->alog_interval_ns : 0;
 		w->tick_ns = now + TICK_NS;
-		for (unsigned i = 0; i < w->n_sessions; i++)
-			if (w->sessions[i].x.live)
-				xlt_session_tick(&w->sessions[i].x, now);
+		for (unsigned i = 0; i < w->n_sessions; i++) {
+			struct gw_session *s = &w->sessions[i];
+			if (s->x.live)
+				xlt_session_tick(&s->x, now);
+			if (iv && s->x.live && now >= s->next_progress_ns) {
+				gw_alog_session(w, s, GW_ALOG_PROGRESS, now);
+				s->next_progress_ns = now + iv;
+			}
+		}
 	}
 	return work;
 }
@@ -438,7 +456,8 @@ int gw_sessions_init(struct gw_daemon *d)
 			w->sessions[k].next_free = w->free_sessions;
 			w->free_sessions = &w->sessions[k];
 		}
-		w->owner = (struct xlt_session_owner){.arg = w, .now_ns = owner_now, .done = owner_done};
+		w->owner = (struct xlt_session_owner){
+			.arg = w, .now_ns = owner_now, .done = owner_done, .ended = owner_ended};
 	}
 	return gw_routes_apply(d, d->conf);
 }

@@ -23,6 +23,7 @@
 
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -102,6 +103,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
 	gw_session_metrics(d, m);
+	gw_alog_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }

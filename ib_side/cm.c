@@ -710,6 +710,10 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	ctl->hooks->route_get(c->route);
 	c->s.peer_addr = addr;
 	c->s.peer_port = port;
+	/* who the peer is on the fabric (access log): the GID of the request's path (rdma_cm turns it
+	 * around for the passive side: dgid is the requester's) and the requester's QPN */
+	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
+	c->peer_qpn = e->param.qp_num;
 	c->rbuf_size = (uint32_t)l->conf->ib_rbuf_size;
 	c->sbuf_size = (uint32_t)l->conf->ib_sbuf_size;
 	ret = conn_setup(ctl, c, dev);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The access log ([gateway] access_log, access_log_interval) on a tcp: -> tcp: route, on the host
+# (DPDK af_packet on a veth; kernel TCP client and backend in a namespace, tests/gateway/alog_peer.py).
+# One ibgwd runs through four parts; what the clients moved is known byte for byte:
+#  1. 200 concurrent sessions of different random sizes, and one the client resets: exactly one JSON
+#     line per session, found by the client's source port, with the byte counts the peers moved (and
+#     the data checked by sha256 end to end), reason ok (reset for the reset one), distinct uids;
+#  2. logrotate: the file is renamed and SIGUSR1 sent while sessions run: later sessions land in the
+#     new file, and every session has its one line in one of the two files (none lost, none doubled);
+#  3. access_log_interval = 1s (set by SIGHUP, which applies it at once): a session that lasts ~4 s
+#     gets progress lines before its end line;
+#  4. a full log disk (a 64 KiB tmpfs, filled; the log moved there by SIGHUP): sessions still pass with
+#     sha256 intact, the lost lines are counted in ibgw_access_log_write_errors_total, /health answers.
+# Before the access log existed ibgwd refused the config (unknown key access_log): every part fails.
+# timeout: 240
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+eth_test_init
+full=$tmp/full
+# (the tmpfs goes after ibgwd, which holds the log open there)
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; eth_cleanup; mountpoint -q "$full" && umount -l "$full"; rm -rf "$tmp"' EXIT
+peer() { eth_ns "$PY3" tests/gateway/alog_peer.py "$@"; }
+check() { "$PY3" tests/gateway/alog_check.py "$@"; }
+m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+BACKEND=$ETH_PEER_IP:5001
+
+# writes the config: access_log = $1, access_log_interval = $2 (a real user's are in conf/ibgw.conf;
+# the route's max_sessions is raised from 256 so that 201 sessions fit at once)
+mkconf() {
+	eth_conf "$tmp/ibgw.conf" "$(gw_routes <<EOF
+relay	tcp:8000	tcp:$BACKEND	max_sessions=512
+EOF
+)"
+	sed -i "/^\[gateway\]/a access_log = $1\naccess_log_interval = $2" "$tmp/ibgw.conf"
+}
+reloads=0
+reload() {
+	local i
+	mkconf "$1" "$2"
+	reloads=$((reloads + 1))
+	kill -HUP "$GW_PID"
+	for i in $(seq 100); do
+		[ "$(m 'config_reloads_total{result="ok"}')" = "$reloads" ] && return 0
+		sleep 0.1
+	done
+	fail "reload $reloads not applied"
+}
+# waits (bounded) until FILE has N lines or more
+wait_lines() {
+	local i
+	for i in $(seq 300); do
+		[ "$(cat "$@" 2>/dev/null | wc -l)" -ge "$N" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+eth_setup
+log=$tmp/access.log
+mkconf "$log" 0
+gw_start "$tmp/ibgw.conf"
+gw_wait_ready "$ETH_STATS" 30
+eth_bg "$PY3" tests/gateway/alog_peer.py server 5001
+eth_wait_listen 5001
+
+# 1. 200 concurrent sessions + 1 reset
+out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 20000 200 "$tmp/a.json") || fail "part 1 sessions: $out"
+echo "$out"
+N=201 wait_lines "$log" || fail "part 1: $(wc -l <"$log") line(s) in the access log, expected 201"
+sleep 0.3 # (a line too many would come now)
+check ends "$tmp/a.json" relay "$ETH_PEER_IP" "$BACKEND" "$log" || fail "part 1: access log"
+[ "$(m access_log_dropped_total)" = 0 ] || fail "part 1: records dropped: $(m access_log_dropped_total)"
+ok "200 concurrent sessions and a reset one: one line each, right byte counts and reasons"
+
+# 2. logrotate: rename, SIGUSR1, while sessions run
+peer stream "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 21000 4 "$tmp/b.json" >"$tmp/b.out" 2>&1 &
+spid=$!
+pids+=("$spid")
+sleep 1.5
+mv "$log" "$log.1"
+kill -USR1 "$GW_PID"
+wait "$spid" || fail "part 2 sessions: $(cat "$tmp/b.out")"
+cat "$tmp/b.out"
+nb=$("$PY3" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$tmp/b.json")
+[ "$nb" -ge 4 ] || fail "part 2: only $nb session(s) ran"
+N=$((201 + nb)) wait_lines "$log.1" "$log" || fail "part 2: $(cat "$log.1" "$log" | wc -l) line(s), expected $((201 + nb))"
+sleep 0.3
+[ -s "$log" ] || fail "part 2: nothing in the reopened file"
+"$PY3" -c 'import json,sys; a=json.load(open(sys.argv[1])); a.update(json.load(open(sys.argv[2]))); json.dump(a, open(sys.argv[3], "w"))' \
+	"$tmp/a.json" "$tmp/b.json" "$tmp/ab.json"
+check ends "$tmp/ab.json" relay "$ETH_PEER_IP" "$BACKEND" "$log.1" "$log" || fail "part 2: access log"
+ok "SIGUSR1 reopen: $(wc -l <"$log") line(s) in the new file, $(wc -l <"$log.1") in the renamed one, none lost or doubled"
+[ "$(m access_log_lines_total)" = "$((201 + nb))" ] || fail "ibgw_access_log_lines_total is $(m access_log_lines_total), expected $((201 + nb))"
+ok "ibgw_access_log_lines_total counts every line"
+
+# 3. progress lines
+log3=$tmp/progress.log
+reload "$log3" 1s
+peer slow "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 23000 4 "$tmp/c.json" || fail "part 3: the slow session failed"
+N=1 wait_lines "$log3" && sleep 0.3
+check progress 23000 "$log3" || fail "part 3: progress lines"
+ok "access_log_interval: progress lines for a long session"
+
+# 4. a full disk
+mkdir -p "$full"
+mount -t tmpfs -o size=64k tmpfs "$full" || fail "cannot mount a tmpfs"
+dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null # fills it (dd stops at ENOSPC)
+reload "$full/access.log" 0
+before=$(m access_log_write_errors_total)
+out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 24000 50 "$tmp/d.json") || fail "part 4: sessions failed with a full log disk: $out"
+echo "$out"
+for i in $(seq 100); do
+	[ "$(m access_log_write_errors_total)" -ge "$((before + 50))" ] && break
+	sleep 0.1
+done
+errs=$(m access_log_write_errors_total)
+[ "$errs" -ge $((before + 50)) ] || fail "part 4: $errs write error(s) counted, expected >= $((before + 50))"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ETH_STATS/health")" = 200 ] || fail "part 4: /health"
+ok "full log disk: 50 sessions intact (sha256), $errs lost line(s) counted, the daemon answers"
+
+gw_stop || fail "ibgwd exited with $?"
+umount "$full" || fail "cannot unmount the tmpfs"
+ok "clean shutdown"
