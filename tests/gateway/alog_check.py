@@ -6,6 +6,9 @@
       (alog_peer.py's output: {client port: {"up", "down", "reset"}}) each have exactly one "end"
       line (found by the client's source port), whose byte counts are what the client sent and got
       (reason "ok"), or reason "reset" for the session the client reset; there is no other line
+  e2e LOG IB_ADDR SIZE N EACH
+      tests/e2e/guest_integrity.sh's sessions: routes out (N + 1), in (1), in_many (N), ib_echo (N),
+      all ended ok, IB clients with their address, GID, QPN and credit stalls, bytes as moved
   progress SPORT LOG
       the session from SPORT has at least 2 "progress" lines before its one "end" line, all with its
       uid, times and byte counts never going backwards
@@ -122,10 +125,49 @@ def progress(sport, log):
     print(f'ok: session from {sport}: {ev.count("progress")} progress line(s), then its end line, one uid')
 
 
+def e2e(log, ib, size, n, each):
+    lines = lines_of([log])
+    if len(lines) != 3 * n + 2 or len({o['uid'] for o in lines}) != len(lines):
+        die(f'{len(lines)} line(s), expected {3 * n + 2} with distinct uids')
+    by = {}
+    for o in lines:
+        if o['event'] != 'end' or o['reason'] != 'ok':
+            die(f'not an ok end: {json.dumps(o)[:300]}')
+        by.setdefault(o['route'], []).append(o)
+
+    def moved(o):
+        return o['client_to_backend']['bytes'], o['backend_to_client']['bytes']
+
+    def ib_peer(e):
+        return (e['side'] == 'ib' and e['addr'] == ib and ':' in e.get('gid', '') and e['gid'] != '::'
+                and e.get('qpn', 0) > 0
+                and e.get('credit_stalls', -1) >= 0)
+    want = {'out': n + 1, 'in': 1, 'in_many': n, 'ib_echo': n}
+    if {k: len(v) for k, v in by.items()} != want:
+        die(f'lines per route {({k: len(v) for k, v in by.items()})}, expected {want}')
+    for o in by['out'] + by['ib_echo']:
+        if not ib_peer(o['client']):
+            die(f'IB client without its address, GID, QPN or credit stalls: {json.dumps(o)[:400]}')
+    if sorted(moved(o) for o in by['out']) != sorted([(each, each)] * n + [(size, size)]):
+        die('route out: byte counts differ from what the clients moved')
+    o = by['in'][0]
+    if moved(o) != (size, size) or o['backend']['side'] != 'ib' or o['backend']['port'] != 7600 \
+            or 'credit_stalls' not in o['backend'] or o['client']['side'] != 'tcp':
+        die(f'route in: {json.dumps(o)[:400]}')
+    if any(moved(o) != (each, each) for o in by['in_many'] + by['ib_echo']):
+        die('routes in_many/ib_echo: byte counts differ from what the clients moved')
+    if any(o['backend']['side'] != 'echo' for o in by['ib_echo']):
+        die('route ib_echo: backend is not echo')
+    print(f'ok: {len(lines)} access log lines, one per session of each route, IB clients with GID and QPN, '
+          f'byte counts equal to what the clients moved')
+
+
 def main():
     a = sys.argv[1:]
     if len(a) >= 5 and a[0] == 'ends':
         ends(a[1], a[2], a[3], a[4], a[5:])
+    elif len(a) == 6 and a[0] == 'e2e':
+        e2e(a[1], a[2], int(a[3]), int(a[4]), int(a[5]))
     elif len(a) == 3 and a[0] == 'progress':
         progress(int(a[1]), a[2])
     else:
