@@ -9,6 +9,9 @@
   e2e LOG IB_ADDR SIZE N EACH
       tests/e2e/guest_integrity.sh's sessions: routes out (N + 1), in (1), in_many (N), ib_echo (N),
       all ended ok, IB clients with their address, GID, QPN and credit stalls, bytes as moved
+  disk LOG EXPECT.json NLINES
+      after a full disk: LOG holds NLINES whole lines (what ibgwd counted as written), at most one
+      line cut short, and a line for every session of EXPECT (those after space came back)
   progress SPORT LOG
       the session from SPORT has at least 2 "progress" lines before its one "end" line, all with its
       uid, times and byte counts never going backwards
@@ -162,12 +165,36 @@ def e2e(log, ib, size, n, each):
           f'byte counts equal to what the clients moved')
 
 
+def disk(log, expect_path, nlines):
+    expect = {int(k) for k in json.load(open(expect_path))}
+    good, bad = [], []
+    with open(log, errors='replace') as f:
+        for line in f:
+            try:
+                o = json.loads(line)
+                shape(o, log)
+                good.append(o)
+            except (ValueError, SystemExit):
+                bad.append(line)
+    if len(bad) > 1:
+        die(f'{len(bad)} broken lines (at most the one a full disk cut may be): {bad[:2]!r}')
+    if len(good) != nlines:
+        die(f'{len(good)} whole lines in the file, ibgwd counted {nlines} written')
+    missing = expect - {o['client']['port'] for o in good}
+    if missing:
+        die(f'sessions after the disk had room again without their line: ports {sorted(missing)[:5]}')
+    print(f'ok: {len(good)} whole line(s) (all it counted as written), {len(bad)} cut by the full disk, '
+          f'every session after space came back logged')
+
+
 def main():
     a = sys.argv[1:]
     if len(a) >= 5 and a[0] == 'ends':
         ends(a[1], a[2], a[3], a[4], a[5:])
     elif len(a) == 6 and a[0] == 'e2e':
         e2e(a[1], a[2], int(a[3]), int(a[4]), int(a[5]))
+    elif len(a) == 4 and a[0] == 'disk':
+        disk(a[1], a[2], int(a[3]))
     elif len(a) == 3 and a[0] == 'progress':
         progress(int(a[1]), a[2])
     else:
