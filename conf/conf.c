@@ -58,7 +58,7 @@ enum conf_type {
 	T_EALARGS, /* a string, checked by eal_args_check */
 	T_VDEV,	   /* a string, checked by vdev_check */
 	T_NAME,	   /* a user or group name */
-	T_ACCESSLOG, /* "", "syslog" or an absolute path */
+	T_ACCESSLOG, /* "", "syslog", "syslog:/SOCKET" or an absolute path */
 };
 
 static const char *const type_names[] = {
@@ -129,7 +129,7 @@ static const struct conf_key conf_keys[] = {
 	{G(group), .type = T_NAME, .def = "", .doc = "group to run as (empty: the user's primary group); needs user"},
 	/* access log (gateway/access_log.c) */
 	{G(access_log), .type = T_ACCESSLOG, .def = "",
-	 .doc = "one JSON line per session at its end: an absolute file path (reopened on SIGUSR1), syslog (the daemon facility), or empty: off"},
+	 .doc = "one JSON line per session at its end: an absolute file path (reopened on SIGUSR1), syslog (/dev/log, the daemon facility), syslog:/SOCKET (another syslog socket), or empty: off"},
 	{G(access_log_interval_ms), .key = "access_log_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 86400 * 1000, .def = "0",
 	 .doc = "also a progress line for every session still running, this often (0 = only at the end; else at least 1s)"},
@@ -639,8 +639,8 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return e;
 		if (k->type == T_NAME && (e = name_check(v)))
 			return e;
-		if (k->type == T_ACCESSLOG && v[0] && strcmp(v, "syslog") && v[0] != '/')
-			return "expected an absolute path, syslog, or nothing (off)";
+		if (k->type == T_ACCESSLOG && v[0] && strcmp(v, "syslog") && strncmp(v, "syslog:/", 8) && v[0] != '/')
+			return "expected an absolute path, syslog, syslog:/SOCKET, or nothing (off)";
 		memcpy(dst, v, strlen(v) + 1);
 		return NULL;
 	case T_IPV4:

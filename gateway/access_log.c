@@ -44,8 +44,8 @@ enum target_kind { TGT_OFF, TGT_FILE, TGT_SYSLOG };
 
 struct target {
 	enum target_kind kind;
-	int fd; /* -1: none (syslog: not connected yet) */
-	char path[CONF_STR_MAX];
+	int fd;                  /* -1: none (syslog: not connected yet) */
+	char path[CONF_STR_MAX]; /* as configured (syslog: "syslog" or "syslog:/SOCKET") */
 };
 
 /* Control thread only (one daemon per process). */
@@ -242,11 +242,21 @@ static void target_close(struct target *t)
 	t->path[0] = 0;
 }
 
-static int syslog_connect(void)
+/* The socket of a syslog target (targets are copied: computed, never pointed at). */
+static const char *sock_of(const struct target *t)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX, .sun_path = ALOG_SYSLOG_PATH};
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	return t->path[6] ? t->path + 7 : ALOG_SYSLOG_PATH;
+}
 
+static int syslog_connect(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
@@ -264,11 +274,15 @@ static int target_open(struct target *t, const char *spec)
 	snprintf(t->path, sizeof(t->path), "%s", spec);
 	if (!spec[0])
 		return 0;
-	if (!strcmp(spec, "syslog")) {
+	if (!strncmp(spec, "syslog", 6) && (!spec[6] || spec[6] == ':')) {
 		t->kind = TGT_SYSLOG;
-		t->fd = syslog_connect(); /* no syslog daemon yet: retried as lines come */
+		t->fd = syslog_connect(sock_of(t)); /* no syslog daemon yet: retried as lines come */
+		if (t->fd == -ENAMETOOLONG) {
+			GW_ERR("access log: %s: socket path too long", spec);
+			return t->fd;
+		}
 		if (t->fd < 0)
-			GW_WARN("access log: cannot reach syslog at %s: %s (retrying)", ALOG_SYSLOG_PATH,
+			GW_WARN("access log: cannot reach syslog at %s: %s (retrying)", sock_of(t),
 			        strerror(-t->fd));
 		return 0;
 	}
@@ -362,7 +376,7 @@ static void send_syslog(const char *line, size_t n, const char *stamp)
 			write_failed(1, ENOTCONN);
 			return;
 		}
-		al.cur.fd = syslog_connect();
+		al.cur.fd = syslog_connect(sock_of(&al.cur));
 		if (al.cur.fd < 0) {
 			al.syslog_retry_ns = now + 1000000000ull;
 			write_failed(1, -al.cur.fd);

@@ -12,7 +12,9 @@
 #  4. a full log disk (a 64 KiB tmpfs with 8 KiB free; the log moved there by SIGHUP): sessions still
 #     pass with sha256 intact, the lines that did not fit are counted in
 #     ibgw_access_log_write_errors_total, /health answers; once there is room again every line is
-#     written whole (a line the full disk cut is ended first), and written + lost = every session.
+#     written whole (a line the full disk cut is ended first), and written + lost = every session;
+#  5. access_log = syslog:SOCKET (a receiver of the test's own): one datagram per line, "<30>" (daemon
+#     facility, info), the lines right; the receiver gone, sessions pass and the lost lines are counted.
 # Before the access log existed ibgwd refused the config (unknown key access_log): every part fails.
 # timeout: 240
 set -u
@@ -134,6 +136,37 @@ settled 72 || fail "part 4: $(($(m access_log_lines_total) - l0)) line(s) writte
 [ "$(($(m access_log_write_errors_total) - e0))" = "$errs" ] || fail "part 4: lines lost after the disk had room again"
 check disk "$full/access.log" "$tmp/e.json" "$(($(m access_log_lines_total) - l0))" || fail "part 4: the file after the full disk"
 ok "room again: the next lines are whole and all there; written + lost = every session"
+
+# 5. syslog (a socket of our own: the host has no syslog daemon): one datagram per line, the daemon
+# facility at priority info; a syslog that goes away costs lines (counted), never a session
+"$PY3" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "ab", 0) as f:
+    while True:
+        f.write(s.recv(65536) + b"\n")
+' "$tmp/dev-log" "$tmp/syslog.out" &
+slpid=$!
+pids+=("$slpid")
+for i in $(seq 50); do [ -S "$tmp/dev-log" ] && break; sleep 0.1; done
+reload "syslog:$tmp/dev-log" 0
+out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 26000 10 "$tmp/f.json") || fail "part 5: sessions: $out"
+N=11 wait_lines "$tmp/syslog.out" || fail "part 5: $(wc -l <"$tmp/syslog.out") syslog message(s), expected 11"
+sleep 0.3
+grep -vcE "^<30>[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ibgwd\[$GW_PID\]: \{" "$tmp/syslog.out" | grep -qx 0 ||
+	fail "part 5: not every message is <30>TIMESTAMP ibgwd[$GW_PID]: {...}: $(head -2 "$tmp/syslog.out")"
+sed 's/^[^{]*//' "$tmp/syslog.out" >"$tmp/syslog.json"
+check ends "$tmp/f.json" relay "$ETH_PEER_IP" "$BACKEND" "$tmp/syslog.json" || fail "part 5: syslog lines"
+ok "syslog: one message per session, daemon facility, priority info"
+kill "$slpid"
+wait "$slpid" 2>/dev/null
+rm -f "$tmp/dev-log"
+e0=$(m access_log_write_errors_total)
+out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 27000 5 "$tmp/g.json") || fail "part 5: sessions with syslog gone: $out"
+for i in $(seq 100); do [ "$(m access_log_write_errors_total)" -ge $((e0 + 6)) ] && break; sleep 0.1; done
+[ "$(m access_log_write_errors_total)" -ge $((e0 + 6)) ] || fail "part 5: lines lost to a missing syslog not counted"
+ok "syslog gone: sessions pass, the lost lines are counted"
 
 gw_stop || fail "ibgwd exited with $?"
 umount "$full" || fail "cannot unmount the tmpfs"
