@@ -113,6 +113,7 @@ async def stream(host, port, src, base, secs, rng):
                                            rng.randrange(64, 100000), rng.getrandbits(48))
             except Exception as e:  # noqa: BLE001 (reported below)
                 out[sport] = e
+            await asyncio.sleep(0.02)  # at most ~200 sessions/s: the run lasts SECS, within 1000 ports
     await asyncio.gather(*(lane() for _ in range(4)))
     return out
 
