@@ -72,6 +72,12 @@ static inline struct gw_alog_rec *gw_alog_reserve(struct gw_alog_ring *r)
 	return &r->slot[r->head & (GW_ALOG_RING_SIZE - 1)];
 }
 
+/* Worker: records R can take now without dropping any. */
+static inline unsigned gw_alog_room(struct gw_alog_ring *r)
+{
+	return GW_ALOG_RING_SIZE - (unsigned)(r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE));
+}
+
 /* Worker: hands the record gw_alog_reserve returned to the control thread. */
 static inline void gw_alog_commit(struct gw_alog_ring *r)
 {

@@ -425,7 +425,11 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			struct gw_session *s = &w->sessions[i];
 			if (s->x.live)
 				xlt_session_tick(&s->x, now);
-			if (iv && s->x.live && now >= s->next_progress_ns) {
+			/* progress records never take the last half of the ring, which stays for
+			 * end records: a burst of them (sessions started together) waits for the
+			 * next tick instead of being dropped */
+			if (iv && s->x.live && now >= s->next_progress_ns &&
+			    gw_alog_room(w->alog) > GW_ALOG_RING_SIZE / 2) {
 				gw_alog_session(w, s, GW_ALOG_PROGRESS, now);
 				s->next_progress_ns = now + iv;
 			}

@@ -23,12 +23,14 @@ static void test_ring_bounded(void **state)
 	assert_non_null(r);
 	memset(r, 0, sizeof(*r));
 	assert_null(gw_alog_peek(r));
+	assert_int_equal(gw_alog_room(r), GW_ALOG_RING_SIZE);
 	for (unsigned i = 0; i < GW_ALOG_RING_SIZE; i++) {
 		rec = gw_alog_reserve(r);
 		assert_non_null(rec);
 		rec->uid = i;
 		gw_alog_commit(r);
 	}
+	assert_int_equal(gw_alog_room(r), 0);
 	/* full: the record is dropped and counted, the caller goes on */
 	assert_null(gw_alog_reserve(r));
 	assert_null(gw_alog_reserve(r));
@@ -39,6 +41,7 @@ static void test_ring_bounded(void **state)
 		assert_int_equal(c->uid, i); /* in order */
 		gw_alog_pop(r);
 	}
+	assert_int_equal(gw_alog_room(r), 10);
 	for (unsigned i = 0; i < 10; i++) { /* room again, across the wrap */
 		rec = gw_alog_reserve(r);
 		assert_non_null(rec);
