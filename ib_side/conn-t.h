@@ -142,7 +142,8 @@ struct ib_conn {
 	bool swap_sgl;		      /* the peer has the other byte order */
 	struct ib_rs_sge remote_sgl; /* the peer's target_sgl array */
 	struct ib_rs_params peer;    /* active opens: staged until CONNECTED */
-	/* passive: the peer's port GID and queue pair number, as its connect request carried them */
+	/* the peer's port GID and queue pair number, as its connect request (passive) or its reply
+	 * (active, set before CONNECTED) carried them */
 	uint8_t peer_gid[16];
 	uint32_t peer_qpn;
 

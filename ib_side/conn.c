@@ -456,13 +456,12 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 
 	*out = (struct xlt_stream_info){
 		.kind = XLT_STREAM_IB,
-		.has_gid = !c->active,
-		.qpn = c->active ? 0 : c->peer_qpn,
+		.has_gid = c->peer_qpn != 0, /* (0: an active open not established) */
+		.qpn = c->peer_qpn,
 		.credit_stalls = c->n_stalls,
 		.credit_stall_ns = c->stall_ns + (c->stalled && now > c->stall_since ? now - c->stall_since : 0),
 	};
-	if (!c->active)
-		memcpy(out->gid, c->peer_gid, sizeof(out->gid));
+	memcpy(out->gid, c->peer_gid, sizeof(out->gid));
 }
 
 const struct xlt_stream_ops ib_conn_ops = {

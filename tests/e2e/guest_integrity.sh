@@ -102,5 +102,6 @@ wait_for "[ \$(wc -l <$T/access.log) -ge $((3 * N + 2)) ]" 10
 sleep 0.3
 check "$PY3 tests/gateway/alog_check.py e2e $T/access.log $IB $SIZE $N $EACH" "access log: one line per session with the IB peer's GID and QPN, bytes as moved"
 echo "    e.g. $(grep -m1 '"route":"out"' "$T/access.log")"
+echo "    e.g. $(grep -m1 '"route":"in"' "$T/access.log")"
 echo "    RSS $(rss) KiB"
 e2e_done

@@ -8,7 +8,8 @@
       (reason "ok"), or reason "reset" for the session the client reset; there is no other line
   e2e LOG IB_ADDR SIZE N EACH
       tests/e2e/guest_integrity.sh's sessions: routes out (N + 1), in (1), in_many (N), ib_echo (N),
-      all ended ok, IB clients with their address, GID, QPN and credit stalls, bytes as moved
+      all ended ok, IB clients and IB backends with their address, GID, QPN and credit stalls, bytes
+      as moved
   disk LOG EXPECT.json NLINES
       after a full disk: LOG holds NLINES whole lines (what ibgwd counted as written), at most one
       line cut short, and a line for every session of EXPECT (those after space came back)
@@ -154,14 +155,16 @@ def e2e(log, ib, size, n, each):
     if sorted(moved(o) for o in by['out']) != sorted([(each, each)] * n + [(size, size)]):
         die('route out: byte counts differ from what the clients moved')
     o = by['in'][0]
-    if moved(o) != (size, size) or o['backend']['side'] != 'ib' or o['backend']['port'] != 7600 \
-            or 'credit_stalls' not in o['backend'] or o['client']['side'] != 'tcp':
+    if moved(o) != (size, size) or not ib_peer(o['backend']) or o['backend']['port'] != 7600 \
+            or o['client']['side'] != 'tcp':
         die(f'route in: {json.dumps(o)[:400]}')
     if any(moved(o) != (each, each) for o in by['in_many'] + by['ib_echo']):
         die('routes in_many/ib_echo: byte counts differ from what the clients moved')
+    if not all(ib_peer(o['backend']) and o['backend']['port'] == 7100 for o in by['in_many']):
+        die('route in_many: the IB backend without its address, GID, QPN or credit stalls')
     if any(o['backend']['side'] != 'echo' for o in by['ib_echo']):
         die('route ib_echo: backend is not echo')
-    print(f'ok: {len(lines)} access log lines, one per session of each route, IB clients with GID and QPN, '
+    print(f'ok: {len(lines)} access log lines, one per session of each route, IB clients and backends with GID and QPN, '
           f'byte counts equal to what the clients moved')
 
 
