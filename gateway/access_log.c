@@ -351,7 +351,7 @@ static void flush_file(void)
 		/* cut short (a full disk): the whole lines count as written, the rest as lost */
 		unsigned done = count_lines(al.buf, (size_t)n);
 		al.partial = n > 0 && al.buf[n - 1] != '\n';
-		write_ok(done);
+		al.written += done;
 		write_failed(al.lines - done, ENOSPC);
 	}
 }
