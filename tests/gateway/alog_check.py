@@ -100,8 +100,9 @@ def ends(expect_path, route, client_ip, backend, logs):
         up, down = o['client_to_backend']['bytes'], o['backend_to_client']['bytes']
         if x['reset']:
             resets += 1
-            if o['reason'] != 'reset' or up > x['up']:
-                die(f'reset session from {port}: reason {o["reason"]}, {up} bytes up (sent {x["up"]})')
+            if o['reason'] != 'reset' or up != x['up'] or not 32 <= down <= x['down']:
+                die(f'reset session from {port}: reason {o["reason"]}, {up} bytes up (sent {x["up"]}), '
+                    f'{down} down')
             continue
         if o['reason'] != 'ok':
             die(f'session from {port}: reason {o["reason"]}, expected ok')
