@@ -101,6 +101,9 @@ struct conf_gateway {
 	/* privileges (gateway/privs.c): who the daemon becomes once start-up is done; "" = as started */
 	char user[CONF_NAME_MAX + 1];
 	char group[CONF_NAME_MAX + 1];
+	/* access log (gateway/access_log.c): "" = off, "syslog", or an absolute file path */
+	char access_log[CONF_STR_MAX];
+	uint64_t access_log_interval_ms; /* 0 = a line at the end only; else also progress lines */
 };
 
 struct conf_ib {

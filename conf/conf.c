@@ -61,6 +61,7 @@ enum conf_type {
 	T_BALANCE,
 	T_BYTES, /* a string with C escapes (\r \n \t \\ \xHH), stored as bytes */
 	T_PROXY,   /* off or v2 (PROXY protocol version) */
+	T_ACCESSLOG, /* "", "syslog", "syslog:/SOCKET" or an absolute path */
 };
 
 static const char *const type_names[] = {
@@ -82,6 +83,7 @@ static const char *const type_names[] = {
 	[T_BALANCE] = "policy",
 	[T_BYTES] = "bytes",
 	[T_PROXY] = "off, v2",
+	[T_ACCESSLOG] = "path",
 };
 
 struct conf_key {
@@ -131,6 +133,12 @@ static const struct conf_key conf_keys[] = {
 	{G(user), .type = T_NAME, .def = "",
 	 .doc = "user to run as: ibgwd started as root switches before DPDK starts and keeps only the capabilities its port and ports below 1024 need, with no_new_privs (empty: stay as started)"},
 	{G(group), .type = T_NAME, .def = "", .doc = "group to run as (empty: the user's primary group); needs user"},
+	/* access log (gateway/access_log.c) */
+	{G(access_log), .type = T_ACCESSLOG, .def = "",
+	 .doc = "one JSON line per session at its end: an absolute file path (reopened on SIGUSR1), syslog (/dev/log, the daemon facility), syslog:/SOCKET (another syslog socket), or empty: off"},
+	{G(access_log_interval_ms), .key = "access_log_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
+	 .max = 86400 * 1000, .def = "0",
+	 .doc = "also a progress line for every session still running, this often (0 = only at the end; else at least 1s)"},
 
 	/* [ib] */
 	{I(bind), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPoIB/RoCE address the rsocket listeners bind to"},
@@ -775,6 +783,7 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 	case T_EALARGS:
 	case T_VDEV:
 	case T_NAME:
+	case T_ACCESSLOG:
 		if (strlen(v) >= k->size) {
 			snprintf(msgbuf, len, "value too long (at most %zu characters)", k->size - 1);
 			return msgbuf;
@@ -785,6 +794,8 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return e;
 		if (k->type == T_NAME && (e = name_check(v)))
 			return e;
+		if (k->type == T_ACCESSLOG && v[0] && strcmp(v, "syslog") && strncmp(v, "syslog:/", 8) && v[0] != '/')
+			return "expected an absolute path, syslog, syslog:/SOCKET, or nothing (off)";
 		memcpy(dst, v, strlen(v) + 1);
 		return NULL;
 	case T_IPV4:
@@ -1020,7 +1031,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	*seen = p->lineno;
 	if (*value == 0 && k->type != T_STRING && k->type != T_EALARGS && k->type != T_VDEV && k->type != T_NAME &&
-	    k->type != T_BYTES) {
+	    k->type != T_BYTES && k->type != T_ACCESSLOG) {
 		perr(p, p->lineno, "empty value for '%s'", name);
 		return 1;
 	}
@@ -1097,6 +1108,10 @@ static void check(struct parser *p)
 			       &(struct in_addr){c->eth.address.net.s_addr & prefix_mask(c->eth.address.prefix)}, b,
 			       64),
 		     c->eth.address.prefix);
+	/* every session would get a line per tick (100 ms): a flood, not a log */
+	if (c->gateway.access_log_interval_ms && c->gateway.access_log_interval_ms < 1000)
+		perr(p, p->seen[find_key(SEC_GATEWAY, "access_log_interval") - conf_keys],
+		     "access_log_interval: below 1s (0 = off)");
 	if (c->ib.sq_depth < 8)
 		perr(p, p->section_line[SEC_IB], "sq_depth too small");
 	/* IB rings are registered and advertised in halves: whole pages keep every half and every

@@ -93,6 +93,7 @@ struct eth_tcb {
 	uint32_t rtseq;		/* segment being timed (no timestamps) */
 	uint64_t rttime_ms;
 	uint32_t srtt_us, rttvar_us, rto_ms;
+	uint32_t n_rexmit;	/* segments of this connection sent again (xlt_stream_info) */
 	uint32_t ts_offset;	/* added to our clock in TSval (RFC 7323 5.4: per connection) */
 
 	/* receive side */

@@ -24,6 +24,12 @@
 #define ETH_INC(st, f)	  ETH_ADD(st, f, 1)
 #define ETH_DEC(st, f)	  __atomic_store_n(&(st)->stats.f, (st)->stats.f - 1, __ATOMIC_RELAXED)
 #define ETH_SET(st, f, v) __atomic_store_n(&(st)->stats.f, (uint64_t)(v), __ATOMIC_RELAXED)
+/* A segment of connection T sent again: the instance's counter and T's own (access log) */
+#define ETH_REXMIT(t)                                                                                        \
+	do {                                                                                                 \
+		ETH_INC((t)->st, tcp_retransmits);                                                           \
+		(t)->n_rexmit++;                                                                             \
+	} while (0)
 
 #define ETH_TCP_RTO_MIN_MS  200u   /* Linux's floor; RFC 6298 allows a lower one than its 1 s */
 #define ETH_TCP_RTO_MAX_MS  60000u

@@ -624,6 +624,17 @@ static size_t op_backlog(struct xlt_stream *s)
 	return eth_tcb_of(s)->rbuf.len;
 }
 
+static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
+{
+	const struct eth_tcb *t = eth_tcb_of(s);
+
+	*out = (struct xlt_stream_info){
+		.kind = XLT_STREAM_TCP,
+		.retransmits = t->n_rexmit,
+		.srtt_us = t->srtt_us,
+	};
+}
+
 const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.peek = op_peek,
 	.consume = op_consume,
@@ -632,4 +643,5 @@ const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.abort = op_abort,
 	.release = op_release,
 	.backlog = op_backlog,
+	.info = op_info,
 };

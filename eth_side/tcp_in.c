@@ -490,7 +490,7 @@ static void enter_recovery(struct eth_tcb *t)
 	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
 	len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
 	if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0)
-		ETH_INC(st, tcp_retransmits);
+		ETH_REXMIT(t);
 	t->high_rxt = t->snd_una + len;
 	t->cwnd = t->sack_ok ? t->ssthresh : t->ssthresh + 3u * t->mss;
 	eth_tcp_rexmit_arm(t);
@@ -553,7 +553,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 				if (!t->sack_ok || !t->n_sacked) {
 					uint32_t len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
 					if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0) {
-						ETH_INC(st, tcp_retransmits);
+						ETH_REXMIT(t);
 						t->high_rxt = t->snd_una + len;
 					}
 					t->cwnd = t->cwnd > acked ? t->cwnd - acked + t->mss : t->mss;

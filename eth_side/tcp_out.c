@@ -311,7 +311,7 @@ static int send_at_nxt(struct eth_tcb *t, uint32_t len, bool fin)
 	if (ret)
 		return ret;
 	if (eth_seq_lt(t->snd_nxt, t->snd_max)) {
-		ETH_INC(st, tcp_retransmits);
+		ETH_REXMIT(t);
 	} else if (!t->rtt_timing && len) {
 		t->rtt_timing = true;
 		t->rtseq = t->snd_nxt;
@@ -430,7 +430,7 @@ static bool send_sack_recovery(struct eth_tcb *t)
 				break;
 			if (eth_tcp_xmit(t, start, len, RTE_TCP_ACK_FLAG))
 				break;
-			ETH_INC(st, tcp_retransmits);
+			ETH_REXMIT(t);
 			t->high_rxt = start + len;
 			pipe += len;
 			any = true;

@@ -107,7 +107,7 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->backoff++;
 		t->snd_nxt = t->iss;
 		t->rtt_timing = false;
-		ETH_INC(st, tcp_retransmits);
+		ETH_REXMIT(t);
 		ETH_INC(st, tcp_rto_expiries);
 		eth_tcp_rexmit_arm(t);
 		eth_tcb_output_later(t);
@@ -120,7 +120,7 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->backoff++;
 		t->snd_nxt = t->iss;
 		t->rtt_timing = false;
-		ETH_INC(st, tcp_retransmits);
+		ETH_REXMIT(t);
 		ETH_INC(st, tcp_rto_expiries);
 		eth_tcp_rexmit_arm(t);
 		eth_tcb_output_later(t);

@@ -24,6 +24,7 @@
 
 #include "../conf/conf.h"
 #include "backend.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "privs.h"
@@ -149,6 +150,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 		       d->conf_path, (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
 		goto err;
 	}
+	if (gw_alog_reload_prepare(d, c)) /* a new access log target must open before anything changes */
+		goto err;
 	live = gw_live_make(d, c);
 	if (!live || gw_routes_apply(d, c)) {
 		GW_ERR("reload: out of memory");
@@ -166,6 +169,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	c->ib = d->conf->ib;
 	c->eth = d->conf->eth;
 	gw_log_set_level(c->gateway.log_level);
+	gw_alog_reload_commit(d);
 	gw_live_publish(d, live);
 	conf_free(d->conf);
 		d->conf = c;
@@ -177,10 +181,18 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	          d->restart_pending ? "; some changes need a restart (see above)" : "");
 	return;
 err:
+	gw_alog_reload_abort(d);
 	free(live);
 	conf_free(c);
 	GW_ERR("reload failed: keeping the running configuration");
 	d->reloads_failed++;
+}
+
+static void on_usr1(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	gw_alog_reopen(arg);
 }
 
 static void sweep_tick(evutil_socket_t fd, short what, void *arg)
@@ -304,8 +316,9 @@ int gw_daemon_run(struct gw_daemon *d)
 	d->sig_hup = evsignal_new(d->base, SIGHUP, on_hup, d);
 	d->sig_term = evsignal_new(d->base, SIGTERM, on_term, d);
 	d->sig_int = evsignal_new(d->base, SIGINT, on_term, d);
-	if (!d->sig_hup || !d->sig_term || !d->sig_int || evsignal_add(d->sig_hup, NULL) ||
-	    evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL)) {
+	d->sig_usr1 = evsignal_new(d->base, SIGUSR1, on_usr1, d);
+	if (!d->sig_hup || !d->sig_term || !d->sig_int || !d->sig_usr1 || evsignal_add(d->sig_hup, NULL) ||
+	    evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL) || evsignal_add(d->sig_usr1, NULL)) {
 		GW_ERR("cannot install signal handlers");
 		goto err;
 	}
@@ -326,6 +339,11 @@ int gw_daemon_run(struct gw_daemon *d)
 	}
 	if ((ret = gw_sessions_init(d))) {
 		GW_ERR("cannot set up sessions: %s", strerror(-ret));
+		goto err;
+	}
+	if ((ret = gw_alog_init(d))) {
+		if (ret == -ENOMEM)
+			GW_ERR("cannot set up the access log: %s", strerror(-ret));
 		goto err;
 	}
 	if ((ret = gw_eth_start(d))) {
@@ -369,6 +387,7 @@ err_workers:
 err_eth:
 	gw_eth_stop(d);
 err:
+	gw_alog_fini(d); /* the workers are stopped: what they logged last is written */
 	gw_sessions_fini(d);
 	gw_live_fini(d); /* the workers are stopped */
 	if (d->sweep_timer)
@@ -381,6 +400,8 @@ err:
 		event_free(d->sig_term);
 	if (d->sig_int)
 		event_free(d->sig_int);
+	if (d->sig_usr1)
+		event_free(d->sig_usr1);
 	gw_stats_stop(d);
 	event_base_free(d->base);
 	return status;

@@ -32,6 +32,7 @@ struct eth_stack;
 struct ib_worker;
 struct ib_ctl;
 struct gw_metrics;
+struct gw_alog_ring;
 struct xlt_stream;
 struct conf_route;
 struct gw_pool;
@@ -50,6 +51,8 @@ struct gw_live {
 	 * backend whose serial differs from its slot's is not in this snapshot yet (not usable) */
 	uint32_t bk_serial[GW_MAX_BACKENDS];
 	uint8_t bk_usable[GW_MAX_BACKENDS]; /* health up and admin ready */
+	bool alog_on;		  /* [gateway] access_log is set: sessions leave records */
+	uint64_t alog_interval_ns; /* [gateway] access_log_interval (0: end records only) */
 	/* control thread only, once retired: */
 	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
 	struct gw_live *next_retired;
@@ -123,6 +126,7 @@ struct gw_session {
 	uint64_t client; /* the client's key for source balancing (gw_client_key) */
 	/* the PROXY v2 header its far side gets first (route key proxy_protocol) */
 	uint8_t pp[GW_PP_HDR_MAX];
+	uint64_t next_progress_ns; /* its next access log progress record (access_log_interval) */
 };
 
 struct pollfd;
@@ -141,6 +145,9 @@ struct gw_worker {
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
 	struct gw_worker_stats st;
+	/* access log records (access_log.h): this worker produces, the control thread consumes;
+	 * allocated before launch */
+	struct gw_alog_ring *alog;
 	/* worker only: */
 	const struct gw_live *live;  /* this round's snapshot (gw_live_enter) */
 	struct gw_session *sessions; /* pool of n_sessions */
@@ -165,7 +172,7 @@ struct gw_daemon {
 	struct conf *conf;
 	const char *conf_path;
 	struct event_base *base;
-	struct event *sig_hup, *sig_term, *sig_int, *drain_timer;
+	struct event *sig_hup, *sig_term, *sig_int, *sig_usr1, *drain_timer;
 	struct timespec started;   /* CLOCK_MONOTONIC */
 	uint64_t drain_deadline_ns;
 	bool drain_aborting;

@@ -25,6 +25,7 @@
 #include "../conf/conf.h"
 #include "../translate/session.h"
 #include "backend.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -164,7 +165,8 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
 	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) && !strcmp(o->conf.name, r->conf.name))
+		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
+		    !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
 		return;
@@ -226,7 +228,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
 		why = GW_REJECT_ACL;
 	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
-		 __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
+	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
 	         __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL;
 	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
@@ -272,6 +274,15 @@ static uint64_t owner_now(void *arg)
 	return gw_now_ns();
 }
 
+/* The session is over, its streams not released yet: its access log record. */
+static void owner_ended(void *arg, struct xlt_session *x)
+{
+	struct gw_worker *w = arg;
+
+	if (w->live->alog_on)
+		gw_alog_session(w, (struct gw_session *)x, GW_ALOG_END, gw_now_ns());
+}
+
 static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason reason)
 {
 	struct gw_worker *w = arg;
@@ -291,7 +302,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 		s->be = NULL;
 	}
 	if (reason != XLT_END_OK)
-		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id, xlt_end_reason_names[reason]);
+		GW_DEBUG("route %s: session %u ended: %s", s->route->conf.name, x->id,
+		         xlt_end_reason_names[reason]);
 	gw_session_unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
@@ -304,8 +316,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
  * a few spare ones per worker, refilled by the control thread every 20 ms; a burst of accepts empties
  * them). Turning the accepted client away then would reset a connection that a millisecond later
  * could have been served, so the session starts with its far side missing and retries. */
-#define RETRY_NS    1000000ull
-#define TICK_NS     100000000ull
+#define RETRY_NS 1000000ull
+#define TICK_NS  100000000ull
 
 static bool transient(int err)
 {
@@ -330,7 +342,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			return NULL;
 		}
 		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, b->ep.addr, b->ep.port, err)
-					       : gw_ib_connect(w, r, b->ep.addr, b->ep.port, err);
+		                               : gw_ib_connect(w, r, b->ep.addr, b->ep.port, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;
@@ -380,10 +392,10 @@ static uint8_t stall_reason(enum conf_endpoint_kind k)
 static struct xlt_session_limits route_limits(const struct conf_route *c)
 {
 	return (struct xlt_session_limits){
-		.idle_ns = c->idle_timeout_ms * 1000000ull,
-		.stall_ns = c->stall_timeout_ms * 1000000ull,
-		.half_closed_ns = c->half_closed_timeout_ms * 1000000ull,
-		.stall_reason = {stall_reason(c->listen.kind), stall_reason(c->connect.kind)},
+	    .idle_ns = c->idle_timeout_ms * 1000000ull,
+	    .stall_ns = c->stall_timeout_ms * 1000000ull,
+	    .half_closed_ns = c->half_closed_timeout_ms * 1000000ull,
+	    .stall_reason = {stall_reason(c->listen.kind), stall_reason(c->connect.kind)},
 	};
 }
 
@@ -423,15 +435,20 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->client = r->conf.balance == CONF_BALANCE_SOURCE ? gw_client_key(w->d, r, a) : 0;
 	s->deadline_ns = gw_now_ns() + r->conf.connect_timeout_ms * 1000000ull;
 	switch (to->kind) {
-	case CONF_EP_ECHO: kind = XLT_SESSION_ECHO; break;
-	case CONF_EP_DISCARD: kind = XLT_SESSION_DISCARD; break;
+	case CONF_EP_ECHO:
+		kind = XLT_SESSION_ECHO;
+		break;
+	case CONF_EP_DISCARD:
+		kind = XLT_SESSION_DISCARD;
+		break;
 	case CONF_EP_TCP:
 	case CONF_EP_IB:
 		kind = XLT_SESSION_RELAY;
 		b = far_connect(w, s, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1,
+			                 __ATOMIC_RELAXED);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -443,6 +460,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	w->free_sessions = s->next_free;
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
+	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
 	gw_bump(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
 	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
@@ -486,15 +504,26 @@ unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 			xlt_session_attach(&s->x, b);
 		else
 			xlt_session_abort(&s->x, err == -ETIMEDOUT ? XLT_END_CONNECT_TIMEOUT
-								  : xlt_end_reason_of(err, true));
+			                                           : xlt_end_reason_of(err, true));
 	}
 	if (w->id == 0)
 		work += gw_health_poll(w, now);
 	if (now >= w->tick_ns && w->st.sessions_active) {
+		uint64_t iv = w->live->alog_on ? w->live->alog_interval_ns : 0;
 		w->tick_ns = now + TICK_NS;
-		for (unsigned i = 0; i < w->n_sessions; i++)
-			if (w->sessions[i].x.live)
-				xlt_session_tick(&w->sessions[i].x, now);
+		for (unsigned i = 0; i < w->n_sessions; i++) {
+			struct gw_session *s = &w->sessions[i];
+			if (s->x.live)
+				xlt_session_tick(&s->x, now);
+			/* progress records never take the last half of the ring, which stays for
+			 * end records: a burst of them (sessions started together) waits for the
+			 * next tick instead of being dropped */
+			if (iv && s->x.live && now >= s->next_progress_ns &&
+			    gw_alog_room(w->alog) > GW_ALOG_RING_SIZE / 2) {
+				gw_alog_session(w, s, GW_ALOG_PROGRESS, now);
+				s->next_progress_ns = now + iv;
+			}
+		}
 	}
 	return work;
 }
@@ -521,8 +550,11 @@ int gw_sessions_init(struct gw_daemon *d)
 			w->sessions[k].next_free = w->free_sessions;
 			w->free_sessions = &w->sessions[k];
 		}
-		w->owner = (struct xlt_session_owner){
-		    .arg = w, .now_ns = owner_now, .done = owner_done, .retry = owner_retry};
+		w->owner = (struct xlt_session_owner){.arg = w,
+		                                      .now_ns = owner_now,
+		                                      .done = owner_done,
+		                                      .retry = owner_retry,
+		                                      .ended = owner_ended};
 	}
 	if (gw_proxy_init(d))
 		return -ENOMEM;
@@ -593,50 +625,58 @@ void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.sessions_total, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_sessions_rejected_total", XLT_COUNTER,
-			  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
-			  "(gateway max_sessions or draining)");
+	                  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
+	                  "(gateway max_sessions or draining)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < 3; k++)
 			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
-					  reject_names[k], NULL);
-	gw_metrics_family(m, "route_sessions_ended_total", XLT_COUNTER,
-			  "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ..., idle_timeout, "
-			  "zero_window_timeout, credit_stall_timeout, half_closed_timeout)");
+			                  reject_names[k], NULL);
+	gw_metrics_family(
+	    m, "route_sessions_ended_total", XLT_COUNTER,
+	    "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ..., idle_timeout, "
+	    "zero_window_timeout, credit_stall_timeout, half_closed_timeout)");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < XLT_END_COUNT; k++)
 			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
-					  xlt_end_reason_names[k], NULL);
+			                  xlt_end_reason_names[k], NULL);
 	gw_metrics_family(m, "route_bytes_total", XLT_COUNTER, "bytes relayed, by direction");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i],
+		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i],
+		                  NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_seconds_total", XLT_COUNTER,
-			  "time a direction held bytes its destination could not take yet");
+	                  "time a direction held bytes its destination could not take yet");
 	for (unsigned i = 0; i < n; i++) {
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_a_to_b / 1e9, "route", sums[i].name, "dir",
-				  dir[0][i], NULL);
+		                  dir[0][i], NULL);
 		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
-				  dir[1][i], NULL);
+		                  dir[1][i], NULL);
 	}
-	gw_metrics_family(m, "route_buffer_bytes", XLT_GAUGE,
-			  "bytes received and held in the gateway's buffers because the direction's destination "
-			  "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
+	gw_metrics_family(
+	    m, "route_buffer_bytes", XLT_GAUGE,
+	    "bytes received and held in the gateway's buffers because the direction's destination "
+	    "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i],
+		                  NULL);
+		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i],
+		                  NULL);
 	}
 	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
-			  "times a direction became blocked by its destination");
+	                  "times a direction became blocked by its destination");
 	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir", dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir", dir[1][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir",
+		                  dir[0][i], NULL);
+		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir",
+		                  dir[1][i], NULL);
 	}
 	gw_metrics_family(m, "route_connects_total", XLT_COUNTER, "far-side connections established");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connects, "route", sums[i].name, NULL);
 	gw_metrics_family(m, "route_connect_seconds_total", XLT_COUNTER,
-			  "total far-side connect latency (divide by route_connects_total for the mean)");
+	                  "total far-side connect latency (divide by route_connects_total for the mean)");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
 	free(sums);

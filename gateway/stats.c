@@ -24,6 +24,7 @@
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
 #include "backend.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -106,6 +107,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_session_metrics(d, m);
 	gw_backend_metrics(d, m);
 	gw_proxy_metrics(d, m);
+	gw_alog_metrics(d, m);
 	gw_eth_metrics(d, m);
 	gw_ib_metrics(d, m);
 }

@@ -874,6 +874,10 @@ static void on_established(struct ib_ctl *ctl, struct ib_conn *c, struct cm_ev *
 		return;
 	}
 	apply_params(c, &p);
+	/* who answered on the fabric (access log): the destination's GID on our path and its QPN from
+	 * the reply; handed over with CONNECTED */
+	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
+	c->peer_qpn = e->param.qp_num;
 	c->ct = IB_CT_LIVE;
 	ctl->st.connected++;
 	to_worker(ctl, c, IB_MSG_CONNECTED, 0);

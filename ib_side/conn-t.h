@@ -142,7 +142,8 @@ struct ib_conn {
 	bool swap_sgl;		      /* the peer has the other byte order */
 	struct ib_rs_sge remote_sgl; /* the peer's target_sgl array */
 	struct ib_rs_params peer;    /* active opens: staged until CONNECTED */
-	/* passive: the peer's port GID and queue pair number, as its connect request carried them */
+	/* the peer's port GID and queue pair number, as its connect request (passive) or its reply
+	 * (active, set before CONNECTED) carried them */
 	uint8_t peer_gid[16];
 	uint32_t peer_qpn;
 
@@ -185,6 +186,8 @@ struct ib_conn {
 	uint64_t last_tx_ns;
 	uint64_t ka_sent_ns; /* when the keepalive in flight was posted (0: none) */
 	uint64_t stall_since, withheld_since;
+	uint32_t n_stalls;  /* this connection's credit stalls and their time, ended episodes (access log) */
+	uint64_t stall_ns;
 	struct ib_conn *work_next;
 	struct ib_conn *live_prev, *live_next;
 	struct ib_conn *list_next; /* worker's stash, backlog or linger list */

@@ -96,6 +96,7 @@ static void stall_end(struct ib_conn *c)
 		return;
 	c->stalled = false;
 	bump(&c->w->st.credit_stall_ns, c->w->now - c->stall_since);
+	c->stall_ns += c->w->now - c->stall_since;
 }
 
 static void withheld_end(struct ib_conn *c)
@@ -332,6 +333,7 @@ static void progress(struct ib_conn *c)
 				c->stalled = true;
 				c->stall_since = c->w->now;
 				bump(&c->w->st.credit_stalls, 1);
+				c->n_stalls++;
 			}
 		} else {
 			stall_end(c);
@@ -447,6 +449,21 @@ static void op_release(struct xlt_stream *s)
 	work(c);
 }
 
+static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
+{
+	const struct ib_conn *c = (const struct ib_conn *)s;
+	uint64_t now = c->w->now;
+
+	*out = (struct xlt_stream_info){
+		.kind = XLT_STREAM_IB,
+		.has_gid = c->peer_qpn != 0, /* (0: an active open not established) */
+		.qpn = c->peer_qpn,
+		.credit_stalls = c->n_stalls,
+		.credit_stall_ns = c->stall_ns + (c->stalled && now > c->stall_since ? now - c->stall_since : 0),
+	};
+	memcpy(out->gid, c->peer_gid, sizeof(out->gid));
+}
+
 const struct xlt_stream_ops ib_conn_ops = {
 	.peek = op_peek,
 	.consume = op_consume,
@@ -454,6 +471,7 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.shutdown = op_shutdown,
 	.abort = op_abort,
 	.release = op_release,
+	.info = op_info,
 };
 
 int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)

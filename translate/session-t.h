@@ -75,6 +75,10 @@ struct xlt_session_owner {
 	 * another destination: the session releases B and waits, its A untouched, for the owner to
 	 * xlt_session_attach a new B or xlt_session_abort it; false ends the session as without a retry. */
 	bool (*retry)(void *arg, struct xlt_session *s, int err);
+	/* Optional: the session is over (s->reason is final) and its streams are all CLOSED but not yet
+	 * released, so the owner may read what they say (xlt_stream_ops.info, byte counts, peers) for its
+	 * access log. done follows at once. */
+	void (*ended)(void *arg, struct xlt_session *s);
 };
 
 struct xlt_session_end {
@@ -94,7 +98,9 @@ struct xlt_session {
 	uint64_t blocked_since[2];
 	uint64_t held[2]; /* this session's share of stats->held_* */
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
-	uint64_t connect_start_ns;
+	uint64_t connect_start_ns; /* also when the session started */
+	uint64_t connect_ns;	   /* how long B took to connect (0: not connected, or open at once) */
+	uint64_t blocked_ns[2];	   /* this session's share of stats->blocked_ns_* */
 	enum xlt_end_reason reason; /* first cause of the end */
 	struct xlt_session_limits limits;
 	uint64_t moved[2];	/* bytes each direction moved, as of the last tick */

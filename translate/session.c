@@ -103,6 +103,7 @@ static void set_blocked(struct xlt_session *s, unsigned dir, bool blocked)
 		add(dir ? &s->stats->blocked_b_to_a : &s->stats->blocked_a_to_b, 1);
 	} else {
 		add(dir ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b, now - s->blocked_since[dir]);
+		s->blocked_ns[dir] += now - s->blocked_since[dir];
 	}
 	s->blocked[dir] = blocked;
 }
@@ -188,7 +189,8 @@ static void on_connected(void *arg)
 	if (e->idx == 1) {
 		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
-		add(&s->stats->connect_ns_sum, now - s->connect_start_ns);
+		s->connect_ns = now - s->connect_start_ns;
+		add(&s->stats->connect_ns_sum, s->connect_ns);
 		add(&s->stats->connects, 1);
 		progress_from(s, now);
 	}
@@ -223,6 +225,8 @@ static void finish(struct xlt_session *s)
 		set_blocked(s, i, false);
 		set_held(s, i, 0);
 	}
+	if (s->owner->ended)
+		s->owner->ended(s->owner->arg, s);
 	for (unsigned i = 0; i < 2; i++)
 		if (s->st[i]) {
 			s->st[i]->ops->release(s->st[i]);
@@ -286,6 +290,8 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->st[1] = kind == XLT_SESSION_RELAY ? b : NULL;
 	s->blocked[0] = s->blocked[1] = false;
 	s->held[0] = s->held[1] = 0;
+	s->blocked_ns[0] = s->blocked_ns[1] = 0;
+	s->connect_ns = 0;
 	s->reason = XLT_END_OK;
 	s->b_open = false;
 	s->stats = stats;
@@ -327,7 +333,8 @@ void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
 	if (b->state == XLT_STREAM_OPEN) {
 		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
-		add(&s->stats->connect_ns_sum, now - s->connect_start_ns);
+		s->connect_ns = now - s->connect_start_ns;
+		add(&s->stats->connect_ns_sum, s->connect_ns);
 		add(&s->stats->connects, 1);
 		progress_from(s, now);
 	}
@@ -397,6 +404,7 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		if (s->blocked[i]) {
 			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
 			    since_ns(now, s->blocked_since[i]));
+			s->blocked_ns[i] += since_ns(now, s->blocked_since[i]);
 			if (now > s->blocked_since[i])
 				s->blocked_since[i] = now;
 		}

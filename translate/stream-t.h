@@ -23,6 +23,25 @@
 
 struct xlt_stream;
 
+/* What an engine knows of one of its connections, for the access log (xlt_stream_ops.info). Fields an
+ * engine does not know stay 0. */
+enum xlt_stream_kind {
+	XLT_STREAM_OTHER,
+	XLT_STREAM_TCP,
+	XLT_STREAM_IB,
+};
+
+struct xlt_stream_info {
+	uint8_t kind;	    /* enum xlt_stream_kind */
+	uint8_t has_gid;    /* gid and qpn are the peer's (IB, once established) */
+	uint8_t gid[16];    /* the peer's port GID, as on the wire */
+	uint32_t qpn;	    /* the peer's queue pair number */
+	uint32_t retransmits; /* TCP: segments sent again */
+	uint32_t srtt_us;   /* TCP: smoothed round-trip time (0: no sample yet) */
+	uint32_t credit_stalls;	 /* IB: times data waited for the peer's credits or buffer space */
+	uint64_t credit_stall_ns; /* IB: how long in all (an episode under way included) */
+};
+
 enum xlt_stream_state {
 	XLT_STREAM_CONNECTING, /* active open under way */
 	XLT_STREAM_OPEN,
@@ -49,6 +68,9 @@ struct xlt_stream_ops {
 	/* Optional (NULL: the session counts what peek shows, a lower bound): every received byte not
 	 * consumed yet, for the route's buffer-occupancy gauge. */
 	size_t (*backlog)(struct xlt_stream *s);
+	/* Optional (NULL: nothing known): fills *OUT with what the engine knows of the connection (access
+	 * log). Cheap, no side effects; valid until release. */
+	void (*info)(struct xlt_stream *s, struct xlt_stream_info *out);
 };
 
 struct xlt_stream_events {

@@ -7,7 +7,8 @@
 # Each carries $E2E_SIZE (100 MB) each way at the same time; the sender's SHA-256 must equal the far
 # server's and the echo's. Then 200 concurrent sessions, 100 each way, every one verified; the
 # inbound ones reach ibgwd's own IB echo listener (rdma-core 44's rsocket server cannot hold more than
-# a few connections at once, see tests/tools/rs_peer.c). Per-route metrics are checked against it all.
+# a few connections at once, see tests/tools/rs_peer.c). Per-route metrics are checked against it all,
+# and the access log: one line per session, IB clients with their GID and QPN, bytes as moved.
 # connect_timeout 30s: 100 IB connects at once take seconds each under TCG on a loaded host.
 set -u
 cd "$(dirname "$0")/../.."
@@ -16,6 +17,7 @@ SIZE=${E2E_SIZE:-100000000}
 N=${E2E_CONC:-100}
 EACH=${E2E_CONC_BYTES:-50000}
 
+GW_EXTRA="access_log = $T/access.log" # one line per session, checked at the end
 e2e_start "$(gw_routes <<EOF
 out	ib:7000		tcp:$ETH_PEER_IP:5000	max_sessions=200 connect_timeout=30s
 in	tcp:9000	ib:$IB:7600		max_sessions=200 connect_timeout=30s
@@ -96,5 +98,10 @@ for r in out in in_many; do
 	done
 done
 check "[ \$(ms ibgw_ib_connections_active) = 0 ] && [ \$(ms 'ibgw_tcp_connections_active{worker=\"0\"}') = 0 ]" "no IB or TCP connection left"
+wait_for "[ \$(wc -l <$T/access.log) -ge $((3 * N + 2)) ]" 10
+sleep 0.3
+check "$PY3 tests/gateway/alog_check.py e2e $T/access.log $IB $SIZE $N $EACH" "access log: one line per session with the IB peer's GID and QPN, bytes as moved"
+echo "    e.g. $(grep -m1 '"route":"out"' "$T/access.log")"
+echo "    e.g. $(grep -m1 '"route":"in"' "$T/access.log")"
 echo "    RSS $(rss) KiB"
 e2e_done

@@ -13,7 +13,8 @@
 #   eth_test_init             what a tests/eth script does first: a scratch directory $tmp, and an EXIT
 #                             trap that kills the PIDs in the array pids, calls eth_cleanup, removes $tmp
 #   eth_setup                 creates the namespace and the veth pair (tx checksum offload off)
-#   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes)
+#   eth_conf FILE [EXTRA]     writes an ibgwd config for that port (EXTRA: more [eth] lines and routes;
+#                             $ETH_GW_EXTRA: more [gateway] lines)
 #   eth_gw_start FILE [EXTRA] eth_conf, then starts ibgwd on FILE and waits until /health answers
 #                             ($ETH_READY_S seconds at most, default 30)
 #   eth_ns CMD...             runs CMD in the peer namespace
@@ -119,6 +120,7 @@ idle_sleep = ${ETH_IDLE_SLEEP:-100us}
 drain_timeout = 2s
 max_sessions = ${ETH_MAX_SESSIONS:-2048}
 memory_limit = ${ETH_MEMORY_LIMIT:-2G}
+${ETH_GW_EXTRA:-}
 
 [eth]
 vdev = $(eth_vdev)

@@ -2,7 +2,7 @@
 # TCP through ibgwd over a bad link (5% loss, 1% duplication, 20 ms delay, 25% reordered, each way;
 # tests/eth/linkem.py since this kernel has no netem): echo and relay transfers still arrive intact.
 # Then the peer vanishes (blackhole): a busy and an idle connection are timed out and freed
-# (user_timeout, keepalive).
+# (user_timeout, keepalive). The access log reports the connections' retransmits and RTT.
 #
 # The transfers run with the default timeouts and only a second ibgwd has the short ones: on this
 # link a round trip fails 1 time in 10 (0.95^2 gets through), and with user_timeout 4s a connection
@@ -25,7 +25,7 @@ relay	tcp:8000	tcp:$ETH_PEER_IP:5001
 EOF
 )
 eth_setup_impaired --loss 0.05 --dup 0.01 --delay 0.02 --reorder 0.25
-eth_gw_start "$tmp/ibgw.conf" "$routes"
+ETH_GW_EXTRA="access_log = $tmp/access.log" eth_gw_start "$tmp/ibgw.conf" "$routes"
 eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 
@@ -47,8 +47,25 @@ ooo=$(metric tcp_out_of_order_segments_total) rto=$(metric tcp_rto_expiries_tota
 echo "retransmits $rexmit, fast retransmits $fast, RTO expiries $rto, out-of-order segments $ooo"
 [ "$rexmit" -gt 0 ] && [ "$fast" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "loss recovery counters did not move"
 ok "loss recovery seen in the counters"
-
+# the access log's per-connection facts (read once ibgwd has exited and written every line): the
+# transfers' connections retransmitted, no more than the engine did in all, and their smoothed RTT
+# shows the link's delay (40 ms a round trip, less for the reordered segments, which skip it; a clean
+# veth is ~0.1 ms)
 gw_stop || fail "ibgwd exited with $?"
+"$PY3" - "$tmp/access.log" "$rexmit" <<'EOF' || fail "access log: TCP retransmits and RTT"
+import json, sys
+lines = [json.loads(x) for x in open(sys.argv[1])]
+ends = [e for o in lines for e in (o['client'], o['backend']) if e['side'] == 'tcp']
+total = sum(e['retransmits'] for e in ends)
+big = [o['client'] for o in lines if o['client_to_backend']['bytes'] >= 1000000]
+print(f'access log: {len(lines)} sessions, {total} retransmits over their connections (engine: {sys.argv[2]}), '
+      f'the 1 MB transfers\' client RTT {[e["srtt_us"] for e in big]} us')
+assert len(lines) == 22, 'one line per session (2 transfers, 20 concurrent)'
+assert 0 < total <= int(sys.argv[2])
+assert len(big) == 2 and all(e['srtt_us'] >= 10000 for e in big)
+EOF
+ok "access log: retransmits counted per connection, RTT measured"
+
 ok "clean shutdown after the transfers"
 
 # the peer vanishes: one connection with data outstanding, one idle

@@ -1,6 +1,6 @@
 /* Unit tests of translate/session.c with in-memory streams: relay integrity under a tiny destination
  * buffer (backpressure), half-close both ways, errors and connect failures aborting the other end,
- * echo and discard, the blocked-time accounting, and the limits (idle, stall, half-closed) that end
+ * echo and discard, the blocked-time accounting, the owner's ended hook, and the limits (idle, stall, half-closed) that end
  * sessions making no progress. */
 #include <errno.h>
 #include <setjmp.h>
@@ -535,6 +535,64 @@ static void test_blocked_time_ticks(void **state)
 	free(b);
 }
 
+/* The owner's ended hook (the access log's record): called once, after the reason is final and
+ * before the streams are released, with the session's own connect and blocked times. */
+static int ended_calls, ended_releases;
+static uint64_t ended_connect_ns, ended_blocked_ns[2];
+static enum xlt_end_reason ended_reason;
+
+static void ended(void *arg, struct xlt_session *s)
+{
+	(void)arg;
+	ended_calls++;
+	ended_releases = done_calls + ((struct fake *)s->st[0])->releases + ((struct fake *)s->st[1])->releases;
+	ended_reason = s->reason;
+	ended_connect_ns = s->connect_ns;
+	ended_blocked_ns[0] = s->blocked_ns[0];
+	ended_blocked_ns[1] = s->blocked_ns[1];
+}
+
+static void test_ended_hook(void **state)
+{
+	static const struct xlt_session_owner owner_ended = {.now_ns = now, .done = done, .ended = ended};
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_CONNECTING, 0);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	ended_calls = 0;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner_ended, NULL);
+	clock_ns += 700;
+	b->s.state = XLT_STREAM_OPEN;
+	b->s.ev.on_connected(b->s.ev.arg);
+	assert_int_equal(s.connect_ns, 700);
+	peer_sends(a, "abc", 3); /* B takes nothing: A -> B blocked */
+	clock_ns += 1000;
+	xlt_session_tick(&s, clock_ns);
+	assert_int_equal(s.blocked_ns[0], 1000);
+	clock_ns += 300;
+	peer_drains(b, 10);
+	assert_int_equal(s.blocked_ns[0], 1300);
+	assert_int_equal(s.blocked_ns[1], 0);
+	a->s.peer_done = 1;
+	a->s.ev.on_readable(a->s.ev.arg); /* A's end of stream goes to B */
+	b->s.peer_done = 1;
+	b->s.ev.on_readable(b->s.ev.arg);
+	closed(a, 0);
+	assert_int_equal(ended_calls, 0); /* B is still open */
+	closed(b, 0);
+	assert_int_equal(ended_calls, 1);
+	assert_int_equal(ended_releases, 0); /* before release and done */
+	assert_int_equal(ended_reason, XLT_END_OK);
+	assert_int_equal(ended_connect_ns, 700);
+	assert_int_equal(ended_blocked_ns[0], 1300);
+	assert_int_equal(done_calls, 1);
+	assert_int_equal(a->releases + b->releases, 2);
+	free(a);
+	free(b);
+}
+
 /* A stream that knows its whole receive backlog (more than one peek shows) reports it. */
 static size_t f_backlog(struct xlt_stream *s)
 {
@@ -859,6 +917,7 @@ int main(void)
 		cmocka_unit_test(test_late_attach),
 		cmocka_unit_test(test_connect_retry),
 		cmocka_unit_test(test_blocked_time_ticks),
+		cmocka_unit_test(test_ended_hook),
 		cmocka_unit_test(test_held_uses_backlog),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_stall_timeout),

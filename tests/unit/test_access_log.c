@@ -1,0 +1,179 @@
+/* Unit tests of gateway/access_log: the workers' record ring (bounded, drops counted, never waits)
+ * and the JSON line of a record (exact text for a TCP and an IB session, the time conversion, and
+ * escaping). */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gateway/access_log.h"
+#include "translate/session-t.h"
+
+static void test_ring_bounded(void **state)
+{
+	struct gw_alog_ring *r = aligned_alloc(64, sizeof(*r));
+	struct gw_alog_rec *rec;
+
+	(void)state;
+	assert_non_null(r);
+	memset(r, 0, sizeof(*r));
+	assert_null(gw_alog_peek(r));
+	assert_int_equal(gw_alog_room(r), GW_ALOG_RING_SIZE);
+	for (unsigned i = 0; i < GW_ALOG_RING_SIZE; i++) {
+		rec = gw_alog_reserve(r);
+		assert_non_null(rec);
+		rec->uid = i;
+		gw_alog_commit(r);
+	}
+	assert_int_equal(gw_alog_room(r), 0);
+	/* full: the record is dropped and counted, the caller goes on */
+	assert_null(gw_alog_reserve(r));
+	assert_null(gw_alog_reserve(r));
+	assert_int_equal(r->dropped, 2);
+	for (unsigned i = 0; i < 10; i++) {
+		const struct gw_alog_rec *c = gw_alog_peek(r);
+		assert_non_null(c);
+		assert_int_equal(c->uid, i); /* in order */
+		gw_alog_pop(r);
+	}
+	assert_int_equal(gw_alog_room(r), 10);
+	for (unsigned i = 0; i < 10; i++) { /* room again, across the wrap */
+		rec = gw_alog_reserve(r);
+		assert_non_null(rec);
+		rec->uid = 100000 + i;
+		gw_alog_commit(r);
+	}
+	assert_null(gw_alog_reserve(r));
+	for (unsigned i = 10; i < GW_ALOG_RING_SIZE + 10; i++) {
+		const struct gw_alog_rec *c = gw_alog_peek(r);
+		assert_non_null(c);
+		assert_int_equal(c->uid, i < GW_ALOG_RING_SIZE ? i : 100000 + i - GW_ALOG_RING_SIZE);
+		gw_alog_pop(r);
+	}
+	assert_null(gw_alog_peek(r));
+	assert_int_equal(r->dropped, 3);
+	free(r);
+}
+
+/* 2025-12-04T00:00:00.123456789Z on the real clock, 5 s on the monotonic one */
+#define REAL_NS (1764806400ull * 1000000000ull + 123456789ull)
+#define MONO_NS (5ull * 1000000000ull)
+
+static void test_format_tcp(void **state)
+{
+	struct gw_alog_rec r = {
+	    .uid = 0x0100000000000abcull,
+	    .start_ns = MONO_NS - 2500000000ull,
+	    .now_ns = MONO_NS - 1000000ull, /* made 1 ms before the drain */
+	    .connect_ns = 1234567,
+	    .bytes = {1000, 2000000},
+	    .blocked_ns = {0, 42000000},
+	    .client = {.side = 2 /* CONF_EP_TCP */,
+	               .present = 1,
+	               .port = 40000,
+	               .info = {.kind = XLT_STREAM_TCP, .retransmits = 3, .srtt_us = 250}},
+	    .backend = {.side = 2,
+	                .present = 1,
+	                .port = 5001,
+	                .info = {.kind = XLT_STREAM_TCP, .retransmits = 0, .srtt_us = 80}},
+	    .event = GW_ALOG_END,
+	    .reason = XLT_END_RESET,
+	    .connected = 1,
+	    .route = "web\"out",
+	};
+	char buf[GW_ALOG_LINE_MAX];
+	size_t n;
+
+	(void)state;
+	inet_pton(AF_INET, "198.18.0.2", &r.client.addr);
+	inet_pton(AF_INET, "198.18.1.9", &r.backend.addr);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_string_equal(
+	    buf,
+	    "{\"time\":\"2025-12-04T00:00:00.122Z\",\"event\":\"end\",\"uid\":\"0100000000000abc\","
+	    "\"route\":\"web\\\"out\",\"reason\":\"reset\",\"duration_ms\":2499.000,\"connect_ms\":1.234,"
+	    "\"client\":{\"side\":\"tcp\",\"addr\":\"198.18.0.2\",\"port\":40000,\"retransmits\":3,\"srtt_"
+	    "us\":250},"
+	    "\"backend\":{\"side\":\"tcp\",\"addr\":\"198.18.1.9\",\"port\":5001,\"retransmits\":0,\"srtt_"
+	    "us\":80},"
+	    "\"client_to_backend\":{\"bytes\":1000,\"blocked_ms\":0.000},"
+	    "\"backend_to_client\":{\"bytes\":2000000,\"blocked_ms\":42.000}}\n");
+}
+
+static void test_format_ib_progress(void **state)
+{
+	struct gw_alog_rec r = {
+	    .uid = 7,
+	    .start_ns = MONO_NS - 1000,
+	    .now_ns = MONO_NS,
+	    .client = {.side = 1 /* CONF_EP_IB */,
+	               .present = 1,
+	               .port = 33000,
+	               .info = {.kind = XLT_STREAM_IB,
+	                        .has_gid = 1,
+	                        .qpn = 0x11,
+	                        .credit_stalls = 4,
+	                        .credit_stall_ns = 1500000}},
+	    .backend = {.side = 2, .present = 0, .port = 80}, /* connecting: the route's destination */
+	    .event = GW_ALOG_PROGRESS,
+	    .connected = 0,
+	    .route = "s3",
+	};
+	char buf[GW_ALOG_LINE_MAX];
+	size_t n;
+
+	(void)state;
+	inet_pton(AF_INET, "198.19.0.1", &r.client.addr);
+	inet_pton(AF_INET, "198.18.0.2", &r.backend.addr);
+	inet_pton(AF_INET6, "fe80::5054:ff:fe12:3456", r.client.info.gid);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_string_equal(
+	    buf, "{\"time\":\"2025-12-04T00:00:00.123Z\",\"event\":\"progress\",\"uid\":\"0000000000000007\","
+	         "\"route\":\"s3\",\"duration_ms\":0.001,\"connect_ms\":null,"
+	         "\"client\":{\"side\":\"ib\",\"addr\":\"198.19.0.1\",\"port\":33000,\"gid\":\"fe80::5054:ff:"
+	         "fe12:3456\","
+	         "\"qpn\":17,\"credit_stalls\":4,\"credit_stall_ms\":1.500},"
+	         "\"backend\":{\"side\":\"tcp\",\"addr\":\"198.18.0.2\",\"port\":80},"
+	         "\"client_to_backend\":{\"bytes\":0,\"blocked_ms\":0.000},"
+	         "\"backend_to_client\":{\"bytes\":0,\"blocked_ms\":0.000}}\n");
+}
+
+static void test_format_bounded(void **state)
+{
+	struct gw_alog_rec r;
+	char buf[GW_ALOG_LINE_MAX + 1];
+	size_t n;
+
+	(void)state;
+	/* the worst record: every byte set (an unterminated route name of control characters, escaped
+	 * six bytes each): the line still fits and ends with its newline */
+	memset(&r, 0xff, sizeof(r));
+	memset(r.route, 1, sizeof(r.route));
+	r.event = GW_ALOG_END;
+	r.client.info.kind = r.backend.info.kind = XLT_STREAM_IB;
+	r.client.side = r.backend.side = 1;
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, GW_ALOG_LINE_MAX);
+	assert_true(n <= GW_ALOG_LINE_MAX);
+	assert_int_equal(buf[n - 1], '\n');
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "\"route\":\"\\u0001\\u0001"));
+	assert_non_null(strstr(buf, "\"reason\":\"unknown\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ring_bounded),
+	    cmocka_unit_test(test_format_tcp),
+	    cmocka_unit_test(test_format_ib_progress),
+	    cmocka_unit_test(test_format_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
