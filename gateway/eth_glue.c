@@ -305,6 +305,7 @@ void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	}
 	if (n)
 		gw_metrics_table(m, eth_stack_metrics, eth_stack_n_metrics, bases, n, "worker", labels);
+	gw_worker_copy_metrics(d, m); /* both engines' copies; printed here, beside the engine's own */
 }
 
 void gw_eth_stop(struct gw_daemon *d)

@@ -195,8 +195,10 @@ static inline const struct gw_live *gw_live_enter(struct gw_worker *w)
 	return w->live;
 }
 
-/* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker. */
+/* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker.
+ * gw_worker_copy_metrics: the copied-bytes family (both engines' copies, by direction). */
 int gw_worker_main(void *arg);
+void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m);
 
 /* daemon.c: lifecycle on the control thread. Returns the process exit status. */
 int gw_daemon_run(struct gw_daemon *d);

@@ -18,9 +18,13 @@
  * device interrupt (eth_glue.c). Control-thread messages (new sessions, listeners) wait for the next
  * round: at most idle_sleep. */
 #include <poll.h>
+#include <stdio.h>
 #include <time.h>
 
+#include "../eth_side/stack.h"
+#include "../ib_side/ib.h"
 #include "gw.h"
+#include "metrics.h"
 
 const struct xlt_metric_desc gw_worker_metrics[] = {
 	{"worker_loop_iterations_total", XLT_COUNTER, offsetof(struct gw_worker_stats, loops),
@@ -35,6 +39,35 @@ const struct xlt_metric_desc gw_worker_metrics[] = {
 	 "sessions owned by the worker", NULL},
 };
 const unsigned gw_worker_n_metrics = sizeof(gw_worker_metrics) / sizeof(gw_worker_metrics[0]);
+
+/* Payload bytes the CPU copied, per worker and direction, summed over the copies each engine makes
+ * where it makes them: ib_to_eth is the TCP write op (into the send queue) and the frames built from
+ * it (retransmits included), eth_to_ib is frames into TCP receive queues and the IB write op (into the
+ * send buffer). Reading the IB receive buffer costs no copy (peek lends it). Echo routes count the
+ * same way, by the engine that copied. */
+void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
+{
+	static const char *const dirs[2] = {"ib_to_eth", "eth_to_ib"};
+
+	gw_metrics_family(m, "copied_bytes_total", XLT_COUNTER,
+			  "payload bytes copied by the CPU on the relay path, by direction (a byte copied twice counts twice)");
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < d->n_workers; i++) {
+			const struct gw_worker *w = &d->workers[i];
+			const struct eth_stack_stats *es = w->eth ? eth_stack_stats(w->eth) : NULL;
+			const struct ib_worker_stats *is = w->ib ? ib_worker_stats(w->ib) : NULL;
+			uint64_t v = 0;
+			char id[12];
+
+			/* single writer each (the worker); relaxed loads never tear on x86-64 */
+			if (es)
+				v += __atomic_load_n(k ? &es->copied_in : &es->copied_out, __ATOMIC_RELAXED);
+			if (is && k)
+				v += __atomic_load_n(&is->copied_tx, __ATOMIC_RELAXED);
+			snprintf(id, sizeof(id), "%u", i);
+			gw_metrics_sample(m, (double)v, "dir", dirs[k], "worker", id, NULL);
+		}
+}
 
 /* At most this many CQs are waited on; a worker with more naps instead (see above). */
 #define WAIT_FDS 16

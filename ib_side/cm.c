@@ -1381,6 +1381,8 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(violations[IB_VIOL_SPACE], "ib_protocol_violations_total", "", "reason=space"),
 	CL(violations[IB_VIOL_CREDIT], "ib_protocol_violations_total", "", "reason=credit"),
 	CL(violations[IB_VIOL_ADVERT], "ib_protocol_violations_total", "", "reason=advert"),
+	C(doorbells, "ib_send_doorbells_total",
+	  "ibv_post_send calls (doorbells), each posting one work request or a chain of them"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

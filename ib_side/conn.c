@@ -153,6 +153,7 @@ static int post_send(struct ib_conn *c, struct ibv_send_wr *wr)
 	struct ibv_send_wr *bad;
 	int ret = ibv_post_send(c->qp, wr, &bad);
 
+	bump(&c->w->st.doorbells, 1);
 	if (ret)
 		return -ret;
 	c->last_tx_ns = c->w->now;
@@ -399,6 +400,7 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 		first = c->tx.size - off < n ? c->tx.size - off : n;
 		memcpy(c->bufs->sbuf + off, data, first);
 		memcpy(c->bufs->sbuf, data + first, n - first);
+		bump(&c->w->st.copied_tx, n);
 	}
 	if (n < len)
 		c->want_writable = true;
