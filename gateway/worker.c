@@ -1,5 +1,18 @@
 /* Datapath worker loop.
  *
+ * A round has three phases, as DPDK datapaths do, written out in order in gw_worker_main:
+ *  - receive: the Ethernet RX burst and the IB completions. Engines update their state and collect
+ *    stream events; nothing is handed to a session yet.
+ *  - relay: the events fire (Ethernet side, then IB side), and sessions move bytes between their
+ *    streams. A stream op only queues: TCP output waits on the engine's output list, IB work
+ *    (credits, data, end of stream, aborts) on the connection's work list.
+ *  - flush: TCP builds its segments and the TX burst hands them to the device; then every IB
+ *    connection with work posts it as one chain of work requests, one doorbell (ibv_post_send).
+ *    Bytes the relay queued for an IB peer during the whole round leave as few RDMA writes as the
+ *    peer's advertised space allows (up to 64 KiB each, rsocket's largest), not one per write op.
+ * What a phase queues for an earlier phase (an event raised while flushing) is taken by the next
+ * round, which then does not sleep.
+ *
  * Each worker polls only what it owns (its port queue, its TCP engine, its IB completion queues), so
  * the hot path takes no locks. When a whole round finds nothing to do the worker sleeps, for at most
  * [gateway] idle_sleep: on a shared box a busy-polling worker would starve the peers it serves, and
@@ -50,7 +63,8 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	static const char *const dirs[2] = {"ib_to_eth", "eth_to_ib"};
 
 	gw_metrics_family(m, "copied_bytes_total", XLT_COUNTER,
-			  "payload bytes copied by the CPU on the relay path, by direction (a byte copied twice counts twice)");
+			  "payload bytes copied by the CPU on the relay path, by direction (a byte copied "
+			  "twice counts twice)");
 	for (unsigned k = 0; k < 2; k++)
 		for (unsigned i = 0; i < d->n_workers; i++) {
 			const struct gw_worker *w = &d->workers[i];
@@ -88,7 +102,18 @@ int gw_worker_main(void *arg)
 			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
 			gw_session_abort_all(w);
 		}
-		unsigned work = gw_eth_poll(w, now) + gw_ib_poll(w, now) + gw_sessions_poll(w, now);
+		unsigned work;
+
+		/* receive: what the devices have for us; no stream event fires yet */
+		work = gw_eth_rx(w, now);
+		work += gw_ib_rx(w, now);
+		/* relay: stream events fire, sessions move bytes; the engines' ops only queue */
+		work += gw_eth_relay(w);
+		work += gw_ib_relay(w);
+		work += gw_sessions_poll(w, now);
+		/* flush: the TX burst, then each IB connection's work requests, chained, one doorbell */
+		work += gw_eth_flush(w);
+		work += gw_ib_flush(w);
 
 		gw_bump(&w->st.loops, 1);
 		if (work) {
