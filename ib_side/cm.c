@@ -175,6 +175,8 @@ static void pend_flush(struct ib_ctl *ctl)
 		unsigned k = 0;
 		while (k < p->n && !rte_ring_sp_enqueue_elem(ctl->workers[i].in, &p->m[k], sizeof(p->m[k])))
 			k++;
+		if (!k)
+			continue; /* (p->m may be NULL: memmove's arguments must not be, even for 0 bytes) */
 		memmove(p->m, p->m + k, (p->n - k) * sizeof(p->m[0]));
 		p->n -= k;
 	}
@@ -953,7 +955,8 @@ static void read_events(struct ib_ctl *ctl, unsigned max)
 			e.plen = ev->param.conn.private_data && ev->param.conn.private_data_len
 					 ? ev->param.conn.private_data_len
 					 : 0;
-			memcpy(e.pdata, ev->param.conn.private_data, e.plen);
+			if (e.plen) /* (private_data may be NULL: memcpy's arguments must not be) */
+				memcpy(e.pdata, ev->param.conn.private_data, e.plen);
 		}
 		e.param.private_data = NULL;
 		rdma_ack_cm_event(ev);
