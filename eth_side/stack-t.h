@@ -133,6 +133,8 @@ struct eth_stack_stats {
 	uint64_t tcp_tw_reuse;
 	uint64_t tcp_keepalive_probes;
 	uint64_t tcp_buffer_bytes;  /* gauge: bytes of chunks held by connection buffers */
+	uint64_t copied_in;	    /* payload bytes copied from frames into receive queues */
+	uint64_t copied_out;	    /* ... into send queues (the write op) and from them into frames */
 };
 
 #endif

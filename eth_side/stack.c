@@ -449,7 +449,7 @@ static void reap(struct eth_stack *st)
 	}
 }
 
-unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
+unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns)
 {
 	struct rte_mbuf *pkts[ETH_RX_BURST];
 	unsigned work = 0;
@@ -485,7 +485,18 @@ unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
 		st->garp_pending = false;
 		eth_arp_announce(st);
 	}
-	work += dispatch(st);
+	return work;
+}
+
+unsigned eth_stack_relay(struct eth_stack *st)
+{
+	return dispatch(st);
+}
+
+unsigned eth_stack_flush(struct eth_stack *st)
+{
+	unsigned work = 0;
+
 	for (int round = 0; round < 4 && (st->out_head || st->n_tx); round++) {
 		work += flush_output(st);
 		tx_flush(st);
@@ -493,5 +504,15 @@ unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
 			break; /* the device is full: try again next round */
 	}
 	reap(st);
-	return work;
+	/* events queued after this round's relay (another engine's session aborted or closed one of
+	 * ours) fire in the next round: no sleep before it */
+	return work + (st->ev_head != NULL);
+}
+
+unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
+{
+	unsigned work = eth_stack_rx(st, now_ns);
+
+	work += eth_stack_relay(st);
+	return work + eth_stack_flush(st);
 }

@@ -8,7 +8,7 @@
  * TCP connections are xlt_streams (translate/stream-t.h): the receive window advertised is the free
  * space of the connection's bounded receive buffer, which grows only when the session consumes, so
  * a slow consumer closes the peer's window; write() takes only what fits the send buffer. Stream
- * events fire from eth_stack_poll only. */
+ * events fire from eth_stack_poll (eth_stack_relay) only. */
 #ifndef ETH_STACK_H
 #define ETH_STACK_H
 
@@ -25,8 +25,19 @@ void eth_stack_destroy(struct eth_stack *st);
 int eth_stack_link(struct eth_stack **stacks, unsigned n);
 
 /* One round of the worker: receive, run timers, fire stream events, send. NOW_NS is the worker's
- * monotonic clock. Returns the amount of work done (0: idle). */
+ * monotonic clock. Returns the amount of work done (0: idle). It is the three phases below in
+ * order; a worker that drives other engines too calls them itself, interleaved with theirs:
+ *  - eth_stack_rx: the RX burst (port queue, frames steered from other workers), the timers, ARP.
+ *    Frames are processed, segments that answer them are queued; no stream event fires.
+ *  - eth_stack_relay: fires the stream events collected so far (sessions move data now; the ops
+ *    they call only queue output).
+ *  - eth_stack_flush: every connection with something to send builds its segments, the TX burst
+ *    hands them to the device, released connections are freed. Returns nonzero while events wait
+ *    (queued after the relay phase): the next round must not be slept away. */
 unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns);
+unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns);
+unsigned eth_stack_relay(struct eth_stack *st);
+unsigned eth_stack_flush(struct eth_stack *st);
 
 /* Feeds N received frames to the instance (it owns them from now on). For tests and the fuzzer;
  * eth_stack_poll reads its queue itself. Frames are processed at once; their replies go out with

@@ -557,6 +557,7 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 	if (len > UINT32_MAX)
 		len = UINT32_MAX;
 	n = eth_bufq_append(&st->chunks, &t->sbuf, data, (uint32_t)len);
+	ETH_ADD(st, copied_out, n);
 	update_buffer_gauge(st);
 	if (n < len)
 		t->want_writable = true;

@@ -761,6 +761,7 @@ static int seg_write(struct eth_stack *st, struct eth_bufq *q, uint32_t off, con
 		ret = eth_bufq_write_at(&st->chunks, q, off, rte_pktmbuf_mtod_offset(s, const uint8_t *, skip), n);
 		if (ret)
 			return ret;
+		ETH_ADD(st, copied_in, n);
 		off += n;
 		left -= n;
 		skip = 0;

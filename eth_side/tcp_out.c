@@ -121,6 +121,7 @@ static int payload_append(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, u
 		eth_bufq_read(&t->sbuf, off, rte_pktmbuf_mtod_offset(last, uint8_t *, last->data_len), n);
 		last->data_len = (uint16_t)(last->data_len + n);
 		m->pkt_len += n;
+		ETH_ADD(t->st, copied_out, n);
 		off += n;
 		len -= n;
 	}

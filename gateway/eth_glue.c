@@ -46,11 +46,13 @@ struct glue_worker {
 	bool drained;
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
 	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
+	uint64_t now;		    /* the round's clock (gw_eth_rx) */
+	unsigned work;		    /* the round's work so far (gw_eth_rx, gw_eth_relay) */
 };
 
 /* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals an
  * eventfd): in a request/response exchange the answer usually comes within this, so for this long
- * after Ethernet work gw_eth_poll reports itself busy, as the IB side does after completions (ib.h)
+ * after Ethernet work gw_eth_flush reports itself busy, as the IB side does after completions (ib.h)
  * (bench_e2e, vhost, 64 B round trips: +362/+480 us added instead of +598/+761, throughput
  * unchanged). af_packet's ring socket is woken by the kernel directly: no hot window (measured: no
  * gain, a little throughput lost). */
@@ -223,7 +225,7 @@ void gw_eth_woken(struct gw_worker *w)
 	eth_port_rx_disarm(w->port, w->id);
 }
 
-unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
+unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns)
 {
 	struct glue_worker *g = &glue[w->id];
 	void *msgs[32];
@@ -232,6 +234,7 @@ unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
 
 	if (!w->eth)
 		return 0;
+	g->now = now_ns;
 	n = rte_ring_sc_dequeue_burst(g->ctl, msgs, 32, NULL);
 	for (unsigned i = 0; i < n; i++) {
 		if (msgs[i] == MSG_COMMIT)
@@ -244,15 +247,38 @@ unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns)
 		g->n_lis = 0;
 		g->drained = true;
 	}
-	work = eth_stack_poll(w->eth, now_ns) + n;
+	work = eth_stack_rx(w->eth, now_ns) + n;
 	seen = eth_stack_stats(w->eth)->frames_in;
 	if (seen != g->frames_seen) {
 		gw_bump(&w->st.rx_packets, seen - g->frames_seen);
 		g->frames_seen = seen;
 	}
-	if (work)
-		g->hot_until = now_ns + g->hot_ns;
-	else if (now_ns < g->hot_until)
+	g->work = work;
+	return work;
+}
+
+unsigned gw_eth_relay(struct gw_worker *w)
+{
+	unsigned work;
+
+	if (!w->eth)
+		return 0;
+	work = eth_stack_relay(w->eth);
+	glue[w->id].work += work;
+	return work;
+}
+
+unsigned gw_eth_flush(struct gw_worker *w)
+{
+	struct glue_worker *g = &glue[w->id];
+	unsigned work;
+
+	if (!w->eth)
+		return 0;
+	work = eth_stack_flush(w->eth);
+	if (work || g->work)
+		g->hot_until = g->now + g->hot_ns;
+	else if (g->now < g->hot_until)
 		work = 1; /* still hot: the answer to what just went out is likely due */
 	return work;
 }
@@ -307,6 +333,7 @@ void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	}
 	if (n)
 		gw_metrics_table(m, eth_stack_metrics, eth_stack_n_metrics, bases, n, "worker", labels);
+	gw_worker_copy_metrics(d, m); /* both engines' copies; printed here, beside the engine's own */
 }
 
 void gw_eth_stop(struct gw_daemon *d)

@@ -240,8 +240,10 @@ static inline const struct gw_live *gw_live_enter(struct gw_worker *w)
 	return w->live;
 }
 
-/* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker. */
+/* worker.c: the datapath loop, launched on each worker lcore. ARG is a struct gw_worker.
+ * gw_worker_copy_metrics: the copied-bytes family (both engines' copies, by direction). */
 int gw_worker_main(void *arg);
+void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m);
 
 /* daemon.c: lifecycle on the control thread. Returns the process exit status. */
 int gw_daemon_run(struct gw_daemon *d);
@@ -250,16 +252,21 @@ uint64_t gw_sessions_active(const struct gw_daemon *d);
 
 /* Engine glue: each side of the gateway plugs into the daemon through these hooks.
  * eth_glue.c drives eth_side (the TCP/IP engine on the DPDK port), ib_glue.c drives ib_side (rdma_cm and
- * the rsocket engine). _start runs on the control thread before the workers launch, _poll on each worker
- * every loop (returns the amount of work done, 0 when idle), _routes on the control thread at start and
+ * the rsocket engine). _start runs on the control thread before the workers launch; _rx, _relay and
+ * _flush on each worker, in the phases of its round (worker.c; each returns the amount of work done, 0
+ * when idle); _routes on the control thread at start and
  * after every reload, _metrics while rendering /metrics and /stats, _stop after the workers stopped. */
 int gw_eth_start(struct gw_daemon *d);
-unsigned gw_eth_poll(struct gw_worker *w, uint64_t now_ns);
+unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns);
+unsigned gw_eth_relay(struct gw_worker *w);
+unsigned gw_eth_flush(struct gw_worker *w);
 void gw_eth_routes(struct gw_daemon *d);
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m);
 void gw_eth_stop(struct gw_daemon *d);
 int gw_ib_start(struct gw_daemon *d);
-unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns);
+unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns);
+unsigned gw_ib_relay(struct gw_worker *w);
+unsigned gw_ib_flush(struct gw_worker *w);
 void gw_ib_routes(struct gw_daemon *d);
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* Control thread: IB connections that still exist (a session's, or on their way out). */

@@ -159,9 +159,19 @@ int gw_ib_start(struct gw_daemon *d)
 	return 0;
 }
 
-unsigned gw_ib_poll(struct gw_worker *w, uint64_t now_ns)
+unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns)
 {
 	return w->ib ? ib_worker_poll(w->ib, now_ns) : 0;
+}
+
+unsigned gw_ib_relay(struct gw_worker *w)
+{
+	return w->ib ? ib_worker_relay(w->ib) : 0;
+}
+
+unsigned gw_ib_flush(struct gw_worker *w)
+{
+	return w->ib ? ib_worker_flush(w->ib) : 0;
 }
 
 int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max)

@@ -175,6 +175,8 @@ static void pend_flush(struct ib_ctl *ctl)
 		unsigned k = 0;
 		while (k < p->n && !rte_ring_sp_enqueue_elem(ctl->workers[i].in, &p->m[k], sizeof(p->m[k])))
 			k++;
+		if (!k)
+			continue; /* (p->m may be NULL: memmove's arguments must not be, even for 0 bytes) */
 		memmove(p->m, p->m + k, (p->n - k) * sizeof(p->m[0]));
 		p->n -= k;
 	}
@@ -973,7 +975,8 @@ static void read_events(struct ib_ctl *ctl, unsigned max)
 			e.plen = ev->param.conn.private_data && ev->param.conn.private_data_len
 					 ? ev->param.conn.private_data_len
 					 : 0;
-			memcpy(e.pdata, ev->param.conn.private_data, e.plen);
+			if (e.plen) /* (private_data may be NULL: memcpy's arguments must not be) */
+				memcpy(e.pdata, ev->param.conn.private_data, e.plen);
 		}
 		e.param.private_data = NULL;
 		rdma_ack_cm_event(ev);
@@ -1411,6 +1414,8 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(violations[IB_VIOL_SPACE], "ib_protocol_violations_total", "", "reason=space"),
 	CL(violations[IB_VIOL_CREDIT], "ib_protocol_violations_total", "", "reason=credit"),
 	CL(violations[IB_VIOL_ADVERT], "ib_protocol_violations_total", "", "reason=advert"),
+	C(doorbells, "ib_send_doorbells_total",
+	  "ibv_post_send calls (doorbells), each posting one work request or a chain of them"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

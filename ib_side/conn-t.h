@@ -202,6 +202,9 @@ struct ib_slot {
 
 struct rte_ring;
 
+/* Work requests chained behind one doorbell at most (a longer run of them takes more). */
+#define IB_CHAIN_MAX 32
+
 struct ib_worker {
 	struct ib_ctl *ctl;
 	unsigned id;
@@ -229,6 +232,12 @@ struct ib_worker {
 	bool wake;
 	bool cq_backlog; /* the last CQ sweep stopped before the queues were empty */
 	struct ib_worker_stats st;
+	/* the chain of work requests being built for one connection: posted with one doorbell when
+	 * that connection is done (conn.c post_chain), or when it is full */
+	struct ib_conn *chain_conn;
+	unsigned n_chain;
+	struct ibv_send_wr chain_wr[IB_CHAIN_MAX];
+	struct ibv_sge chain_sge[IB_CHAIN_MAX][2];
 
 	/* control */
 	uint32_t *ct_gen;

@@ -11,8 +11,11 @@
  *  - Credit messages go out before data and have their own 4 send slots, so data can never block a
  *    credit update.
  *  - Everything that can happen to a connection during a round (completions, ring messages, stream
- *    ops) only updates state and puts the connection on the work list; the end of the round posts what
- *    is due and fires stream events. A stream event is therefore never fired from inside an op.
+ *    ops) only updates state and puts the connection on the work list. The worker's relay phase
+ *    fires the stream events of the listed connections (ib_worker_relay), its flush phase posts what
+ *    each has due as one chain of work requests, one doorbell (ib_worker_flush). A stream event is
+ *    therefore never fired from inside an op, and no op posts: the bytes the sessions write to a
+ *    connection during a round leave together, in writes of up to 64 KiB.
  *  - A completion names its connection by (slot, generation): a stale completion of a connection
  *    that is gone, or whose slot was reused, is recognised and dropped. */
 #include <endian.h>
@@ -135,7 +138,11 @@ static void violated(struct ib_conn *c, enum ib_violation why)
 	protocol_error(c);
 }
 
-/* ---- posting ---- */
+/* ---- posting ----
+ * Sends are built into the worker's chain (chain_add) and posted with one ibv_post_send per
+ * connection and flush (post_chain): credits, data and the end of stream that one connection has due
+ * ring its doorbell once. What a message needs afterwards (payload, advert slot) is accounted when it
+ * is chained: a chain that fails to post kills the queue pair, so nothing waits for its completions. */
 
 int ib_conn_post_recvs(struct ib_conn *c, unsigned n)
 {
@@ -149,32 +156,74 @@ int ib_conn_post_recvs(struct ib_conn *c, unsigned n)
 	return 0;
 }
 
-static int post_send(struct ib_conn *c, struct ibv_send_wr *wr)
+/* Posts the chain built for C (one doorbell). Returns 0 or -errno. */
+static int post_chain(struct ib_conn *c)
 {
+	struct ib_worker *w = c->w;
 	struct ibv_send_wr *bad;
-	int ret = ibv_post_send(c->qp, wr, &bad);
+	unsigned n = w->n_chain;
+	int ret;
 
+	if (!n || w->chain_conn != c)
+		return 0;
+	w->n_chain = 0;
+	w->chain_conn = NULL;
+	w->chain_wr[n - 1].next = NULL;
+	ret = ibv_post_send(c->qp, &w->chain_wr[0], &bad);
+	bump(&w->st.doorbells, 1);
 	if (ret)
-		return -ret;
-	c->last_tx_ns = c->w->now;
+		return -ret; /* ibv_post_* return a positive errno */
+	c->last_tx_ns = w->now;
 	return 0;
+}
+
+/* Forgets C's chain unposted: its queue pair is dead, or the peer gets nothing more from us. */
+static void chain_drop(struct ib_conn *c)
+{
+	if (c->w->chain_conn == c) {
+		c->w->n_chain = 0;
+		c->w->chain_conn = NULL;
+	}
+}
+
+/* The next work request of C's chain (zeroed, linked; its two scatter entries in *SGE), or NULL
+ * with *ERR when a full chain could not be posted. */
+static struct ibv_send_wr *chain_add(struct ib_conn *c, struct ibv_sge **sge, int *err)
+{
+	struct ib_worker *w = c->w;
+	struct ibv_send_wr *wr;
+
+	if (w->n_chain && w->chain_conn != c)
+		*err = post_chain(w->chain_conn); /* internal consistency: each chain is posted before the next */
+	if (w->n_chain == IB_CHAIN_MAX && (*err = post_chain(c)))
+		return NULL;
+	w->chain_conn = c;
+	wr = &w->chain_wr[w->n_chain];
+	*wr = (struct ibv_send_wr){0};
+	*sge = w->chain_sge[w->n_chain];
+	if (w->n_chain)
+		w->chain_wr[w->n_chain - 1].next = wr;
+	w->n_chain++;
+	*err = 0;
+	return wr;
 }
 
 /* A zero-length control message: CTRL (FIN, abort) or a plain write (keepalive). The remote address
  * of a zero-length write is never accessed; the peer's target_sgl is a valid one all the same. */
 static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = ib_wr_id(kind, c, 0),
-		.opcode = kind == IB_WR_KEEPALIVE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htobe32(ib_rs_imm(IB_RS_OP_CTRL, ctrl)),
-		.wr.rdma = {.remote_addr = c->remote_sgl.addr, .rkey = c->remote_sgl.key},
-	};
-	int ret = post_send(c, &wr);
+	struct ibv_sge *sge;
+	int ret;
+	struct ibv_send_wr *wr = chain_add(c, &sge, &ret);
 
-	if (ret)
+	if (!wr)
 		return ret;
+	wr->wr_id = ib_wr_id(kind, c, 0);
+	wr->opcode = kind == IB_WR_KEEPALIVE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->imm_data = htobe32(ib_rs_imm(IB_RS_OP_CTRL, ctrl));
+	wr->wr.rdma.remote_addr = c->remote_sgl.addr;
+	wr->wr.rdma.rkey = c->remote_sgl.key;
 	c->ctrl_seq++;
 	c->ctrl_used++;
 	if (kind == IB_WR_KEEPALIVE)
@@ -190,7 +239,7 @@ static void post_abort(struct ib_conn *c)
 	if (!c->abort_due || c->ctrl_used >= IB_RS_CTRL_SLOTS)
 		return;
 	c->abort_due = false;
-	if (!post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT))
+	if (!post_ctrl(c, IB_WR_ABORT, IB_RS_CTRL_DISCONNECT) && !post_chain(c))
 		c->abort_sent = true;
 }
 
@@ -203,7 +252,7 @@ static void send_abort(struct ib_conn *c)
 {
 	c->abort_due = true;
 	c->linger_until = c->w->now + IB_LINGER_NS;
-	post_abort(c);
+	work(c); /* posted in the flush phase (ib_worker_flush), never from inside a stream op */
 }
 
 /* A control message completed: its slot is free again, for the abort if one waits. */
@@ -220,34 +269,34 @@ static void ctrl_done(struct ib_conn *c, const struct ibv_wc *wc)
 static int post_credit(struct ib_conn *c, bool advert)
 {
 	struct ib_bufs *b = c->bufs;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = {
-		.wr_id = ib_wr_id(IB_WR_CREDIT, c, 0),
-		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = {.remote_addr = c->remote_sgl.addr, .rkey = c->remote_sgl.key},
-	};
+	struct ibv_sge *sge;
 	uint32_t off = 0;
 	unsigned idx = 0;
-	uint16_t edge = ib_rx_credit_sent(&c->rx, advert, &off, &idx);
+	uint16_t edge;
 	int ret;
+	struct ibv_send_wr *wr = chain_add(c, &sge, &ret);
 
-	wr.imm_data = htobe32(ib_rs_imm(IB_RS_OP_SGL, edge));
+	if (!wr)
+		return ret;
+	edge = ib_rx_credit_sent(&c->rx, advert, &off, &idx);
+	wr->wr_id = ib_wr_id(IB_WR_CREDIT, c, 0);
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = c->remote_sgl.addr;
+	wr->wr.rdma.rkey = c->remote_sgl.key;
+	wr->imm_data = htobe32(ib_rs_imm(IB_RS_OP_SGL, edge));
 	if (advert) {
 		/* the advert payload lives in a control slot until the write completes: with at most 4
 		 * control messages in flight, slot seq & 3 is free again when seq comes round */
 		uint8_t *slot = b->ctrl + (c->ctrl_seq & (IB_RS_CTRL_SLOTS - 1)) * sizeof(struct ib_rs_sge);
 		ib_rs_sge_encode(slot, (uintptr_t)(b->rbuf + off), b->rmr->rkey, c->rx.half, c->swap_sgl);
-		sge = (struct ibv_sge){.addr = (uintptr_t)slot, .length = sizeof(struct ib_rs_sge), .lkey = b->smr->lkey};
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
+		sge[0] = (struct ibv_sge){.addr = (uintptr_t)slot, .length = sizeof(struct ib_rs_sge), .lkey = b->smr->lkey};
+		wr->sg_list = sge;
+		wr->num_sge = 1;
 		if (c->inline_max >= sizeof(struct ib_rs_sge))
-			wr.send_flags |= IBV_SEND_INLINE;
-		wr.wr.rdma.remote_addr = c->remote_sgl.addr + idx * sizeof(struct ib_rs_sge);
+			wr->send_flags |= IBV_SEND_INLINE;
+		wr->wr.rdma.remote_addr = c->remote_sgl.addr + idx * sizeof(struct ib_rs_sge);
 	}
-	ret = post_send(c, &wr);
-	if (ret)
-		return ret;
 	c->ctrl_seq++;
 	c->ctrl_used++;
 	bump(&c->w->st.ctrl_tx, 1);
@@ -256,30 +305,34 @@ static int post_credit(struct ib_conn *c, bool advert)
 	return 0;
 }
 
+/* One data message: everything queued and not posted yet, as far as rsocket's largest write
+ * (IB_RS_MAX_XFER) and the peer's current target entry allow (ib_tx_next). */
 static int post_data(struct ib_conn *c)
 {
 	struct ib_bufs *b = c->bufs;
 	struct ib_tx_write tw;
-	struct ibv_sge sge[2];
-	struct ibv_send_wr wr = {
-		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = IBV_SEND_SIGNALED,
-		.sg_list = sge,
-	};
+	struct ibv_sge *sge;
+	int ret;
+	struct ibv_send_wr *wr = chain_add(c, &sge, &ret);
 
+	if (!wr)
+		return ret;
 	ib_tx_next(&c->tx, b->tsgl, &tw);
 	sge[0] = (struct ibv_sge){.addr = (uintptr_t)(b->sbuf + tw.off), .length = tw.seg0, .lkey = b->smr->lkey};
 	sge[1] = (struct ibv_sge){.addr = (uintptr_t)b->sbuf, .length = tw.len - tw.seg0, .lkey = b->smr->lkey};
-	wr.num_sge = tw.seg0 < tw.len ? 2 : 1;
-	wr.wr_id = ib_wr_id(IB_WR_DATA, c, tw.len);
-	wr.imm_data = htobe32(ib_rs_imm(IB_RS_OP_DATA, tw.len));
-	wr.wr.rdma.remote_addr = tw.raddr;
-	wr.wr.rdma.rkey = tw.rkey;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->sg_list = sge;
+	wr->num_sge = tw.seg0 < tw.len ? 2 : 1;
+	wr->wr_id = ib_wr_id(IB_WR_DATA, c, tw.len);
+	wr->imm_data = htobe32(ib_rs_imm(IB_RS_OP_DATA, tw.len));
+	wr->wr.rdma.remote_addr = tw.raddr;
+	wr->wr.rdma.rkey = tw.rkey;
 	if (tw.len <= c->inline_max)
-		wr.send_flags |= IBV_SEND_INLINE;
+		wr->send_flags |= IBV_SEND_INLINE;
 	bump(&c->w->st.msgs_tx, 1);
 	bump(&c->w->st.bytes_tx, tw.len);
-	return post_send(c, &wr);
+	return 0;
 }
 
 static void check_close(struct ib_conn *c)
@@ -325,6 +378,7 @@ static void progress(struct ib_conn *c)
 			if ((ret = post_data(c)))
 				goto err;
 		if (b == IB_TX_BAD_TARGET) {
+			chain_drop(c);
 			violated(c, IB_VIOL_ADVERT);
 			return;
 		}
@@ -350,9 +404,12 @@ static void progress(struct ib_conn *c)
 	} else {
 		stall_end(c);
 	}
+	if ((ret = post_chain(c)))
+		goto err;
 	check_close(c);
 	return;
 err:
+	chain_drop(c);
 	c->qp_dead = true;
 	closing(c, ret, IB_CLOSE_ERROR);
 }
@@ -384,7 +441,7 @@ static void op_consume(struct xlt_stream *s, size_t n)
 	ib_rx_consume(&c->rx, (uint32_t)n);
 	if (c->rx.eof && !ib_rx_pending(&c->rx))
 		s->peer_done = 1;
-	progress(c); /* consumption is what returns credits: send them now */
+	work(c); /* consumption is what returns credits: they go out in the flush phase */
 }
 
 static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
@@ -408,10 +465,11 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 		first = c->tx.size - off < n ? c->tx.size - off : n;
 		memcpy(c->bufs->sbuf + off, data, first);
 		memcpy(c->bufs->sbuf, data + first, n - first);
+		bump(&c->w->st.copied_tx, n);
 	}
 	if (n < len)
 		c->want_writable = true;
-	progress(c);
+	work(c); /* posted in the flush phase, merged with the round's other writes */
 	return n;
 }
 
@@ -422,7 +480,7 @@ static void op_shutdown(struct xlt_stream *s)
 	if (s->local_done)
 		return;
 	s->local_done = 1;
-	progress(c);
+	work(c);
 }
 
 static void op_abort(struct xlt_stream *s)
@@ -903,47 +961,35 @@ static void linger_check(struct ib_worker *w)
 	}
 }
 
-/* The connections put on the work list during this round: post what is due, fire stream events. */
-static unsigned run_work(struct ib_worker *w)
+/* The relay phase: fires the stream events of the connections on the work list. The sessions'
+ * ops only update state and put connections on the list (appended: their events, if any, fire in
+ * this same walk); nothing is posted here. A connection released meanwhile stays on the list until
+ * the flush phase hands it back, so none is freed while listed. */
+unsigned ib_worker_relay(struct ib_worker *w)
 {
-	struct ib_conn *c = w->work_head, *next;
 	unsigned n = 0;
 
-	w->work_head = w->work_tail = NULL; /* what callbacks add now waits for the next round */
-	for (; c; c = next) {
+	for (struct ib_conn *c = w->work_head; c; c = c->work_next) {
 		uint8_t ev;
 
-		next = c->work_next;
-		c->listed = false;
 		n++;
-		if (c->released) {
-			retire(w, c);
-			continue;
+		if (c->released)
+			continue; /* the flush phase hands it back */
+		/* with a CQ backlog its last messages may still be queued: the flush phase relists it and
+		 * the next round decides */
+		if (c->cm_gone && c->ws < IB_W_CLOSING && !w->cq_backlog) {
+			/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
+			c->cm_gone = false;
+			c->qp_dead = true;
+			if (c->ws == IB_W_OPEN && c->rx.eof)
+				c->peer_gone = true;
+			else
+				closing(c, -ECONNRESET, c->ws == IB_W_OPEN ? IB_CLOSE_RESET : IB_CTRL_STUB);
 		}
-		if (c->cm_gone && c->ws < IB_W_CLOSING) {
-			if (w->cq_backlog) {
-				work(c); /* its last messages may still be queued: decide next round */
-			} else {
-				/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
-				c->cm_gone = false;
-				c->qp_dead = true;
-				if (c->ws == IB_W_OPEN && c->rx.eof)
-					c->peer_gone = true;
-				else
-					closing(c, -ECONNRESET, c->ws == IB_W_OPEN ? IB_CLOSE_RESET : IB_CTRL_STUB);
-			}
-		}
-		progress(c);
+		if (c->no_session)
+			continue; /* events nobody listens to: the flush phase retires it once closed */
 		ev = c->events;
 		c->events = 0;
-		if (c->no_session) {
-			if (ev & IB_EV_CLOSED) {
-				c->ws = IB_W_CLOSED;
-				c->s.state = XLT_STREAM_CLOSED;
-				retire(w, c);
-			}
-			continue;
-		}
 		if ((ev & IB_EV_CONNECTED) && c->ws == IB_W_OPEN && c->s.ev.on_connected)
 			c->s.ev.on_connected(c->s.ev.arg);
 		if ((ev & IB_EV_READABLE) && c->ws == IB_W_OPEN && c->s.ev.on_readable)
@@ -956,7 +1002,7 @@ static unsigned run_work(struct ib_worker *w)
 			c->ws = IB_W_CLOSED;
 			c->s.state = XLT_STREAM_CLOSED;
 			if (c->s.ev.on_closed)
-				c->s.ev.on_closed(c->s.ev.arg, c->err); /* may release C: touch it no more */
+				c->s.ev.on_closed(c->s.ev.arg, c->err); /* may release C (freed only after the flush) */
 		}
 	}
 	return n;
@@ -974,8 +1020,8 @@ static void keepalive(struct ib_worker *w)
 			continue;
 		}
 		if (!c->peer_gone && !c->ka_sent_ns && w->now - c->last_tx_ns >= w->ka_ns &&
-		    c->ctrl_used < IB_RS_CTRL_SLOTS)
-			post_ctrl(c, IB_WR_KEEPALIVE, IB_RS_CTRL_KEEPALIVE); /* a failure shows as a completion error */
+		    c->ctrl_used < IB_RS_CTRL_SLOTS && !post_ctrl(c, IB_WR_KEEPALIVE, IB_RS_CTRL_KEEPALIVE))
+			post_chain(c); /* a failure shows as the keepalive never answered */
 	}
 	w->ka_next = w->now + w->ka_ns / 2;
 }
@@ -998,10 +1044,47 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 	}
 	if (w->linger)
 		linger_check(w);
-	if (w->ka_ns && now_ns >= w->ka_next)
-		keepalive(w);
-	if (w->work_head)
-		n += run_work(w);
+	return n ? n : now_ns < w->hot_until;
+}
+
+/* The flush phase: each connection on the work list posts what is due as one chain (aborts first,
+ * then credits, data, end of stream: progress), or is handed back once released. Whatever this
+ * raises (a close found by progress, events left by the relay) goes on a new list for the next
+ * round. */
+unsigned ib_worker_flush(struct ib_worker *w)
+{
+	struct ib_conn *c, *next;
+	unsigned n = 0;
+
+	if (w->ka_ns && w->now >= w->ka_next)
+		keepalive(w); /* what it closes joins the list */
+	c = w->work_head;
+	w->work_head = w->work_tail = NULL;
+	for (; c; c = next) {
+		next = c->work_next;
+		c->listed = false;
+		n++;
+		if (c->abort_due)
+			post_abort(c);
+		if (c->released) {
+			retire(w, c);
+			continue;
+		}
+		progress(c);
+		if (c->no_session) {
+			uint8_t ev = c->events;
+
+			c->events = 0;
+			if (ev & IB_EV_CLOSED) {
+				c->ws = IB_W_CLOSED;
+				c->s.state = XLT_STREAM_CLOSED;
+				retire(w, c);
+				continue;
+			}
+		}
+		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING))
+			work(c); /* raised after its relay, or undecided (CQ backlog): next round */
+	}
 	if (w->wake) {
 		uint64_t one = 1;
 		w->wake = false;
@@ -1010,7 +1093,7 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 			/* EAGAIN: the counter is saturated, the control thread is awake anyway */
 		}
 	}
-	return n ? n : now_ns < w->hot_until;
+	return n + (w->work_head != NULL);
 }
 
 struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,

@@ -117,6 +117,8 @@ struct ib_worker_stats {
 	uint64_t keepalives_rx;
 	uint64_t closed[IB_CLOSE_COUNT];
 	uint64_t violations[IB_VIOL_COUNT];
+	uint64_t copied_tx;	     /* payload bytes copied into send buffers (the write op) */
+	uint64_t doorbells;	     /* ibv_post_send calls: each posts one work request or a chain */
 };
 
 #endif

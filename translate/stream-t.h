@@ -11,8 +11,13 @@
  *    rsocket: send buffer and the peer's credits and advertised space) and returns how much it took.
  * A session therefore holds at most the buffers its streams were configured with, never more.
  *
+ * Ops only queue: what they leave for the peer (bytes, credits, end of stream, a reset) goes to the
+ * device in the worker's flush phase, after every session of the round has moved its bytes
+ * (gateway/worker.c), never from inside the op. So the writes of a round leave together (one TCP
+ * frame or RDMA write for many write() calls) and the ops' cost does not depend on the device.
+ *
  * Events flow up through struct xlt_stream_events, which the session installs (s->ev).
- * An implementation may call them from its poll function only (never from inside an op), so a session
+ * An implementation may call them from its relay phase only (never from inside an op), so a session
  * never re-enters itself. on_closed is the last event of a stream: the session may call release()
  * from inside it, so the implementation must not touch the stream after calling on_closed. */
 #ifndef XLT_STREAM_T_H

@@ -33,6 +33,20 @@
 #   15:46-15:51 (5 rounds, load ~1.3): vhost 0.68x direct ib->eth (missed; per round 0.61-0.94, ibgwd
 #   23.8 ms CPU/MB), 0.74x eth->ib; RTT +492 vs relay +559, +646 vs +609. jumbo 0.80x / 0.70x (met)
 #   with RTT lower than the relay's (+524 vs +559, +410 vs +609). default 0.47x / 0.63x.
+# Issue #14, steps 1-2 (the worker round in three phases; IB work posted in the flush phase, one chain
+# and doorbell per connection, a round's Ethernet->IB writes merged up to 64 KiB), 2026-12-03
+# 23:09-00:04 UTC, host NOT quiet (load 4-9 from other jobs), BENCH_VARIANTS=vhost BENCH_REPS=2
+# BENCH_BYTES=8M BENCH_RELAYS=offload BENCH_ITERS=80, three runs of each binary (the last pair back to
+# back); counts from the metrics printed after the first block (8 MB each way):
+#   Eth->IB RDMA writes per MB: before 72.6 / 129.3 / 147.9, after 37.7 / 37.5 / 42.9; doorbells
+#   (ibv_post_send calls) per MB: before 90 / 147 / 165, after 41.5 / 43.9 / 46.3. Copies per byte
+#   relayed: 2.00 each way before and after (ibgw_copied_bytes_total; no zero-copy yet).
+#   CPU ms/MB ibgwd ib->eth / eth->ib: before 75.7/78.7, 113.9/103.2, 296.2/398.8; after 202.1/113.9,
+#   233.7/246.2, 217.0/240.2 (rs_relay[offload] in the same runs: 82.3/67.4, 57.8/99.6, 156.8/246.2;
+#   102.0/116.8, 125.8/151.4, 95.4/135.3). The direct path itself ran at 4.7-12.4 MB/s across these
+#   runs: CPU per MB followed the host's load, not the change, and gives no verdict here.
+#   tests/e2e/test_e2e_integrity (af_packet, 2 x 100 MB each way): 87.7 writes/MB and 20593 doorbells
+#   for 17540 writes before; 29.0-31.1 writes/MB and 4981-5230 doorbells after; vhost 18.7 writes/MB.
 # Earlier the same day (10:44-10:58 UTC, quiet host, af_packet only; 4-5 blocks per run):
 #   before the event-driven worker: ib->eth 0.58x direct, 0.79x relay; eth->ib 0.65x direct, 0.80x
 #   relay; added 64 B RTT +842 vs relay +1050 us (ib->eth), +791 vs +1093 us (eth->ib).

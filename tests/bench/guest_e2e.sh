@@ -469,7 +469,7 @@ END {
 for v in $VARIANTS; do
 	[ -f "$W/metrics-$v.txt" ] || continue
 	echo "-- ibgwd [$v] after its first block (selected metrics)"
-	grep -E '^ibgw_(worker_(loop|busy|idle)|route_(bytes|backpressure_(seconds|events))|tcp_(retrans|zero|dup|ooo|rto)|ib_(credit|stall)|port_(rx|tx)_packets)' \
-		"$W/metrics-$v.txt" | grep -v ' 0$' | head -40
+	grep -E '^ibgw_(worker_(loop|busy|idle)|route_(bytes|backpressure_(seconds|events))|tcp_(retrans|zero|dup|ooo|rto)|ib_(credit|stall|messages|bytes|send_doorbells)|copied_bytes|port_(rx|tx)_packets)' \
+		"$W/metrics-$v.txt" | grep -v ' 0$' | head -60
 done
 exit 0

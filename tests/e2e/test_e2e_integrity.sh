@@ -6,5 +6,5 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
-VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES' \
+VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES E2E_MAX_WRITES_PER_MB' \
 	vm_test "end-to-end integrity" -T loop -t 540 -f tests/e2e/guest_integrity.sh

@@ -10,6 +10,6 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
-VM_DPDK_PMDS='net_virtio mempool_ring bus_vdev' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES E2E_BP_SIZE E2E_STALL E2E_FAULT_SIZE' \
+VM_DPDK_PMDS='net_virtio mempool_ring bus_vdev' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES E2E_BP_SIZE E2E_STALL E2E_FAULT_SIZE E2E_MAX_WRITES_PER_MB' \
 	vm_test "end-to-end integrity, backpressure and faults on virtio_user/vhost-net" -T loop -t 660 \
 	'export ETH_LINK=vhost; bash tests/e2e/guest_integrity.sh && bash tests/e2e/guest_backpressure.sh && bash tests/e2e/guest_faults.sh'
