@@ -48,20 +48,21 @@ enum {
 };
 _Static_assert(PP_REASONS <= GW_PP_REASONS, "GW_PP_REASONS too small");
 
-static const char *const reason_names[PP_REASONS] = {
-    [XLT_PP2_ERR_SIGNATURE] = "signature",
-    [XLT_PP2_ERR_VERSION] = "version",
-    [XLT_PP2_ERR_COMMAND] = "command",
-    [XLT_PP2_ERR_FAMILY] = "family",
-    [XLT_PP2_ERR_LENGTH] = "length",
-    [XLT_PP2_ERR_TOO_LONG] = "too_long",
-    [XLT_PP2_ERR_TLV] = "tlv",
-    [XLT_PP2_ERR_CRC] = "crc",
-    [PP_TIMEOUT] = "timeout",
-    [PP_TRUNCATED] = "truncated",
-    [PP_UNSUPPORTED] = "unsupported",
-    [PP_OVERLOAD] = "overload",
-};
+/* The name of reason K: the parser's own (xlt_pp2_result_names) or one of ours; NULL for the
+ * parser's non-errors (ok, more), which never reset a connection. */
+static const char *reason_name(unsigned k)
+{
+	static const char *const ours[PP_REASONS - XLT_PP2_RESULT_COUNT] = {
+	    [PP_TIMEOUT - XLT_PP2_RESULT_COUNT] = "timeout",
+	    [PP_TRUNCATED - XLT_PP2_RESULT_COUNT] = "truncated",
+	    [PP_UNSUPPORTED - XLT_PP2_RESULT_COUNT] = "unsupported",
+	    [PP_OVERLOAD - XLT_PP2_RESULT_COUNT] = "overload",
+	};
+
+	if (k >= XLT_PP2_RESULT_COUNT)
+		return ours[k - XLT_PP2_RESULT_COUNT];
+	return k == XLT_PP2_OK || k == XLT_PP2_MORE ? NULL : xlt_pp2_result_names[k];
+}
 
 /* A connection waiting for its header (worker only). */
 struct pp_wait {
@@ -327,11 +328,11 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 					sum[k] += __atomic_load_n(&o->proxy_errors[k], __ATOMIC_RELAXED) +
 					          o->past_proxy_errors[k];
 		for (unsigned k = 0; k < PP_REASONS; k++) {
-			if (!reason_names[k])
+			if (!reason_name(k))
 				continue;
 			sum[k] +=
 			    __atomic_load_n(&r->proxy_errors[k], __ATOMIC_RELAXED) + r->past_proxy_errors[k];
-			gw_metrics_sample(m, (double)sum[k], "route", r->conf.name, "reason", reason_names[k],
+			gw_metrics_sample(m, (double)sum[k], "route", r->conf.name, "reason", reason_name(k),
 			                  NULL);
 		}
 	}
