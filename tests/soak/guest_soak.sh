@@ -20,6 +20,9 @@ mkdir -p "$SOAK_DIR"
 GW_LOG=$SOAK_DIR/ibgwd.log # on the host's disk (9p), not in the guest's tmpfs
 export IB ETH_NS ETH_GW_IP ETH_PEER_IP ETH_PEER STATS TOOLS SOAK_DIR
 
+# every session's end (reason, bytes, TCP retransmits and RTT, IB credit stalls) for a post-mortem of
+# failed ones: access.log beside the other logs
+GW_EXTRA="access_log = $SOAK_DIR/access.log"
 e2e_start "$(python3 tests/soak/soak.py routes)"
 # the far ends: a TCP echo server and a slow TCP sink (both hash what they receive), and one rsocket
 # echo server per in_rs route (each serves one connection at a time)
