@@ -306,7 +306,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
  * (IB, at the connect request): gw_session_admit checks as gw_session_check does and takes a route and
  * a global slot (0, -EACCES or -EBUSY, counted); gw_session_unadmit gives them back. Worker:
  * gw_session_start starts the session of S with slots already taken; on 0 the session owns them,
- * on failure the caller still does. */
+ * on failure it gives them back. */
 int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
 void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r);
 int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);

@@ -69,12 +69,7 @@ static void hook_route_put(void *route)
 
 static int hook_accept(void *warg, void *route, struct xlt_stream *s)
 {
-	struct gw_worker *w = warg;
-	int ret = gw_session_start(w, route, s);
-
-	if (ret)
-		gw_session_unadmit(w->d, route);
-	return ret;
+	return gw_session_start(warg, route, s);
 }
 
 static void hook_log(void *arg, int level, const char *msg)

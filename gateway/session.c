@@ -405,13 +405,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 
 	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
 	ret = gw_session_admit(w->d, r, a->peer_addr);
-
-	if (ret)
-		return ret;
-	ret = gw_session_start(w, r, a);
-	if (ret)
-		gw_session_unadmit(w->d, r);
-	return ret;
+	return ret ? ret : gw_session_start(w, r, a);
 }
 
 int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream *a)
@@ -474,6 +468,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	}
 	return 0;
 err:
+	gw_session_unadmit(w->d, r);
 	return ret;
 }
 

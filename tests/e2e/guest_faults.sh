@@ -92,7 +92,10 @@ unset "PIDS[lc]"
 check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"loop\\\"}\") = 0 ]' 10" "TCP client killed: the inbound session was freed"
 check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"iecho\\\"}\") = 0 ]' 10" \
 	"TCP client killed: the IB echo session, whose peer left while it owed bytes, was freed at once ($(m 'ibgw_route_sessions_active{route="iecho"}') active)"
-check "[ \$(ended iecho reset) = 1 ] && [ \$(ended loop reset) = 1 ]" "TCP client killed: both sessions counted as reset ($(ended loop reset)/$(ended iecho reset))"
+# (the echo's end reads as orderly when its peer left just after taking every byte it was owed: an
+# rsocket DISCONNECT looks the same whether the peer closed or aborted)
+check "[ \$(ended loop reset) = 1 ] && [ \$((\$(ended iecho reset) + \$(ended iecho ok))) = 1 ]" \
+	"TCP client killed: the inbound session counted as reset, the echo session once (reset $(ended iecho reset), ok $(ended iecho ok))"
 
 # ---- destinations down ----
 "$TOOLS/rs_peer" -t 30 -p 7010 "$IB" echo 1000 >"$T/d1.out" 2>&1
