@@ -215,6 +215,18 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	eth_arp_output(st, m, nh);
 }
 
+/* Passive open, either way (a SYN, or a valid cookie's ACK): T, filled in, becomes a half-open
+ * connection that lookups find. */
+static void half_open(struct eth_tcb *t, uint64_t h)
+{
+	t->s.peer_addr = t->raddr;
+	t->s.peer_port = t->rport;
+	t->s.local_addr = t->st->c.addr;
+	t->s.local_port = t->lport;
+	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
+	eth_tcb_hash(t, h);
+}
+
 /* A SYN for listener L: a half-open connection within L's share of the table, else a cookie.
  * TW_REUSE (a SYN reusing a TIME_WAIT pair, the caller checked the table has room) takes a block
  * beyond the share, with an ISS of at least MIN_ISS. */
@@ -253,12 +265,7 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	t->snd_wnd = t->max_sndwnd = sg->wnd; /* never scaled in a SYN */
 	t->snd_wl1 = sg->seq;
 	t->snd_wl2 = t->iss;
-	t->s.peer_addr = t->raddr;
-	t->s.peer_port = t->rport;
-	t->s.local_addr = st->c.addr;
-	t->s.local_port = t->lport;
-	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
-	eth_tcb_hash(t, h);
+	half_open(t, h);
 	eth_tcb_output_later(t);
 }
 
@@ -315,12 +322,7 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	eth_tcb_set_mss(t);
 	t->snd_wl1 = f.peer_isn;
 	t->snd_wl2 = t->iss;
-	t->s.peer_addr = t->raddr;
-	t->s.peer_port = t->rport;
-	t->s.local_addr = st->c.addr;
-	t->s.local_port = t->lport;
-	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
-	eth_tcb_hash(t, h);
+	half_open(t, h);
 	tcb_input(t, sg);
 	return true;
 }
