@@ -141,7 +141,8 @@ okn=0
 for i in 1 2 3 4 5 6; do "$TOOLS/rs_peer" -t 60 -p 7480 "$IB" echo 20000 >/dev/null 2>&1 && okn=$((okn + 1)); done
 s1=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5001\"}")
 s2=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5002\"}")
-check "[ $okn = 6 ] && { [ '$s1' = 6 ] && [ '$s2' = 0 ] || [ '$s1' = 0 ] && [ '$s2' = 6 ]; }" "ib: listener, balance = source: 6 rsocket sessions verified, all on one backend ($s1/$s2)"
+# (6/0 or 0/6: the grouping matters, a && b || c && d would read ((a && b) || c) && d)
+check "[ $okn = 6 ] && [ '$((${s1:-0} + ${s2:-0}))' = 6 ] && { [ '$s1' = 0 ] || [ '$s2' = 0 ]; }" "ib: listener, balance = source: 6 rsocket sessions verified, all on one backend ($s1/$s2)"
 # checks go on every second (an IB connection each while it runs): maintenance stops them
 for n in 1 2; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$STATS/backends/pool/$IB:747$n?state=maint")
