@@ -97,6 +97,7 @@ struct xlt_session {
 	bool blocked[2];		 /* direction A->B (0) and B->A (1) waits for its destination */
 	uint64_t blocked_since[2];
 	uint64_t held[2]; /* this session's share of stats->held_* */
+	uint64_t lent[2]; /* bytes taken by each direction's destination (write_lent), not reported sent */
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
 	uint64_t connect_start_ns; /* also when the session started */
 	uint64_t connect_ns;	   /* how long B took to connect (0: not connected, or open at once) */

@@ -117,11 +117,52 @@ static void set_held(struct xlt_session *s, unsigned dir, uint64_t n)
 	s->held[dir] = n;
 }
 
+/* Counts N bytes as moved by direction DIR (taken by the destination, or dropped by discard). */
+static void moved(struct xlt_session *s, unsigned dir, struct xlt_stream *src, struct xlt_stream *dst,
+		  size_t n)
+{
+	src->bytes_in += n;
+	if (dst)
+		dst->bytes_out += n;
+	add(dir ? &s->stats->bytes_b_to_a : &s->stats->bytes_a_to_b, n);
+}
+
+/* pump_dir's zero-copy form: the destination takes references to the source's memory; the source
+ * keeps the bytes (and their space) until the destination reports them sent (on_sent). Returns false
+ * when the direction stays blocked or the session was aborted, true when the source has nothing more
+ * to lend. */
+static bool lend_dir(struct xlt_session *s, unsigned dir, struct xlt_stream *src, struct xlt_stream *dst)
+{
+	struct xlt_seg v[XLT_LEND_MAX];
+	unsigned k;
+	size_t offered, w;
+
+	while ((k = src->ops->lend(src, s->lent[dir], v, XLT_LEND_MAX)) > 0) {
+		if (dst->local_done) {
+			xlt_session_abort(s, XLT_END_PROTOCOL); /* as in pump_dir */
+			return false;
+		}
+		offered = 0;
+		for (unsigned i = 0; i < k; i++)
+			offered += v[i].len;
+		w = dst->ops->write_lent(dst, v, k);
+		if (w) {
+			s->lent[dir] += w;
+			moved(s, dir, src, dst, w);
+		}
+		if (w < offered) {
+			set_held(s, dir, src->ops->backlog ? src->ops->backlog(src) : offered - w);
+			set_blocked(s, dir, true);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Moves bytes of one direction until the source is empty or the destination full. */
 static void pump_dir(struct xlt_session *s, unsigned dir)
 {
 	struct xlt_stream *src = src_of(s, dir), *dst = dst_of(s, dir);
-	uint64_t *bytes = dir ? &s->stats->bytes_b_to_a : &s->stats->bytes_a_to_b;
 	const uint8_t *p;
 	size_t n, w;
 
@@ -140,6 +181,11 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 			return;
 		}
 	}
+	if (dst && src->ops->lend && dst->ops->write_lent) {
+		if (!lend_dir(s, dir, src, dst))
+			return;
+		goto drained;
+	}
 	while ((n = src->ops->peek(src, &p)) > 0) {
 		if (dst && dst->local_done) {
 			/* the destination was shut down yet bytes keep coming: cannot deliver them */
@@ -149,10 +195,7 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 		w = dst ? dst->ops->write(dst, p, n) : n;
 		if (w) {
 			src->ops->consume(src, w);
-			src->bytes_in += w;
-			if (dst)
-				dst->bytes_out += w;
-			add(bytes, w);
+			moved(s, dir, src, dst, w);
 		}
 		if (w < n) {
 			/* without a backlog op, what peek shows is a lower bound (a ring may wrap) */
@@ -161,6 +204,7 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 			return;
 		}
 	}
+drained:
 	set_held(s, dir, 0);
 	set_blocked(s, dir, false);
 	if (src->peer_done) {
@@ -214,6 +258,24 @@ static void on_writable(void *arg)
 	/* room at end idx: the direction feeding it is the other one (echo: the same) */
 	if (s->live)
 		pump_dir(s, s->kind == XLT_SESSION_RELAY ? !e->idx : 0);
+}
+
+static void on_sent(void *arg, size_t n)
+{
+	struct xlt_session_end *e = arg;
+	struct xlt_session *s = e->s;
+	/* end idx is a destination: the direction feeding it is the other one (echo: the same) */
+	unsigned dir = s->kind == XLT_SESSION_RELAY ? !e->idx : 0;
+	struct xlt_stream *src = src_of(s, dir);
+
+	if (n > s->lent[dir])
+		n = s->lent[dir]; /* (more than it took would be the destination's bug: never trusted) */
+	s->lent[dir] -= n;
+	if (!s->live || !src || src->state != XLT_STREAM_OPEN)
+		return;
+	/* the bytes are delivered: only now does the source give their space back to its peer */
+	src->ops->consume(src, n);
+	pump_dir(s, dir); /* the source's end of stream may pass on now (all its bytes consumed) */
 }
 
 static void finish(struct xlt_session *s)
@@ -277,6 +339,7 @@ static void install(struct xlt_session *s, unsigned i)
 		.on_readable = on_readable,
 		.on_writable = on_writable,
 		.on_closed = on_closed,
+		.on_sent = on_sent,
 	};
 }
 
@@ -290,6 +353,7 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->st[1] = kind == XLT_SESSION_RELAY ? b : NULL;
 	s->blocked[0] = s->blocked[1] = false;
 	s->held[0] = s->held[1] = 0;
+	s->lent[0] = s->lent[1] = 0;
 	s->blocked_ns[0] = s->blocked_ns[1] = 0;
 	s->connect_ns = 0;
 	s->reason = XLT_END_OK;

@@ -37,15 +37,49 @@ enum xlt_stream_kind {
 };
 
 struct xlt_stream_info {
-	uint8_t kind;	    /* enum xlt_stream_kind */
-	uint8_t has_gid;    /* gid and qpn are the peer's (IB, once established) */
-	uint8_t gid[16];    /* the peer's port GID, as on the wire */
-	uint32_t qpn;	    /* the peer's queue pair number */
-	uint32_t retransmits; /* TCP: segments sent again */
-	uint32_t srtt_us;   /* TCP: smoothed round-trip time (0: no sample yet) */
-	uint32_t credit_stalls;	 /* IB: times data waited for the peer's credits or buffer space */
+	uint8_t kind;             /* enum xlt_stream_kind */
+	uint8_t has_gid;          /* gid and qpn are the peer's (IB, once established) */
+	uint8_t gid[16];          /* the peer's port GID, as on the wire */
+	uint32_t qpn;             /* the peer's queue pair number */
+	uint32_t retransmits;     /* TCP: segments sent again */
+	uint32_t srtt_us;         /* TCP: smoothed round-trip time (0: no sample yet) */
+	uint32_t credit_stalls;   /* IB: times data waited for the peer's credits or buffer space */
 	uint64_t credit_stall_ns; /* IB: how long in all (an episode under way included) */
 };
+
+/* ---- Lending: moving bytes without copying them ----
+ * A source that implements lend() describes bytes it holds as segments of memory that stays valid
+ * while someone holds a reference to it (hold/hops). A destination that implements write_lent()
+ * takes a prefix of them: by reference where it can send straight from that memory (TCP: frames with
+ * the memory attached as an external buffer; rsocket: RDMA writes from memory its protection domain
+ * has registered), else by copying. When it is done with bytes it took (the TCP peer ACKed them, the
+ * RDMA write completed, or it copied them), it reports them, oldest first, through ev.on_sent; the
+ * session then consume()s them at the source, which only then releases their space (TCP window,
+ * rsocket credits). Backpressure is therefore as strict as with copies: bytes in flight count
+ * against the source's buffer until they are delivered.
+ * References outlive streams: a destination that takes one calls hops->get and, when done (or
+ * aborted, or released), hops->put; the lender keeps the memory until its last reference is put, even
+ * after its stream was released. */
+struct xlt_hold_ops {
+	void (*get)(void *hold);
+	void (*put)(void *hold);
+};
+
+/* What a destination may do with a segment's memory besides reading it (flags). */
+#define XLT_SEG_EXTMEM                                                                                       \
+	0x1u /* DATA lies in memory the gateway registered with the IB side as external                      \
+	      * memory (ib_side finds its local key in the connection's PD) */
+
+struct xlt_seg {
+	const uint8_t *data;
+	uint32_t len;
+	uint32_t flags; /* XLT_SEG_* */
+	void *hold;     /* keeps DATA valid while referenced (NULL: only until the op returns) */
+	const struct xlt_hold_ops *hops; /* get/put on HOLD */
+};
+
+/* Most segments one lend()/write_lent() call carries (a round calls again for more). */
+#define XLT_LEND_MAX 16
 
 enum xlt_stream_state {
 	XLT_STREAM_CONNECTING, /* active open under way */
@@ -76,6 +110,20 @@ struct xlt_stream_ops {
 	/* Optional (NULL: nothing known): fills *OUT with what the engine knows of the connection (access
 	 * log). Cheap, no side effects; valid until release. */
 	void (*info)(struct xlt_stream *s, struct xlt_stream_info *out);
+	/* Optional, with write_lent at the destination (else the session copies with peek/write): the
+	 * received bytes after the first SKIP not consumed yet (SKIP: those lent and not yet reported
+	 * sent), as up to MAX segments; returns how many (0: none now). The bytes are those peek shows;
+	 * lending them neither consumes nor releases them. */
+	unsigned (*lend)(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, unsigned max);
+	/* Optional: takes a prefix of the N segments' bytes to send, by reference or by copy, and
+	 * returns the count taken (fewer than offered: full, on_writable follows). Bounded as write()
+	 * is: bytes taken and not yet reported sent count against the stream's send limit, so a peer
+	 * that stops reading (zero window, no credits) makes it take nothing and the session sees the
+	 * direction blocked. Every byte taken is reported once, in order, through ev.on_sent when the
+	 * stream is done with it (a copy may be reported from the next relay phase); bytes taken by
+	 * write() (a preamble, echo's fallback) are never reported. An aborted or released stream
+	 * reports nothing more and puts its references. */
+	size_t (*write_lent)(struct xlt_stream *s, const struct xlt_seg *segs, unsigned n);
 };
 
 struct xlt_stream_events {
@@ -90,6 +138,9 @@ struct xlt_stream_events {
 	 * -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET (peer reset or killed), -EPROTO (peer broke the protocol),
 	 * -ECONNABORTED (aborted locally). */
 	void (*on_closed)(void *arg, int err);
+	/* Optional (streams with write_lent): the stream is done with N more bytes that write_lent took
+	 * (delivered, or copied); the session gives their space back at the source. */
+	void (*on_sent)(void *arg, size_t n);
 };
 
 /* The common head of every stream implementation (embedded first; the implementation's own state

@@ -26,6 +26,11 @@ struct fake {
 	size_t tx_len, tx_room;
 	size_t max_peek; /* emulate a ring: peek returns at most this much at once */
 	int shutdowns, aborts, releases;
+	/* lending (lend_ops) */
+	int gets, puts, eof;
+	size_t in_flight;
+	void *held[64];
+	unsigned n_held;
 };
 
 static size_t f_peek(struct xlt_stream *s, const uint8_t **data)
@@ -903,6 +908,164 @@ static void test_preamble_then_eof(void **state)
 	free(b);
 }
 
+/* ---- lending (zero-copy) ----
+ * The same fake, lending: lend() describes RX as segments (at most max_peek bytes each) whose hold is
+ * the fake itself (gets/puts counted); write_lent() "sends" by reference up to tx_room bytes (copied
+ * into tx here only so that the test can check the bytes) and reports them through on_sent when the
+ * test says the peer acknowledged them (peer_acks). */
+static void h_get(void *hold)
+{
+	((struct fake *)hold)->gets++;
+}
+
+static void h_put(void *hold)
+{
+	((struct fake *)hold)->puts++;
+}
+
+static const struct xlt_hold_ops fake_hops = {h_get, h_put};
+
+static unsigned f_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *v, unsigned max)
+{
+	struct fake *f = (struct fake *)s;
+	size_t off = f->rx_off + skip, step = f->max_peek ? f->max_peek : CAP;
+	unsigned k = 0;
+
+	assert_true(off <= f->rx_len);
+	for (; k < max && off < f->rx_len; k++) {
+		size_t n = f->rx_len - off < step ? f->rx_len - off : step;
+		v[k] = (struct xlt_seg){.data = f->rx + off, .len = (uint32_t)n, .hold = f, .hops = &fake_hops};
+		off += n;
+	}
+	return k;
+}
+
+static size_t f_write_lent(struct xlt_stream *s, const struct xlt_seg *v, unsigned n)
+{
+	struct fake *f = (struct fake *)s;
+	size_t took = 0;
+
+	assert_false(s->local_done);
+	for (unsigned i = 0; i < n && f->tx_room; i++) {
+		size_t m = v[i].len < f->tx_room ? v[i].len : f->tx_room;
+		memcpy(f->tx + f->tx_len, v[i].data, m);
+		f->tx_len += m;
+		f->tx_room -= m;
+		f->in_flight += m;
+		took += m;
+		v[i].hops->get(v[i].hold);
+		f->held[f->n_held++] = v[i].hold; /* (put all at once when the test acks everything) */
+	}
+	return took;
+}
+
+static void f_consume_eof(struct xlt_stream *s, size_t n)
+{
+	struct fake *f = (struct fake *)s;
+
+	f_consume(s, n);
+	if (f->eof && f->rx_off == f->rx_len)
+		s->peer_done = 1; /* as the engines do: end of stream once every byte was released */
+}
+
+static const struct xlt_stream_ops lend_ops = {
+	.peek = f_peek,
+	.consume = f_consume_eof,
+	.write = f_write,
+	.shutdown = f_shutdown,
+	.abort = f_abort,
+	.release = f_release,
+	.lend = f_lend,
+	.write_lent = f_write_lent,
+};
+
+/* F's peer acknowledged N bytes in flight: F reports them and its send room opens again. */
+static void peer_acks(struct fake *f, size_t n)
+{
+	assert_true(n <= f->in_flight);
+	f->in_flight -= n;
+	if (!f->in_flight) {
+		while (f->n_held)
+			fake_hops.put(f->held[--f->n_held]);
+	}
+	f->tx_room += n;
+	f->s.ev.on_sent(f->s.ev.arg, n);
+	f->s.ev.on_writable(f->s.ev.arg);
+}
+
+/* Lent bytes keep their space at the source until the destination reports them sent; the bytes
+ * arrive intact and in order; end of stream passes only after the last one was delivered; every
+ * reference taken is put. */
+static void test_lend_relay(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 300);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint8_t data[3000];
+
+	(void)state;
+	reset_globals();
+	a->s.ops = b->s.ops = &lend_ops;
+	a->max_peek = 128;
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 1);
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
+	a->eof = 1; /* A's peer sends everything, then its end of stream */
+	peer_sends(a, data, sizeof(data));
+	/* B took 300 by reference: nothing consumed at A yet, the direction waits for B */
+	assert_int_equal(b->tx_len, 300);
+	assert_int_equal(a->rx_off, 0);
+	assert_int_equal(s.lent[0], 300);
+	assert_true(s.blocked[0]);
+	assert_int_equal(st.bytes_a_to_b, 300);
+	peer_acks(b, 100);
+	assert_int_equal(a->rx_off, 100); /* delivered: only now released at the source */
+	assert_int_equal(b->tx_len, 400);
+	while (b->in_flight)
+		peer_acks(b, b->in_flight < 70 ? b->in_flight : 70);
+	assert_memory_equal(b->tx, data, sizeof(data));
+	assert_int_equal(a->rx_off, sizeof(data));
+	assert_int_equal(s.lent[0], 0);
+	assert_int_equal(st.bytes_a_to_b, sizeof(data));
+	assert_false(s.blocked[0]);
+	assert_int_equal(b->shutdowns, 1); /* A's end of stream, after its last byte was delivered */
+	assert_int_equal(a->gets, a->puts);
+	assert_true(a->gets > 0);
+	/* a destination that claims more than it took moves nothing it does not owe */
+	b->s.ev.on_sent(b->s.ev.arg, 1000);
+	assert_int_equal(a->rx_off, sizeof(data));
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	finish_aborted(a, b);
+	free(a);
+	free(b);
+}
+
+/* With lending, a destination whose peer stops reading takes nothing more: the direction is blocked
+ * and the stall limit ends it, as with copies. A report after the session ended touches nothing. */
+static void test_lend_stall_and_late_report(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 4);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	reset_globals();
+	a->s.ops = b->s.ops = &lend_ops;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	peer_sends(a, "0123456789", 10);
+	assert_int_equal(b->tx_len, 4);
+	assert_true(s.blocked[0]);
+	run_ticks(&s, a, b, 10000);
+	assert_int_equal(b->aborts, 1);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_CREDIT_STALL_TIMEOUT);
+	assert_int_equal(a->rx_off, 0);
+	b->s.ev.on_sent(b->s.ev.arg, 4); /* (a buggy engine after on_closed) */
+	assert_int_equal(a->rx_off, 0);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -925,6 +1088,8 @@ int main(void)
 		cmocka_unit_test(test_limits_wait_for_connect),
 		cmocka_unit_test(test_preamble),
 		cmocka_unit_test(test_preamble_then_eof),
+		cmocka_unit_test(test_lend_relay),
+		cmocka_unit_test(test_lend_stall_and_late_report),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
