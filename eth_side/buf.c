@@ -255,3 +255,13 @@ void eth_bufq_free(struct eth_chunk_pool *p, struct eth_bufq *q)
 	q->head_off = 0;
 	q->len = 0;
 }
+
+struct eth_chunk *eth_chunk_get(struct eth_chunk_pool *p)
+{
+	return chunk_get(p);
+}
+
+void eth_chunk_put(struct eth_chunk_pool *p, struct eth_chunk *c)
+{
+	chunk_put(p, c);
+}

@@ -51,6 +51,11 @@ void eth_bufq_trim(struct eth_chunk_pool *p, struct eth_bufq *q);
 /* Returns every chunk; the queue is empty and reusable. */
 void eth_bufq_free(struct eth_chunk_pool *p, struct eth_bufq *q);
 
+/* One chunk for other uses than a queue (the send queue's entries, sndq.c): NULL when the pool is
+ * dry. Given back with eth_chunk_put. */
+struct eth_chunk *eth_chunk_get(struct eth_chunk_pool *p);
+void eth_chunk_put(struct eth_chunk_pool *p, struct eth_chunk *c);
+
 static inline uint32_t eth_bufq_space(const struct eth_bufq *q)
 {
 	return q->cap - q->len;

@@ -7,6 +7,7 @@
 
 #include "buf-t.h"
 #include "siphash.h"
+#include "sndq-t.h"
 #include "stack-t.h"
 #include "tcp_opt-t.h"
 #include "twheel-t.h"
@@ -45,6 +46,7 @@ enum {
 	ETH_EV_READABLE = 1 << 2,
 	ETH_EV_WRITABLE = 1 << 3,
 	ETH_EV_CLOSED = 1 << 4,
+	ETH_EV_SENT = 1 << 5, /* lent bytes acknowledged: on_sent (sndq.c) */
 };
 
 struct eth_listener {
@@ -115,6 +117,7 @@ struct eth_tcb {
 	uint64_t connect_deadline_ms;
 
 	struct eth_bufq rbuf, sbuf;
+	struct eth_sndq sndq; /* the send queue's entries once a session lends (sbuf: its copies) */
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
 	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */

@@ -238,6 +238,12 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	}
 	if (c->offloads)
 		p->offloads = offloads_choose(&info, &econf);
+	/* af_packet copies every segment of a frame into its ring with the CPU: frames may carry lent
+	 * memory DPDK does not know (ETH_OFFLOAD_EXTMEM) */
+	if (af_packet && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+		econf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+		p->offloads |= ETH_OFFLOAD_EXTMEM;
+	}
 	/* RX interrupts give an idle worker an fd to sleep on (af_packet has its ring socket instead);
 	 * a device without them is configured again without */
 	econf.intr_conf.rxq = !af_packet;

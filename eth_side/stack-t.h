@@ -30,6 +30,10 @@ typedef void (*eth_listener_free_fn)(void *arg, void *user);
 #define ETH_OFFLOAD_RX_CSUM 0x4u /* the device flags received TCP checksums good (or verified) */
 #define ETH_OFFLOAD_LRO	    0x8u /* received segments may arrive merged, as an mbuf chain */
 #define ETH_OFFLOAD_IP_CSUM 0x10u /* IPv4 header checksum (asked for in TSO frames only) */
+/* Not a device offload: frames may chain mbufs attached to memory DPDK does not know (bytes lent by
+ * the IB side), since the driver reads every segment with the CPU (af_packet). Other ports get
+ * those bytes copied into the frame. */
+#define ETH_OFFLOAD_EXTMEM 0x20u
 /* Payload of one TSO frame at most: IPv4's 64 KiB less the largest IP and TCP headers. */
 #define ETH_TSO_MAX (65535u - 60u - 60u)
 

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "sndq.h"
 #include "stack.h"
 #include "twheel.h"
 
@@ -177,8 +178,10 @@ void eth_stack_destroy(struct eth_stack *st)
 		return;
 	for (uint32_t i = 0; i < st->tcb_carved; i++) {
 		struct eth_tcb *t = &st->tcbs[i];
-		/* buffers live in the pool that goes away below; nothing else to give back */
+		/* buffers live in the pool that goes away below; references lent to a send queue go back */
 		t->lis = NULL;
+		if (t->s.ops)
+			eth_sndq_free(t, true);
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
 		if (st->listeners[i].port && st->c.on_listener_free)
@@ -404,6 +407,16 @@ static unsigned dispatch(struct eth_stack *st)
 		if (t->s.peer_done && !t->eof_told) {
 			t->eof_told = true;
 			eth_tcb_check_done(t); /* may queue on_closed, handled later in this loop */
+		}
+		if ((e & ETH_EV_SENT) && t->sndq.sent_due) {
+			/* lent bytes acknowledged (sndq.c): their space goes back at the source now */
+			size_t sent = t->sndq.sent_due;
+
+			t->sndq.sent_due = 0;
+			if (ev->on_sent)
+				ev->on_sent(ev->arg, sent);
+			if (t->released)
+				continue;
 		}
 		if ((e & ETH_EV_WRITABLE) && ev->on_writable && !t->s.local_done)
 			ev->on_writable(ev->arg);

@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "sndq.h"
 #include "stack.h"
 #include "tcp_seq.h"
 #include "twheel.h"
@@ -185,7 +186,7 @@ void eth_tcb_free(struct eth_tcb *t)
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
 	eth_bufq_free(&st->chunks, &t->rbuf);
-	eth_bufq_free(&st->chunks, &t->sbuf);
+	eth_sndq_free(t, true);
 	update_buffer_gauge(st);
 	if (t->lis)
 		eth_listener_put(st, t->lis);
@@ -280,7 +281,7 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
 	eth_bufq_free(&st->chunks, &t->rbuf);
-	eth_bufq_free(&st->chunks, &t->sbuf);
+	eth_sndq_free(t, err != 0); /* an orderly end still reports the bytes its last ACK covered */
 	update_buffer_gauge(st);
 	t->n_ooo = 0;
 	if (t->s.state != XLT_STREAM_CLOSED)
@@ -549,16 +550,13 @@ static void op_consume(struct xlt_stream *s, size_t n)
 static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 {
 	struct eth_tcb *t = eth_tcb_of(s);
-	struct eth_stack *st = t->st;
 	uint32_t n;
 
 	if (s->local_done || s->state == XLT_STREAM_CLOSED || t->fin_queued)
 		return 0;
 	if (len > UINT32_MAX)
 		len = UINT32_MAX;
-	n = eth_bufq_append(&st->chunks, &t->sbuf, data, (uint32_t)len);
-	ETH_ADD(st, copied_out, n);
-	update_buffer_gauge(st);
+	n = eth_sndq_write(t, data, (uint32_t)len);
 	if (n < len)
 		t->want_writable = true;
 	if (n) {
@@ -645,4 +643,5 @@ const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.release = op_release,
 	.backlog = op_backlog,
 	.info = op_info,
+	.write_lent = eth_sndq_write_lent,
 };

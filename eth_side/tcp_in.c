@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "sndq.h"
 #include "syncookie.h"
 #include "tcp_opt.h"
 #include "tcp_seq.h"
@@ -405,7 +406,7 @@ static void establish(struct eth_tcb *t)
 	} else {
 		eth_tcb_event(t, ETH_EV_CONNECTED);
 	}
-	if (t->sbuf.len || t->fin_queued)
+	if (eth_sndq_len(t) || t->fin_queued)
 		eth_tcb_output_later(t);
 }
 
@@ -416,7 +417,7 @@ static void enter_time_wait(struct eth_tcb *t)
 	eth_tcb_set_state(t, ETH_TCP_TIME_WAIT);
 	t->t_rexmit = t->t_delack = 0;
 	t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
-	eth_bufq_free(&st->chunks, &t->sbuf);
+	eth_sndq_free(t, false); /* (all acknowledged: reports still due go out) */
 	t->n_sacked = 0;
 	eth_tcb_check_done(t);
 }
@@ -490,7 +491,7 @@ static void enter_recovery(struct eth_tcb *t)
 	t->in_recovery = true;
 	t->rtt_timing = false; /* Karn */
 	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
-	len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
+	len = eth_sndq_len(t) < eth_tcp_seg_max(t) ? eth_sndq_len(t) : eth_tcp_seg_max(t);
 	if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0)
 		ETH_REXMIT(t);
 	t->high_rxt = t->snd_una + len;
@@ -530,12 +531,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 		}
 		fin_acked = t->fin_sent && ack == t->snd_max;
 		data = acked - fin_acked;
-		if (data > t->sbuf.len)
-			data = t->sbuf.len;
-		eth_bufq_consume(&st->chunks, &t->sbuf, data);
-		if (t->sbuf.len == 0)
-			eth_bufq_trim(&st->chunks, &t->sbuf);
-		ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+		eth_sndq_ack(t, data); /* lent bytes: their references go, their report is queued */
 		t->snd_una = ack;
 		if (eth_seq_lt(t->snd_nxt, t->snd_una))
 			t->snd_nxt = t->snd_una;
@@ -553,7 +549,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 				if (eth_seq_lt(t->high_rxt, t->snd_una))
 					t->high_rxt = t->snd_una;
 				if (!t->sack_ok || !t->n_sacked) {
-					uint32_t len = t->sbuf.len < eth_tcp_seg_max(t) ? t->sbuf.len : eth_tcp_seg_max(t);
+					uint32_t len = eth_sndq_len(t) < eth_tcp_seg_max(t) ? eth_sndq_len(t) : eth_tcp_seg_max(t);
 					if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0) {
 						ETH_REXMIT(t);
 						t->high_rxt = t->snd_una + len;
@@ -576,7 +572,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			t->t_rexmit = 0;
 		else
 			eth_tcp_rexmit_arm(t);
-		if (t->want_writable && eth_bufq_space(&t->sbuf) >= t->sbuf.cap / 4) {
+		if (t->want_writable && eth_sndq_space(t) >= t->sbuf.cap / 4) {
 			t->want_writable = false;
 			eth_tcb_event(t, ETH_EV_WRITABLE);
 		}

@@ -9,8 +9,8 @@
  * drained; a pure ACK if one is owed and nothing else carried it. With nothing in flight and a
  * window too small to send, the persist timer takes over.
  *
- * Segments are single mbufs: headers, then the payload copied out of the send queue (the one place
- * where an external-buffer mbuf pointing into the queue would go for zero-copy transmission). The
+ * A segment is an mbuf of headers followed by its payload: copied out of the send queue, or, for
+ * bytes a session lent (sndq.c), mbufs attached to the lender's memory, chained. The
  * checksums are computed in software (af_packet and veths offer no offload) unless the port does
  * them (ETH_OFFLOAD_TX_CSUM). On a port with TSO, new data leaves in frames of up to ETH_TSO_MAX
  * bytes (an mbuf chain) that the device cuts into segments of eth_tcp_seg_max() bytes, each with
@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "sndq.h"
 #include "tcp_opt.h"
 #include "tcp_seq.h"
 #include "twheel.h"
@@ -97,37 +98,6 @@ uint32_t eth_tcp_seg_max(const struct eth_tcb *t)
 	return t->mss > sack + 16 ? t->mss - sack : 16;
 }
 
-/* Copies LEN bytes of the send queue from offset OFF after M's data, chaining more mbufs once the
- * first is full (only TSO frames outgrow one). Returns 0 or -ENOMEM (the caller frees M). */
-static int payload_append(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len)
-{
-	struct rte_mbuf *last = m;
-
-	while (len) {
-		uint32_t room = rte_pktmbuf_tailroom(last), n;
-
-		if (!room) {
-			struct rte_mbuf *s = eth_pkt_alloc(t->st);
-
-			if (!s)
-				return -ENOMEM;
-			s->data_off = 0; /* headers live in the first segment only */
-			last->next = s;
-			last = s;
-			m->nb_segs++;
-			continue;
-		}
-		n = len < room ? len : room;
-		eth_bufq_read(&t->sbuf, off, rte_pktmbuf_mtod_offset(last, uint8_t *, last->data_len), n);
-		last->data_len = (uint16_t)(last->data_len + n);
-		m->pkt_len += n;
-		ETH_ADD(t->st, copied_out, n);
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
 int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	struct eth_stack *st = t->st;
@@ -158,7 +128,7 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	if (!m)
 		return -ENOMEM;
 	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
-	if (!ip || payload_append(t, m, seq - t->snd_una, len)) {
+	if (!ip || eth_sndq_payload(t, m, seq - t->snd_una, len)) {
 		rte_pktmbuf_free(m);
 		return ip ? -ENOMEM : -EMSGSIZE;
 	}
@@ -188,6 +158,9 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 			}
 		}
 		th->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+	} else if (m->nb_segs > 1) {
+		/* lent bytes in mbufs of their own (sndq.c): the sum runs over the chain */
+		th->cksum = eth_sndq_cksum(m, ip, (uint32_t)((uint8_t *)th - (uint8_t *)ip));
 	} else {
 		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
 	}
@@ -286,14 +259,14 @@ static uint32_t unsent(const struct eth_tcb *t)
 {
 	uint32_t off = t->snd_nxt - t->snd_una;
 
-	return off < t->sbuf.len ? t->sbuf.len - off : 0;
+	return off < eth_sndq_len(t) ? eth_sndq_len(t) - off : 0;
 }
 
 /* Whether a segment of LEN bytes at snd_nxt ends the data we will ever send, so it carries the FIN
  * (sent once the application shut down, whatever the window: the FIN holds no data). */
 static bool may_send_fin(const struct eth_tcb *t, uint32_t len)
 {
-	return t->fin_queued && t->snd_nxt + len == t->snd_una + t->sbuf.len &&
+	return t->fin_queued && t->snd_nxt + len == t->snd_una + eth_sndq_len(t) &&
 	       (t->state == ETH_TCP_FIN_WAIT_1 || t->state == ETH_TCP_CLOSING || t->state == ETH_TCP_LAST_ACK);
 }
 
@@ -422,7 +395,7 @@ static bool send_sack_recovery(struct eth_tcb *t)
 			break;
 		}
 		if (next_hole(t, from, &start, &len)) {
-			uint32_t end_data = t->snd_una + t->sbuf.len;
+			uint32_t end_data = t->snd_una + eth_sndq_len(t);
 			if (len > eth_tcp_seg_max(t))
 				len = eth_tcp_seg_max(t);
 			if (eth_seq_gt(start + len, end_data))

@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "sndq.h"
 #include "tcp_seq.h"
 #include "twheel.h"
 
@@ -133,7 +134,7 @@ static void rexmit_fire(struct eth_tcb *t)
 	}
 	if (t->snd_una == t->snd_max) {
 		/* persist: is the window still too small for what waits? */
-		uint32_t avail = t->sbuf.len;
+		uint32_t avail = eth_sndq_len(t);
 		if (!avail || (t->snd_wnd >= avail || t->snd_wnd >= t->mss)) {
 			t->backoff = 0;
 			eth_tcb_output_later(t);

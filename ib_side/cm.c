@@ -392,6 +392,19 @@ static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 	ctl->st.buf_idle_bytes += bufs_len(b->rbuf_size, b->sbuf_size);
 }
 
+/* Pools (with PUT) the sets whose last lent reference went since the last call (lend.c). */
+static void bufs_returned(struct ib_ctl *ctl, void (*put)(struct ib_ctl *, struct ib_bufs *))
+{
+	for (unsigned d = 0; d < ctl->n_devs; d++) {
+		struct ib_bufs *b = ib_bufs_take_returned(&ctl->devs[d], &ctl->st), *next;
+
+		for (; b; b = next) {
+			next = b->ret_next;
+			put(ctl, b);
+		}
+	}
+}
+
 /* ---- completion queues ---- */
 
 static uint32_t cq_need(const struct ib_conn *c)
@@ -479,6 +492,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
 	if (!c->bufs)
 		return -ENOMEM;
+	ib_bufs_lend_init(c->bufs);
 	c->cq = cq_reserve(ctl, dev, c->w, cq_need(c));
 	if (!c->cq)
 		return -ENOSPC;
@@ -543,7 +557,9 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	}
 	if (c->cq)
 		c->cq->reserved -= cq_need(c);
-	if (c->bufs)
+	/* a set whose receive ring is still lent out (frames, a TCP send queue) waits for its last
+	 * reference (lend.c) */
+	if (c->bufs && ib_bufs_conn_done(c->bufs, &ctl->st))
 		bufs_put(ctl, c->bufs);
 	ho_del(ctl, c);
 	if (c->route) {
@@ -1056,6 +1072,7 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	read_messages(ctl);
 	refill_spares(ctl);
 	pend_flush(ctl);
+	bufs_returned(ctl, bufs_put);
 }
 
 /* ---- listeners ---- */
@@ -1268,8 +1285,10 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 		ib_listener_close(ctl->listeners);
 	while (ctl->conns)
 		conn_destroy(ctl, ctl->conns);
+	bufs_returned(ctl, bufs_free);
 	for (unsigned d = 0; d < ctl->n_devs; d++) {
 		struct ib_dev *dev = &ctl->devs[d];
+		ib_bufs_orphan_all(dev); /* (the workers are stopped: frames freed later put the last ones) */
 		for (unsigned i = 0; i < ctl->n_workers; i++)
 			while (dev->cqs[i]) {
 				struct ib_cq *cq = dev->cqs[i];
@@ -1370,6 +1389,8 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
 	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive + send rings)"),
 	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
+	G(buf_lent, "ib_buffer_lent_sets",
+	  "IB buffer sets whose connection ended while the Ethernet side still referenced their receive ring"),
 	C(buf_regs, "ib_buffer_registrations_total",
 	  "IB buffer sets registered with the device (a connection that reuses a pooled one does not count)"),
 	C(buf_rekeys, "ib_buffer_rekeys_total",

@@ -92,6 +92,13 @@ struct ib_bufs {
 	uint8_t *sbuf;
 	uint8_t *ctrl;
 	struct ibv_mr *rmr, *smr;
+	/* Lending (lend.c): the connection using the set (1, from conn_setup to conn_destroy) plus the
+	 * references destinations took to its receive ring. Atomic: put by any thread (the worker, or
+	 * whoever frees a frame still pointing at the ring). The set is cleared and pooled only at 0. */
+	uint32_t refs;
+	bool orphan;               /* atomic: the control thread is gone, the last put frees the set */
+	struct ib_bufs *lent_next; /* control: on dev->lent (its connection gone, references out) */
+	struct ib_bufs *ret_next;  /* on dev->returned, pushed by the put that dropped the last one */
 };
 
 struct ib_dev {
@@ -100,6 +107,9 @@ struct ib_dev {
 	const char *name;
 	struct ib_cq **cqs; /* per worker: list of CQs (control) */
 	struct ib_bufs *pool; /* idle buffer sets (control) */
+	struct ib_bufs *lent; /* control: sets whose connection is gone while references are out */
+	struct ib_bufs *returned; /* atomic stack: sets whose last reference went (any thread pushes,
+	                           * the control thread takes them all at once: no ABA) */
 };
 
 enum ib_ct_state {

@@ -530,6 +530,7 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.abort = op_abort,
 	.release = op_release,
 	.info = op_info,
+	.lend = ib_conn_lend,
 };
 
 int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)

@@ -19,4 +19,25 @@ int ib_conn_post_recvs(struct ib_conn *c, unsigned n);
 /* Control thread: sets up the protocol state of C over its buffers (before any receive is posted). */
 void ib_conn_proto_init(struct ib_conn *c);
 
+/* ---- lending (lend.c) ---- */
+
+/* The stream's lend op: the received bytes after SKIP not consumed yet, as segments of the receive
+ * ring held by the buffer set (worker). */
+unsigned ib_conn_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, unsigned max);
+
+/* Control thread: the set starts serving a connection (its one reference). */
+void ib_bufs_lend_init(struct ib_bufs *b);
+
+/* Control thread: B's connection is destroyed. Returns true when no reference is out (the caller
+ * pools or frees B now); else B waits on its device's lent list until the last one is put. */
+bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st);
+
+/* Control thread: takes DEV's sets whose last reference was put meanwhile (unlinked from its lent
+ * list; chained by ret_next), for the caller to pool. */
+struct ib_bufs *ib_bufs_take_returned(struct ib_dev *dev, struct ib_ctl_stats *st);
+
+/* Control thread, at ib_ctl_destroy (workers stopped): DEV's sets still referenced become orphans,
+ * freed by their last put. */
+void ib_bufs_orphan_all(struct ib_dev *dev);
+
 #endif

@@ -96,6 +96,7 @@ struct ib_ctl_stats {
 	uint64_t buf_regs;	 /* buffer sets registered (ibv_reg_mr); reuse from the pool does not count */
 	uint64_t buf_rekeys;	 /* reuses from the pool, each with its receive ring registered anew */
 	uint64_t conn_bytes;	 /* gauge: connection state (not buffers) of the connections that exist */
+	uint64_t buf_lent;	 /* gauge: buffer sets whose connection is gone, kept for references lent out */
 	uint64_t cqs;		 /* gauge: completion queues */
 };
 

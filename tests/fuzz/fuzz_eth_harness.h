@@ -127,6 +127,16 @@ static inline int eh_eal_init(void)
 
 /* ---- checks of what the engine sends ---- */
 
+/* Copies LEN bytes of frame M from OFF (a chain is walked) into OUT. */
+static inline void eh_frame_read(const struct rte_mbuf *m, uint32_t off, void *out, uint32_t len)
+{
+	const void *p = rte_pktmbuf_read(m, off, len, out);
+
+	EH_CHECK(p);
+	if (p != out)
+		memcpy(out, p, len);
+}
+
 /* The TX flags a device with the engine's offloads is asked to honour; any other is a bug. */
 #define EH_TX_FLAGS                                                                                          \
 	(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM | RTE_MBUF_F_TX_TCP_SEG)
@@ -167,8 +177,10 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 	EH_CHECK(n == m->nb_segs && len == m->pkt_len);
 	EH_CHECK(!(tx & ~EH_TX_FLAGS));
 	EH_CHECK(h->offloads || !tx);
+	/* (ETH_OFFLOAD_EXTMEM: lent payload in mbufs of its own, chained after the headers) */
 	if (!(tx & RTE_MBUF_F_TX_TCP_SEG))
-		EH_CHECK(m->nb_segs == 1 && m->data_len <= RTE_ETHER_HDR_LEN + EH_MTU);
+		EH_CHECK((m->nb_segs == 1 || (h->offloads & ETH_OFFLOAD_EXTMEM)) &&
+		         m->pkt_len <= RTE_ETHER_HDR_LEN + EH_MTU);
 	EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN);
 	EH_CHECK(!memcmp(eh->src_addr.addr_bytes, eh_gw_mac, 6));
 	type = rte_be_to_cpu_16(eh->ether_type);
@@ -205,7 +217,15 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 			         m->l4_len == doff);
 			EH_CHECK(th->cksum == eh_phdr_sum(ip, tx & RTE_MBUF_F_TX_TCP_SEG ? 0 : tlen));
 		} else {
-			uint32_t sum = (uint32_t)rte_raw_cksum(th, tlen) + eh_phdr_sum(ip, tlen);
+			static uint8_t whole[RTE_ETHER_HDR_LEN + EH_MTU];
+			const void *l4 = th;
+			uint32_t sum;
+
+			if (m->nb_segs > 1) {
+				eh_frame_read(m, RTE_ETHER_HDR_LEN + sizeof(*ip), whole, tlen);
+				l4 = whole;
+			}
+			sum = (uint32_t)rte_raw_cksum(l4, tlen) + eh_phdr_sum(ip, tlen);
 
 			sum = (sum & 0xffff) + (sum >> 16);
 			sum = (sum & 0xffff) + (sum >> 16);
@@ -223,16 +243,6 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 	} else {
 		EH_CHECK(ip->next_proto_id == IPPROTO_ICMP && !tx);
 	}
-}
-
-/* Copies LEN bytes of frame M from OFF (a chain is walked) into OUT. */
-static inline void eh_frame_read(const struct rte_mbuf *m, uint32_t off, void *out, uint32_t len)
-{
-	const void *p = rte_pktmbuf_read(m, off, len, out);
-
-	EH_CHECK(p);
-	if (p != out)
-		memcpy(out, p, len);
 }
 
 static inline uint16_t eh_tx(void *arg, struct rte_mbuf **pkts, uint16_t n)

@@ -1,0 +1,377 @@
+/* The TCP send queue of references (design in sndq.h).
+ *
+ * The queue is a ring of entries, oldest first, taken from the worker's chunk pool when a session
+ * first lends bytes to the connection and given back once everything was acknowledged. A lent
+ * entry holds one reference to its memory (hops->get when taken, put when the peer acknowledged
+ * its last byte); each frame that carries lent bytes holds references of its own, one per mbuf
+ * attached to that memory, put by DPDK's free callback when the device (or whoever drops the
+ * frame) frees the mbuf. The memory therefore stays valid until the ACK came AND no frame points at
+ * it, whichever is last: a retransmission still in a device queue when the ACK arrives reads valid
+ * memory. (What it reads may already be newer bytes of the lender's ring, since the lender reuses
+ * the space once the session consumed it; a copy of bytes the peer already has is discarded by the
+ * peer, so that costs nothing but the duplicate it always was.)
+ *
+ * Bounds are those of the copying queue: copied and lent bytes together stay within the configured
+ * send buffer (sbuf.cap), so a peer that stops reading makes write_lent take nothing, and the
+ * session sees the direction blocked, with the lender's space (credits) withheld. A full ring (254
+ * stretches that could not be merged, e.g. many small segments of different holds) takes nothing
+ * more until acknowledgements free entries.
+ *
+ * Attached mbufs are used only on ports whose driver reads frames with the CPU (ETH_OFFLOAD_EXTMEM:
+ * af_packet copies each segment into its ring); other ports get the lent bytes copied into the
+ * frame, counted in copied_out like every copy. Software checksums cover a chain whole
+ * (rte_ipv4_udptcp_cksum_mbuf). */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "sndq.h"
+
+/* What an mbuf attached to lent memory carries to its free callback: its reference. It lives in
+ * the mbuf's own data room, unused while the mbuf points elsewhere, and intact until the callback
+ * returned (DPDK restores the mbuf's own buffer only after it). */
+struct extref {
+	struct rte_mbuf_ext_shared_info sh;
+	void *hold;
+	const struct xlt_hold_ops *hops;
+};
+
+static void extref_free(void *addr, void *opaque)
+{
+	struct extref *r = opaque;
+
+	(void)addr;
+	r->hops->put(r->hold);
+}
+
+static inline struct eth_sndq_ent *ents(const struct eth_tcb *t)
+{
+	return (struct eth_sndq_ent *)(void *)t->sndq.ring->data;
+}
+
+static inline struct eth_sndq_ent *ent_at(const struct eth_tcb *t, unsigned i)
+{
+	return &ents(t)[(t->sndq.head + i) % ETH_SNDQ_ENTS];
+}
+
+static void gauge(struct eth_stack *st)
+{
+	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+}
+
+/* The ring, made when a session first lends: the bytes already queued (copies) become its first
+ * entry. Returns 0 or -ENOMEM. */
+static int ring_make(struct eth_tcb *t)
+{
+	struct eth_sndq *q = &t->sndq;
+
+	q->ring = eth_chunk_get(&t->st->chunks);
+	if (!q->ring)
+		return -ENOMEM;
+	q->head = q->n = 0;
+	if (t->sbuf.len) {
+		*ent_at(t, 0) = (struct eth_sndq_ent){.len = t->sbuf.len};
+		q->n = 1;
+	}
+	gauge(t->st);
+	return 0;
+}
+
+static void ring_drop(struct eth_tcb *t)
+{
+	eth_chunk_put(&t->st->chunks, t->sndq.ring);
+	t->sndq.ring = NULL;
+	t->sndq.head = t->sndq.n = 0;
+	gauge(t->st);
+}
+
+/* Queues N copied bytes (already appended to sbuf) as an entry, merged into the last one when it
+ * is a copy of the same kind. The caller checked there is room for an entry (copy_room). */
+static void add_copy(struct eth_tcb *t, uint32_t n, uint32_t report)
+{
+	struct eth_sndq *q = &t->sndq;
+	struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
+
+	if (last && !last->data && last->report == report) {
+		last->len += n;
+		return;
+	}
+	*ent_at(t, q->n) = (struct eth_sndq_ent){.len = n, .report = report};
+	q->n++;
+}
+
+static bool copy_room(const struct eth_tcb *t, uint32_t report)
+{
+	const struct eth_sndq *q = &t->sndq;
+	const struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
+
+	return q->n < ETH_SNDQ_ENTS || (last && !last->data && last->report == report);
+}
+
+uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
+{
+	struct eth_stack *st = t->st;
+	uint32_t n;
+
+	if (len > eth_sndq_space(t))
+		len = eth_sndq_space(t);
+	if (t->sndq.ring && !copy_room(t, 0))
+		return 0;
+	n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
+	if (n && t->sndq.ring)
+		add_copy(t, n, 0);
+	ETH_ADD(st, copied_out, n);
+	gauge(st);
+	return n;
+}
+
+size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, unsigned n)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+	struct eth_stack *st = t->st;
+	struct eth_sndq *q = &t->sndq;
+	size_t offered = 0, took = 0;
+	uint32_t room = eth_sndq_space(t);
+
+	for (unsigned i = 0; i < n; i++)
+		offered += segs[i].len;
+	if (s->local_done || s->state == XLT_STREAM_CLOSED || t->fin_queued)
+		return 0;
+	if (!q->ring && room && ring_make(t)) {
+		t->want_writable = true; /* the pool is dry: the next ACK frees chunks */
+		return 0;
+	}
+	for (unsigned i = 0; i < n && room; i++) {
+		const struct xlt_seg *g = &segs[i];
+		uint32_t k = g->len < room ? g->len : room;
+
+		if (g->hold && g->hops) {
+			struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
+
+			if (last && last->data && last->hold == g->hold &&
+			    last->data + last->len == g->data) {
+				last->len +=
+				    k; /* the lender's next bytes, under the reference already held */
+			} else if (q->n < ETH_SNDQ_ENTS) {
+				*ent_at(t, q->n) = (struct eth_sndq_ent){
+				    .data = g->data,
+				    .hold = g->hold,
+				    .hops = g->hops,
+				    .len = k,
+				    .report = 1,
+				};
+				q->n++;
+				g->hops->get(g->hold);
+			} else {
+				break;
+			}
+			q->lent += k;
+		} else {
+			/* memory valid only during this call: copied */
+			if (!copy_room(t, 1))
+				break;
+			k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
+			if (k)
+				add_copy(t, k, 1);
+			ETH_ADD(st, copied_out, k);
+		}
+		took += k;
+		room -= k;
+		if (k < g->len)
+			break;
+	}
+	gauge(st);
+	if (took < offered)
+		t->want_writable = true;
+	if (took && t->state != ETH_TCP_SYN_SENT)
+		eth_tcb_output_later(t);
+	return took;
+}
+
+/* Appends LEN bytes to frame M, taken from sbuf at SOFF (SRC NULL) or from SRC, copied into the
+ * tail of *LAST and mbufs chained after it. Returns 0 or -ENOMEM. */
+static int append_copy(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **last, const uint8_t *src,
+                       uint32_t soff, uint32_t len)
+{
+	while (len) {
+		uint32_t room = rte_pktmbuf_tailroom(*last), n;
+
+		if (!room || RTE_MBUF_HAS_EXTBUF(*last)) {
+			struct rte_mbuf *s = eth_pkt_alloc(t->st);
+
+			if (!s)
+				return -ENOMEM;
+			s->data_off = 0; /* headers live in the first segment only */
+			(*last)->next = s;
+			*last = s;
+			m->nb_segs++;
+			continue;
+		}
+		n = len < room ? len : room;
+		if (src) {
+			memcpy(rte_pktmbuf_mtod_offset(*last, uint8_t *, (*last)->data_len), src, n);
+			src += n;
+		} else {
+			eth_bufq_read(&t->sbuf, soff,
+			              rte_pktmbuf_mtod_offset(*last, uint8_t *, (*last)->data_len), n);
+			soff += n;
+		}
+		(*last)->data_len = (uint16_t)((*last)->data_len + n);
+		m->pkt_len += n;
+		ETH_ADD(t->st, copied_out, n);
+		len -= n;
+	}
+	return 0;
+}
+
+/* Chains an mbuf pointing at LEN lent bytes at DATA after *LAST; it holds a reference of its own. */
+static int append_ref(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **last,
+                      const struct eth_sndq_ent *e, const uint8_t *data, uint32_t len)
+{
+	struct rte_mbuf *s = eth_pkt_alloc(t->st);
+	struct extref *r;
+
+	if (!s)
+		return -ENOMEM;
+	r = (struct extref *)s->buf_addr; /* the mbuf's own room (see struct extref) */
+	r->sh.free_cb = extref_free;
+	r->sh.fcb_opaque = r;
+	rte_mbuf_ext_refcnt_set(&r->sh, 1);
+	r->hold = e->hold;
+	r->hops = e->hops;
+	e->hops->get(e->hold);
+	/* the device reads it with the CPU (ETH_OFFLOAD_EXTMEM): no IO address needed; never written */
+	rte_pktmbuf_attach_extbuf(s, (void *)(uintptr_t)data, RTE_BAD_IOVA, (uint16_t)len, &r->sh);
+	s->data_len = (uint16_t)len;
+	(*last)->next = s;
+	*last = s;
+	m->nb_segs++;
+	m->pkt_len += len;
+	return 0;
+}
+
+int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len)
+{
+	bool ext = t->st->c.offloads & ETH_OFFLOAD_EXTMEM;
+	struct rte_mbuf *last = m;
+	uint32_t pos = 0, soff = 0;
+	int ret;
+
+	if (!t->sndq.ring)
+		return append_copy(t, m, &last, NULL, off, len);
+	for (unsigned i = 0; len && i < t->sndq.n; i++) {
+		const struct eth_sndq_ent *e = ent_at(t, i);
+		uint32_t in, k;
+
+		if (off >= pos + e->len) {
+			pos += e->len;
+			if (!e->data)
+				soff += e->len;
+			continue;
+		}
+		in = off - pos;
+		k = e->len - in < len ? e->len - in : len;
+		if (!e->data)
+			ret = append_copy(t, m, &last, NULL, soff + in, k);
+		else if (ext)
+			ret = append_ref(t, m, &last, e, e->data + in, k);
+		else
+			ret = append_copy(t, m, &last, e->data + in, 0, k);
+		if (ret)
+			return ret;
+		pos += e->len;
+		if (!e->data)
+			soff += e->len;
+		off += k;
+		len -= k;
+	}
+	return 0;
+}
+
+uint16_t eth_sndq_cksum(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip, uint32_t l4_off)
+{
+	uint64_t sum = rte_ipv4_phdr_cksum(ip, 0);
+	bool odd = false;
+	uint16_t ck;
+
+	/* each segment's sum as if it began at an even offset, byte-swapped when it does not (RFC 1071:
+	 * the sum is byte-order independent up to that swap) */
+	for (const struct rte_mbuf *s = m; s; s = s->next, l4_off = 0) {
+		uint32_t n = s->data_len > l4_off ? s->data_len - l4_off : 0;
+		uint32_t part = rte_raw_cksum(rte_pktmbuf_mtod_offset(s, const uint8_t *, l4_off), n);
+
+		if (odd)
+			part = ((part & 0xffu) << 8) | (part >> 8);
+		sum += part;
+		if (n & 1)
+			odd = !odd;
+	}
+	while (sum >> 16)
+		sum = (sum & 0xffffu) + (sum >> 16);
+	ck = (uint16_t)~sum;
+	return ck;
+}
+
+void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
+{
+	struct eth_stack *st = t->st;
+	struct eth_sndq *q = &t->sndq;
+
+	if (n > eth_sndq_len(t))
+		n = eth_sndq_len(t);
+	if (!q->ring) {
+		eth_bufq_consume(&st->chunks, &t->sbuf, n);
+	} else {
+		while (n && q->n) {
+			struct eth_sndq_ent *e = ent_at(t, 0);
+			uint32_t k = e->len < n ? e->len : n;
+
+			if (e->data) {
+				e->data += k;
+				q->lent -= k;
+			} else {
+				eth_bufq_consume(&st->chunks, &t->sbuf, k);
+			}
+			if (e->report)
+				q->sent_due += k;
+			e->len -= k;
+			n -= k;
+			if (e->len)
+				break;
+			if (e->data)
+				e->hops->put(e->hold); /* frames still pointing at it hold their own */
+			q->head = (uint16_t)((q->head + 1u) % ETH_SNDQ_ENTS);
+			q->n--;
+		}
+		if (!q->n)
+			ring_drop(t);
+		if (q->sent_due)
+			eth_tcb_event(t, ETH_EV_SENT); /* reported from the relay phase (stack.c) */
+	}
+	if (t->sbuf.len == 0)
+		eth_bufq_trim(&st->chunks, &t->sbuf);
+	gauge(st);
+}
+
+void eth_sndq_free(struct eth_tcb *t, bool drop_report)
+{
+	struct eth_sndq *q = &t->sndq;
+
+	if (q->ring) {
+		for (unsigned i = 0; i < q->n; i++) {
+			struct eth_sndq_ent *e = ent_at(t, i);
+
+			if (e->data)
+				e->hops->put(e->hold);
+		}
+		ring_drop(t);
+	}
+	q->lent = 0;
+	if (drop_report)
+		q->sent_due = 0;
+	eth_bufq_free(&t->st->chunks, &t->sbuf);
+}

@@ -1,0 +1,156 @@
+/* Lending the receive ring: the IB -> Ethernet direction without copies (issue #14).
+ *
+ * Design.
+ *  - lend() describes the bytes the peer wrote into the connection's receive ring (rbuf) after those
+ *    already lent, as at most two segments (the ring wraps once). Lending releases nothing: the
+ *    space stays taken, and the credits and buffer adverts for it stay with us, until the session
+ *    consume()s the bytes, which it does only when the destination reports them delivered (the TCP
+ *    peer ACKed them). So the IB peer gets credit only as the TCP peer acknowledges, and a TCP
+ *    retransmission reads the same bytes again.
+ *  - The hold of a segment is the buffer set (struct ib_bufs), reference counted: the connection
+ *    using it (1, from conn_setup to conn_destroy) plus one per reference a destination took
+ *    (a queued segment, a frame pointing at the ring). References are put by the worker (ACKs,
+ *    aborts, transmitted frames) and, at shutdown, by the thread freeing frames still queued, so
+ *    the count is atomic.
+ *  - A set goes back to the pool, where it is cleared and registered anew for the next peer
+ *    (struct ib_bufs: isolation), only once its count is 0. When the control thread destroys a
+ *    connection whose set still has references out, the set waits on its device's lent list; the
+ *    put that drops the last reference pushes it on the device's returned stack (lock-free, any
+ *    thread), which the control thread empties on its tick (ib_ctl_tick). After ib_ctl_destroy a
+ *    set still referenced is an orphan, freed whole by its last put.
+ *  - The ring stays writable by the peer's key while its connection lives: a peer that writes into
+ *    bytes it was not given space for (lent, not yet credited) changes only what its own stream
+ *    sends, as it could by sending other bytes. Once the connection is gone its queue pair is
+ *    destroyed and the memory is only read. */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "conn.h"
+
+static void bufs_ref(void *hold)
+{
+	struct ib_bufs *b = hold;
+
+	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* The set's memory and registrations, without the control thread's accounting (orphans). */
+static void bufs_free_orphan(struct ib_bufs *b)
+{
+	ibv_dereg_mr(b->smr);
+	ibv_dereg_mr(b->rmr);
+	ibv_dealloc_pd(b->pd);
+	munmap(b->mem, b->len);
+	free(b);
+}
+
+static void bufs_unref(void *hold)
+{
+	struct ib_bufs *b = hold;
+	struct ib_bufs *top;
+
+	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	/* the last reference: the connection is gone (it holds one until conn_destroy) */
+	if (__atomic_load_n(&b->orphan, __ATOMIC_ACQUIRE)) {
+		bufs_free_orphan(b);
+		return;
+	}
+	top = __atomic_load_n(&b->dev->returned, __ATOMIC_RELAXED);
+	do
+		b->ret_next = top;
+	while (!__atomic_compare_exchange_n(&b->dev->returned, &top, b, true, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED));
+}
+
+static const struct xlt_hold_ops bufs_hops = {
+    .get = bufs_ref,
+    .put = bufs_unref,
+};
+
+unsigned ib_conn_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, unsigned max)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+	const struct ib_rx *rx = &c->rx;
+	uint64_t pending, from;
+	const uint8_t *p;
+	unsigned k = 0;
+
+	if (c->ws != IB_W_OPEN)
+		return 0;
+	pending = rx->recvd - rx->consumed;
+	if (!pending) {
+		ib_conn_ops.peek(s, &p); /* it passes the peer's end of stream on (peer_done) */
+		return 0;
+	}
+	if (skip >= pending)
+		return 0;
+	from = rx->consumed + skip;
+	pending -= skip;
+	while (pending && k < max) {
+		uint32_t off = (uint32_t)(from % rx->size);
+		uint32_t n = pending < rx->size - off ? (uint32_t)pending : rx->size - off;
+
+		segs[k++] = (struct xlt_seg){
+		    .data = c->bufs->rbuf + off,
+		    .len = n,
+		    .hold = c->bufs,
+		    .hops = &bufs_hops,
+		};
+		from += n;
+		pending -= n;
+	}
+	return k;
+}
+
+void ib_bufs_lend_init(struct ib_bufs *b)
+{
+	__atomic_store_n(&b->refs, 1, __ATOMIC_RELAXED);
+	b->orphan = false;
+	b->lent_next = b->ret_next = NULL;
+}
+
+bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
+{
+	/* the connection's reference; the worker handed the connection back, so it lends no more */
+	if (__atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 1) {
+		__atomic_store_n(&b->refs, 0, __ATOMIC_RELAXED);
+		return true;
+	}
+	/* linked before the count may reach 0 in another thread: the control thread unlinks it when it
+	 * finds it on the returned stack, never before */
+	b->lent_next = b->dev->lent;
+	b->dev->lent = b;
+	st->buf_lent++;
+	bufs_unref(b); /* (0 now: pushed on the returned stack, pooled at the next tick) */
+	return false;
+}
+
+struct ib_bufs *ib_bufs_take_returned(struct ib_dev *dev, struct ib_ctl_stats *st)
+{
+	struct ib_bufs *list = __atomic_exchange_n(&dev->returned, NULL, __ATOMIC_ACQUIRE);
+
+	for (struct ib_bufs *b = list; b; b = b->ret_next) {
+		struct ib_bufs **pp = &dev->lent;
+
+		while (*pp && *pp != b)
+			pp = &(*pp)->lent_next;
+		if (*pp) {
+			*pp = b->lent_next;
+			st->buf_lent--;
+		}
+		b->lent_next = NULL;
+	}
+	return list;
+}
+
+void ib_bufs_orphan_all(struct ib_dev *dev)
+{
+	while (dev->lent) {
+		struct ib_bufs *b = dev->lent;
+
+		dev->lent = b->lent_next;
+		__atomic_store_n(&b->orphan, true, __ATOMIC_RELEASE);
+	}
+}

@@ -1,0 +1,346 @@
+/* The TCP send queue of references (eth_side/sndq.c) on the engine bench of tests/fuzz/
+ * fuzz_eth_harness.h, a port that takes lent memory (ETH_OFFLOAD_EXTMEM, as af_packet): bytes lent
+ * with write_lent leave in frames whose payload mbufs point at the lender's memory (nothing copied),
+ * are reported through on_sent only once the peer acknowledged them, from the dispatch (never from
+ * inside an op), and keep their memory referenced until the ACK came AND no frame points at it any
+ * more: a retransmission sent before the ACK and still queued (here: kept by the bench) holds its
+ * own reference after the queue put its. Copies (write(), and segments without a hold) keep their
+ * old path and are never reported when written with write(); an abort puts every reference and
+ * reports nothing more; the queue's bound is the send buffer, as with copies. Every test ends with
+ * every reference put and every mbuf back in the pool (eh_stop). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/fuzz/fuzz_eth_harness.h"
+
+#define PEER_ISN 0x10000000u
+#define SBUF     16384u
+
+static struct eh h;
+
+/* The lender: counts references taken and put on it. */
+struct lender {
+	unsigned gets, puts;
+};
+
+static void l_get(void *hold)
+{
+	((struct lender *)hold)->gets++;
+}
+
+static void l_put(void *hold)
+{
+	((struct lender *)hold)->puts++;
+}
+
+static const struct xlt_hold_ops l_hops = {l_get, l_put};
+
+static struct lender L;
+static uint8_t mem[65536]; /* the lender's memory */
+static size_t reported;    /* on_sent's sum */
+static unsigned n_reports, in_op;
+static struct eh_session *se;
+
+static void on_sent(void *arg, size_t n)
+{
+	(void)arg;
+	assert_int_equal(in_op, 0); /* from the dispatch, never from inside an op */
+	reported += n;
+	n_reports++;
+}
+
+struct conn {
+	uint16_t pport;
+	uint32_t pnxt, gnxt;
+};
+
+static void feed(struct conn *c, uint8_t flags, uint32_t ack, uint16_t wnd)
+{
+	uint8_t frame[200];
+
+	eh_feed(&h, frame,
+	        eh_tcp_frame(frame, c->pport, EH_ECHO_PORT, c->pnxt, ack, flags, wnd, NULL, 0, NULL, 0));
+	eh_poll(&h);
+}
+
+/* A connection to the bench's echo listener (MSS 1460, no other option); its stream gets our
+ * on_sent. */
+static struct conn open_conn(uint16_t pport)
+{
+	static const uint8_t mss_opt[] = {2, 4, 0x05, 0xb4};
+	uint8_t frame[200];
+	struct conn c = {.pport = pport, .pnxt = PEER_ISN};
+	const struct rte_tcp_hdr *th;
+
+	eh_forget(&h);
+	eh_feed(&h, frame,
+	        eh_tcp_frame(frame, pport, EH_ECHO_PORT, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, mss_opt,
+	                     sizeof(mss_opt), NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 1);
+	th = rte_pktmbuf_mtod_offset(h.kept[0], const struct rte_tcp_hdr *, RTE_ETHER_HDR_LEN + 20);
+	c.pnxt++;
+	c.gnxt = rte_be_to_cpu_32(th->sent_seq) + 1;
+	eh_forget(&h);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt, 65535);
+	se = NULL;
+	for (unsigned i = 0; i < EH_SESSIONS; i++)
+		if (h.sess[i].s && h.sess[i].s->peer_port == pport)
+			se = &h.sess[i];
+	assert_non_null(se);
+	se->s->ev.on_sent = on_sent;
+	return c;
+}
+
+static size_t lend(const uint8_t *data, size_t len, bool held)
+{
+	struct xlt_seg g = {
+	    .data = data, .len = (uint32_t)len, .hold = held ? &L : NULL, .hops = held ? &l_hops : NULL};
+	size_t n;
+
+	in_op = 1;
+	n = se->s->ops->write_lent(se->s, &g, 1);
+	in_op = 0;
+	return n;
+}
+
+/* The payload of kept frame I (sequence number in *SEQ), copied into OUT; returns its length. */
+static uint32_t payload(unsigned i, uint32_t *seq, uint8_t *out)
+{
+	const struct rte_ipv4_hdr *ip =
+	    rte_pktmbuf_mtod_offset(h.kept[i], const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+	uint32_t doff = (th->data_off >> 4) * 4u, len = rte_be_to_cpu_16(ip->total_length) - 20 - doff;
+
+	*seq = rte_be_to_cpu_32(th->sent_seq);
+	eh_frame_read(h.kept[i], RTE_ETHER_HDR_LEN + 20 + doff, out, len);
+	return len;
+}
+
+/* Kept frames whose payload lies in mem (an mbuf attached to it), and whether every kept data frame
+ * is such: nothing copied. */
+static unsigned frames_in_mem(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept; i++)
+		for (const struct rte_mbuf *s = h.kept[i]->next; s; s = s->next)
+			if (RTE_MBUF_HAS_EXTBUF(s) && (const uint8_t *)s->buf_addr >= mem &&
+			    (const uint8_t *)s->buf_addr < mem + sizeof(mem)) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < sizeof(mem); i++)
+		mem[i] = (uint8_t)(i * 7 + i / 251);
+	L = (struct lender){0};
+	reported = 0;
+	n_reports = 0;
+	return eh_start_ofl(&h, 8, 16384, SBUF, ETH_OFFLOAD_EXTMEM);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	eh_stop(&h); /* every mbuf back: every frame's reference put */
+	assert_int_equal(L.gets, L.puts);
+	return 0;
+}
+
+/* Lent bytes leave by reference, intact; reported once acknowledged; references balance. */
+static void test_lent_by_reference(void **state)
+{
+	struct conn c = open_conn(42001);
+	uint8_t got[2000];
+	uint32_t seq, n;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(lend(mem, 4000, true), 4000);
+	assert_int_equal(L.gets, 1); /* the queue's one reference */
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 3); /* 1460 + 1460 + 1080 */
+	assert_int_equal(frames_in_mem(), 3);
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, 0);
+	for (unsigned i = 0, off = 0; i < 3; i++) {
+		n = payload(i, &seq, got);
+		assert_int_equal(seq, c.gnxt + off);
+		assert_memory_equal(got, mem + off, n);
+		off += n;
+	}
+	assert_int_equal(L.gets - L.puts, 1 + 3); /* the queue's and each frame's */
+	assert_int_equal(reported, 0);
+	/* the peer acknowledges 2920: reported from the dispatch, the frames still hold theirs */
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 2920, 65535);
+	assert_int_equal(reported, 2920);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 4000, 65535);
+	assert_int_equal(reported, 4000);
+	assert_int_equal(L.gets - L.puts, 3); /* the queue put its; 3 frames are still queued */
+	eh_forget(&h);                        /* the device is done with them */
+	assert_int_equal(L.gets, L.puts);
+}
+
+/* A retransmission reads the same memory; one still queued when the ACK arrives keeps its memory
+ * referenced after the queue gave its own up (and the lender its space). */
+static void test_retransmit_after_ack(void **state)
+{
+	struct conn c = open_conn(42002);
+	uint8_t got[2000];
+	uint32_t seq, n;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(lend(mem + 100, 2920, true), 2920);
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 2);
+	eh_forget(&h); /* "lost" on the wire */
+	assert_int_equal(L.gets - L.puts, 1);
+	eh_advance_ms(&h, 1100); /* RTO: the first segment again, from the same memory */
+	assert_int_equal(h.n_kept, 1);
+	assert_int_equal(frames_in_mem(), 1);
+	n = payload(0, &seq, got);
+	assert_int_equal(seq, c.gnxt);
+	assert_int_equal(n, 1460);
+	assert_memory_equal(got, mem + 100, n);
+	assert_true(eth_stack_stats(h.st)->tcp_retransmits >= 1);
+	/* the original arrived after all: everything acknowledged while the copy is still queued */
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 2920, 65535);
+	assert_int_equal(reported, 2920);
+	assert_true(L.gets - L.puts >= 1); /* the queued retransmission's reference */
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, 0);
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+}
+
+/* write()'s bytes (a preamble) are copies and never reported; a segment without a hold is copied
+ * and reported; order is kept. */
+static void test_mixed_copies(void **state)
+{
+	struct conn c = open_conn(42003);
+	static const uint8_t pre[] = "PROXY preamble\r\n";
+	uint8_t got[1500], all[1500];
+	uint32_t seq, n, off = 0;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, pre, sizeof(pre) - 1), sizeof(pre) - 1);
+	assert_int_equal(lend(mem, 300, true), 300);
+	assert_int_equal(lend(mem + 300, 200, false), 200); /* valid only during the call: copied */
+	assert_int_equal(lend(mem + 500, 100, true), 100);
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 1);
+	n = payload(0, &seq, got);
+	assert_int_equal(n, sizeof(pre) - 1 + 600);
+	memcpy(all, pre, sizeof(pre) - 1);
+	memcpy(all + sizeof(pre) - 1, mem, 600);
+	assert_memory_equal(got, all, n);
+	off = sizeof(pre) - 1;
+	/* copied: the preamble and the 200 without a hold, once into the queue, once into the frame */
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, 2 * (off + 200));
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + n, 65535);
+	assert_int_equal(reported, 600); /* not the preamble */
+	eh_forget(&h);
+}
+
+/* Acknowledges everything in the kept frames (they are forgotten), window open. */
+static void ack_kept(struct conn *c)
+{
+	uint8_t got[2000];
+	uint32_t end = c->gnxt;
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		uint32_t seq, n = payload(i, &seq, got);
+
+		if ((int32_t)(seq + n - end) > 0)
+			end = seq + n;
+	}
+	eh_forget(&h);
+	feed(c, RTE_TCP_ACK_FLAG, end, 65535);
+}
+
+/* The bound is the send buffer, lent or copied: a full queue takes nothing; the ACK's report and
+ * room come back. */
+static void test_bound(void **state)
+{
+	struct conn c = open_conn(42004);
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(lend(mem, 20000, true), SBUF);
+	assert_int_equal(lend(mem + SBUF, 100, true), 0);
+	eh_poll(&h);
+	/* the peer reads one segment and closes its window: room for 1460 more, no more */
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1460, 0);
+	assert_int_equal(reported, 1460);
+	assert_int_equal(lend(mem + SBUF, 2000, true), 1460);
+	for (unsigned i = 0; i < 20 && reported < SBUF + 1460; i++) {
+		ack_kept(&c);
+		eh_advance_ms(&h, 300); /* the persist timer or the next round sends the rest */
+	}
+	assert_int_equal(reported, SBUF + 1460);
+	eh_forget(&h);
+}
+
+/* An abort with references in flight: the queue puts its, reports nothing more; queued frames hold
+ * theirs until freed. */
+static void test_abort_in_flight(void **state)
+{
+	struct conn c = open_conn(42005);
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(lend(mem, 5000, true), 5000);
+	eh_poll(&h);
+	assert_true(h.n_kept >= 3);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1460, 65535);
+	assert_int_equal(reported, 1460);
+	in_op = 1;
+	se->s->ops->abort(se->s);
+	in_op = 0;
+	eh_poll(&h); /* on_closed: the bench releases the stream */
+	assert_int_equal(reported, 1460);
+	assert_true(L.gets - L.puts >= 1); /* frames still queued */
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+}
+
+/* The peer resets while lent bytes are in flight: the same, from the input side. */
+static void test_peer_reset_in_flight(void **state)
+{
+	struct conn c = open_conn(42006);
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(lend(mem, 3000, true), 3000);
+	eh_poll(&h);
+	feed(&c, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, c.gnxt, 0);
+	assert_int_equal(reported, 0);
+	assert_null(se->s); /* closed and released */
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_lent_by_reference, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_retransmit_after_ack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mixed_copies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_abort_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_peer_reset_in_flight, setup, teardown),
+	};
+
+	if (eh_eal_init())
+		return 77;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
