@@ -1055,9 +1055,12 @@ uint64_t conf_route_session_bytes(const struct conf_route *r)
 	bool tcp = r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP;
 	/* a TCP relay (tcp -> tcp) holds two TCP connections */
 	unsigned n_tcp = (r->listen.kind == CONF_EP_TCP) + (r->connect.kind == CONF_EP_TCP);
+	/* between IB and TCP, the TCP send queue holds references into the IB receive ring, not copies
+	 * (eth_side/sndq.c): tcp_sbuf only bounds it; of its own it holds a chunk of entries and one of
+	 * copies (a PROXY header), CONF_LENT_SBUF */
+	uint64_t sbuf = ib && n_tcp == 1 ? CONF_LENT_SBUF : r->tcp_sbuf_size;
 
-	return (ib ? r->ib_rbuf_size + r->ib_sbuf_size : 0) +
-	       (tcp ? n_tcp * (r->tcp_rbuf_size + r->tcp_sbuf_size) : 0);
+	return (ib ? r->ib_rbuf_size + r->ib_sbuf_size : 0) + (tcp ? n_tcp * (r->tcp_rbuf_size + sbuf) : 0);
 }
 
 /* Derived queue depth: one entry per KiB of buffer (a message smaller than that is rare in bulk and

@@ -34,7 +34,10 @@ bool conf_route_allows(const struct conf_route *r, struct in_addr addr);
  * source without an IPv4 address. */
 bool conf_route_allows_all(const struct conf_route *r);
 
-/* Bytes of buffer one session of route R may hold at most (the buffers of the sides it uses). */
+/* Bytes of buffer one session of route R may hold at most (the buffers of the sides it uses). A TCP
+ * connection whose bytes come from IB counts CONF_LENT_SBUF for its send buffer: it holds references
+ * into the IB receive ring (two 8 KiB chunks of its own: entries, and a PROXY header's copy). */
+#define CONF_LENT_SBUF (16u * 1024u)
 uint64_t conf_route_session_bytes(const struct conf_route *r);
 
 /* "ib:7000", "tcp:198.18.0.2:80", "echo"... into BUF; returns BUF. */

@@ -6,8 +6,10 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
 
   tcp-serve PORT LOG [--stall S] [--rcvbuf B]   echo server, one thread per connection; --stall:
                                                 read nothing for S seconds after accepting
-  tcp-sink PORT LOG [--stall S] [--rate BPS]     reads to end of stream (optionally S seconds late and
-                                                at most BPS bytes/s), never answers, then closes
+  tcp-sink PORT LOG [--stall S] [--rate BPS] [--progress FILE]
+                                                reads to end of stream (optionally S seconds late and
+                                                at most BPS bytes/s), never answers, then closes;
+                                                --progress: FILE always holds the bytes read so far
   tcp-client HOST PORT SIZE [--rate BPS] [--src ADDR]  sends SIZE random bytes (from ADDR), reads the
                                                 echo to EOF, checks it; prints "ok sent=N sha=H secs=S"
   tcp-send HOST PORT SIZE                       sends SIZE random bytes, half-closes, reads to EOF
@@ -51,7 +53,7 @@ def tcp_listener(port):
     return ls
 
 
-def tcp_conn(s, log, stall, echo, rate):
+def tcp_conn(s, log, stall, echo, rate, progress=None):
     hin, hout = hashlib.sha256(), hashlib.sha256()
     nin = nout = 0
     err = "none"
@@ -65,6 +67,10 @@ def tcp_conn(s, log, stall, echo, rate):
                 break
             hin.update(b)
             nin += len(b)
+            if progress:
+                with open(progress + ".tmp", "w") as f:
+                    f.write("%d\n" % nin)
+                os.replace(progress + ".tmp", progress)
             if echo:
                 s.sendall(b)
                 hout.update(b)
@@ -84,6 +90,7 @@ def tcp_serve(args, echo):
     stall = opt(args, "--stall")
     rcvbuf = opt(args, "--rcvbuf", int)
     rate = opt(args, "--rate")
+    progress = opt(args, "--progress", str)
     port, log = int(args[0]), args[1]
     ls = tcp_listener(port)
     if rcvbuf:
@@ -91,7 +98,7 @@ def tcp_serve(args, echo):
     print("listening", port, flush=True)
     while True:
         s, _ = ls.accept()
-        threading.Thread(target=tcp_conn, args=(s, log, stall, echo, rate), daemon=True).start()
+        threading.Thread(target=tcp_conn, args=(s, log, stall, echo, rate, progress), daemon=True).start()
 
 
 def tcp_client(args, expect_echo):
