@@ -23,17 +23,8 @@ eth_ns ip -6 addr add "$PEER6/64" dev "$ETH_PEER" nodad || fail "cannot add $PEE
 eth_conf "$tmp/ibgw.conf" "address6 = $GW6/64"
 gw_mac=$(cat "/sys/class/net/$ETH_IF/address")
 # the unsolicited advertisement at start (RFC 4861 7.2.6)
-eth_bg timeout 20 "$PY3" -c "
-from scapy.all import sniff, ICMPv6ND_NA
-p = sniff(iface='$ETH_PEER', timeout=15, count=1,
-          lfilter=lambda p: ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == '$GW6' and p[ICMPv6ND_NA].S == 0)
-print('na' if p else 'no na')" >"$tmp/na" 2>/dev/null
-sniffer=$ETH_BG_PID
-sleep 1.5 # scapy needs a moment to open its socket
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
-wait $sniffer
-grep -q '^na$' "$tmp/na" || fail "no unsolicited neighbour advertisement at start ($(cat "$tmp/na"))"
+eth_start_seeing "$tmp/ibgw.conf" ICMPv6ND_NA "p[ICMPv6ND_NA].tgt == '$GW6' and p[ICMPv6ND_NA].S == 0" \
+	"unsolicited neighbour advertisement"
 ok "unsolicited neighbour advertisement of $GW6 at start"
 
 eth_ns ping -6 -c 5 -i 0.2 -W 2 "$GW6" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $GW6 failed"; }
