@@ -184,6 +184,8 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 	if (dst && src->ops->lend && dst->ops->write_lent) {
 		if (!lend_dir(s, dir, src, dst))
 			return;
+		if (s->lent[dir] && s->stuck[dir])
+			return; /* all lent, none delivered for a while: still blocked (xlt_session_tick) */
 		goto drained;
 	}
 	while ((n = src->ops->peek(src, &p)) > 0) {
@@ -271,6 +273,8 @@ static void on_sent(void *arg, size_t n)
 	if (n > s->lent[dir])
 		n = s->lent[dir]; /* (more than it took would be the destination's bug: never trusted) */
 	s->lent[dir] -= n;
+	s->sent[dir] += n;
+	s->stuck[dir] = false;
 	if (!s->live || !src || src->state != XLT_STREAM_OPEN)
 		return;
 	/* the bytes are delivered: only now does the source give their space back to its peer */
@@ -354,6 +358,8 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->blocked[0] = s->blocked[1] = false;
 	s->held[0] = s->held[1] = 0;
 	s->lent[0] = s->lent[1] = 0;
+	s->sent[0] = s->sent[1] = s->sent_tick[0] = s->sent_tick[1] = 0;
+	s->stuck[0] = s->stuck[1] = false;
 	s->blocked_ns[0] = s->blocked_ns[1] = 0;
 	s->connect_ns = 0;
 	s->reason = XLT_END_OK;
@@ -411,6 +417,23 @@ void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
 static uint64_t since_ns(uint64_t now, uint64_t since)
 {
 	return now > since ? now - since : 0;
+}
+
+/* Lending: a destination takes what the source lends as long as its own bound allows, which may be
+ * more than the source can hold (a TCP send buffer larger than the IB receive ring); then the source
+ * fills with lent bytes and its peer waits (credits withheld, window shut) while the destination
+ * never refuses a byte. Lent bytes of which the destination reported none delivered during a whole
+ * tick mean it waits on its own peer: the direction is blocked, for the stall limit and the
+ * backpressure metrics, until it reports some (on_sent). A destination that delivers keeps
+ * reporting, tick after tick. */
+static void stuck_check(struct xlt_session *s, unsigned dir)
+{
+	if (s->lent[dir] && s->sent[dir] == s->sent_tick[dir] && !s->blocked[dir]) {
+		s->stuck[dir] = true;
+		set_held(s, dir, s->lent[dir]);
+		set_blocked(s, dir, true);
+	}
+	s->sent_tick[dir] = s->sent[dir];
 }
 
 /* Enforces the stall limit on a blocked direction DIR. Returns true when the session was aborted. */
@@ -481,6 +504,8 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 			s->moved_ns[i] = now;
 		}
 	}
+	for (unsigned i = 0; i < n; i++)
+		stuck_check(s, i);
 	for (unsigned i = 0; i < n; i++)
 		if (check_stall(s, i, now))
 			return;

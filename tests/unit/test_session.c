@@ -1066,6 +1066,75 @@ static void test_lend_stall_and_late_report(void **state)
 	free(b);
 }
 
+/* A destination that takes every lent byte (its bound above what the source holds) but delivers
+ * none: the source's peer waits, the destination never refuses. The direction counts as blocked from
+ * the first tick without a report (held: the lent bytes), and the stall limit ends it; one that keeps
+ * delivering is never blocked. */
+static void test_lend_stuck_destination(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 100000);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint8_t data[2000];
+
+	(void)state;
+	reset_globals();
+	memset(data, 7, sizeof(data));
+	a->s.ops = b->s.ops = &lend_ops;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	peer_sends(a, data, sizeof(data));
+	assert_int_equal(s.lent[0], sizeof(data));
+	assert_false(s.blocked[0]); /* took everything */
+	/* delivering, a little each tick: never blocked */
+	for (unsigned i = 0; i < 30; i++) {
+		peer_acks(b, 50);
+		clock_ns += 100 * MS;
+		xlt_session_tick(&s, clock_ns);
+		assert_false(s.blocked[0]);
+	}
+	assert_int_equal(b->aborts, 0);
+	/* then nothing more: blocked at the next tick, held = what is lent, ended by the stall limit */
+	clock_ns += 100 * MS;
+	xlt_session_tick(&s, clock_ns);
+	assert_true(s.blocked[0]);
+	assert_int_equal(st.held_a_to_b, sizeof(data) - 1500);
+	assert_int_equal(st.blocked_a_to_b, 1);
+	run_ticks(&s, a, b, 10000);
+	assert_int_equal(b->aborts, 1);
+	finish_aborted(a, b);
+	assert_int_equal(done_reason, XLT_END_CREDIT_STALL_TIMEOUT);
+	free(a);
+	free(b);
+}
+
+/* ... and a report unblocks it at once. */
+static void test_lend_stuck_then_delivers(void **state)
+{
+	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 100000);
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+	uint8_t data[1000];
+
+	(void)state;
+	reset_globals();
+	memset(data, 9, sizeof(data));
+	a->s.ops = b->s.ops = &lend_ops;
+	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+	peer_sends(a, data, sizeof(data));
+	run_ticks(&s, a, b, 500);
+	assert_true(s.blocked[0]);
+	peer_acks(b, 1000);
+	assert_false(s.blocked[0]);
+	assert_int_equal(st.held_a_to_b, 0);
+	assert_int_equal(a->rx_off, 1000);
+	run_ticks(&s, a, b, 500);
+	assert_false(s.blocked[0]);
+	xlt_session_abort(&s, XLT_END_ABORTED);
+	finish_aborted(a, b);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1090,6 +1159,8 @@ int main(void)
 		cmocka_unit_test(test_preamble_then_eof),
 		cmocka_unit_test(test_lend_relay),
 		cmocka_unit_test(test_lend_stall_and_late_report),
+		cmocka_unit_test(test_lend_stuck_destination),
+		cmocka_unit_test(test_lend_stuck_then_delivers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
