@@ -81,7 +81,7 @@ make -s build/release/ibgwd build/release/tools/rs_relay \
 	build/release/tools/tcp_bulk build/release/tools/rs_bulk >/dev/null || exit 1
 mkdir -p build/bpf && cp /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog*.o /usr/lib/x86_64-linux-gnu/bpf/xdp-dispatcher.o build/bpf/ 2>/dev/null # the xdp variant's
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-	: "${BENCH_BYTES:=4M}" "${BENCH_REPS:=1}" "${BENCH_ITERS:=0}" "${BENCH_TIMEOUT:=300}"
+	: "${BENCH_BYTES:=4M}" "${BENCH_REPS:=1}" "${BENCH_ITERS:=0}" "${BENCH_TIMEOUT:=600}"
 fi
 export BENCH_REPS=${BENCH_REPS:-5} BENCH_TIMEOUT=${BENCH_TIMEOUT:-900}
 export BENCH_BYTES BENCH_ITERS
