@@ -46,17 +46,16 @@
 # The run sets rsocket's own knob /etc/rdma/rsocket/wake_up_interval (BENCH_RS_WAKE ms, default 10) for
 # every rsocket program alike (ibgwd does not use librdmacm's rsocket).
 # Issue #14's figures (printed last, "BENCH " lines): CPU ms per MB of ibgwd (with its vhost-net kernel
-# thread, see gw_vhost_find) against the relay on a
-# link like its own (vhost-net: relay[offload]; af_packet 1500/9000: relay), per block, target <=
-# 0.5x; bytes copied per byte relayed each way (ibgw_copied_bytes_total over ibgw_route_bytes_total,
+# thread, see gw_vhost_find) against the relay on a link like its own (vhost-net: relay[offload];
+# af_packet 1500/9000: relay), per block, target <= 0.5x; bytes copied per byte relayed each way (ibgw_copied_bytes_total over ibgw_route_bytes_total,
 # both scraped around ibgwd's own throughput slices only), target 0 on vhost-net (offloads);
 # throughput against the direct path, target >= 0.9x on vhost-net; Ethernet -> IB RDMA writes
 # (ibgw_ib_messages_total{dir="tx"}) and doorbells (ibgw_ib_send_doorbells_total) per MB of IB
 # payload sent (ibgw_ib_bytes_total{dir="tx"}) during the eth->ib slices.
 # Env: BENCH_BYTES (16M), BENCH_REPS (5), BENCH_WSIZE (65536: rsend/send size), BENCH_ITERS (200: round
-# trips per latency run, split in BENCH_LAT_SPLIT (4) slices; 0: no latency runs), BENCH_TPUT_SPLIT (2: transfers of
-# BYTES/2 per path and block), BENCH_VARIANTS ("default jumbo vhost"), BENCH_RS_WAKE (10), BENCH_RELAYS ("relay
-# offload": which relay links to measure).
+# trips per latency run, split in BENCH_LAT_SPLIT (4) slices; 0: no latency runs), BENCH_TPUT_SPLIT
+# (2: transfers of BYTES/2 per path and block), BENCH_VARIANTS ("default jumbo vhost"), BENCH_RS_WAKE
+# (10), BENCH_RELAYS ("relay offload": which relay links to measure).
 set -u
 # run from a copy: bash reads a script as it goes, and this one may be edited while a long run is on
 if [ -z "${E2E_ROOT:-}" ]; then
@@ -416,7 +415,7 @@ for r in $(seq "$REPS"); do
 		rec "ibgw_${v}_idle_cpu_pct" "$idle"
 		# throughput: TSPLIT slices of BYTES/TSPLIT per path, the order rotated every slice and block
 		# (a path is never always first); a path's figure is its bytes over the sum of its times
-		rm -f $W/t_* $W/c_*
+		rm -f $W/t_* $W/c_* $W/m_*
 		set -- direct gi ge
 		for rl in $RELAYS; do
 			k=$([ "$rl" = relay ] && echo relay || echo relayo)
