@@ -394,6 +394,7 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 fi
 
 rm -f $W/*.v $W/errors
+nblocks=0
 echo "== $BYTES per path and block in $TSPLIT transfers (write size $WSIZE), $ITERS x 64 B round trips in $SPLIT slices, $REPS rounds, ibgwd variants: $VARIANTS, relays: $RELAYS"
 t_start=$SECONDS
 # the VM's limit (BENCH_TIMEOUT, passed in) minus boot and summary: no block is started that would
@@ -408,6 +409,7 @@ for r in $(seq "$REPS"); do
 			break 2
 		fi
 		gw_up "$v"
+		nblocks=$((nblocks + 1))
 		printf 'round %s [%s] (t=%ss, ibgwd up in %ss%s):' "$r" "$v" $((t0 - t_start)) $((SECONDS - t0)) "${GW_VHOST:+, vhost threads$GW_VHOST}"
 		# what an idle ibgwd costs the box (2 vCPUs shared by every process of the benchmark)
 		c0=$(gw_cpu); s0=$(date +%s.%N); sleep 2
@@ -568,6 +570,7 @@ done
 # A figure that should exist and does not (a failed transfer, a variant that did not run in time)
 # is printed as FAIL and the run exits 1; a missed target is only reported.
 echo "== issue #14 figures"
+echo "BENCH e2e setup: $BYTES per path and block (write size $WSIZE), $nblocks blocks of variants $VARIANTS in up to $REPS rounds, relays $RELAYS; figures are medians over the blocks (ratios: of per-block ratios)"
 awk -v variants="$VARIANTS" -v relays="$RELAYS" -v lat="$LAT_N" '
 function med(k,    n, i, j, t, a) {
 	n = cnt[k]
