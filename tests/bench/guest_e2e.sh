@@ -90,6 +90,7 @@ W=${BENCH_WORKDIR:-/tmp/e2e} # BENCH_WORKDIR under the project tree keeps the lo
 mkdir -p $W
 pids=()
 declare -A PIDOF # bg name -> PID
+declare -A RCPU  # relay_i2e etc. -> its CPU ms/MB in the current block
 
 cleanup() {
 	local p
@@ -418,6 +419,7 @@ for r in $(seq "$REPS"); do
 		# throughput: TSPLIT slices of BYTES/TSPLIT per path, the order rotated every slice and block
 		# (a path is never always first); a path's figure is its bytes over the sum of its times
 		rm -f $W/t_* $W/c_* $W/m_*
+		RCPU=()
 		set -- direct gi ge
 		for rl in $RELAYS; do
 			k=$([ "$rl" = relay ] && echo relay || echo relayo)
@@ -443,11 +445,20 @@ for r in $(seq "$REPS"); do
 			put "${k}_${v}_i2e_cpu" "$cri"; put "${k}_${v}_e2i_cpu" "$cre"
 			# CPU per MB against the relay's, this block (issue #14: <= 0.5x)
 			recr "ibgw_${v}_i2e_cpu_x${k}" "$cgi" "$cri"; recr "ibgw_${v}_e2i_cpu_x${k}" "$cge" "$cre"
+			RCPU[${k}_i2e]=$cri RCPU[${k}_e2i]=$cre
 		done
 		# what ibgwd's idle polling alone costs per MB at the rate it relayed each way (part of its CPU
 		# per MB: under TCG rates are low, so this floor weighs much more than it would on hardware)
-		put "ibgw_${v}_i2e_idlems" "$(awk -v p="$idle" -v t="$gi" 'BEGIN { if (t > 0) printf "%.1f", p * 10 / t }')"
-		put "ibgw_${v}_e2i_idlems" "$(awk -v p="$idle" -v t="$ge" 'BEGIN { if (t > 0) printf "%.1f", p * 10 / t }')"
+		# and an estimate of what the bytes themselves cost: its CPU per MB less that floor, against
+		# the relay on a like link (an estimate: a worker that relays polls less than an idle one)
+		k=relay; [ "${v#vhost}" != "$v" ] && k=relayo
+		for d in i2e e2i; do
+			if [ $d = i2e ]; then t=$gi c=$cgi; else t=$ge c=$cge; fi
+			im=$(awk -v p="$idle" -v t="$t" 'BEGIN { if (t > 0) printf "%.1f", p * 10 / t }')
+			put "ibgw_${v}_${d}_idlems" "$im"
+			[ -n "$im" ] && [ -n "$c" ] && put "ibgw_${v}_${d}_net_x" \
+				"$(awk -v c="$c" -v i="$im" -v r="${RCPU[${k}_$d]:-}" 'BEGIN { if (r > 0) printf "%.4f", (c - i) / r }')"
+		done
 		# what the bytes cost ibgwd (its own counters over its slices): copies per byte relayed each
 		# way, Ethernet -> IB RDMA writes and doorbells per MB
 		read -r cpb_i _ _ <<<"$(cost_of gi)"
@@ -622,6 +633,8 @@ END {
 		v = V[i]; g = "ibgw_" v; w = "idle polling ibgwd " port[v]
 		if (!has(g "_idle_cpu_pct") || !has(g "_i2e_idlems") || !has(g "_e2i_idlems")) { fail(w); continue }
 		print "BENCH " w ": " f(med(g "_idle_cpu_pct"), 1) "% of a vCPU, at the rates relayed " f(med(g "_i2e_idlems"), 1) " ms/MB ib_to_eth, " f(med(g "_e2i_idlems"), 1) " eth_to_ib (report: included in its CPU per MB)"
+		if (has(g "_i2e_net_x") && has(g "_e2i_net_x"))
+			print "BENCH cpu ms/MB less idle polling " port[v] ": ratio to " rn[v] " " f(med(g "_i2e_net_x"), 2) " ib_to_eth, " f(med(g "_e2i_net_x"), 2) " eth_to_ib (report: an estimate, the CPU per MB above less the idle floor)"
 	}
 	for (i = 1; i <= nv; i++) {
 		v = V[i]; g = "ibgw_" v "_e2i"; w = "rdma writes/MB eth_to_ib " port[v]
