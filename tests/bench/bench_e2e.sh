@@ -38,6 +38,15 @@
 #   15:46-15:51 (5 rounds, load ~1.3): vhost 0.68x direct ib->eth (missed; per round 0.61-0.94, ibgwd
 #   23.8 ms CPU/MB), 0.74x eth->ib; RTT +492 vs relay +559, +646 vs +609. jumbo 0.80x / 0.70x (met)
 #   with RTT lower than the relay's (+524 vs +559, +410 vs +609). default 0.47x / 0.63x.
+# Issue #14's BENCH lines, before the zero-copy work (main at 9932ea4), BENCH_QUICK=1 (4M per path,
+# one block per variant), host NOT quiet (load 4.9 -> 9.6, other helpers' builds and VMs), 2026-12-04
+# 04:07 UTC (build/bench/20261204-040744): copies per byte 2.00 each way on every port; Eth->IB RDMA
+# writes/MB 30.3 (af_packet 1500), 15.3 (9000), 15.5 (vhost-net), doorbells/MB 19.1/8.1/11.0; CPU
+# ms/MB ibgwd vs relay 1.41-3.59x (vhost-net 2.91x ib->eth, 2.41x eth->ib); throughput vs direct
+# vhost-net 0.37x/0.68x. Under TCG the idle-polling floor alone is 25-49% of a vCPU, 90-440 ms/MB at
+# the rates relayed (a few MB/s): at ~20 MB/s (a quiet host) 25% is still ~12 ms/MB, above half the
+# relay's 17-19: the <= 0.5x CPU target needs the worker's poll floor lowered too, not only the
+# copies. Two earlier quick runs at load 6-10 (03:43, 04:00): copies 2.00, writes/MB 19.5-27.7.
 # Issue #14, steps 1-2 (the worker round in three phases; IB work posted in the flush phase, one chain
 # and doorbell per connection, a round's Ethernet->IB writes merged up to 64 KiB), 2026-12-03
 # 23:09-00:04 UTC, host NOT quiet (load 4-9 from other jobs), BENCH_VARIANTS=vhost BENCH_REPS=2
