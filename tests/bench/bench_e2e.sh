@@ -46,7 +46,8 @@
 # vhost-net 0.37x/0.68x. Under TCG the idle-polling floor alone is 25-49% of a vCPU, 90-440 ms/MB at
 # the rates relayed (a few MB/s): at ~20 MB/s (a quiet host) 25% is still ~12 ms/MB, above half the
 # relay's 17-19: the <= 0.5x CPU target needs the worker's poll floor lowered too, not only the
-# copies. Two earlier quick runs at load 6-10 (03:43, 04:00): copies 2.00, writes/MB 19.5-27.7.
+# copies. Earlier quick runs at load 6-10 (03:43-04:00): copies 2.00; writes/MB af_packet 1500
+# 22.6-27.7, 9000 15.3, vhost-net 16.2 (04:00; 03:51 and 03:43 ran only the first variant clean).
 # Issue #14, steps 1-2 (the worker round in three phases; IB work posted in the flush phase, one chain
 # and doorbell per connection, a round's Ethernet->IB writes merged up to 64 KiB), 2026-12-03
 # 23:09-00:04 UTC, host NOT quiet (load 4-9 from other jobs), BENCH_VARIANTS=vhost BENCH_REPS=2
