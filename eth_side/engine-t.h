@@ -59,11 +59,12 @@ struct eth_listener {
 	void *user;
 };
 
-/* One piece of received payload kept in its mbuf (rcvq.c): the receive queue's in-order bytes are a
- * list of these, then the chunks of rbuf. */
+/* One run of received in-order payload (rcvq.c): a piece kept in its mbuf, or (M NULL) the next LEN
+ * bytes of rbuf's chunks. The receive queue's bytes are a list of these, then rbuf's bytes that no
+ * entry covers. */
 struct eth_rseg {
 	struct eth_rseg *next;
-	struct rte_mbuf *m; /* one buffer of the frame (a reference of its own) */
+	struct rte_mbuf *m; /* one buffer of the frame (a reference of its own), or NULL: chunk bytes */
 	const uint8_t *data;
 	uint32_t len;
 };
@@ -132,10 +133,12 @@ struct eth_tcb {
 	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
 
-	/* in-order received bytes still in their mbufs (rcvq.c): they come before rbuf's bytes, and
-	 * rbuf.cap is the configured buffer less rq_len, so every window computation stays as it was */
+	/* in-order received bytes still in their mbufs (rcvq.c), in a list with runs of rbuf's bytes;
+	 * rbuf.cap is the configured buffer less rq_len (the bytes in frames), so every window
+	 * computation stays as it was */
 	struct eth_rseg *rq_head, *rq_tail;
-	uint32_t rq_len;
+	uint32_t rq_len;   /* bytes in frames */
+	uint32_t rq_chunk; /* bytes of rbuf that entries cover (the rest of rbuf.len follows them) */
 };
 
 struct eth_arp_entry {

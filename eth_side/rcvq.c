@@ -7,16 +7,18 @@
  * consume() drops the queue's references; a buffer goes back to the pool when its last holder puts
  * it (the IB write completed, or was flushed).
  *
- * Accounting stays that of the chunked buffer (buf.h): the queue's bytes come first, rbuf's chunks
- * after them, and rbuf.cap is the configured size less the bytes held in frames, so the advertised
- * window is the free part of the one bounded buffer, out-of-order data lands in rbuf at its offset
- * from rcv_nxt, and every other use of rbuf is unchanged.
+ * Accounting stays that of the chunked buffer (buf.h): the queue is a list of runs, each a piece of a
+ * frame or a count of rbuf's bytes (copies), then rbuf's bytes no run covers; rbuf.cap is the
+ * configured size less the bytes held in frames, so the advertised window is the free part of the
+ * one bounded buffer, out-of-order data lands in rbuf at its offset from rcv_nxt (rbuf's end is
+ * always rcv_nxt), and every other use of rbuf is unchanged.
  *
  * Bounds on pinned frames (a pool shared by every connection and by the RX ring itself):
  *  - a piece must carry at least a quarter of its buffer, so frames pinned are at most 4x the bytes
  *    held, whatever the peer sends: a peer of 1-byte segments gets each one copied into chunks;
- *  - once rbuf holds bytes (a small segment's copy, out-of-order data), in-order bytes are copied
- *    behind them until the chunks drain: order stays a plain "frames, then chunks";
+ *  - while out-of-order data waits in rbuf, in-order bytes are copied in front of it (its offset
+ *    counts from rcv_nxt at rbuf's end), as before; once the hole is filled, frames are kept again
+ *    behind those copies;
  *  - a worker pins at most half of the pool divided among the workers (and ETH_RSEG_MAX); past it,
  *    segments are copied, so the pool never runs dry for the RX ring.
  * Every copy is counted in copied_in (ibgw_copied_bytes_total{dir="eth_to_ib"}) and the fallbacks
@@ -64,24 +66,24 @@ static struct eth_rseg *rseg_get(struct eth_stack *st)
 	return r;
 }
 
-static void rseg_put(struct eth_stack *st, struct eth_rseg *r)
+static void append(struct eth_tcb *t, struct eth_rseg *r)
 {
-	rte_pktmbuf_free_seg(r->m);
-	r->m = NULL;
-	r->next = st->rseg_free;
-	st->rseg_free = r;
-	st->rseg_used--;
+	if (t->rq_tail)
+		t->rq_tail->next = r;
+	else
+		t->rq_head = r;
+	t->rq_tail = r;
 }
 
 bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, uint32_t len)
 {
 	struct eth_stack *st = t->st;
-	uint32_t skip = off, left = len, pieces = 0, min_piece = 0;
+	uint32_t skip = off, left = len, pieces = 0, min_piece = 0, tail = t->rbuf.len - t->rq_chunk;
 
 	if (!len)
 		return true;
-	if (t->rbuf.len || t->n_ooo)
-		goto copy;
+	if (t->n_ooo)
+		goto copy; /* rbuf holds data past rcv_nxt at its offset from there: in-order bytes go before */
 	for (const struct rte_mbuf *s = m; s && left; s = s->next) {
 		uint32_t n;
 		if (skip >= s->data_len) {
@@ -94,8 +96,16 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 		left -= n;
 		skip = 0;
 	}
-	if (left || len < min_piece || st->rseg_used + pieces > rseg_limit(st))
+	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st))
 		goto copy;
+	if (tail) {
+		/* rbuf's bytes not covered yet come first (copies): one entry stands for them */
+		struct eth_rseg *r = rseg_get(st);
+		r->m = NULL;
+		r->len = tail;
+		t->rq_chunk += tail;
+		append(t, r);
+	}
 	skip = off;
 	left = len;
 	for (struct rte_mbuf *s = (struct rte_mbuf *)(uintptr_t)m; s && left; s = s->next) {
@@ -111,11 +121,7 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 		r->m = s;
 		r->data = rte_pktmbuf_mtod_offset(s, const uint8_t *, skip);
 		r->len = n;
-		if (t->rq_tail)
-			t->rq_tail->next = r;
-		else
-			t->rq_head = r;
-		t->rq_tail = r;
+		append(t, r);
 		left -= n;
 		skip = 0;
 	}
@@ -130,11 +136,30 @@ copy:
 
 size_t eth_rcvq_peek(struct eth_tcb *t, const uint8_t **data)
 {
-	if (t->rq_head) {
-		*data = t->rq_head->data;
-		return t->rq_head->len;
+	struct eth_rseg *r = t->rq_head;
+	uint32_t n;
+
+	if (r && r->m) {
+		*data = r->data;
+		return r->len;
 	}
-	return eth_bufq_peek(&t->rbuf, 0, data);
+	n = eth_bufq_peek(&t->rbuf, 0, data);
+	return r && n > r->len ? r->len : n;
+}
+
+static void pop(struct eth_tcb *t)
+{
+	struct eth_rseg *r = t->rq_head;
+
+	t->rq_head = r->next;
+	if (!t->rq_head)
+		t->rq_tail = NULL;
+	if (r->m)
+		rte_pktmbuf_free_seg(r->m);
+	r->m = NULL;
+	r->next = t->st->rseg_free;
+	t->st->rseg_free = r;
+	t->st->rseg_used--;
 }
 
 uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
@@ -146,58 +171,81 @@ uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
 		struct eth_rseg *r = t->rq_head;
 		uint32_t k = n < r->len ? n : r->len;
 
-		r->data += k;
+		if (r->m) {
+			r->data += k;
+			t->rq_len -= k;
+			t->rbuf.cap += k;
+		} else {
+			eth_bufq_consume(&st->chunks, &t->rbuf, k);
+			t->rq_chunk -= k;
+		}
 		r->len -= k;
-		t->rq_len -= k;
-		t->rbuf.cap += k;
 		n -= k;
 		done += k;
-		if (!r->len) {
-			t->rq_head = r->next;
-			if (!t->rq_head)
-				t->rq_tail = NULL;
-			rseg_put(st, r);
-		}
+		if (!r->len)
+			pop(t);
 	}
 	ETH_SET(st, rx_pinned, st->rseg_used);
-	if (n > t->rbuf.len)
-		n = t->rbuf.len;
+	if (n > t->rbuf.len - t->rq_chunk)
+		n = t->rbuf.len - t->rq_chunk;
 	if (n)
 		eth_bufq_consume(&st->chunks, &t->rbuf, n);
 	return done + n;
+}
+
+/* Segments of rbuf's bytes [*OFF, *OFF + LEN) into SEGS[*K..MAX) (valid until consumed, not
+ * registered memory: a destination copies them). */
+static void chunk_segs(struct eth_tcb *t, uint32_t *off, uint32_t len, struct xlt_seg *segs, unsigned *k,
+		       unsigned max)
+{
+	uint32_t end = *off + len;
+
+	while (*off < end && *k < max) {
+		const uint8_t *p;
+		uint32_t n = eth_bufq_peek(&t->rbuf, *off, &p);
+		if (!n)
+			break;
+		if (n > end - *off)
+			n = end - *off;
+		segs[(*k)++] = (struct xlt_seg){.data = p, .len = n};
+		*off += n;
+	}
 }
 
 unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, unsigned max)
 {
 	struct eth_stack *st = t->st;
 	unsigned k = 0;
-	uint32_t off;
+	uint32_t coff = 0; /* rbuf offset of the chunk run being walked */
 
 	for (struct eth_rseg *r = t->rq_head; r && k < max; r = r->next) {
+		uint32_t in = 0;
 		if (skip >= r->len) {
 			skip -= r->len;
+			if (!r->m)
+				coff += r->len;
+			continue;
+		}
+		in = (uint32_t)skip;
+		skip = 0;
+		if (!r->m) {
+			uint32_t o = coff + in;
+			chunk_segs(t, &o, r->len - in, segs, &k, max);
+			coff += r->len;
 			continue;
 		}
 		segs[k++] = (struct xlt_seg){
-			.data = r->data + skip,
-			.len = r->len - (uint32_t)skip,
+			.data = r->data + in,
+			.len = r->len - in,
 			.flags = st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0,
 			.hold = r->m,
 			.hops = &mbuf_hops,
 		};
-		skip = 0;
 	}
-	/* then the chunks: valid until consumed, but not registered memory (a destination copies) */
-	if (skip > t->rbuf.len)
-		return k;
-	off = (uint32_t)skip;
-	while (k < max) {
-		const uint8_t *p;
-		uint32_t n = eth_bufq_peek(&t->rbuf, off, &p);
-		if (!n)
-			break;
-		segs[k++] = (struct xlt_seg){.data = p, .len = n};
-		off += n;
+	/* then rbuf's bytes no entry covers */
+	if (k < max && skip < t->rbuf.len - coff) {
+		uint32_t o = coff + (uint32_t)skip;
+		chunk_segs(t, &o, t->rbuf.len - o, segs, &k, max);
 	}
 	return k;
 }
@@ -206,14 +254,11 @@ void eth_rcvq_free(struct eth_tcb *t)
 {
 	struct eth_stack *st = t->st;
 
-	while (t->rq_head) {
-		struct eth_rseg *r = t->rq_head;
-		t->rq_head = r->next;
-		rseg_put(st, r);
-	}
-	t->rq_tail = NULL;
+	while (t->rq_head)
+		pop(t);
 	t->rbuf.cap += t->rq_len;
 	t->rq_len = 0;
+	t->rq_chunk = 0;
 	ETH_SET(st, rx_pinned, st->rseg_used);
 }
 

@@ -1463,25 +1463,45 @@ static void test_lend_frames(void **state)
 	s->ops->consume(s, 1400);
 	assert_int_equal(S()->rx_pinned, 0);
 	assert_int_equal(rte_mempool_in_use_count(eh_pool), base);
-	/* a 1-byte segment is copied, and the full one behind it too: order stays frames, then chunks */
+	/* a 1-byte segment is copied; the full one behind it stays in its frame, in order */
 	pc0 = S()->rx_pin_copies;
 	peer_data(&c, tiny, 1, 0);
 	peer_data(&c, blob, sizeof(blob), 0);
+	peer_data(&c, tiny, 1, 0);
 	assert_int_equal(S()->rx_pin_copies - pc0, 2);
-	assert_int_equal(S()->copied_in - copied0, 1401);
-	assert_int_equal(S()->rx_pinned, 0);
+	assert_int_equal(S()->copied_in - copied0, 2);
+	assert_int_equal(S()->rx_pinned, 2); /* the frame and the entry standing for the first copy */
+	assert_int_equal(s->ops->backlog(s), 1402);
 	k = s->ops->lend(s, 0, v, XLT_LEND_MAX);
-	assert_int_equal(k, 1);
-	assert_int_equal(v[0].len, 1401);
+	assert_int_equal(k, 3);
+	assert_int_equal(v[0].len, 1);
 	assert_null(v[0].hold); /* valid until consumed only: a destination copies */
 	assert_int_equal(v[0].data[0], 7);
-	assert_memory_equal(v[0].data + 1, blob, 1400);
-	s->ops->consume(s, 1401);
-	peer_data(&c, blob, sizeof(blob), 0);
-	assert_int_equal(S()->rx_pinned, 1);
-	s->ops->consume(s, 1400);
+	assert_int_equal(v[1].len, 1400);
+	assert_non_null(v[1].hold);
+	assert_memory_equal(v[1].data, blob, 1400);
+	assert_int_equal(v[2].len, 1);
+	assert_int_equal(v[2].data[0], 7);
+	k = s->ops->lend(s, 1401, v, XLT_LEND_MAX);
+	assert_int_equal(k, 1);
+	assert_int_equal(v[0].len, 1);
+	assert_int_equal(v[0].data[0], 7);
+	{
+		const uint8_t *p;
+		assert_int_equal(s->ops->peek(s, &p), 1);
+		assert_int_equal(p[0], 7);
+	}
+	s->ops->consume(s, 700);
+	k = s->ops->lend(s, 0, v, XLT_LEND_MAX);
+	assert_int_equal(k, 2);
+	assert_int_equal(v[0].len, 701);
+	assert_memory_equal(v[0].data, blob + 699, 701);
+	s->ops->consume(s, 702);
 	assert_int_equal(S()->rx_pinned, 0);
 	assert_int_equal(s->ops->backlog(s), 0);
+	eh_poll(&h);
+	eh_forget(&h); /* (the frames sent meanwhile) */
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base);
 	se->paused = 0;
 }
 
