@@ -25,7 +25,7 @@
 #define IB_TSGL_BYTES 64 /* our target_sgl (2 entries, 32 bytes), padded */
 #define IB_EXTMEM_MAX 8	  /* ranges of external memory (extmem.c) */
 #define IB_LENT_MAX   128 /* lent segments a connection holds at once (write_lent, extmem.c) */
-#define IB_LENT_SGE   16  /* scatter entries of one data write (max_send_sge, within the device's) */
+#define IB_LENT_SGE   32  /* scatter entries of one data write (max_send_sge, within the device's) */
 
 /* Memory the gateway lends the IB side to send from (the Ethernet RX mempool): registered
  * LOCAL-only in every buffer set's protection domain (extmem.c). Control thread, before any set. */

@@ -216,6 +216,16 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 		e->hops->put(e->hold);
 		c->lent_n--;
 	}
+	if (c->lent_n && c->tx.done == c->tx.posted) {
+		/* every posted write completed: what is left is the unposted tail of a segment a write
+		 * ended in the middle of */
+		while (c->lent_n) {
+			struct ib_lent *e = lent_at(c, 0);
+			e->hops->put(e->hold);
+			c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
+			c->lent_n--;
+		}
+	}
 	if (!c->lent_n)
 		return false;
 	if (!c->lent_until)

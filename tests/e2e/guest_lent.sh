@@ -71,6 +71,7 @@ print('reset after', sent)"
 	reap c1
 	check "wait_for '[ \$(active in) = 0 ] && [ \$(active inrst) = 0 ]' 30 && alive" \
 		"round $r: IB peer killed and TCP client reset mid-stream ($(($(moved in) - b0)) and $(($(moved inrst) - b1)) bytes relayed): both sessions freed, ibgwd alive"
+	echo "    after round $r: $(mbufs) mbufs in use, $(m 'ibgw_tcp_rx_mbufs_pinned{worker="0"}') pinned, $(m 'ibgw_ib_lent_holds_leaked_total{worker="0"}') holds leaked"
 done
 check "wait_for '[ \$(mbufs) -le $((idle + 16)) ]' 20" \
 	"the pool is back to idle: $(mbufs) mbufs in use (at rest before: $idle)"
