@@ -180,7 +180,9 @@ void eth_stack_destroy(struct eth_stack *st)
 		return;
 	for (uint32_t i = 0; i < st->tcb_carved; i++) {
 		struct eth_tcb *t = &st->tcbs[i];
-		/* buffers live in the pool that goes away below; nothing else to give back */
+		/* buffers live in the pool that goes away below; frames a receive queue holds go back to
+		 * the mempool (rcvq.c), which outlives the engine */
+		eth_rcvq_free(t);
 		t->lis = NULL;
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)

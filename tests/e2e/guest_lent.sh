@@ -45,6 +45,8 @@ check "[ $((lent + copied)) -ge 20000000 ] && [ $copied -le 1000000 ]" "copies o
 check "wait_for '[ \$(active in) = 0 ]' 20" "the session ended"
 idle=$(mbufs)
 echo "    mbufs in use at rest: $idle"
+regs=$(ms 'ibgw_ib_extmem_registrations_total') rs=$(ms 'ibgw_ib_extmem_registration_seconds_total') xb=$(ms 'ibgw_ib_extmem_bytes')
+echo "    frame memory registered per buffer set: $xb bytes; $regs registration(s) took $rs s ($(awk -v r="$regs" -v s="$rs" 'BEGIN { printf "%.2f", r ? s * 1000 / r : 0 }') ms each)"
 
 # ---- resets while writes from frames are in flight, both ways of dying ----
 for r in $(seq 1 "$ROUNDS"); do

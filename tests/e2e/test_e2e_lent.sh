@@ -8,5 +8,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
+# the lifetimes of frames under resets are what this test is for: the ASan+UBSan ibgwd (tests/ib/guest_lib.sh)
+export IBGW_VM_ASAN=1
 VM_DPDK_PMDS='net_af_packet mempool_ring' VM_ENV='E2E_LENT_ROUNDS' \
 	vm_test "end-to-end lent frames" -T loop -t 240 -f tests/e2e/guest_lent.sh
