@@ -82,8 +82,9 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 
 	if (!len)
 		return true;
+	/* rbuf holds data past rcv_nxt at its offset from there: in-order bytes go in front of it */
 	if (t->n_ooo)
-		goto copy; /* rbuf holds data past rcv_nxt at its offset from there: in-order bytes go before */
+		goto copy;
 	for (const struct rte_mbuf *s = m; s && left; s = s->next) {
 		uint32_t n;
 		if (skip >= s->data_len) {
@@ -196,7 +197,7 @@ uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
 /* Segments of rbuf's bytes [*OFF, *OFF + LEN) into SEGS[*K..MAX) (valid until consumed, not
  * registered memory: a destination copies them). */
 static void chunk_segs(struct eth_tcb *t, uint32_t *off, uint32_t len, struct xlt_seg *segs, unsigned *k,
-		       unsigned max)
+                       unsigned max)
 {
 	uint32_t end = *off + len;
 
@@ -235,11 +236,11 @@ unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, uns
 			continue;
 		}
 		segs[k++] = (struct xlt_seg){
-			.data = r->data + in,
-			.len = r->len - in,
-			.flags = st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0,
-			.hold = r->m,
-			.hops = &mbuf_hops,
+		    .data = r->data + in,
+		    .len = r->len - in,
+		    .flags = st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0,
+		    .hold = r->m,
+		    .hops = &mbuf_hops,
 		};
 	}
 	/* then rbuf's bytes no entry covers */

@@ -50,22 +50,25 @@ void gw_extmem_start(struct gw_daemon *d)
 		return;
 	rte_mempool_mem_iter(eth_port_pool(d->port), on_chunk, &w);
 	if (w.err) {
-		GW_WARN("IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are copied",
-			strerror(-w.err));
+		GW_WARN(
+		    "IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are copied",
+		    strerror(-w.err));
 		return;
 	}
 	for (unsigned i = 0; i < d->n_workers; i++)
 		if (d->workers[i].eth)
 			eth_stack_rx_extmem(d->workers[i].eth, true);
-	GW_INFO("IB side: Ethernet frames (%zu bytes in %u chunk(s)) registered per buffer set, local access only",
-		w.bytes, w.chunks);
+	GW_INFO("IB side: Ethernet frames (%zu bytes in %u chunk(s)) registered per buffer set, local access "
+	        "only",
+	        w.bytes, w.chunks);
 }
 
 void gw_extmem_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	if (!d->ib)
 		return;
-	gw_metrics_family(m, "ib_extmem_registration_seconds_total", XLT_COUNTER,
-			  "time the registrations of Ethernet frame memory took (ib_extmem_registrations_total)");
+	gw_metrics_family(
+	    m, "ib_extmem_registration_seconds_total", XLT_COUNTER,
+	    "time the registrations of Ethernet frame memory took (ib_extmem_registrations_total)");
 	gw_metrics_sample(m, (double)ib_ctl_stats(d->ib)->extmem_reg_ns / 1e9, NULL);
 }

@@ -125,13 +125,19 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 		if ((g->flags & XLT_SEG_EXTMEM) && g->hold && g->hops && c->lent_n < IB_LENT_MAX &&
 		    lkey_of(c->bufs, g->data, k, &lkey)) {
 			struct ib_lent *e = lent_at(c, c->lent_n);
-			*e = (struct ib_lent){.tpos = c->tx.queued, .lpos = c->lt_taken, .addr = g->data, .len = k,
-					      .lkey = lkey, .hold = g->hold, .hops = g->hops};
+			*e = (struct ib_lent){.tpos = c->tx.queued,
+			                      .lpos = c->lt_taken,
+			                      .addr = g->data,
+			                      .len = k,
+			                      .lkey = lkey,
+			                      .hold = g->hold,
+			                      .hops = g->hops};
 			g->hops->get(g->hold);
 			c->lent_n++;
 			ib_tx_queue(&c->tx, k);
 		} else {
-			uint32_t off = ib_tx_queue(&c->tx, k), first = c->tx.size - off < k ? c->tx.size - off : k;
+			uint32_t off = ib_tx_queue(&c->tx, k),
+			         first = c->tx.size - off < k ? c->tx.size - off : k;
 			memcpy(c->bufs->sbuf + off, g->data, first);
 			memcpy(c->bufs->sbuf, g->data + first, k - first);
 			__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + k, __ATOMIC_RELAXED);
@@ -164,8 +170,9 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 			if (k > end - pos)
 				k = end - pos;
 			if (sge)
-				sge[used] = (struct ibv_sge){
-				    .addr = (uintptr_t)(e->addr + (pos - e->tpos)), .length = (uint32_t)k, .lkey = e->lkey};
+				sge[used] = (struct ibv_sge){.addr = (uintptr_t)(e->addr + (pos - e->tpos)),
+				                             .length = (uint32_t)k,
+				                             .lkey = e->lkey};
 			used++;
 			*n_lent += (uint32_t)k;
 			pos += k;
