@@ -158,6 +158,9 @@ struct eth_stack_stats {
 	uint64_t tcp_buffer_bytes;  /* gauge: bytes of chunks held by connection buffers */
 	uint64_t copied_in;	    /* payload bytes copied from frames into receive queues */
 	uint64_t copied_out;	    /* ... into send queues (the write op) and from them into frames */
+	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
+	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
+				     * budget left) */
 };
 
 #endif

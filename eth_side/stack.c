@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "engine.h"
 #include "sndq.h"
+#include "rcvq.h"
 #include "stack.h"
 #include "twheel.h"
 
@@ -107,6 +108,8 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"tcp_time_wait_reuse_total", XLT_COUNTER, ST(tcp_tw_reuse), "TIME_WAIT connections reused by a new SYN", NULL},
 	{"tcp_keepalive_probes_total", XLT_COUNTER, ST(tcp_keepalive_probes), "keepalive probes sent", NULL},
 	{"tcp_buffer_bytes", XLT_GAUGE, ST(tcp_buffer_bytes), "memory held by TCP connection buffers", NULL},
+	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
+	{"tcp_rx_pin_copies_total", XLT_COUNTER, ST(rx_pin_copies), "in-order segments copied into chunks instead of kept in their frame", NULL},
 };
 #undef ST
 const unsigned eth_stack_n_metrics = sizeof(eth_stack_metrics) / sizeof(eth_stack_metrics[0]);
@@ -195,7 +198,9 @@ void eth_stack_destroy(struct eth_stack *st)
 		return;
 	for (uint32_t i = 0; i < st->tcb_carved; i++) {
 		struct eth_tcb *t = &st->tcbs[i];
-		/* buffers live in the pool that goes away below; references lent to a send queue go back */
+		/* buffers live in the pool that goes away below; frames a receive queue holds go back to
+		 * the mempool (rcvq.c), which outlives the engine; references lent to a send queue go back */
+		eth_rcvq_free(t);
 		t->lis = NULL;
 		if (t->s.ops)
 			eth_sndq_free(t, true);
@@ -413,7 +418,7 @@ static unsigned dispatch(struct eth_stack *st)
 			st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
 			if (t->released)
 				continue;
-			if (t->rbuf.len || t->fin_rcvd)
+			if (eth_rcvq_len(t) || t->fin_rcvd)
 				e |= ETH_EV_READABLE; /* data that came with or after the handshake */
 		}
 		if ((t->passive && !t->accepted))

@@ -38,6 +38,7 @@ static void bufs_ref(void *hold)
 /* The set's memory and registrations, without the control thread's accounting (orphans). */
 static void bufs_free_orphan(struct ib_bufs *b)
 {
+	ib_extmem_dereg(b);
 	ibv_dereg_mr(b->smr);
 	ibv_dereg_mr(b->rmr);
 	ibv_dealloc_pd(b->pd);
