@@ -80,7 +80,7 @@ static void test_segments(void **state)
 	assert_ptr_equal(v[0].data, c->bufs->rbuf + 76);
 	assert_int_equal(v[0].len, 200);
 	assert_int_equal(ib_conn_lend(&c->s, 300, v, XLT_LEND_MAX), 0); /* all lent already */
-	assert_int_equal(ib_conn_lend(&c->s, 0, v, 1), 1);		  /* MAX respected */
+	assert_int_equal(ib_conn_lend(&c->s, 0, v, 1), 1);              /* MAX respected */
 	/* lending released nothing */
 	assert_int_equal(c->rx.consumed, 1000);
 	assert_int_equal(c->s.peer_done, 0);
@@ -178,10 +178,10 @@ static void test_many_sets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_segments, setup),
-		cmocka_unit_test_setup(test_end_of_stream, setup),
-		cmocka_unit_test_setup(test_refcount, setup),
-		cmocka_unit_test_setup(test_many_sets, setup),
+	    cmocka_unit_test_setup(test_segments, setup),
+	    cmocka_unit_test_setup(test_end_of_stream, setup),
+	    cmocka_unit_test_setup(test_refcount, setup),
+	    cmocka_unit_test_setup(test_many_sets, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
