@@ -49,7 +49,7 @@ obj = $(patsubst %.c,$(BUILD)/$(1)/obj/%.o,$(2))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps check fuzz bench soak vm demo clean format format-check
+.PHONY: all deps check fuzz bench soak vm demo demo-pair clean format format-check
 all: $(BUILD)/ibgwd
 
 # `make deps`: idempotent and quick when everything is there (one dpkg-query per package).
@@ -135,6 +135,10 @@ soak: deps all $(TOOL_BINS)
 
 demo: deps
 	@tests/demo/run
+
+# two gateways on the host: keepalived (VRRP) on their exception TAPs, then FRR (BGP, ECMP)
+demo-pair: deps all build/asan/ibgwd
+	@tests/ha/test_ha_vrrp.sh && tests/ha/test_ha_bgp.sh
 
 vm: deps
 	tests/vm/mkimage $(BUILD)/vm

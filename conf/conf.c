@@ -200,6 +200,10 @@ static const struct conf_key conf_keys[] = {
 	{E(removed_addr_reset), .type = T_UINT, .min = 0, .max = 1, .def = "0",
 	 .doc = "when an address leaves the kernel TAP (a VIP moved away): 0: its connections finish, new "
 		"ones are refused; 1: its connections are reset too (at their next segment)"},
+	{E(flow_peer), .type = T_IPV4, .def = "0.0.0.0",
+	 .doc = "the other gateway of a pair (its [eth] address; 0.0.0.0 = none): a TCP segment for a listener's "
+		"port on an address from the kernel TAP (a VIP) that matches no connection here and opens none is "
+		"passed to it once, so connections it still drains finish after the VIP moved here"},
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},

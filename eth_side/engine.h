@@ -88,6 +88,10 @@ void eth_arp_flush(struct eth_stack *st);
 
 /* ipv4.c */
 void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
+/* Passes M (at its IP header), a TCP segment for one of the kernel TAP's addresses that has no
+ * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
+ * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
+bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */

@@ -53,6 +53,26 @@ void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uin
 	eth_arp_output(st, m, nh);
 }
 
+/* The IPv4 header's reserved bit (RFC 791), never set by a host: marks a segment a gateway of the
+ * pair passed to the other, which must not pass it back. */
+#define FLOW_PEER_MARK 0x8000
+
+bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+
+	if (!st->c.flow_peer || ip->dst_addr == st->c.addr ||
+	    (ip->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK)) || m->nb_segs > 1)
+		return false;
+	/* the pair's connections moved here with the VIP: the peer that held it before may still have them */
+	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ETH_INC(st, flow_peer_out);
+	eth_arp_output(st, m, st->c.flow_peer);
+	return true;
+}
+
 static bool martian(const struct eth_stack *st, uint32_t src)
 {
 	uint32_t h = rte_be_to_cpu_32(src);

@@ -52,6 +52,7 @@ struct eth_stack_conf {
 	uint32_t addr;		  /* our IPv4 address, network byte order */
 	uint8_t prefix;		  /* of the attached network */
 	uint32_t gateway;	  /* default gateway, network byte order; 0 = none */
+	uint32_t flow_peer;	  /* the other gateway of a pair (network order; 0 = none): see ipv4.c */
 	uint32_t mtu;		  /* IP MTU */
 	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;
@@ -142,6 +143,7 @@ struct eth_stack_stats {
 	uint64_t exc_ring_drops;    /* ... dropped instead: the ring to the control thread was full */
 	uint64_t exc_from_kernel;   /* frames from the kernel TAP sent out the port (worker 0) */
 	uint64_t local_addr_resets; /* connections reset because their address left the TAP */
+	uint64_t flow_peer_out;	    /* segments of unknown flows passed to the flow peer */
 };
 
 #endif

@@ -1148,7 +1148,10 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 		goto drop;
 	}
 	if (!t) {
-		if (no_connection(st, &sg, h) && eth_exc_punt_l3(st, m))
+		if (no_connection(st, &sg, h) &&
+		    ((!has(&sg, RTE_TCP_SYN_FLAG) && eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
+		      eth_ipv4_to_flow_peer(st, m)) ||
+		     eth_exc_punt_l3(st, m)))
 			return;
 	} else if (t->state == ETH_TCP_TIME_WAIT &&
 	           (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == RTE_TCP_SYN_FLAG)

@@ -124,6 +124,7 @@ int gw_eth_start(struct gw_daemon *d)
 		    .buffer_bytes = d->cap_memory,
 			.flow_key = {key[0], key[1]},
 			.exc = d->exc,
+			.flow_peer = e->flow_peer.s_addr,
 			.on_accept = on_accept,
 			.on_listener_free = on_listener_free,
 			.cb_arg = w,
