@@ -89,7 +89,7 @@ max_sessions = 512
 memory_limit = 1G
 
 [eth]
-vdev = net_af_packet0,iface=gp,qdisc_bypass=1
+vdev = net_af_packet0,iface=gp,qdisc_bypass=1${HA_WORKERS:+,qpairs=$HA_WORKERS}
 eal_args = --no-pci --no-huge -m 512
 address = $(ha_ip "$k")/24
 mbufs = 8191
