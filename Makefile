@@ -3,7 +3,7 @@
 #   make            build build/ibgwd (installs missing Debian packages first)
 #   make check      build everything (plus an ASan+UBSan build) and run every test
 #   make fuzz       run the fuzz targets for FUZZ_SECONDS each
-#   make bench      run the benchmarks (not part of check)
+#   make bench      run the benchmarks (not part of check; BENCH_QUICK=1: the short form, < 3 min)
 #   make soak       ibgwd for SOAK_MINUTES (30) under mixed load and faults in the test VM (not part of check)
 #   make vm         build the cached soft-RoCE test VM image
 #   make demo       the live demo (in the soft-RoCE VM when there is no IB hardware)

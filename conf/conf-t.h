@@ -84,6 +84,12 @@ struct conf_cidr {
 	uint8_t prefix;
 };
 
+/* An IPv6 interface address (documentation and tests use 2001:db8::/32 only). */
+struct conf_cidr6 {
+	struct in6_addr addr; /* host bits kept: it is the interface's own address */
+	uint8_t prefix;	      /* 0 = unset */
+};
+
 struct conf_hostport {
 	struct in_addr addr;
 	uint16_t port;
@@ -123,6 +129,8 @@ struct conf_eth {
 	uint32_t port;
 	struct conf_cidr address; /* prefix 0 and address 0 = unset */
 	struct in_addr gateway;	  /* 0 = none */
+	struct conf_cidr6 address6; /* prefix 0 = no IPv6 */
+	struct in6_addr gateway6;   /* :: = none (on-link destinations only) */
 	uint32_t mtu;
 	uint32_t offloads;	     /* 1: use the device's checksum/TSO/LRO offloads when it has them */
 	uint32_t rx_desc;

@@ -49,6 +49,8 @@ enum conf_type {
 	T_STRING,
 	T_IPV4,
 	T_IFADDR, /* a.b.c.d/prefix, host bits allowed */
+	T_IPV6,
+	T_IFADDR6, /* IPv6/prefix, host bits allowed */
 	T_CIDRS,  /* comma/space separated list of a.b.c.d[/prefix] */
 	T_HOSTPORT,
 	T_LOGLEVEL,
@@ -71,6 +73,8 @@ static const char *const type_names[] = {
 	[T_STRING] = "string",
 	[T_IPV4] = "IPv4 address",
 	[T_IFADDR] = "IPv4/prefix",
+	[T_IPV6] = "IPv6 address",
+	[T_IFADDR6] = "IPv6/prefix",
 	[T_CIDRS] = "CIDR list",
 	[T_HOSTPORT] = "IPv4:port",
 	[T_LOGLEVEL] = "level",
@@ -164,6 +168,9 @@ static const struct conf_key conf_keys[] = {
 	{E(port), .type = T_UINT, .min = 0, .max = 31, .def = "0", .doc = "DPDK port id to use"},
 	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
 	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
+	{E(address6), .type = T_IFADDR6, .def = "",
+	 .doc = "IPv6 address/prefix of the gateway on the port (empty = no IPv6; it answers neighbour discovery and ping for it and for its link-local address)"},
+	{E(gateway6), .type = T_IPV6, .def = "::", .doc = "IPv6 default gateway (:: = none)"},
 	{E(mtu), .type = T_UINT, .min = 576, .max = 9000, .def = "1500", .doc = "IP MTU of the port (above 1500 on af_packet, vdev needs framesz=16384,blocksz=16384)"},
 	{E(offloads), .type = T_UINT, .min = 0, .max = 1, .def = "1",
 	 .doc = "1: use the device's TCP checksum, TSO and LRO offloads when it has them (virtio_user on vhost-net has; af_packet has none); 0: never"},
@@ -407,6 +414,35 @@ static const char *parse_port(const char *v, uint16_t *port)
 static uint32_t prefix_mask(unsigned prefix)
 {
 	return prefix ? htonl(~0U << (32 - prefix)) : 0;
+}
+
+static const char *parse_ipv6(const char *v, struct in6_addr *a)
+{
+	if (inet_pton(AF_INET6, v, a) != 1)
+		return "expected an IPv6 address such as 2001:db8::1";
+	return NULL;
+}
+
+/* An interface address: ADDR/len, unicast (not ::, not multicast, not loopback, not link-local:
+ * the link-local address comes from the port's MAC). */
+static const char *parse_ifaddr6(const char *v, struct conf_cidr6 *c)
+{
+	char buf[64];
+	const char *slash = strchr(v, '/');
+	uint64_t len;
+
+	if (!slash || strlen(v) >= sizeof(buf))
+		return "expected IPv6/prefix such as 2001:db8::1/64";
+	snprintf(buf, sizeof(buf), "%.*s", (int)(slash - v), v);
+	if (parse_ipv6(buf, &c->addr))
+		return "expected IPv6/prefix with an IPv6 address";
+	if (parse_uint(slash + 1, &len) || len < 1 || len > 128)
+		return "prefix length must be 1 to 128";
+	if (IN6_IS_ADDR_UNSPECIFIED(&c->addr) || IN6_IS_ADDR_MULTICAST(&c->addr) || IN6_IS_ADDR_LOOPBACK(&c->addr) ||
+	    IN6_IS_ADDR_LINKLOCAL(&c->addr) || IN6_IS_ADDR_V4MAPPED(&c->addr))
+		return "not a unicast interface address (::, ::1, multicast, link-local and v4-mapped are not)";
+	c->prefix = (uint8_t)len;
+	return NULL;
 }
 
 /* a.b.c.d/len; with HOST_BITS_OK false the address must be the network address. */
@@ -817,6 +853,14 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 		return parse_ipv4(v, dst);
 	case T_IFADDR:
 		return parse_cidr(v, dst, true, true);
+	case T_IPV6:
+		return parse_ipv6(v, dst);
+	case T_IFADDR6:
+		if (!v[0]) {
+			memset(dst, 0, sizeof(struct conf_cidr6));
+			return NULL;
+		}
+		return parse_ifaddr6(v, dst);
 	case T_CIDRS:
 		return parse_cidrs(v, base);
 	case T_HOSTPORT:
@@ -1387,7 +1431,13 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		fprintf(out, "eth: port %u on %s, address %s/%u, gateway %s, mtu %u\n", c->eth.port, c->eth.vdev,
 			inet_ntop(AF_INET, &c->eth.address.net, a, sizeof(a)), c->eth.address.prefix,
 			c->eth.gateway.s_addr ? inet_ntop(AF_INET, &c->eth.gateway, b, sizeof(b)) : "none", c->eth.mtu);
-	else
+	if (c->eth.vdev[0] && c->eth.address6.prefix) {
+		char a6[INET6_ADDRSTRLEN], g6[INET6_ADDRSTRLEN];
+		fprintf(out, "eth: IPv6 address %s/%u, gateway %s\n", inet_ntop(AF_INET6, &c->eth.address6.addr, a6, sizeof(a6)),
+			c->eth.address6.prefix,
+			IN6_IS_ADDR_UNSPECIFIED(&c->eth.gateway6) ? "none" : inet_ntop(AF_INET6, &c->eth.gateway6, g6, sizeof(g6)));
+	}
+	if (!c->eth.vdev[0])
 		fprintf(out, "eth: no Ethernet port (no vdev)\n");
 	fprintf(out, "routes: %u\n", c->n_routes);
 	for (uint32_t i = 0; i < c->n_routes; i++) {

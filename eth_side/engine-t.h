@@ -147,6 +147,8 @@ struct eth_stack {
 	uint64_t now_ns, now_ms, started_ms;
 	uint64_t next_arp_tick_ms;
 	bool garp_pending;
+	uint8_t ll6[16];	   /* IPv6 link-local address from the MAC (with [eth] address6 only) */
+	uint8_t snm6[2][16];	   /* solicited-node groups of addr6 and ll6 */
 	uint16_t ip_id;
 	uint16_t next_port;
 	uint32_t syn_backlog;	   /* this instance's share of [eth] syn_backlog: its half-open table */

@@ -92,6 +92,12 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+/* IPv6 (ipv6.c): M starts at its Ethernet header. */
+#define ETH_IP6_MAX_EXT 8 /* extension headers one packet may carry before its payload */
+void eth_ipv6_init(struct eth_stack *st);
+void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m);
+bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac);
+void eth_ipv6_announce(struct eth_stack *st);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */

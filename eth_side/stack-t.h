@@ -53,6 +53,9 @@ struct eth_stack_conf {
 	uint8_t prefix;		  /* of the attached network */
 	uint32_t gateway;	  /* default gateway, network byte order; 0 = none */
 	uint32_t flow_peer;	  /* the other gateway of a pair (network order; 0 = none): see ipv4.c */
+	uint8_t addr6[16];	  /* our IPv6 address (prefix6 0: no IPv6) */
+	uint8_t prefix6;
+	uint8_t gateway6[16];	  /* IPv6 default gateway; :: = none */
 	uint32_t mtu;		  /* IP MTU */
 	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;
@@ -98,6 +101,22 @@ struct eth_stack_stats {
 	uint64_t icmp_in;
 	uint64_t icmp_echo_replies;
 	uint64_t icmp_errors;
+	uint64_t ip6_in;
+	uint64_t ip6_header_errors; /* bad version/length, extension-header chain too long or cut */
+	uint64_t ip6_not_for_us;
+	uint64_t ip6_martians;	    /* multicast or our own source */
+	uint64_t ip6_ext_dropped;   /* fragments, routing headers with segments left */
+	uint64_t ip6_unknown_proto;
+	uint64_t ip6_unsupported;   /* TCP over IPv6: not served yet */
+	uint64_t icmp6_in;
+	uint64_t icmp6_errors;	    /* short or bad checksum */
+	uint64_t icmp6_echo_replies;
+	uint64_t nd_ns_in;
+	uint64_t nd_na_in;
+	uint64_t nd_na_out;
+	uint64_t nd_errors;	    /* neighbour discovery messages that fail RFC 4861's checks */
+	uint64_t nd_conflicts;	    /* advertisements of one of our addresses by another node */
+	uint64_t nd_dad_defended;   /* duplicate address probes for one of our addresses, answered */
 	uint64_t tcp_segments_in;
 	uint64_t tcp_segments_out;
 	uint64_t tcp_bytes_in;	    /* payload accepted in order */

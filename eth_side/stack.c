@@ -52,6 +52,22 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
 	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
 	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
+	{"ip6_packets_in_total", XLT_COUNTER, ST(ip6_in), "IPv6 packets received", NULL},
+	{"ip6_header_errors_total", XLT_COUNTER, ST(ip6_header_errors), "IPv6 packets with a bad header, length or extension-header chain", NULL},
+	{"ip6_not_for_us_total", XLT_COUNTER, ST(ip6_not_for_us), "IPv6 packets addressed elsewhere (or no IPv6 configured)", NULL},
+	{"ip6_martians_total", XLT_COUNTER, ST(ip6_martians), "IPv6 packets from a multicast source or from our own address", NULL},
+	{"ip6_extension_drops_total", XLT_COUNTER, ST(ip6_ext_dropped), "IPv6 fragments and routing headers with segments left, dropped", NULL},
+	{"ip6_unknown_protocol_total", XLT_COUNTER, ST(ip6_unknown_proto), "IPv6 packets of a protocol we do not serve", NULL},
+	{"ip6_unsupported_total", XLT_COUNTER, ST(ip6_unsupported), "TCP segments over IPv6 (not served yet), dropped", NULL},
+	{"icmp6_in_total", XLT_COUNTER, ST(icmp6_in), "ICMPv6 messages received", NULL},
+	{"icmp6_errors_total", XLT_COUNTER, ST(icmp6_errors), "malformed ICMPv6 messages (short, bad checksum)", NULL},
+	{"icmp6_echo_replies_total", XLT_COUNTER, ST(icmp6_echo_replies), "ICMPv6 echo replies sent", NULL},
+	{"nd_messages_total", XLT_COUNTER, ST(nd_ns_in), "neighbour discovery messages", "type=solicitation,dir=in"},
+	{"nd_messages_total", XLT_COUNTER, ST(nd_na_in), "neighbour discovery messages", "type=advertisement,dir=in"},
+	{"nd_messages_total", XLT_COUNTER, ST(nd_na_out), "neighbour discovery messages", "type=advertisement,dir=out"},
+	{"nd_errors_total", XLT_COUNTER, ST(nd_errors), "neighbour discovery messages failing RFC 4861's checks", NULL},
+	{"nd_conflicts_total", XLT_COUNTER, ST(nd_conflicts), "advertisements of one of our IPv6 addresses by another node", NULL},
+	{"nd_dad_defended_total", XLT_COUNTER, ST(nd_dad_defended), "duplicate address probes for one of our IPv6 addresses, answered", NULL},
 	{"tcp_segments_in_total", XLT_COUNTER, ST(tcp_segments_in), "valid TCP segments received", NULL},
 	{"tcp_segments_out_total", XLT_COUNTER, ST(tcp_segments_out), "TCP segments sent", NULL},
 	{"tcp_bytes_in_total", XLT_COUNTER, ST(tcp_bytes_in), "TCP payload bytes received in order", NULL},
@@ -140,6 +156,7 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->arp_key.k1 = rnd[4];
 	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;
 	st->garp_pending = c->worker == 0;
+	eth_ipv6_init(st);
 	eth_twheel_init(&st->wheel, 0);
 	/* the configured buffers, plus what chunk rounding can add: up to two chunks per queue */
 	ret = eth_chunk_pool_init(&st->chunks, (c->buffer_bytes ? c->buffer_bytes : 64ull << 20) +
@@ -327,13 +344,18 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	if (m->data_len < RTE_ETHER_HDR_LEN)
 		goto drop;
 	eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6)) {
-		/* multicast (VRRP, OSPF, IPv6 neighbour discovery): the kernel's, when it has a door */
+	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6) &&
+	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
+		/* other multicast (VRRP, OSPF): the kernel's, when it has a door */
 		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered && eth_exc_punt(st, m))
 			return;
 		goto drop;
 	}
 	type = rte_be_to_cpu_16(eh->ether_type);
+	if (type == RTE_ETHER_TYPE_IPV6) {
+		eth_ipv6_input(st, m); /* (stateless so far: answered by whichever worker got it) */
+		return;
+	}
 	if (type == RTE_ETHER_TYPE_ARP) {
 		/* the kernel keeps its own neighbour table and answers for what it alone owns: it sees
 		 * every ARP frame (ours answered here as well, with the same MAC) */
@@ -361,7 +383,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		return;
 	}
 	if (type != RTE_ETHER_TYPE_IPV4) {
-		if (!steered && eth_exc_punt(st, m)) /* IPv6, LLDP...: the kernel's */
+		if (!steered && eth_exc_punt(st, m)) /* LLDP...: the kernel's */
 			return;
 		goto drop;
 	}
@@ -520,6 +542,7 @@ unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns)
 	if (st->garp_pending) {
 		st->garp_pending = false;
 		eth_arp_announce(st);
+		eth_ipv6_announce(st);
 	}
 	return work;
 }

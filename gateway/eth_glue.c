@@ -112,6 +112,7 @@ int gw_eth_start(struct gw_daemon *d)
 			.addr = e->address.net.s_addr,
 			.prefix = e->address.prefix,
 			.gateway = e->gateway.s_addr,
+			.prefix6 = e->address6.prefix,
 			.mtu = e->mtu,
 			.offloads = eth_port_offloads(d->port),
 			.time_wait_ms = e->time_wait_ms,
@@ -131,6 +132,8 @@ int gw_eth_start(struct gw_daemon *d)
 		};
 
 		memcpy(c.mac, eth_port_mac(d->port), 6);
+		memcpy(c.addr6, &e->address6.addr, 16);
+		memcpy(c.gateway6, &e->gateway6, 16);
 		w->eth = eth_stack_create(&c);
 		if (!w->eth) {
 			ret = -errno;

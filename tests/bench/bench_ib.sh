@@ -5,7 +5,9 @@
 # latency through the echo route vs rstream's own server and an rsocket echo. Run twice: with the
 # default [gateway] idle_sleep (100us: a napping worker) and with 0 (busy polling).
 # Env: BENCH_BYTES (64M), BENCH_REPS (5), BENCH_SIZES ("65536 4096"), BENCH_TOPO (loop),
-# BENCH_IDLE ("100us 0": the idle_sleep values to run).
+# BENCH_IDLE ("100us 0": the idle_sleep values to run). BENCH_QUICK=1: 16M, 3 pairs, idle_sleep 100us
+# only (tests/bench/run leaves this benchmark out of a quick run unless it is named).
+# The results are also printed as "BENCH " lines for tests/bench/run's summary.
 #
 # Measured 2026-12-03 12:19 UTC (load ~2), event-driven worker that still polls IB_HOT_NS after each
 # completion (the version in the tree): rsend 64 KiB ratio 1.28 (93.5 vs 80.4 Mbit/s), 4 KiB 1.03
@@ -42,6 +44,10 @@ set -u
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
 make -s build/release/ibgwd build/release/tools/rs_peer >/dev/null || exit 1
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	: "${BENCH_BYTES:=16M}" "${BENCH_REPS:=3}" "${BENCH_IDLE:=100us}"
+	export BENCH_BYTES BENCH_REPS
+fi
 out=$(mktemp /tmp/bench_ib.XXXXXX)
 # the VM sees the project tree: private copies of the binaries there, safe from concurrent builds
 export BENCH_BIN=$PWD/${BUILD:-build}/bench-bin.$$
@@ -58,4 +64,15 @@ echo "=== summary: ${BENCH_REPS:-5} back-to-back pairs per line; ratio = median 
 echo "    (throughput: higher is better, target >= 1.0; latency: lower is better); raw figures are medians"
 grep '^RESULT' "$out" | sed 's/^RESULT /  /'
 [ "$(grep -c '^RESULT' "$out")" -gt 0 ] || rc=1
+# the same as "BENCH " lines for tests/bench/run's summary ("RESULT idle_sleep=100us throughput
+# rsend=65536B ibgwd_mbit_s=93.5 rsocket_mbit_s=80.4 ratio=1.28 pairs=5 failed=0 (...)")
+tr -d '\r' <"$out" | awk '/^RESULT / {
+	w = ""
+	for (i = 3; i <= NF && ($i !~ /=/ || $i ~ /^rsend=/); i++) w = w " " $i
+	split($(i), g, "="); split($(i + 1), k, "="); split($(i + 2), q, "=")
+	unit = g[1] ~ /mbit_s$/ ? "Mbit/s" : "us"; sub(/_(mbit_s|rtt_us)$/, "", k[1])
+	tput = w ~ /throughput/
+	ok = tput ? q[2] >= 1.0 : q[2] <= 1.0
+	printf "BENCH ib%s %s: ibgwd %s %s %s %s ratio %s (target %s 1.0: %s)\n", w, $2, g[2], k[1], k[2], unit, q[2], tput ? ">=" : "<=", ok ? "met" : "MISSED"
+}'
 exit $rc

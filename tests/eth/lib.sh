@@ -48,6 +48,23 @@ eth_bg() {
 	ETH_BG+=("$ETH_BG_PID")
 }
 
+# eth_start_seeing CONF LAYER FILTER WHAT: starts ibgwd on CONF while a sniffer on the peer's end
+# waits for its first frame with scapy layer LAYER matching the python expression FILTER (over p);
+# fails the test naming WHAT unless one came by the time ibgwd is ready (its announcements at start).
+eth_start_seeing() {
+	local conf=$1 layer=$2 filter=$3 what=$4 sniffer
+	eth_bg timeout 20 "$PY3" -c "
+from scapy.all import sniff, $layer
+p = sniff(iface='$ETH_PEER', timeout=15, count=1, lfilter=lambda p: $layer in p and ($filter))
+print('seen' if p else 'not seen')" >"$tmp/seen-at-start" 2>/dev/null
+	sniffer=$ETH_BG_PID
+	sleep 1.5 # scapy needs a moment to open its socket
+	gw_start "$conf"
+	gw_wait_ready "$ETH_STATS"
+	wait $sniffer
+	grep -q '^seen$' "$tmp/seen-at-start" || fail "no $what seen at start ($(cat "$tmp/seen-at-start"))"
+}
+
 eth_wait_listen() {
 	local i
 	for i in $(seq 100); do

@@ -10,18 +10,8 @@ eth_test_init
 
 eth_setup
 eth_conf "$tmp/ibgw.conf"
-# watch for the gratuitous ARP while ibgwd starts
-eth_bg timeout 20 "$PY3" -c "
-from scapy.all import sniff, ARP
-p = sniff(iface='$ETH_PEER', timeout=15, count=1,
-          lfilter=lambda p: ARP in p and p[ARP].op == 1 and p[ARP].psrc == '$ETH_GW_IP' and p[ARP].pdst == '$ETH_GW_IP')
-print('garp' if p else 'no garp')" >"$tmp/garp" 2>/dev/null
-sniffer=$ETH_BG_PID
-sleep 1.5 # scapy needs a moment to open its socket
-gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$ETH_STATS"
-wait $sniffer
-grep -q '^garp$' "$tmp/garp" || fail "no gratuitous ARP seen at start ($(cat "$tmp/garp"))"
+eth_start_seeing "$tmp/ibgw.conf" ARP "p[ARP].op == 1 and p[ARP].psrc == '$ETH_GW_IP' and p[ARP].pdst == '$ETH_GW_IP'" \
+	"gratuitous ARP"
 ok "gratuitous ARP at start"
 
 eth_ns ping -c 5 -i 0.2 -W 2 "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $ETH_GW_IP failed"; }

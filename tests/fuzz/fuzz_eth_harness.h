@@ -43,6 +43,7 @@
 #define EH_GW_IP        RTE_BE32(0xc6120001u) /* 198.18.0.1 */
 #define EH_PEER_IP      RTE_BE32(0xc6120002u) /* 198.18.0.2 */
 #define EH_MBUFS        4095u
+static const uint8_t eh_gw_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1}; /* 2001:db8::1 */
 #define EH_KEEP         64 /* frames kept for inspection */
 #define EH_SESSIONS     64
 #define EH_ECHO_PORT    7
@@ -174,6 +175,24 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 	type = rte_be_to_cpu_16(eh->ether_type);
 	if (type == RTE_ETHER_TYPE_ARP) {
 		EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + 28 && !tx);
+		return;
+	}
+	if (type == RTE_ETHER_TYPE_IPV6) {
+		/* ICMPv6 only (echo replies, neighbour advertisements): from one of our addresses, the
+		 * lengths right, the checksum over the pseudo-header right */
+		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
+		uint32_t plen, be[2], sum;
+		EH_CHECK(!tx && m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip6));
+		plen = rte_be_to_cpu_16(ip6->payload_len);
+		EH_CHECK((rte_be_to_cpu_32(ip6->vtc_flow) >> 28) == 6 && ip6->proto == IPPROTO_ICMPV6);
+		EH_CHECK(plen >= 8 && m->data_len == RTE_ETHER_HDR_LEN + sizeof(*ip6) + plen);
+		EH_CHECK(!memcmp(ip6->src_addr, eh_gw_ip6, 16) || (ip6->src_addr[0] == 0xfe && ip6->src_addr[1] == 0x80));
+		be[0] = rte_cpu_to_be_32(plen);
+		be[1] = rte_cpu_to_be_32(IPPROTO_ICMPV6);
+		sum = rte_raw_cksum(ip6->src_addr, 32) + rte_raw_cksum(be, 8) + rte_raw_cksum(ip6 + 1, plen);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		EH_CHECK(sum == 0xffff);
 		return;
 	}
 	EH_CHECK(type == RTE_ETHER_TYPE_IPV4);
@@ -560,6 +579,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .pool = eh_pool,
 	    .addr = EH_GW_IP,
 	    .prefix = 24,
+	    .prefix6 = 64, /* (IPv6 too, so that ipv6.c meets the fuzzer) */
 	    .mtu = EH_MTU,
 	    .offloads = offloads,
 	    .time_wait_ms = 2000,
@@ -576,6 +596,8 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .on_listener_free = eh_on_listener_free,
 	};
 	struct eth_tcp_params p = {.rbuf_size = rbuf, .sbuf_size = sbuf, .connect_timeout_ms = 5000};
+
+	memcpy(c.addr6, eh_gw_ip6, 16);
 
 	memset(h, 0, sizeof(*h));
 	h->offloads = offloads;

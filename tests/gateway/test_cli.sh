@@ -66,7 +66,7 @@ ok "README config reference matches the keyword table"
 awk '/^### \[/ { sec = $2; sub(/^\[/, "", sec); sub(/\]$/, "", sec); next }
      /^\| `/ { split($0, f, "`"); print sec, f[2] }' "$tmp/ref.md" >"$tmp/keys"
 awk '/^\[/ { sec = $1; sub(/^\[/, "", sec); sub(/\]$/, "", sec); next }
-     /^[#;]? *[a-z_]+ *=/ { k = $0; sub(/^[#;]? */, "", k); sub(/ *=.*/, "", k); print sec, k }' conf/ibgw.conf |
+     /^[#;]? *[a-z_][a-z0-9_]* *=/ { k = $0; sub(/^[#;]? */, "", k); sub(/ *=.*/, "", k); print sec, k }' conf/ibgw.conf |
 	sort -u >"$tmp/example"
 missing=$(sort -u "$tmp/keys" | comm -23 - "$tmp/example")
 [ -n "$(cat "$tmp/keys")" ] || fail "no keys parsed from the reference"

@@ -11,6 +11,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
-VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd' \
+# the ASan+UBSan ibgwd in the VM: these peers misbehave, which is where memory errors would hide
+export IBGW_VM_ASAN=1
+VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd build/asan/ibgwd' \
 	VM_DPDK_PMDS='net_af_packet mempool_ring' \
 	vm_test "IB connection failures and refusals by reason" -T loop -t 240 -f tests/ib/guest_fail.sh

@@ -1,0 +1,380 @@
+/* IPv6 input, ICMPv6 echo and neighbour discovery for the gateway's own addresses (RFC 8200,
+ * RFC 4443, RFC 4861).
+ *
+ * The port has up to two IPv6 addresses: the configured one ([eth] address6) and the link-local one
+ * derived from its MAC (modified EUI-64), which neighbour discovery needs. Both are answered for:
+ * neighbour solicitations for them get a neighbour advertisement, echo requests to them an echo
+ * reply; an unsolicited advertisement of the configured address goes out at start, as the
+ * gratuitous ARP does for IPv4.
+ *
+ * Input trusts nothing: version, payload length against the frame, a source that is neither
+ * multicast nor ours, and the extension-header chain: hop-by-hop (first only), destination options
+ * and routing headers without segments left are skipped, at most ETH_IP6_MAX_EXT of them and
+ * within the packet; a routing header with segments left, a fragment header (we do not reassemble:
+ * a memory sink a peer controls) and anything unknown are dropped and counted. Neighbour discovery
+ * messages are checked as RFC 4861 7.1.1 / 7.1.2 say (hop limit 255, code 0, lengths, options,
+ * no source link-layer option from the unspecified address).
+ *
+ * Replies go back to the Ethernet source of the request (the neighbour that handed it to us), so
+ * answering needs no neighbour cache; TCP over IPv6 is not served yet: such segments are counted
+ * (ip6_unsupported) and dropped. Every worker answers what it receives: these messages carry no
+ * per-flow state, so they are not steered. */
+#include <string.h>
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+
+#include "engine.h"
+
+#define ICMP6_ECHO_REQUEST   128
+#define ICMP6_ECHO_REPLY     129
+#define ND_ROUTER_SOLICIT    133
+#define ND_ROUTER_ADVERT     134
+#define ND_NEIGHBOR_SOLICIT  135
+#define ND_NEIGHBOR_ADVERT   136
+#define ND_OPT_SOURCE_LLADDR 1
+#define ND_OPT_TARGET_LLADDR 2
+#define NA_FLAG_SOLICITED    0x40
+#define NA_FLAG_OVERRIDE     0x20
+
+#define IP6_HOPOPTS  0
+#define IP6_ROUTING  43
+#define IP6_FRAGMENT 44
+#define IP6_NONE     59
+#define IP6_DSTOPTS  60
+
+/* An ICMPv6 header with the first word of the body (identifier/sequence, or ND flags/reserved). */
+struct icmp6 {
+	uint8_t type;
+	uint8_t code;
+	uint16_t cksum;
+	uint32_t word;
+} __attribute__((packed));
+
+/* Neighbour solicitation/advertisement: the header, then the target, then options. */
+struct nd_msg {
+	struct icmp6 h;
+	uint8_t target[16];
+} __attribute__((packed));
+
+static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 0x01};
+
+static bool is_unspecified(const uint8_t *a)
+{
+	static const uint8_t zero[16];
+	return !memcmp(a, zero, 16);
+}
+
+/* The solicited-node multicast address of A (RFC 4291 2.7.1): ff02::1:ffXX:XXXX. */
+static void solicited_node(const uint8_t *a, uint8_t *out)
+{
+	static const uint8_t pfx[13] = {0xff, 0x02, [11] = 0x01, [12] = 0xff};
+	memcpy(out, pfx, 13);
+	memcpy(out + 13, a + 13, 3);
+}
+
+void eth_ipv6_init(struct eth_stack *st)
+{
+	const uint8_t *mac = st->c.mac;
+
+	if (!st->c.prefix6)
+		return;
+	/* fe80::/64 with the modified EUI-64 interface identifier (RFC 4291 appendix A) */
+	memset(st->ll6, 0, 16);
+	st->ll6[0] = 0xfe;
+	st->ll6[1] = 0x80;
+	st->ll6[8] = mac[0] ^ 0x02;
+	st->ll6[9] = mac[1];
+	st->ll6[10] = mac[2];
+	st->ll6[11] = 0xff;
+	st->ll6[12] = 0xfe;
+	st->ll6[13] = mac[3];
+	st->ll6[14] = mac[4];
+	st->ll6[15] = mac[5];
+	solicited_node(st->c.addr6, st->snm6[0]);
+	solicited_node(st->ll6, st->snm6[1]);
+}
+
+/* Is A one of our unicast addresses? */
+static bool ours(const struct eth_stack *st, const uint8_t *a)
+{
+	return !memcmp(a, st->c.addr6, 16) || !memcmp(a, st->ll6, 16);
+}
+
+/* Does a packet to A reach us (our unicast, their solicited-node groups, all-nodes)? */
+static bool for_us(const struct eth_stack *st, const uint8_t *a)
+{
+	return ours(st, a) || !memcmp(a, st->snm6[0], 16) || !memcmp(a, st->snm6[1], 16) ||
+	       !memcmp(a, all_nodes, 16);
+}
+
+/* The Ethernet multicast address IPv6 multicast A maps to (RFC 2464 7): 33:33 + its last 32 bits. */
+bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac)
+{
+	uint8_t snm_mac[6] = {0x33, 0x33};
+
+	if (!st->c.prefix6 || mac[0] != 0x33 || mac[1] != 0x33)
+		return false;
+	if (!memcmp(mac + 2, all_nodes + 12, 4))
+		return true;
+	for (unsigned i = 0; i < 2; i++) {
+		memcpy(snm_mac + 2, st->snm6[i] + 12, 4);
+		if (!memcmp(mac, snm_mac, 6))
+			return true;
+	}
+	return false;
+}
+
+/* The ICMPv6 checksum over the pseudo-header (RFC 8200 8.1) and LEN bytes at L4. */
+static uint16_t cksum6(const struct rte_ipv6_hdr *ip, const void *l4, uint32_t len)
+{
+	uint32_t sum = rte_raw_cksum(ip->src_addr, 32);
+	uint32_t be_len = rte_cpu_to_be_32(len), be_nh = rte_cpu_to_be_32(IPPROTO_ICMPV6);
+
+	sum += rte_raw_cksum(&be_len, 4) + rte_raw_cksum(&be_nh, 4) + rte_raw_cksum(l4, len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Builds a frame of SRC -> DST (Ethernet destination DMAC) with an ICMPv6 message of LEN bytes
+ * copied from MSG, checksummed, and queues it. HLIM: 255 for neighbour discovery, 64 else. */
+static void icmp6_send(struct eth_stack *st, const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+                       const void *msg, uint16_t len, uint8_t hlim)
+{
+	struct rte_mbuf *m = eth_pkt_alloc(st);
+	struct rte_ether_hdr *eh;
+	struct rte_ipv6_hdr *ip;
+	struct icmp6 *ic;
+
+	if (!m)
+		return;
+	eh = (struct rte_ether_hdr *)rte_pktmbuf_append(m, (uint16_t)(sizeof(*eh) + sizeof(*ip) + len));
+	if (!eh) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	ip = (struct rte_ipv6_hdr *)(eh + 1);
+	ic = (struct icmp6 *)(ip + 1);
+	memcpy(eh->dst_addr.addr_bytes, dmac, 6);
+	memcpy(eh->src_addr.addr_bytes, st->c.mac, 6);
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16(len);
+	ip->proto = IPPROTO_ICMPV6;
+	ip->hop_limits = hlim;
+	memcpy(ip->src_addr, src, 16);
+	memcpy(ip->dst_addr, dst, 16);
+	memmove(ic, msg, len); /* (MSG may lie in the request's own buffer) */
+	ic->cksum = 0;
+	ic->cksum = cksum6(ip, ic, len);
+	eth_tx_frame(st, m);
+}
+
+/* A neighbour advertisement for TARGET (one of ours) to DST via DMAC. */
+static void send_na(struct eth_stack *st, const uint8_t *dmac, const uint8_t *dst, const uint8_t *target,
+                    bool solicited)
+{
+	struct {
+		struct nd_msg nd;
+		uint8_t opt[8];
+	} __attribute__((packed)) na = {
+	    .nd.h = {.type = ND_NEIGHBOR_ADVERT,
+	             .word = rte_cpu_to_be_32(
+	                 (uint32_t)((solicited ? NA_FLAG_SOLICITED : 0) | NA_FLAG_OVERRIDE) << 24)},
+	    .opt = {ND_OPT_TARGET_LLADDR, 1},
+	};
+
+	memcpy(na.nd.target, target, 16);
+	memcpy(na.opt + 2, st->c.mac, 6);
+	ETH_INC(st, nd_na_out);
+	icmp6_send(st, dmac, target, dst, &na, sizeof(na), 255);
+}
+
+void eth_ipv6_announce(struct eth_stack *st)
+{
+	static const uint8_t mac_all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1};
+
+	/* RFC 4861 7.2.6: an unsolicited advertisement to all-nodes, so neighbours that had us (or a
+	 * previous owner of the address) update their caches */
+	if (st->c.prefix6)
+		send_na(st, mac_all_nodes, all_nodes, st->c.addr6, false);
+}
+
+/* Checks the options of a neighbour discovery message (RFC 4861 4.6: every option has a non-zero
+ * length and lies within the message) and returns the link-layer address of type WANT, if any. */
+static int nd_options(const uint8_t *p, uint32_t len, uint8_t want, const uint8_t **lladdr)
+{
+	*lladdr = NULL;
+	while (len) {
+		uint32_t olen;
+		if (len < 2 || p[1] == 0 || (olen = p[1] * 8u) > len)
+			return -1;
+		if (p[0] == want && olen >= 8)
+			*lladdr = p + 2;
+		p += olen;
+		len -= olen;
+	}
+	return 0;
+}
+
+static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, const struct rte_ipv6_hdr *ip,
+                       const struct nd_msg *ns, uint32_t len)
+{
+	const uint8_t *sll;
+	bool dad = is_unspecified(ip->src_addr);
+
+	ETH_INC(st, nd_ns_in);
+	if (len < sizeof(*ns) || ns->target[0] == 0xff ||
+	    nd_options((const uint8_t *)(ns + 1), len - (uint32_t)sizeof(*ns), ND_OPT_SOURCE_LLADDR, &sll))
+		goto bad;
+	/* duplicate address detection comes from :: to the solicited-node group and carries no
+	 * source link-layer address (RFC 4861 7.1.1) */
+	if (dad && (sll || ip->dst_addr[0] != 0xff))
+		goto bad;
+	if (!ours(st, ns->target))
+		return; /* someone else's: not ours to answer */
+	if (dad) {
+		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all */
+		ETH_INC(st, nd_dad_defended);
+		send_na(st, (const uint8_t[6]){0x33, 0x33, 0, 0, 0, 1}, all_nodes, ns->target, false);
+		return;
+	}
+	/* to the solicitor, at the address it gave (else the frame's source, which sent it) */
+	send_na(st, sll ? sll : eh->src_addr.addr_bytes, ip->src_addr, ns->target, true);
+	return;
+bad:
+	ETH_INC(st, nd_errors);
+}
+
+static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const struct nd_msg *na,
+                      uint32_t len)
+{
+	const uint8_t *tll;
+
+	ETH_INC(st, nd_na_in);
+	if (len < sizeof(*na) || na->target[0] == 0xff ||
+	    nd_options((const uint8_t *)(na + 1), len - (uint32_t)sizeof(*na), ND_OPT_TARGET_LLADDR, &tll) ||
+	    (ip->dst_addr[0] == 0xff && (rte_be_to_cpu_32(na->h.word) >> 24) & NA_FLAG_SOLICITED)) {
+		ETH_INC(st, nd_errors);
+		return;
+	}
+	if (ours(st, na->target) && !(tll && !memcmp(tll, st->c.mac, 6)))
+		ETH_INC(st, nd_conflicts); /* another node claims one of our addresses */
+	/* (no neighbour cache yet: replies go to the requests' Ethernet sources) */
+}
+
+static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv6_hdr *ip, uint8_t *l4,
+                        uint32_t len)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	struct icmp6 *ic = (struct icmp6 *)l4;
+
+	ETH_INC(st, icmp6_in);
+	if (len < sizeof(*ic) || cksum6(ip, ic, len) != 0) {
+		ETH_INC(st, icmp6_errors);
+		goto drop;
+	}
+	switch (ic->type) {
+	case ICMP6_ECHO_REQUEST:
+		if (ic->code != 0 || !ours(st, ip->dst_addr))
+			goto drop; /* (echo to a multicast group: not answered, as a gateway need not) */
+		ic->type = ICMP6_ECHO_REPLY;
+		ETH_INC(st, icmp6_echo_replies);
+		icmp6_send(st, eh->src_addr.addr_bytes, ip->dst_addr, ip->src_addr, ic, (uint16_t)len, 64);
+		break;
+	case ND_NEIGHBOR_SOLICIT:
+	case ND_NEIGHBOR_ADVERT:
+		/* a hop limit of 255 proves the message was not forwarded by a router (RFC 4861 7.1) */
+		if (ip->hop_limits != 255 || ic->code != 0) {
+			ETH_INC(st, nd_errors);
+			goto drop;
+		}
+		if (ic->type == ND_NEIGHBOR_SOLICIT)
+			nd_solicit(st, eh, ip, (const struct nd_msg *)ic, len);
+		else
+			nd_advert(st, ip, (const struct nd_msg *)ic, len);
+		break;
+	default:
+		break; /* errors, router discovery, MLD: nothing we act on */
+	}
+drop:
+	rte_pktmbuf_free(m);
+}
+
+/* M starts at the Ethernet header (kept: replies go back to its source). */
+void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m)
+{
+	struct rte_ipv6_hdr *ip;
+	uint32_t plen, off, ext = 0;
+	uint8_t nh, *p;
+
+	ETH_INC(st, ip6_in);
+	if (!st->c.prefix6) {
+		ETH_INC(st, ip6_not_for_us);
+		goto drop;
+	}
+	if (m->nb_segs > 1 || m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		goto hdr_err; /* (what we serve never comes merged: its checks read one buffer) */
+	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	plen = rte_be_to_cpu_16(ip->payload_len);
+	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
+	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len)
+		goto hdr_err;
+	if (ip->src_addr[0] == 0xff || ours(st, ip->src_addr)) {
+		ETH_INC(st, ip6_martians);
+		goto drop;
+	}
+	if (!for_us(st, ip->dst_addr)) {
+		ETH_INC(st, ip6_not_for_us);
+		goto drop;
+	}
+	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen))); /* padding */
+	p = (uint8_t *)(ip + 1);
+	nh = ip->proto;
+	off = 0;
+	for (;;) {
+		uint32_t hlen;
+		switch (nh) {
+		case IP6_HOPOPTS:
+			if (ext)
+				goto hdr_err; /* only right after the IPv6 header (RFC 8200 4.3) */
+			                      /* fallthrough */
+		case IP6_DSTOPTS:
+		case IP6_ROUTING:
+			if (++ext > ETH_IP6_MAX_EXT || plen - off < 8)
+				goto hdr_err;
+			hlen = (p[off + 1] + 1u) * 8;
+			if (hlen > plen - off)
+				goto hdr_err;
+			if (nh == IP6_ROUTING && p[off + 3] != 0) {
+				ETH_INC(st, ip6_ext_dropped); /* segments left: we are no router */
+				goto drop;
+			}
+			/* (options are skipped whatever their type: nothing here needs one, and the
+			 * "discard if unknown" codes only ask for what we do anyway, or for an ICMP error
+			 * we choose not to send to a peer that built such a packet) */
+			nh = p[off];
+			off += hlen;
+			continue;
+		case IP6_FRAGMENT:
+			ETH_INC(st, ip6_ext_dropped); /* no reassembly */
+			goto drop;
+		case IPPROTO_ICMPV6:
+			icmp6_input(st, m, ip, p + off, plen - off);
+			return;
+		case IPPROTO_TCP:
+			ETH_INC(st, ip6_unsupported);
+			goto drop;
+		case IP6_NONE:
+			goto drop;
+		default:
+			ETH_INC(st, ip6_unknown_proto);
+			goto drop;
+		}
+	}
+hdr_err:
+	ETH_INC(st, ip6_header_errors);
+drop:
+	rte_pktmbuf_free(m);
+}
