@@ -7,6 +7,7 @@
 # and served by ibgwd's listener; once removed, a session in flight on it finishes intact and new
 # connections to it fail; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
 # ibgwd's own listener keeps answering, and a flood at ibgwd's listener never reaches the kernel.
+# Then with removed_addr_reset = 1: the session in flight on a removed address is reset.
 # timeout: 150
 set -u
 cd "$(dirname "$0")/../.."
@@ -109,3 +110,24 @@ kill -TERM "${HA_PID[1]}"
 ha_gw_wait_exit 1 20 || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ha_g 1 ip link show "$HA_TAP" >/dev/null 2>&1 && fail "the TAP outlived ibgwd"
 ok "clean shutdown, the TAP is gone"
+
+# removed_addr_reset = 1 (not the default; the key's other behaviour): the session in flight on an
+# address that leaves the TAP is reset at its next segment
+HA_ETH_EXTRA="removed_addr_reset = 1" ha_gw_conf 1 "$tmp/g1r.conf" "$(gw_routes <<R
+echo tcp:7 echo
+R
+)"
+ha_gw_start 1 "$tmp/g1r.conf"
+ha_g 1 ip addr add "$VIP/24" dev "$HA_TAP"
+for i in $(seq 50); do ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2 | grep -q '^ok' && break; done
+ha_c "$PY3" tests/ha/ha_client.py slow "$VIP" 7 2000000 4 >"$tmp/slow" &
+slow=$!
+sleep 1.5
+ha_g 1 ip addr del "$VIP/24" dev "$HA_TAP"
+wait $slow
+grep -q reset "$tmp/slow" || fail "removed_addr_reset = 1: the session on the removed address: $(cat "$tmp/slow")"
+n=$(ha_metric 1 'ibgw_tcp_local_address_resets_total{worker="0"}')
+[ "$n" -eq 1 ] || fail "tcp_local_address_resets_total is $n, expected 1"
+ok "removed_addr_reset = 1: the session in flight on the removed address was reset ($(cat "$tmp/slow")), counted"
+kill -TERM "${HA_PID[1]}"
+ha_gw_wait_exit 1 20 || fail "ibgwd exited with $?"
