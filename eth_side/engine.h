@@ -8,6 +8,7 @@
  *   syncookie.c the cookies themselves (pure: encoding and checking)
  *   tcp_out.c   segment building, output decisions, resets
  *   tcp_timer.c timers, RTT estimation (RFC 6298), keepalive, persist
+ *   exception.c the kernel TAP's rings and rate limits (exception.h): what the engine punts to it
  * Frames handed between them always start at the IP header (the Ethernet header is stripped on
  * input and prepended by arp.c on output). Every function here runs on the instance's worker. */
 #ifndef ETH_ENGINE_H
