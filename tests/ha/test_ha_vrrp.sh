@@ -60,6 +60,7 @@ loop=$!
 sleep 3
 t_kill=$(date +%s.%N)
 kill -KILL "${HA_PID[1]}"
+wait "${HA_PID[1]}" 2>/dev/null # (reaped here: bash reports no "Killed" line)
 moved=$(wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
 # a new connection right away (the loop's session in flight at the kill waits out its own timeout:
 # its segments now go to the dead gateway, its flow peer)
@@ -77,7 +78,6 @@ ok "master SIGKILLed: VIP on gateway 2 after ${moved}s, a new session intact ${n
 
 # gateway 1 back (keepalived restarted with it): it takes the VIP back (priority, preemption)
 kill "${KA_PID[1]}"; wait "${KA_PID[1]}" 2>/dev/null
-wait "${HA_PID[1]}" 2>/dev/null
 gw_up 1
 ka_start 1
 wait_vip 1 20 >/dev/null || fail "gateway 1 did not take the VIP back"
