@@ -61,6 +61,7 @@ sleep 3
 t_kill=$(date +%s.%N)
 kill -KILL "${HA_PID[1]}"
 wait "${HA_PID[1]}" 2>/dev/null # (reaped here: bash reports no "Killed" line)
+rm -rf "/var/run/dpdk/ibgwd-${HA_PID[1]}" # (EAL's runtime directory: a killed ibgwd leaves it)
 moved=$(wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
 # a new connection right away (the loop's session in flight at the kill waits out its own timeout:
 # its segments now go to the dead gateway, its flow peer)
