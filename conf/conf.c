@@ -132,7 +132,7 @@ static const struct conf_key conf_keys[] = {
 	{G(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "10000",
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
-	 .def = "100us", .doc = "longest sleep of an idle worker; frames (af_packet, virtio_user) and IB completions wake it early (0 = busy-poll)"},
+	 .def = "100us", .doc = "how long an idle worker sleeps between polls; frames (af_packet, virtio_user) and IB completions wake it early, and a worker they wake sleeps at least 1 ms (0 = busy-poll)"},
 	/* privileges (gateway/privs.c) */
 	{G(user), .type = T_NAME, .def = "",
 	 .doc = "user to run as: ibgwd started as root switches before DPDK starts and keeps only the capabilities its port and ports below 1024 need, with no_new_privs (empty: stay as started)"},

@@ -24,12 +24,15 @@
  * interrupt eventfd (virtio_user; interrupts on only while sleeping), and the event channels of its
  * CQs (armed first: readable at the next completion). Arming is followed by one more round,
  * which finds whatever arrived in between, before the worker actually sleeps. When those fds cover
- * every source of work the sleep is the whole idle_sleep at once; otherwise (frames steered from other
+ * every source of work the sleep is the whole idle_sleep at once, and at least COVERED_NAP_US: what
+ * no fd announces then is only the engines' timers, whose wheel turns in milliseconds anyway, and the
+ * control thread's messages, so waking more often would buy nothing but CPU (an idle worker under
+ * soft-RoCE/TCG spent a fifth to half of a vCPU on 100 us naps). Otherwise (frames steered from other
  * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
  * side keeps the worker polling for a while after each completion (ib.h): within a burst, polling
  * beats sleeping and being woken; so does the Ethernet side after frames when its wake-up is a
  * device interrupt (eth_glue.c). Control-thread messages (new sessions, listeners) wait for the next
- * round: at most idle_sleep. */
+ * round: at most the longer of idle_sleep and COVERED_NAP_US. */
 #include <poll.h>
 #include <stdio.h>
 #include <time.h>
@@ -85,6 +88,9 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 
 /* At most this many CQs are waited on; a worker with more naps instead (see above). */
 #define WAIT_FDS 16
+/* The shortest sleep of a worker whose fds announce all its work (see above): the timer wheels'
+ * resolution. */
+#define COVERED_NAP_US 1000
 
 int gw_worker_main(void *arg)
 {
@@ -140,6 +146,8 @@ int gw_worker_main(void *arg)
 		nap_us = nap_us ? nap_us * 2 : 1;
 		if (covered || nap_us > live->idle_sleep_us)
 			nap_us = live->idle_sleep_us;
+		if (covered && nap_us < COVERED_NAP_US)
+			nap_us = COVERED_NAP_US;
 		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
 			gw_ib_woken(w, fds + n_eth, n_fds - n_eth);
 		if (n_eth)

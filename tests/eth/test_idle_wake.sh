@@ -2,7 +2,9 @@
 # An idle worker sleeps, yet wakes when a frame arrives: with idle_sleep at its maximum (100 ms), pings
 # and TCP round trips through the echo route still take about a millisecond, not up to 100 ms, because
 # the worker sleeps in poll() on its af_packet ring socket (gateway/worker.c). The worker's sleep
-# counter shows that it did sleep in between.
+# counter shows that it did sleep in between. Then at the default idle_sleep (100 us), an idle worker
+# whose fds announce all its work sleeps at least a millisecond at a time (the timer wheel's
+# resolution), not 10000 times a second: its CPU when idle is what a gateway at rest costs.
 # timeout: 120
 set -u
 cd "$(dirname "$0")/../.."
@@ -49,3 +51,17 @@ awk -v m="$med" 'BEGIN { exit !(m < 20) }' || fail "TCP echo median round trip $
 ok "20 TCP echo round trips after 200 ms pauses: median $med ms, max $max ms"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"
+
+# default idle_sleep: naps per second of an idle worker (a loaded host only makes naps longer, so
+# this cannot fail for slowness; 100 us naps made ~5000-10000 a second)
+GW_PID= eth_gw_start "$tmp/ibgw2.conf" "$(gw_routes <<<'echo tcp:7 echo')"
+sleep 1
+s0=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
+t0=$(date +%s%N)
+sleep 3
+s1=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
+rate=$(( (s1 - s0) * 1000000000 / ($(date +%s%N) - t0) ))
+[ "$rate" -le 1100 ] || fail "an idle worker at the default idle_sleep took $rate naps a second (at most ~1000 expected)"
+ok "idle at the default idle_sleep: $rate naps a second"
+gw_stop || fail "ibgwd exited with $? (second run)"
+ok "clean shutdown (second run)"
