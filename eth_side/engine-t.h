@@ -59,6 +59,20 @@ struct eth_listener {
 	void *user;
 };
 
+/* One run of received in-order payload (rcvq.c): a piece kept in its mbuf, or (M NULL) the next LEN
+ * bytes of rbuf's chunks. The receive queue's bytes are a list of these, then rbuf's bytes that no
+ * entry covers. */
+struct eth_rseg {
+	struct eth_rseg *next;
+	struct rte_mbuf *m; /* one buffer of the frame (a reference of its own), or NULL: chunk bytes */
+	const uint8_t *data;
+	uint32_t len;
+};
+
+/* Pieces one worker's receive queues may pin at most (the stack's node array); the mempool bounds
+ * them lower (rcvq.c). */
+#define ETH_RSEG_MAX 8192
+
 /* A TCP connection block. The stream comes first: sessions hold a struct xlt_stream *. */
 struct eth_tcb {
 	struct xlt_stream s;
@@ -119,6 +133,13 @@ struct eth_tcb {
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
 	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
+
+	/* in-order received bytes still in their mbufs (rcvq.c), in a list with runs of rbuf's bytes;
+	 * rbuf.cap is the configured buffer less rq_len (the bytes in frames), so every window
+	 * computation stays as it was */
+	struct eth_rseg *rq_head, *rq_tail;
+	uint32_t rq_len;   /* bytes in frames */
+	uint32_t rq_chunk; /* bytes of rbuf that entries cover (the rest of rbuf.len follows them) */
 };
 
 struct eth_arp_entry {
@@ -188,6 +209,13 @@ struct eth_stack {
 	unsigned n_tx;
 
 	struct eth_stack_stats stats;
+
+	/* receive queues' mbuf pieces (rcvq.c): carved from the array as needed, then a free list */
+	struct eth_rseg *rseg_free;
+	uint32_t rseg_carved, rseg_used;
+	uint32_t rseg_limit; /* pieces pinned at most: a share of the mempool (0: not computed yet) */
+	bool rx_extmem;	     /* the mempool is registered with the IB side (eth_stack_rx_extmem) */
+	struct eth_rseg rsegs[ETH_RSEG_MAX];
 };
 
 #endif

@@ -163,6 +163,9 @@ struct eth_stack_stats {
 	uint64_t exc_from_kernel;   /* frames from the kernel TAP sent out the port (worker 0) */
 	uint64_t local_addr_resets; /* connections reset because their address left the TAP */
 	uint64_t flow_peer_out;	    /* segments of unknown flows passed to the flow peer */
+	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
+	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
+				     * budget left) */
 };
 
 #endif

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "rcvq.h"
 #include "stack.h"
 #include "twheel.h"
 
@@ -112,6 +113,8 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"exception_drops_total", XLT_COUNTER, ST(exc_ring_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=ring"},
 	{"tcp_flow_peer_segments_total", XLT_COUNTER, ST(flow_peer_out), "TCP segments for a VIP that matched no connection here, passed to [eth] flow_peer (the gateway that held the VIP before)", NULL},
 	{"tcp_local_address_resets_total", XLT_COUNTER, ST(local_addr_resets), "TCP connections reset because their local address left the kernel TAP (removed_addr_reset = 1)", NULL},
+	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
+	{"tcp_rx_pin_copies_total", XLT_COUNTER, ST(rx_pin_copies), "in-order segments copied into chunks instead of kept in their frame", NULL},
 };
 #undef ST
 const unsigned eth_stack_n_metrics = sizeof(eth_stack_metrics) / sizeof(eth_stack_metrics[0]);
@@ -200,7 +203,9 @@ void eth_stack_destroy(struct eth_stack *st)
 		return;
 	for (uint32_t i = 0; i < st->tcb_carved; i++) {
 		struct eth_tcb *t = &st->tcbs[i];
-		/* buffers live in the pool that goes away below; nothing else to give back */
+		/* buffers live in the pool that goes away below; frames a receive queue holds go back to
+		 * the mempool (rcvq.c), which outlives the engine */
+		eth_rcvq_free(t);
 		t->lis = NULL;
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
@@ -445,7 +450,7 @@ static unsigned dispatch(struct eth_stack *st)
 			st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
 			if (t->released)
 				continue;
-			if (t->rbuf.len || t->fin_rcvd)
+			if (eth_rcvq_len(t) || t->fin_rcvd)
 				e |= ETH_EV_READABLE; /* data that came with or after the handshake */
 		}
 		if ((t->passive && !t->accepted))

@@ -57,6 +57,11 @@ void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n);
 /* The instance's counters (read them relaxed from another thread). */
 const struct eth_stack_stats *eth_stack_stats(const struct eth_stack *st);
 
+/* Control thread, before the workers run: ON says the engine's mempool (eth_stack_conf.pool) is
+ * registered with the IB side as external memory, so received payload lent from it carries
+ * XLT_SEG_EXTMEM (an IB destination writes straight from the frames). */
+void eth_stack_rx_extmem(struct eth_stack *st, bool on);
+
 /* Descriptors of struct eth_stack_stats for the stats endpoint. */
 extern const struct xlt_metric_desc eth_stack_metrics[];
 extern const unsigned eth_stack_n_metrics;

@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "rcvq.h"
 #include "stack.h"
 #include "tcp_seq.h"
 #include "twheel.h"
@@ -184,6 +185,7 @@ void eth_tcb_free(struct eth_tcb *t)
 	eth_timer_cancel(&st->wheel, &t->timer);
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+	eth_rcvq_free(t);
 	eth_bufq_free(&st->chunks, &t->rbuf);
 	eth_bufq_free(&st->chunks, &t->sbuf);
 	update_buffer_gauge(st);
@@ -279,6 +281,7 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = 0;
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+	eth_rcvq_free(t);
 	eth_bufq_free(&st->chunks, &t->rbuf);
 	eth_bufq_free(&st->chunks, &t->sbuf);
 	update_buffer_gauge(st);
@@ -293,7 +296,7 @@ void eth_tcb_check_done(struct eth_tcb *t)
 {
 	if (t->s.state == XLT_STREAM_CLOSED)
 		return;
-	if (!t->s.peer_done && t->fin_rcvd && t->rbuf.len == 0) {
+	if (!t->s.peer_done && t->fin_rcvd && eth_rcvq_len(t) == 0) {
 		/* the end of stream is delivered (on_readable) before the stream may close: a session
 		 * must see peer_done on an OPEN stream to pass the half-close on */
 		t->s.peer_done = 1;
@@ -517,7 +520,7 @@ static size_t op_peek(struct xlt_stream *s, const uint8_t **data)
 {
 	struct eth_tcb *t = eth_tcb_of(s);
 
-	return eth_bufq_peek(&t->rbuf, 0, data);
+	return eth_rcvq_peek(t, data);
 }
 
 static void op_consume(struct xlt_stream *s, size_t n)
@@ -526,11 +529,11 @@ static void op_consume(struct xlt_stream *s, size_t n)
 	struct eth_stack *st = t->st;
 	uint32_t edge, thresh;
 
-	if (n > t->rbuf.len)
-		n = t->rbuf.len;
+	if (n > eth_rcvq_len(t))
+		n = eth_rcvq_len(t);
 	if (!n)
 		return;
-	eth_bufq_consume(&st->chunks, &t->rbuf, (uint32_t)n);
+	eth_rcvq_consume(t, (uint32_t)n);
 	if (!t->n_ooo)
 		eth_bufq_trim(&st->chunks, &t->rbuf); /* an idle connection holds no chunk */
 	update_buffer_gauge(st);
@@ -539,7 +542,7 @@ static void op_consume(struct xlt_stream *s, size_t n)
 		return;
 	/* receiver SWS avoidance (RFC 9293 3.8.6.2.2): announce the window when it grew enough */
 	edge = t->rcv_nxt + eth_bufq_space(&t->rbuf);
-	thresh = t->rbuf.cap / 2 < t->mss ? t->rbuf.cap / 2 : t->mss;
+	thresh = (t->rbuf.cap + t->rq_len) / 2 < t->mss ? (t->rbuf.cap + t->rq_len) / 2 : t->mss;
 	if (eth_seq_diff(edge, t->rcv_adv) >= (int32_t)thresh) {
 		t->ack_now = true;
 		eth_tcb_output_later(t);
@@ -622,7 +625,13 @@ static void op_release(struct xlt_stream *s)
  * gauge by the session layer, issue #6; peek alone shows only the first chunk). */
 static size_t op_backlog(struct xlt_stream *s)
 {
-	return eth_tcb_of(s)->rbuf.len;
+	return eth_rcvq_len(eth_tcb_of(s));
+}
+
+/* Lending (rcvq.c): the received bytes as segments of their frames, then of rbuf's chunks. */
+static unsigned op_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, unsigned max)
+{
+	return eth_rcvq_lend(eth_tcb_of(s), skip, segs, max);
 }
 
 static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
@@ -645,4 +654,5 @@ const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.release = op_release,
 	.backlog = op_backlog,
 	.info = op_info,
+	.lend = op_lend,
 };

@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "rcvq.h"
 #include "syncookie.h"
 #include "tcp_opt.h"
 #include "tcp_seq.h"
@@ -793,12 +794,15 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG;
 	}
 	if (off == 0) {
-		if (seg_write(st, &t->rbuf, t->rbuf.len, sg)) {
-			ETH_INC(st, tcp_ooo_drops); /* the buffer pool is dry: as if lost */
-			ack_later(t);
-			return false;
+		/* kept in the frame where it can be (rcvq.c), else copied behind what rbuf holds */
+		if (!eth_rcvq_take(t, sg->m, sg->moff, sg->len)) {
+			if (seg_write(st, &t->rbuf, t->rbuf.len, sg)) {
+				ETH_INC(st, tcp_ooo_drops); /* the buffer pool is dry: as if lost */
+				ack_later(t);
+				return false;
+			}
+			eth_bufq_extend(&t->rbuf, sg->len);
 		}
-		eth_bufq_extend(&t->rbuf, sg->len);
 		t->rcv_nxt += sg->len;
 		ETH_ADD(st, tcp_bytes_in, sg->len);
 		if (t->n_ooo) {

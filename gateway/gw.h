@@ -285,6 +285,11 @@ unsigned gw_ib_relay(struct gw_worker *w);
 unsigned gw_ib_flush(struct gw_worker *w);
 void gw_ib_routes(struct gw_daemon *d);
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
+
+/* extmem.c: the Ethernet frames as IB external memory (after gw_eth_start, within gw_ib_start,
+ * before any IB connection). */
+void gw_extmem_start(struct gw_daemon *d);
+void gw_extmem_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* Control thread: IB connections that still exist (a session's, or on their way out). */
 uint64_t gw_ib_connections(const struct gw_daemon *d);
 void gw_ib_stop(struct gw_daemon *d);

@@ -151,6 +151,7 @@ int gw_ib_start(struct gw_daemon *d)
 	for (unsigned i = 0; i < d->n_workers; i++)
 		d->workers[i].ib = ib_ctl_worker(ctl, i);
 	GW_INFO("IB side: device(s) %s", ib_ctl_devices(ctl, devs, sizeof(devs)));
+	gw_extmem_start(d); /* before any buffer set: each registers the frames when created */
 	return 0;
 }
 
@@ -272,6 +273,7 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_family(m, "ib_credit_withheld_seconds_total", XLT_COUNTER,
 			  "time IB peers waited for credits the gateway held back (their bytes not consumed yet)");
 	gw_metrics_sample(m, withheld, NULL);
+	gw_extmem_metrics(d, m);
 }
 
 int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)

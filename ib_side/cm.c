@@ -107,6 +107,7 @@ struct ib_ctl {
 	uint64_t now;
 	bool serving;
 	struct ib_ctl_stats st;
+	struct ib_extmem extmem; /* set before the first buffer set (ib_ctl_extmem) */
 };
 
 /* A copy of an rdma_cm event, taken before the event is acknowledged. */
@@ -346,6 +347,9 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	b->smr = ibv_reg_mr(b->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	if (!b->smr)
 		goto err_rmr;
+	/* the Ethernet frames to send from, once per set (a pooled set keeps them); without them the
+	 * set copies what it is lent (extmem.c) */
+	ib_extmem_reg(&ctl->extmem, b, &ctl->st);
 	ctl->st.buf_bytes += bufs_len(rs, ss);
 	ctl->st.buf_regs++;
 	return b;
@@ -363,6 +367,7 @@ err_b:
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 {
 	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
+	ib_extmem_dereg(b);
 	ibv_dereg_mr(b->smr);
 	ibv_dereg_mr(b->rmr);
 	ibv_dealloc_pd(b->pd);
@@ -489,7 +494,11 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	attr.cap.max_send_wr = c->sq_depth;
 	/* a peer's 4 control messages need no credit: room for them on top of the credits */
 	attr.cap.max_recv_wr = (uint32_t)c->rq_depth + IB_RS_CTRL_SLOTS;
-	attr.cap.max_send_sge = 2;
+	/* data writes gather lent segments (extmem.c): as many entries as the device allows, up to
+	 * IB_LENT_SGE */
+	attr.cap.max_send_sge = dev->attr.max_sge < IB_LENT_SGE ? (uint32_t)dev->attr.max_sge : IB_LENT_SGE;
+	if (attr.cap.max_send_sge < 2)
+		attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = ctl->conf.inline_size;
 	/* in the buffer set's own protection domain: its keys work through this queue pair only */
@@ -500,6 +509,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	}
 	c->qp = c->id->qp;
 	c->inline_max = attr.cap.max_inline_data;
+	c->send_sge = (uint16_t)(attr.cap.max_send_sge < IB_LENT_SGE ? attr.cap.max_send_sge : IB_LENT_SGE);
 	ib_conn_proto_init(c);
 	ret = ib_conn_post_recvs(c, (unsigned)c->rq_depth + IB_RS_CTRL_SLOTS);
 	return ret;
@@ -1324,6 +1334,15 @@ const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl)
 	return &ctl->st;
 }
 
+int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len)
+{
+	int ret = ib_extmem_add(&ctl->extmem, addr, len);
+
+	if (!ret)
+		ctl->st.extmem_bytes += len;
+	return ret;
+}
+
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i)
 {
 	return &ctl->workers[i];
@@ -1377,6 +1396,9 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	G(conn_bytes, "ib_connection_state_bytes",
 	  "memory of IB connection objects besides their buffers (spares for active opens included)"),
 	G(cqs, "ib_completion_queues", "completion queues"),
+	G(extmem_bytes, "ib_extmem_bytes",
+	  "Ethernet frame memory each IB buffer set registers (local access only) to send from without a copy"),
+	C(extmem_regs, "ib_extmem_registrations_total", "registrations of that memory (per range and new buffer set)"),
 };
 const unsigned ib_ctl_n_metrics = sizeof(ib_ctl_metrics) / sizeof(ib_ctl_metrics[0]);
 #undef C
@@ -1416,6 +1438,9 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(violations[IB_VIOL_ADVERT], "ib_protocol_violations_total", "", "reason=advert"),
 	C(doorbells, "ib_send_doorbells_total",
 	  "ibv_post_send calls (doorbells), each posting one work request or a chain of them"),
+	C(lent_tx, "ib_lent_bytes_total", "payload bytes RDMA-written straight from lent Ethernet frames (no copy)"),
+	C(lent_leaked, "ib_lent_holds_leaked_total",
+	  "lent frames never given back: their writes did not complete after a reset (kept rather than reused)"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

@@ -23,6 +23,30 @@
 #define IB_SLOT_SPARE 64 /* slots beyond max sessions: connections still being torn down */
 #define IB_CTRL_BYTES (IB_RS_CTRL_SLOTS * sizeof(struct ib_rs_sge))
 #define IB_TSGL_BYTES 64 /* our target_sgl (2 entries, 32 bytes), padded */
+#define IB_EXTMEM_MAX 8	  /* ranges of external memory (extmem.c) */
+#define IB_LENT_MAX   128 /* lent segments a connection holds at once (write_lent, extmem.c) */
+#define IB_LENT_SGE   32  /* scatter entries of one data write (max_send_sge, within the device's) */
+
+/* Memory the gateway lends the IB side to send from (the Ethernet RX mempool): registered
+ * LOCAL-only in every buffer set's protection domain (extmem.c). Control thread, before any set. */
+struct ib_extmem {
+	unsigned n;
+	struct {
+		uint8_t *addr;
+		size_t len;
+	} r[IB_EXTMEM_MAX];
+};
+
+/* One segment a destination took by reference (write_lent): bytes [tpos, tpos + len) of the send
+ * stream (tx.queued's count; their room in sbuf stays unused) lie at ADDR, under LKEY; LPOS is its
+ * place among the bytes write_lent took (what on_sent reports). */
+struct ib_lent {
+	uint64_t tpos, lpos;
+	const uint8_t *addr;
+	uint32_t len, lkey;
+	void *hold;
+	const struct xlt_hold_ops *hops;
+};
 
 /* wr_id: kind (4 bits) | slot (20) | generation (23) | length (17) */
 #define IB_WR_KIND_SHIFT 60
@@ -92,6 +116,8 @@ struct ib_bufs {
 	uint8_t *sbuf;
 	uint8_t *ctrl;
 	struct ibv_mr *rmr, *smr;
+	struct ibv_mr *xmr[IB_EXTMEM_MAX]; /* the external memory, LOCAL_WRITE only (extmem.c) */
+	unsigned n_xmr;
 };
 
 struct ib_dev {
@@ -191,6 +217,15 @@ struct ib_conn {
 	struct ib_conn *work_next;
 	struct ib_conn *live_prev, *live_next;
 	struct ib_conn *list_next; /* worker's stash, backlog or linger list */
+
+	/* lent segments (worker; extmem.c): a ring in stream order, popped as their writes complete */
+	uint16_t send_sge;   /* (handed over) scatter entries a data write may use */
+	uint16_t lent_head, lent_n;
+	uint64_t lt_taken;    /* bytes write_lent took */
+	uint64_t lt_reported; /* ... and reported through on_sent */
+	uint64_t lent_until;  /* released with writes from lent memory in flight: wait for them until then */
+	bool lent_flushing;   /* the queue pair was moved to the error state to flush them */
+	struct ib_lent lent[IB_LENT_MAX];
 	uint32_t ends[]; /* rq_depth: the receive side's message ends */
 };
 
@@ -238,6 +273,7 @@ struct ib_worker {
 	unsigned n_chain;
 	struct ibv_send_wr chain_wr[IB_CHAIN_MAX];
 	struct ibv_sge chain_sge[IB_CHAIN_MAX][2];
+	struct ibv_sge lent_sge[IB_CHAIN_MAX][IB_LENT_SGE]; /* data writes with lent segments */
 
 	/* control */
 	uint32_t *ct_gen;

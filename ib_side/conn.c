@@ -317,13 +317,29 @@ static int post_data(struct ib_conn *c)
 
 	if (!wr)
 		return ret;
-	ib_tx_next(&c->tx, b->tsgl, &tw);
-	sge[0] = (struct ibv_sge){.addr = (uintptr_t)(b->sbuf + tw.off), .length = tw.seg0, .lkey = b->smr->lkey};
-	sge[1] = (struct ibv_sge){.addr = (uintptr_t)b->sbuf, .length = tw.len - tw.seg0, .lkey = b->smr->lkey};
+	if (c->lent_n) {
+		/* lent segments among the bytes (extmem.c): as many as the scatter list holds */
+		uint32_t max_xfer = c->tx.max_xfer, n_lent;
+		unsigned n_sge;
+
+		sge = c->w->lent_sge[c->w->n_chain - 1];
+		c->tx.max_xfer = ib_lent_walk(c, max_xfer, NULL, &n_sge, &n_lent);
+		ib_tx_next(&c->tx, b->tsgl, &tw);
+		c->tx.max_xfer = max_xfer;
+		c->tx.posted -= tw.len; /* (the walk starts at the write's first byte) */
+		ib_lent_walk(c, tw.len, sge, &n_sge, &n_lent);
+		c->tx.posted += tw.len;
+		wr->num_sge = (int)n_sge;
+		bump(&c->w->st.lent_tx, n_lent);
+	} else {
+		ib_tx_next(&c->tx, b->tsgl, &tw);
+		sge[0] = (struct ibv_sge){.addr = (uintptr_t)(b->sbuf + tw.off), .length = tw.seg0, .lkey = b->smr->lkey};
+		sge[1] = (struct ibv_sge){.addr = (uintptr_t)b->sbuf, .length = tw.len - tw.seg0, .lkey = b->smr->lkey};
+		wr->num_sge = tw.seg0 < tw.len ? 2 : 1;
+	}
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr->send_flags = IBV_SEND_SIGNALED;
 	wr->sg_list = sge;
-	wr->num_sge = tw.seg0 < tw.len ? 2 : 1;
 	wr->wr_id = ib_wr_id(IB_WR_DATA, c, tw.len);
 	wr->imm_data = htobe32(ib_rs_imm(IB_RS_OP_DATA, tw.len));
 	wr->wr.rdma.remote_addr = tw.raddr;
@@ -473,6 +489,29 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 	return n;
 }
 
+/* Lending (extmem.c): segments of registered memory are written from where they lie, others are
+ * copied; bounded by the send buffer as write() is. */
+static size_t op_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, unsigned n)
+{
+	struct ib_conn *c = (struct ib_conn *)s;
+	size_t offered = 0, taken;
+
+	for (unsigned i = 0; i < n; i++)
+		offered += segs[i].len;
+	if (c->ws != IB_W_OPEN || s->local_done || c->qp_dead)
+		return 0;
+	if (c->peer_gone) {
+		if (offered)
+			closing(c, -ECONNRESET, IB_CLOSE_RESET); /* as op_write */
+		return 0;
+	}
+	taken = ib_lent_take(c, segs, n);
+	if (taken < offered)
+		c->want_writable = true;
+	work(c); /* posted in the flush phase; copies are reported sent from the next relay phase */
+	return taken;
+}
+
 static void op_shutdown(struct xlt_stream *s)
 {
 	struct ib_conn *c = (struct ib_conn *)s;
@@ -530,6 +569,7 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.abort = op_abort,
 	.release = op_release,
 	.info = op_info,
+	.write_lent = op_write_lent,
 };
 
 int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
@@ -833,9 +873,10 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		    uint32_t len)
 {
 	(void)w;
-	if (kind == IB_WR_DATA)
+	if (kind == IB_WR_DATA) {
 		ib_tx_done(&c->tx, len);
-	else
+		ib_lent_done(c); /* (a flushed write too: the device is done with its memory) */
+	} else
 		ctrl_done(c, wc);
 	if (wc->status != IBV_WC_SUCCESS) {
 		wc_error(c, wc);
@@ -868,8 +909,12 @@ static void on_wc(struct ib_worker *w, const struct ibv_wc *wc)
 			return; /* stale: its connection is gone */
 	}
 	if (c->released || (c->ws == IB_W_CLOSED && c->no_session)) {
-		/* lingering (or about to): only the control messages in flight matter now */
-		if (kind != IB_WR_RECV && kind != IB_WR_DATA)
+		/* lingering (or about to): only the control messages in flight matter now, and the
+		 * writes from lent memory (their holds) */
+		if (kind == IB_WR_DATA) {
+			ib_tx_done(&c->tx, (uint32_t)wc->wr_id & IB_WR_LEN_MASK);
+			ib_lent_done(c);
+		} else if (kind != IB_WR_RECV)
 			ctrl_done(c, wc);
 		return;
 	}
@@ -928,11 +973,12 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 
 /* Must C stay a while: its abort is still on its way (IB_LINGER_NS at most), or the peer's
  * DISCONNECT may not be acknowledged yet (IB_PEER_LINGER_NS)? */
-static bool lingers(const struct ib_worker *w, const struct ib_conn *c)
+static bool lingers(const struct ib_worker *w, struct ib_conn *c)
 {
-	if (w->now >= c->linger_until)
-		return false;
-	return ((c->abort_sent || c->abort_due) && c->ctrl_used) || c->peer_gone;
+	if (w->now < c->linger_until && (((c->abort_sent || c->abort_due) && c->ctrl_used) || c->peer_gone))
+		return true;
+	/* then the writes from lent memory still in flight (extmem.c) */
+	return ib_lent_wait(c, w->now);
 }
 
 /* The worker is done with C: hands it back now, or once it need not linger any more. */
@@ -996,6 +1042,13 @@ unsigned ib_worker_relay(struct ib_worker *w)
 			c->s.ev.on_readable(c->s.ev.arg);
 		if ((ev & IB_EV_WRITABLE) && c->ws == IB_W_OPEN && c->s.ev.on_writable)
 			c->s.ev.on_writable(c->s.ev.arg);
+		if (c->ws == IB_W_OPEN && c->s.ev.on_sent && ib_lent_reportable(c) > c->lt_reported) {
+			/* write_lent's bytes done with, in order (copied, or their writes completed) */
+			size_t done = (size_t)(ib_lent_reportable(c) - c->lt_reported);
+
+			c->lt_reported += done;
+			c->s.ev.on_sent(c->s.ev.arg, done);
+		}
 		if ((ev & IB_EV_CLOSED) || c->ws == IB_W_CLOSING) {
 			if (c->ws != IB_W_CLOSING)
 				continue;
@@ -1082,8 +1135,9 @@ unsigned ib_worker_flush(struct ib_worker *w)
 				continue;
 			}
 		}
-		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING))
-			work(c); /* raised after its relay, or undecided (CQ backlog): next round */
+		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING) ||
+		    (c->ws == IB_W_OPEN && ib_lent_reportable(c) > c->lt_reported))
+			work(c); /* raised after its relay, undecided (CQ backlog), or bytes to report: next round */
 	}
 	if (w->wake) {
 		uint64_t one = 1;

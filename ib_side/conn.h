@@ -19,4 +19,23 @@ int ib_conn_post_recvs(struct ib_conn *c, unsigned n);
 /* Control thread: sets up the protocol state of C over its buffers (before any receive is posted). */
 void ib_conn_proto_init(struct ib_conn *c);
 
+/* extmem.c: external memory and lent segments (see there). */
+/* Control thread: adds [ADDR, ADDR + LEN) to X. Returns 0, -EINVAL or -ENOSPC (IB_EXTMEM_MAX ranges). */
+int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len);
+/* Control thread: registers X in B's protection domain (LOCAL_WRITE only), counted in ST. Returns 0
+ * or -errno (then B has none of it). */
+int ib_extmem_reg(const struct ib_extmem *x, struct ib_bufs *b, struct ib_ctl_stats *st);
+void ib_extmem_dereg(struct ib_bufs *b);
+/* Worker, the write_lent op's body (C open and writable): takes a prefix of SEGS[N]. */
+size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n);
+/* Worker: the bytes from tx.posted, MAX at most, that one write can carry in C's send_sge scatter
+ * entries (filled into SGE when not NULL, their count in *N_SGE; *N_LENT: of them, lent bytes). */
+uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent);
+/* Worker, after tx.done moved: puts the holds of the lent segments written completely. */
+void ib_lent_done(struct ib_conn *c);
+/* Worker: the bytes write_lent took that may be reported sent (a count of them). */
+uint64_t ib_lent_reportable(struct ib_conn *c);
+/* Worker, C released: must C wait for lent writes in flight (NOW: the round's clock)? */
+bool ib_lent_wait(struct ib_conn *c, uint64_t now);
+
 #endif

@@ -97,6 +97,9 @@ struct ib_ctl_stats {
 	uint64_t buf_rekeys;	 /* reuses from the pool, each with its receive ring registered anew */
 	uint64_t conn_bytes;	 /* gauge: connection state (not buffers) of the connections that exist */
 	uint64_t cqs;		 /* gauge: completion queues */
+	uint64_t extmem_bytes;	 /* gauge: external memory (Ethernet frames) each buffer set registers */
+	uint64_t extmem_regs;	 /* registrations of it (one per range and new buffer set) */
+	uint64_t extmem_reg_ns;	 /* time they took */
 };
 
 /* Worker counters: written by that worker only. */
@@ -119,6 +122,8 @@ struct ib_worker_stats {
 	uint64_t violations[IB_VIOL_COUNT];
 	uint64_t copied_tx;	     /* payload bytes copied into send buffers (the write op) */
 	uint64_t doorbells;	     /* ibv_post_send calls: each posts one work request or a chain */
+	uint64_t lent_tx;	     /* payload bytes written straight from lent memory (no copy) */
+	uint64_t lent_leaked;	     /* lent holds never put: their writes did not complete in time */
 };
 
 #endif

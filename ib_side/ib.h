@@ -52,6 +52,12 @@ void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void 
 uint16_t ib_listener_port(const struct ib_listener *l);
 
 const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
+
+/* Control thread, before any connection: [ADDR, ADDR + LEN) is memory the gateway will lend IB
+ * connections to send from (the Ethernet RX mempool). Every buffer set registers it in its own
+ * protection domain, local access only; a stream segment in it (XLT_SEG_EXTMEM) is then RDMA-written
+ * without a copy. Returns 0, -EINVAL or -ENOSPC (too many separate ranges: the rest is copied). */
+int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len);
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 

@@ -1410,6 +1410,101 @@ static void test_chain_tcp_doff_split(void **state)
 	assert_int_equal(h.n_kept, 0);
 }
 
+/* Ethernet -> IB without copies (issue #14, eth_side/rcvq.c): in-order payload stays in its frame and
+ * lend() shows it there with a hold (the mbuf) that a destination keeps past consume(): the frame
+ * goes back to the pool at the last put. A small segment is copied, and so are the in-order bytes
+ * behind it until the copies are consumed; then frames are kept again. (test_zero_window_sent covers
+ * the window over bytes held in frames.) */
+static void test_lend_frames(void **state)
+{
+	static uint8_t blob[1400];
+	static const uint8_t tiny[1] = {7};
+	struct conn c = established_echo(41200);
+	struct eh_session *se = session_of(41200);
+	struct xlt_stream *s = se->s;
+	struct xlt_seg v[XLT_LEND_MAX];
+	uint64_t copied0 = S()->copied_in, pc0;
+	unsigned base, k;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7 + 1);
+	se->paused = 1;
+	eh_forget(&h);
+	base = rte_mempool_in_use_count(eh_pool);
+	peer_data(&c, blob, sizeof(blob), 0);
+	peer_data(&c, blob, sizeof(blob), 0);
+	eh_forget(&h);
+	assert_int_equal(S()->rx_pinned, 2);
+	assert_int_equal(S()->copied_in, copied0);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base + 2);
+	assert_int_equal(s->ops->backlog(s), 2800);
+	k = s->ops->lend(s, 1000, v, XLT_LEND_MAX);
+	assert_int_equal(k, 2);
+	assert_int_equal(v[0].len, 400);
+	assert_memory_equal(v[0].data, blob + 1000, 400);
+	assert_int_equal(v[1].len, 1400);
+	k = s->ops->lend(s, 0, v, XLT_LEND_MAX);
+	assert_int_equal(k, 2);
+	assert_memory_equal(v[0].data, blob, 1400);
+	assert_non_null(v[0].hold);
+	assert_non_null(v[0].hops);
+	assert_int_equal(v[0].flags & XLT_SEG_EXTMEM, 0); /* this pool is nobody's external memory */
+	/* a destination's reference outlives the queue's */
+	v[0].hops->get(v[0].hold);
+	s->ops->consume(s, 1400);
+	eh_poll(&h);
+	eh_forget(&h);
+	assert_int_equal(S()->rx_pinned, 1);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base + 2);
+	assert_memory_equal(v[0].data, blob, 1400);
+	v[0].hops->put(v[0].hold);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base + 1);
+	s->ops->consume(s, 1400);
+	assert_int_equal(S()->rx_pinned, 0);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base);
+	/* a 1-byte segment is copied; the full one behind it stays in its frame, in order */
+	pc0 = S()->rx_pin_copies;
+	peer_data(&c, tiny, 1, 0);
+	peer_data(&c, blob, sizeof(blob), 0);
+	peer_data(&c, tiny, 1, 0);
+	assert_int_equal(S()->rx_pin_copies - pc0, 2);
+	assert_int_equal(S()->copied_in - copied0, 2);
+	assert_int_equal(S()->rx_pinned, 2); /* the frame and the entry standing for the first copy */
+	assert_int_equal(s->ops->backlog(s), 1402);
+	k = s->ops->lend(s, 0, v, XLT_LEND_MAX);
+	assert_int_equal(k, 3);
+	assert_int_equal(v[0].len, 1);
+	assert_null(v[0].hold); /* valid until consumed only: a destination copies */
+	assert_int_equal(v[0].data[0], 7);
+	assert_int_equal(v[1].len, 1400);
+	assert_non_null(v[1].hold);
+	assert_memory_equal(v[1].data, blob, 1400);
+	assert_int_equal(v[2].len, 1);
+	assert_int_equal(v[2].data[0], 7);
+	k = s->ops->lend(s, 1401, v, XLT_LEND_MAX);
+	assert_int_equal(k, 1);
+	assert_int_equal(v[0].len, 1);
+	assert_int_equal(v[0].data[0], 7);
+	{
+		const uint8_t *p;
+		assert_int_equal(s->ops->peek(s, &p), 1);
+		assert_int_equal(p[0], 7);
+	}
+	s->ops->consume(s, 700);
+	k = s->ops->lend(s, 0, v, XLT_LEND_MAX);
+	assert_int_equal(k, 2);
+	assert_int_equal(v[0].len, 701);
+	assert_memory_equal(v[0].data, blob + 699, 701);
+	s->ops->consume(s, 702);
+	assert_int_equal(S()->rx_pinned, 0);
+	assert_int_equal(s->ops->backlog(s), 0);
+	eh_poll(&h);
+	eh_forget(&h); /* (the frames sent meanwhile) */
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base);
+	se->paused = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1429,6 +1524,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
 		cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),

@@ -1,0 +1,38 @@
+/* TCP receive queues that keep in-order payload in its frames (see rcvq.c). Worker only. */
+#ifndef ETH_RCVQ_H
+#define ETH_RCVQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine-t.h"
+
+struct rte_mbuf;
+
+/* In-order bytes received and not consumed: those in frames, then those in chunks. */
+static inline uint32_t eth_rcvq_len(const struct eth_tcb *t)
+{
+	return t->rq_len + t->rbuf.len;
+}
+
+/* Keeps LEN in-order payload bytes of frame M, from packet offset OFF, by reference (each buffer of
+ * M that holds some gains a reference of the queue's). Returns false when they must be copied
+ * instead (into rbuf's chunks, at its end, as before): chunks hold bytes already (copies or
+ * out-of-order data, which come after the frames' bytes), the pieces would be small for the buffers
+ * they pin, or the worker's budget of pinned buffers is spent. The caller has checked that LEN fits
+ * the window. */
+bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, uint32_t len);
+
+/* Contiguous bytes at the front (what peek shows): returns their count and sets *DATA. */
+size_t eth_rcvq_peek(struct eth_tcb *t, const uint8_t **data);
+
+/* Drops the first N bytes (frames first, then chunks); returns how many were dropped. */
+uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n);
+
+/* The stream's lend(): segments of the bytes after the first SKIP. */
+unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, unsigned max);
+
+/* Drops every frame reference (a connection that closes; rbuf's chunks are the caller's). */
+void eth_rcvq_free(struct eth_tcb *t);
+
+#endif

@@ -1,0 +1,250 @@
+/* External memory and lent segments: the Ethernet -> IB direction without copies (issue #14).
+ *
+ * Registration. The gateway hands over the memory of the Ethernet RX mempool once, before any buffer
+ * set exists (ib_ctl_extmem). Every buffer set registers it in its own protection domain, when the
+ * set is created; a pooled set keeps it, so a connection that reuses a set registers nothing. The
+ * region is LOCAL_WRITE only (what ibv_reg_mr needs for a local read; no remote access): its local
+ * key lets this set's queue pair read frames for its own sends and is never given to a peer, so #12's
+ * isolation is unchanged (remote keys: the set's receive ring, per connection). A set whose
+ * registration failed works without it: lent segments are copied into its send buffer.
+ *
+ * Lent segments (write_lent). A segment of registered memory is kept by reference (its hold taken)
+ * in the connection's ring of IB_LENT_MAX, in stream order; it occupies its room in the send buffer
+ * all the same (so bytes taken and not completed stay bounded by the send buffer, as write()'s are),
+ * but that room is not written: a data write's scatter list points into the segment (flush phase,
+ * conn.c post_data), up to the connection's send_sge entries per write. Other segments are copied into
+ * the send buffer as write() copies. On each data completion (success or flush) the holds of the
+ * segments it finished are put. on_sent reports bytes in order: everything before the oldest lent
+ * segment not yet completed (a copy is done with its source at once).
+ *
+ * A connection released with lent writes in flight must not be handed back before they complete:
+ * after hand-back its completions are dropped and the control thread destroys the queue pair, while
+ * its writes might still read frames already put back. So it lingers (conn.c retire) with its queue
+ * pair moved to the error state, which flushes every posted write at once, and puts the holds from
+ * those completions; IB_LENT_WAIT_NS bounds the wait, after which the holds are leaked (counted)
+ * rather than risk a device reading freed frames. */
+#include <string.h>
+#include <time.h>
+
+#include "conn.h"
+#include "proto.h"
+
+#define IB_LENT_WAIT_NS 2000000000ull
+
+int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len)
+{
+	uint8_t *a = addr;
+
+	if (!a || !len)
+		return -EINVAL;
+	for (unsigned i = 0; i < x->n; i++) {
+		/* chunks of a mempool are often adjacent: one region each run */
+		if (x->r[i].addr + x->r[i].len == a) {
+			x->r[i].len += len;
+			return 0;
+		}
+		if (a + len == x->r[i].addr) {
+			x->r[i].addr = a;
+			x->r[i].len += len;
+			return 0;
+		}
+	}
+	if (x->n == IB_EXTMEM_MAX)
+		return -ENOSPC;
+	x->r[x->n].addr = a;
+	x->r[x->n].len = len;
+	x->n++;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ib_extmem_reg(const struct ib_extmem *x, struct ib_bufs *b, struct ib_ctl_stats *st)
+{
+	int ret = 0;
+
+	b->n_xmr = 0;
+	for (unsigned i = 0; i < x->n; i++) {
+		uint64_t t0 = mono_ns();
+		/* LOCAL_WRITE is the least access ibv_reg_mr accepts for a source of sends; no REMOTE_* */
+		struct ibv_mr *mr = ibv_reg_mr(b->pd, x->r[i].addr, x->r[i].len, IBV_ACCESS_LOCAL_WRITE);
+
+		if (!mr) {
+			ret = -errno;
+			ib_extmem_dereg(b);
+			return ret;
+		}
+		st->extmem_regs++;
+		st->extmem_reg_ns += mono_ns() - t0;
+		b->xmr[b->n_xmr++] = mr;
+	}
+	return 0;
+}
+
+void ib_extmem_dereg(struct ib_bufs *b)
+{
+	for (unsigned i = 0; i < b->n_xmr; i++)
+		ibv_dereg_mr(b->xmr[i]);
+	b->n_xmr = 0;
+}
+
+/* The local key of [P, P + LEN) if it lies in B's external memory. */
+static bool lkey_of(const struct ib_bufs *b, const uint8_t *p, uint32_t len, uint32_t *lkey)
+{
+	for (unsigned i = 0; i < b->n_xmr; i++) {
+		const uint8_t *a = b->xmr[i]->addr;
+		if (p >= a && (size_t)(p - a) + len <= b->xmr[i]->length) {
+			*lkey = b->xmr[i]->lkey;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct ib_lent *lent_at(struct ib_conn *c, unsigned i)
+{
+	return &c->lent[(c->lent_head + i) % IB_LENT_MAX];
+}
+
+size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
+{
+	size_t taken = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct xlt_seg *g = &segs[i];
+		uint32_t space = ib_tx_space(&c->tx), k = g->len < space ? g->len : space, lkey;
+
+		if (!k)
+			break;
+		if ((g->flags & XLT_SEG_EXTMEM) && g->hold && g->hops && c->lent_n < IB_LENT_MAX &&
+		    lkey_of(c->bufs, g->data, k, &lkey)) {
+			struct ib_lent *e = lent_at(c, c->lent_n);
+			*e = (struct ib_lent){.tpos = c->tx.queued,
+			                      .lpos = c->lt_taken,
+			                      .addr = g->data,
+			                      .len = k,
+			                      .lkey = lkey,
+			                      .hold = g->hold,
+			                      .hops = g->hops};
+			g->hops->get(g->hold);
+			c->lent_n++;
+			ib_tx_queue(&c->tx, k);
+		} else {
+			uint32_t off = ib_tx_queue(&c->tx, k),
+			         first = c->tx.size - off < k ? c->tx.size - off : k;
+			memcpy(c->bufs->sbuf + off, g->data, first);
+			memcpy(c->bufs->sbuf, g->data + first, k - first);
+			__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + k, __ATOMIC_RELAXED);
+		}
+		c->lt_taken += k;
+		taken += k;
+		if (k < g->len)
+			break;
+	}
+	return taken;
+}
+
+uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent)
+{
+	uint64_t start = c->tx.posted, pos = start, end = start + max;
+	uint32_t sbuf_lkey = c->bufs->smr->lkey;
+	unsigned used = 0, i = 0;
+
+	*n_lent = 0;
+	if (end > c->tx.queued)
+		end = c->tx.queued;
+	while (i < c->lent_n && lent_at(c, i)->tpos + lent_at(c, i)->len <= pos)
+		i++; /* written already, waiting for their completion */
+	while (pos < end && used < c->send_sge) {
+		struct ib_lent *e = i < c->lent_n ? lent_at(c, i) : NULL;
+		uint64_t stop;
+
+		if (e && e->tpos <= pos) {
+			uint64_t k = e->tpos + e->len - pos;
+			if (k > end - pos)
+				k = end - pos;
+			if (sge)
+				sge[used] = (struct ibv_sge){.addr = (uintptr_t)(e->addr + (pos - e->tpos)),
+				                             .length = (uint32_t)k,
+				                             .lkey = e->lkey};
+			used++;
+			*n_lent += (uint32_t)k;
+			pos += k;
+			i++;
+			continue;
+		}
+		/* copied bytes up to the next lent segment: in the send ring, which may wrap */
+		stop = e && e->tpos < end ? e->tpos : end;
+		while (pos < stop && used < c->send_sge) {
+			uint32_t off = (uint32_t)(pos % c->tx.size), k = c->tx.size - off;
+			if (k > stop - pos)
+				k = (uint32_t)(stop - pos);
+			if (sge)
+				sge[used] = (struct ibv_sge){
+				    .addr = (uintptr_t)(c->bufs->sbuf + off), .length = k, .lkey = sbuf_lkey};
+			used++;
+			pos += k;
+		}
+	}
+	*n_sge = used;
+	return (uint32_t)(pos - start);
+}
+
+void ib_lent_done(struct ib_conn *c)
+{
+	while (c->lent_n) {
+		struct ib_lent *e = lent_at(c, 0);
+		if (e->tpos + e->len > c->tx.done)
+			break;
+		e->hops->put(e->hold);
+		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
+		c->lent_n--;
+	}
+}
+
+uint64_t ib_lent_reportable(struct ib_conn *c)
+{
+	return c->lent_n ? lent_at(c, 0)->lpos : c->lt_taken;
+}
+
+bool ib_lent_wait(struct ib_conn *c, uint64_t now)
+{
+	/* what was never posted will not be: its holds go now */
+	while (c->lent_n) {
+		struct ib_lent *e = lent_at(c, c->lent_n - 1u);
+		if (e->tpos < c->tx.posted)
+			break;
+		e->hops->put(e->hold);
+		c->lent_n--;
+	}
+	if (c->lent_n && c->tx.done == c->tx.posted) {
+		/* every posted write completed: what is left is the unposted tail of a segment a write
+		 * ended in the middle of */
+		while (c->lent_n) {
+			struct ib_lent *e = lent_at(c, 0);
+			e->hops->put(e->hold);
+			c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
+			c->lent_n--;
+		}
+	}
+	if (!c->lent_n)
+		return false;
+	if (!c->lent_until)
+		c->lent_until = now + IB_LENT_WAIT_NS;
+	if (!c->lent_flushing && c->qp) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		c->lent_flushing = true;
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE); /* a failure shows as the wait running out */
+	}
+	if (now < c->lent_until)
+		return true;
+	__atomic_store_n(&c->w->st.lent_leaked, c->w->st.lent_leaked + c->lent_n, __ATOMIC_RELAXED);
+	c->lent_n = 0;
+	return false;
+}
