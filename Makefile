@@ -22,7 +22,7 @@ PKGS_BUILD := build-essential pkg-config clang libclang-rt-14-dev libdpdk-dev dp
 	libevent-dev libinih-dev libcmocka-dev
 PKGS_TEST := dpdk iproute2 iputils-ping ethtool curl jq python3 python3-scapy socat iperf3 haproxy netcat-openbsd \
 	procps psmisc qemu-system-x86 busybox-static kmod cpio xz-utils zstd ibverbs-utils rdmacm-utils \
-	perftest ibverbs-providers
+	perftest ibverbs-providers keepalived frr
 PKGS := $(PKGS_BUILD) $(PKGS_TEST)
 
 PC_LIBS := libdpdk libibverbs librdmacm libevent libevent_pthreads inih
@@ -49,7 +49,7 @@ obj = $(patsubst %.c,$(BUILD)/$(1)/obj/%.o,$(2))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps check fuzz bench soak vm demo clean format format-check
+.PHONY: all deps check fuzz bench soak vm demo demo-pair clean format format-check
 all: $(BUILD)/ibgwd
 
 # `make deps`: idempotent and quick when everything is there (one dpkg-query per package).
@@ -135,6 +135,10 @@ soak: deps all $(TOOL_BINS)
 
 demo: deps
 	@tests/demo/run
+
+# two gateways on the host: keepalived (VRRP) on their exception TAPs, then FRR (BGP, ECMP)
+demo-pair: deps all build/asan/ibgwd
+	@tests/ha/test_ha_vrrp.sh && tests/ha/test_ha_bgp.sh
 
 vm: deps
 	tests/vm/mkimage $(BUILD)/vm

@@ -144,6 +144,10 @@ struct conf_eth {
 	uint64_t keepalive_intvl_ms;
 	uint32_t keepalive_probes;
 	uint64_t user_timeout_ms;    /* unacknowledged data this old drops the connection */
+	char kernel_tap[16];         /* exception path: the kernel interface ibgwd creates ("" = none) */
+	uint32_t kernel_tap_rate;    /* frames per second each way through it at most */
+	uint32_t removed_addr_reset; /* 1: connections to an address that left the TAP are reset */
+	struct in_addr flow_peer;    /* the other gateway of a pair: unknown flows to a VIP go there */
 };
 
 struct conf_route {

@@ -196,6 +196,21 @@ static const struct conf_key conf_keys[] = {
 	{E(user_timeout_ms), .key = "user_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
 	 .max = 3600 * 1000, .def = "60s",
 	 .doc = "how long sent data may stay unacknowledged before the TCP connection is dropped"},
+	{E(kernel_tap), .type = T_NAME, .def = "",
+	 .doc = "exception path: a kernel TAP interface of this name with the port's MAC (empty: none); frames "
+		"ibgwd does not serve (ARP copies, other IP protocols such as VRRP, TCP/UDP ports without a "
+		"listener such as ssh or BGP, multicast) go to it, and what the kernel sends on it leaves by the "
+		"port, so keepalived, FRR or sshd run on it; IPv4 addresses put on it become ibgwd's own too"},
+	{E(kernel_tap_rate), .type = T_UINT, .min = 1, .max = 10000000, .def = "20000",
+	 .doc = "frames per second the exception path carries each way at most (a token bucket; the rest "
+		"dropped and counted): a flood aimed at the kernel cannot take the workers or the kernel"},
+	{E(removed_addr_reset), .type = T_UINT, .min = 0, .max = 1, .def = "0",
+	 .doc = "when an address leaves the kernel TAP (a VIP moved away): 0: its connections finish, new "
+		"ones are refused; 1: its connections are reset too (at their next segment)"},
+	{E(flow_peer), .type = T_IPV4, .def = "0.0.0.0",
+	 .doc = "the other gateway of a pair (its [eth] address; 0.0.0.0 = none): a TCP segment for a listener's "
+		"port on an address from the kernel TAP (a VIP) that matches no connection here and opens none is "
+		"passed to it once, so connections it still drains finish after the VIP moved here"},
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},

@@ -148,7 +148,9 @@ static struct eth_arp_entry *insert(struct eth_stack *st, uint32_t ip)
 	return victim;
 }
 
-static void send_arp(struct eth_stack *st, uint16_t op, const uint8_t *dst_mac, const uint8_t *tha, uint32_t tip)
+/* SIP: which of our addresses speaks (the one asked for, or [eth] address). */
+static void send_arp_from(struct eth_stack *st, uint16_t op, const uint8_t *dst_mac, const uint8_t *tha,
+                          uint32_t sip, uint32_t tip)
 {
 	struct rte_mbuf *m = eth_pkt_alloc(st);
 	struct rte_ether_hdr *eh;
@@ -171,11 +173,17 @@ static void send_arp(struct eth_stack *st, uint16_t op, const uint8_t *dst_mac, 
 	a->arp_plen = 4;
 	a->arp_opcode = rte_cpu_to_be_16(op);
 	memcpy(a->arp_data.arp_sha.addr_bytes, st->c.mac, 6);
-	a->arp_data.arp_sip = st->c.addr;
+	a->arp_data.arp_sip = sip;
 	memcpy(a->arp_data.arp_tha.addr_bytes, tha, 6);
 	a->arp_data.arp_tip = tip;
 	ETH_INC(st, arp_out);
 	eth_tx_frame(st, m);
+}
+
+static void send_arp(struct eth_stack *st, uint16_t op, const uint8_t *dst_mac, const uint8_t *tha,
+                     uint32_t tip)
+{
+	send_arp_from(st, op, dst_mac, tha, st->c.addr, tip);
 }
 
 static const uint8_t zero_mac[6];
@@ -195,6 +203,11 @@ void eth_arp_announce(struct eth_stack *st)
 {
 	/* gratuitous ARP (RFC 5227 announcement): a request for our own address */
 	send_arp(st, RTE_ARP_OP_REQUEST, bcast, zero_mac, st->c.addr);
+}
+
+void eth_arp_announce_addr(struct eth_stack *st, uint32_t addr)
+{
+	send_arp_from(st, RTE_ARP_OP_REQUEST, bcast, zero_mac, addr, addr);
 }
 
 static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac)
@@ -277,11 +290,12 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto bad; /* multicast, zero or our own MAC as a sender */
 	if (sip == 0) {
 		/* RFC 5227 probe: defend our address, learn nothing */
-		if (!learn_only && op == RTE_ARP_OP_REQUEST && tip == st->c.addr)
-			send_arp(st, RTE_ARP_OP_REPLY, sha, sha, 0);
+		if (!learn_only && op == RTE_ARP_OP_REQUEST && eth_local_state(st, tip) == ETH_LOCAL_UP)
+			send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, 0);
 		goto done;
 	}
-	if (sip == st->c.addr || bad_sender_ip(st, sip) || ((sip ^ st->c.addr) & st->netmask))
+	if (eth_local_state(st, sip) != ETH_LOCAL_NONE || bad_sender_ip(st, sip) ||
+	    ((sip ^ st->c.addr) & st->netmask))
 		goto bad; /* a claim on our address, a martian, or off-link */
 	e = lookup(st, sip);
 	if (e && e->pinned) {
@@ -294,7 +308,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	} else if (e) {
 		learn(st, e, sha); /* merge: refresh what we know */
 	}
-	if (tip != st->c.addr)
+	if (eth_local_state(st, tip) != ETH_LOCAL_UP)
 		goto done;
 	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
 		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
@@ -302,7 +316,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		learn(st, e, sha);
 	}
 	if (op == RTE_ARP_OP_REQUEST && !learn_only)
-		send_arp(st, RTE_ARP_OP_REPLY, sha, sha, sip);
+		send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, sip);
 done:
 	rte_pktmbuf_free(m);
 	return;

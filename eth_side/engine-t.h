@@ -88,6 +88,7 @@ struct eth_tcb {
 	struct eth_timer timer;
 	uint32_t hash;
 	uint32_t raddr;		/* network order */
+	uint32_t laddr;         /* network order; 0 = [eth] address (active opens) */
 	uint16_t rport, lport;	/* host order */
 	uint8_t state;		/* enum eth_tcp_state */
 	uint8_t ev;		/* ETH_EV_* pending */
@@ -163,6 +164,8 @@ struct eth_arp_queued {
 
 struct eth_stack {
 	struct eth_stack_conf c;
+	const struct eth_local_set *locals; /* this round's (eth_stack_set_locals); NULL: none */
+	uint32_t locals_gen;                /* the set last announced (worker 0) */
 	uint32_t netmask;	   /* network order */
 	struct eth_siphash_key flow_key, isn_key;
 	uint64_t now_ns, now_ms, started_ms;

@@ -8,6 +8,7 @@
  *   syncookie.c the cookies themselves (pure: encoding and checking)
  *   tcp_out.c   segment building, output decisions, resets
  *   tcp_timer.c timers, RTT estimation (RFC 6298), keepalive, persist
+ *   exception.c the kernel TAP's rings and rate limits (exception.h): what the engine punts to it
  * Frames handed between them always start at the IP header (the Ethernet header is stripped on
  * input and prepended by arp.c on output). Every function here runs on the instance's worker. */
 #ifndef ETH_ENGINE_H
@@ -18,6 +19,7 @@
 #include <rte_tcp.h>
 
 #include "engine-t.h"
+#include "local-t.h"
 
 /* Single-writer counters: relaxed stores, so the control thread reads whole values. */
 #define ETH_ADD(st, f, n) __atomic_store_n(&(st)->stats.f, (st)->stats.f + (uint64_t)(n), __ATOMIC_RELAXED)
@@ -55,16 +57,42 @@ static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
 }
 
+/* Whether ADDR (network order) is ours: ETH_LOCAL_UP ([eth] address, or on the kernel TAP),
+ * ETH_LOCAL_GONE (it left the TAP) or ETH_LOCAL_NONE. */
+static inline unsigned eth_local_state(const struct eth_stack *st, uint32_t addr)
+{
+	const struct eth_local_set *ls = st->locals;
+
+	if (addr == st->c.addr)
+		return ETH_LOCAL_UP;
+	for (uint32_t i = 0; ls && i < ls->n; i++)
+		if (ls->a[i].addr == addr)
+			return ls->a[i].state;
+	return ETH_LOCAL_NONE;
+}
+
+/* exception.c: hands frame M (starting at its Ethernet header; _l3: at its IP header, the Ethernet
+ * header still in front) to the kernel TAP, within this worker's rate. Returns false, M untouched,
+ * when there is no TAP; true when M was taken (queued, or dropped and counted). */
+bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m);
+bool eth_exc_punt_l3(struct eth_stack *st, struct rte_mbuf *m);
+
 /* arp.c */
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
 /* Sends M (starting at the IP header) to the neighbour NEXTHOP, resolving it first if needed. */
 void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop);
 void eth_arp_tick(struct eth_stack *st);
 void eth_arp_announce(struct eth_stack *st);
+/* Gratuitous ARP for ADDR, one of ours (an address the kernel TAP gained). */
+void eth_arp_announce_addr(struct eth_stack *st, uint32_t addr);
 void eth_arp_flush(struct eth_stack *st);
 
 /* ipv4.c */
 void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
+/* Passes M (at its IP header), a TCP segment for one of the kernel TAP's addresses that has no
+ * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
+ * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
+bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 /* IPv6 (ipv6.c): M starts at its Ethernet header. */
 #define ETH_IP6_MAX_EXT 8 /* extension headers one packet may carry before its payload */
 void eth_ipv6_init(struct eth_stack *st);
@@ -76,6 +104,9 @@ uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */
 void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload);
 void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload);
+/* The same from source address SRC (one of ours: a connection's local address). */
+void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,
+                       uint8_t proto, uint16_t payload);
 
 /* tcp_conn.c */
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
@@ -136,6 +167,12 @@ uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t);
 /* (Re)starts the retransmission timer from now. */
 void eth_tcp_rexmit_arm(struct eth_tcb *t);
 void eth_tcp_keepalive_reset(struct eth_tcb *t);
+
+/* The local address of T's segments. */
+static inline uint32_t eth_tcb_laddr(const struct eth_tcb *t)
+{
+	return t->laddr ? t->laddr : t->st->c.addr;
+}
 
 static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)
 {

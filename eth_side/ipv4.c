@@ -21,6 +21,12 @@ uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst)
 
 void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload)
 {
+	eth_ipv4_fill_src(st, ip, st->c.addr, dst, proto, payload);
+}
+
+void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,
+                       uint8_t proto, uint16_t payload)
+{
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
 	ip->type_of_service = 0;
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + payload));
@@ -29,7 +35,7 @@ void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, 
 	ip->time_to_live = 64;
 	ip->next_proto_id = proto;
 	ip->hdr_checksum = 0;
-	ip->src_addr = st->c.addr;
+	ip->src_addr = src;
 	ip->dst_addr = dst;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 }
@@ -45,6 +51,26 @@ void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uin
 	}
 	eth_ipv4_fill(st, rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *), dst, proto, payload);
 	eth_arp_output(st, m, nh);
+}
+
+/* The IPv4 header's reserved bit (RFC 791), never set by a host: marks a segment a gateway of the
+ * pair passed to the other, which must not pass it back. */
+#define FLOW_PEER_MARK 0x8000
+
+bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+
+	if (!st->c.flow_peer || ip->dst_addr == st->c.addr ||
+	    (ip->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK)) || m->nb_segs > 1)
+		return false;
+	/* the pair's connections moved here with the VIP: the peer that held it before may still have them */
+	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ETH_INC(st, flow_peer_out);
+	eth_arp_output(st, m, st->c.flow_peer);
+	return true;
 }
 
 static bool martian(const struct eth_stack *st, uint32_t src)
@@ -67,8 +93,12 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 		ETH_INC(st, icmp_errors);
 		goto drop;
 	}
-	if (ic->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || ic->icmp_code != 0)
-		goto drop; /* errors and the rest: nothing we act on */
+	if (ic->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || ic->icmp_code != 0) {
+		/* errors and the rest: nothing we act on, but the kernel's own flows may (PMTU) */
+		if (eth_exc_punt_l3(st, m))
+			return;
+		goto drop;
+	}
 	/* answer in place: the same identifier, sequence and data */
 	if (ihl > sizeof(*ip)) {
 		/* drop the IP options: move the ICMP message up behind a plain header */
@@ -89,7 +119,7 @@ drop:
 void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct rte_ipv4_hdr *ip;
-	unsigned ihl, tot;
+	unsigned ihl, tot, lstate;
 
 	ETH_INC(st, ip_in);
 	if (m->data_len < sizeof(*ip))
@@ -103,8 +133,19 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		ETH_INC(st, ip_checksum_errors);
 		goto drop;
 	}
-	if (ip->dst_addr != st->c.addr) {
+	lstate = eth_local_state(st, ip->dst_addr);
+	if (lstate == ETH_LOCAL_NONE) {
+		uint32_t h = rte_be_to_cpu_32(ip->dst_addr);
+
+		/* multicast and broadcast (VRRP advertisements, routing protocols): the kernel's */
+		if (((h >> 28) == 0xe || h == 0xffffffffu || (ip->dst_addr & ~st->netmask) == ~st->netmask) &&
+		    eth_exc_punt_l3(st, m))
+			return;
 		ETH_INC(st, ip_not_for_us);
+		goto drop;
+	}
+	if (lstate == ETH_LOCAL_GONE && ip->next_proto_id != IPPROTO_TCP) {
+		ETH_INC(st, ip_not_for_us); /* only its TCP connections still finish */
 		goto drop;
 	}
 	if (martian(st, ip->src_addr))
@@ -128,6 +169,8 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		icmp_input(st, m, ip, ihl);
 		return;
 	default:
+		if (eth_exc_punt_l3(st, m)) /* UDP, VRRP, GRE...: the kernel's, if it has a door */
+			return;
 		ETH_INC(st, ip_unknown_proto);
 		goto drop;
 	}

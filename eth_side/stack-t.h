@@ -8,6 +8,7 @@
 #include "../translate/metric-t.h"
 #include "../translate/stream-t.h"
 
+struct eth_exc;
 struct eth_stack;
 struct rte_mbuf;
 struct rte_mempool;
@@ -55,6 +56,7 @@ struct eth_stack_conf {
 	uint32_t addr;		  /* our IPv4 address, network byte order */
 	uint8_t prefix;		  /* of the attached network */
 	uint32_t gateway;	  /* default gateway, network byte order; 0 = none */
+	uint32_t flow_peer;	  /* the other gateway of a pair (network order; 0 = none): see ipv4.c */
 	uint8_t addr6[16];	  /* our IPv6 address (prefix6 0: no IPv6) */
 	uint8_t prefix6;
 	uint8_t gateway6[16];	  /* IPv6 default gateway; :: = none */
@@ -69,6 +71,7 @@ struct eth_stack_conf {
 	uint32_t max_conns;	  /* connection blocks (including TIME_WAIT) */
 	uint64_t buffer_bytes;	  /* memory for connection buffers, reserved lazily */
 	uint64_t flow_key[2];	  /* secret shared by all instances: flow steering and table hash */
+	struct eth_exc *exc;      /* the exception path (exception.h), or NULL: none */
 	eth_tx_fn tx;		  /* NULL: rte_eth_tx_burst on port_id/queue */
 	void *tx_arg;
 	eth_accept_fn on_accept;
@@ -158,6 +161,12 @@ struct eth_stack_stats {
 	uint64_t tcp_buffer_bytes;  /* gauge: bytes of chunks held by connection buffers */
 	uint64_t copied_in;	    /* payload bytes copied from frames into receive queues */
 	uint64_t copied_out;	    /* ... into send queues (the write op) and from them into frames */
+	uint64_t exc_to_kernel;     /* frames punted to the exception path's ring */
+	uint64_t exc_rate_drops;    /* ... dropped instead: this worker's share of kernel_tap_rate */
+	uint64_t exc_ring_drops;    /* ... dropped instead: the ring to the control thread was full */
+	uint64_t exc_from_kernel;   /* frames from the kernel TAP sent out the port (worker 0) */
+	uint64_t local_addr_resets; /* connections reset because their address left the TAP */
+	uint64_t flow_peer_out;	    /* segments of unknown flows passed to the flow peer */
 	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
 	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
 				     * budget left) */

@@ -108,6 +108,12 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"tcp_time_wait_reuse_total", XLT_COUNTER, ST(tcp_tw_reuse), "TIME_WAIT connections reused by a new SYN", NULL},
 	{"tcp_keepalive_probes_total", XLT_COUNTER, ST(tcp_keepalive_probes), "keepalive probes sent", NULL},
 	{"tcp_buffer_bytes", XLT_GAUGE, ST(tcp_buffer_bytes), "memory held by TCP connection buffers", NULL},
+	{"exception_frames_total", XLT_COUNTER, ST(exc_to_kernel), "frames handed to the kernel TAP's ring by the worker, or sent out the port from it (worker 0)", "dir=to_kernel"},
+	{"exception_frames_total", XLT_COUNTER, ST(exc_from_kernel), "frames handed to the kernel TAP's ring by the worker, or sent out the port from it (worker 0)", "dir=from_kernel"},
+	{"exception_drops_total", XLT_COUNTER, ST(exc_rate_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=rate"},
+	{"exception_drops_total", XLT_COUNTER, ST(exc_ring_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=ring"},
+	{"tcp_flow_peer_segments_total", XLT_COUNTER, ST(flow_peer_out), "TCP segments for a VIP that matched no connection here, passed to [eth] flow_peer (the gateway that held the VIP before)", NULL},
+	{"tcp_local_address_resets_total", XLT_COUNTER, ST(local_addr_resets), "TCP connections reset because their local address left the kernel TAP (removed_addr_reset = 1)", NULL},
 	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
 	{"tcp_rx_pin_copies_total", XLT_COUNTER, ST(rx_pin_copies), "in-order segments copied into chunks instead of kept in their frame", NULL},
 };
@@ -347,14 +353,28 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		goto drop;
 	eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6) &&
-	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes))
+	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
+		/* other multicast (VRRP, OSPF): the kernel's, when it has a door */
+		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered && eth_exc_punt(st, m))
+			return;
 		goto drop;
+	}
 	type = rte_be_to_cpu_16(eh->ether_type);
 	if (type == RTE_ETHER_TYPE_IPV6) {
 		eth_ipv6_input(st, m); /* (stateless so far: answered by whichever worker got it) */
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
+		/* the kernel keeps its own neighbour table and answers for what it alone owns: it sees
+		 * every ARP frame (ours answered here as well, with the same MAC) */
+		if (!steered && st->c.exc) {
+			struct rte_mbuf *c = rte_pktmbuf_copy(m, st->c.pool, 0, UINT32_MAX);
+
+			if (!c)
+				ETH_INC(st, nombuf);
+			else
+				eth_exc_punt(st, c);
+		}
 		if (!steered && st->c.n_workers > 1)
 			for (unsigned i = 0; i < st->c.n_workers; i++) {
 				struct rte_mbuf *c;
@@ -370,8 +390,11 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		eth_arp_input(st, m, steered);
 		return;
 	}
-	if (type != RTE_ETHER_TYPE_IPV4)
+	if (type != RTE_ETHER_TYPE_IPV4) {
+		if (!steered && eth_exc_punt(st, m)) /* LLDP...: the kernel's */
+			return;
 		goto drop;
+	}
 	if (!steered && st->c.n_workers > 1) {
 		unsigned owner = frame_owner(st, m);
 		if (owner != st->c.worker) {
@@ -385,6 +408,18 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 drop:
 	ETH_INC(st, frames_dropped);
 	rte_pktmbuf_free(m);
+}
+
+void eth_stack_set_locals(struct eth_stack *st, const struct eth_local_set *ls)
+{
+	st->locals = ls;
+	if (st->c.worker != 0 || !ls || ls->gen == st->locals_gen)
+		return;
+	/* a new set: tell the segment where its addresses are now (RFC 5227 announcements) */
+	st->locals_gen = ls->gen;
+	for (uint32_t i = 0; i < ls->n; i++)
+		if (ls->a[i].state == ETH_LOCAL_UP)
+			eth_arp_announce_addr(st, ls->a[i].addr);
 }
 
 void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n)
@@ -516,6 +551,7 @@ unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns)
 			rx_frame(st, pkts[i], true);
 		work += n;
 	}
+	work += eth_exc_worker_rx(st);
 	work += eth_twheel_run(&st->wheel, st->now_ms, eth_tcp_timer_fire, st);
 	if (st->now_ms >= st->next_arp_tick_ms) {
 		st->next_arp_tick_ms = st->now_ms + 100;

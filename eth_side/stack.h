@@ -12,10 +12,20 @@
 #ifndef ETH_STACK_H
 #define ETH_STACK_H
 
+#include "local-t.h"
 #include "stack-t.h"
 
 /* Creates an instance from C (copied). Control thread, after rte_eal_init. Returns NULL with errno. */
 struct eth_stack *eth_stack_create(const struct eth_stack_conf *c);
+
+/* The addresses the instance owns besides [eth] address, for this round: LS (or NULL: none) must stay
+ * valid until the next call. The worker calls it at the top of each round with its live snapshot's set.
+ * When the set changed, worker 0 announces the new addresses (gratuitous ARP). */
+void eth_stack_set_locals(struct eth_stack *st, const struct eth_local_set *ls);
+
+/* Moves what the kernel sent on the exception TAP to the port's transmit queue (worker 0 only; the
+ * others return 0). Returns the frames taken. eth_stack_rx calls it. */
+unsigned eth_exc_worker_rx(struct eth_stack *st);
 
 /* Frees an instance and everything it holds, without firing events (its worker has stopped). */
 void eth_stack_destroy(struct eth_stack *st);

@@ -149,9 +149,10 @@ static void take_syn_options(struct eth_tcb *t, const struct seg *sg)
 static struct eth_syncookie_flow cookie_flow(const struct eth_stack *st, const struct eth_listener *l,
 					     const struct seg *sg, uint32_t peer_isn)
 {
+	(void)st; /* the local address is the segment's: one of the instance's */
 	return (struct eth_syncookie_flow){
 	    .raddr = sg->ip->src_addr,
-	    .laddr = st->c.addr,
+	    .laddr = sg->ip->dst_addr,
 	    .rport = rte_be_to_cpu_16(sg->th->src_port),
 	    .lport = rte_be_to_cpu_16(sg->th->dst_port),
 	    .peer_isn = peer_isn,
@@ -210,7 +211,7 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	eth_ipv4_fill(st, ip, f.raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen));
+	eth_ipv4_fill_src(st, ip, f.laddr, f.raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen));
 	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
 	ETH_INC(st, tcp_segments_out);
 	ETH_INC(st, tcp_syncookies_sent);
@@ -219,11 +220,12 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 
 /* Passive open, either way (a SYN, or a valid cookie's ACK): T, filled in, becomes a half-open
  * connection that lookups find. */
-static void half_open(struct eth_tcb *t, uint64_t h)
+static void half_open(struct eth_tcb *t, uint32_t laddr, uint64_t h)
 {
+	t->laddr = laddr;
 	t->s.peer_addr = t->raddr;
 	t->s.peer_port = t->rport;
-	t->s.local_addr = t->st->c.addr;
+	t->s.local_addr = laddr;
 	t->s.local_port = t->lport;
 	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
 	eth_tcb_hash(t, h);
@@ -267,7 +269,7 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	t->snd_wnd = t->max_sndwnd = sg->wnd; /* never scaled in a SYN */
 	t->snd_wl1 = sg->seq;
 	t->snd_wl2 = t->iss;
-	half_open(t, h);
+	half_open(t, sg->ip->dst_addr, h);
 	eth_tcb_output_later(t);
 }
 
@@ -324,28 +326,34 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	eth_tcb_set_mss(t);
 	t->snd_wl1 = f.peer_isn;
 	t->snd_wl2 = t->iss;
-	half_open(t, h);
+	half_open(t, sg->ip->dst_addr, h);
 	tcb_input(t, sg);
 	return true;
 }
 
-static void no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
+/* Returns true when the segment is the kernel's (exception path): the caller hands it over. */
+static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 {
 	struct eth_listener *l;
 
 	if (has(sg, RTE_TCP_RST_FLAG)) {
 		ETH_INC(st, tcp_rsts_in);
-		return;
+		return st->c.exc != NULL; /* a kernel connection's (BGP, ssh) */
 	}
 	l = eth_listener_find(st, rte_be_to_cpu_16(sg->th->dst_port));
+	if (l && eth_local_state(st, sg->ip->dst_addr) != ETH_LOCAL_UP)
+		l = NULL; /* an address that left the kernel TAP takes no new connection */
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_FIN_FLAG)) == RTE_TCP_SYN_FLAG) {
 		passive_open(st, l, sg, h, 0, false);
-		return;
+		return false;
 	}
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG &&
 	    cookie_ack(st, l, sg, h))
-		return;
+		return false;
+	if (st->c.exc)
+		return true; /* a port of the kernel's (its listener answers, or it resets) */
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
+	return false;
 }
 
 /* A SYN for a connection in TIME_WAIT (RFC 9293 3.10.7.4 and RFC 6191): reuse the pair when the
@@ -1129,10 +1137,24 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	ETH_ADD(st, tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz : 1u);
 	h = eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
 	t = eth_tcb_lookup(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
-	if (!t)
-		no_connection(st, &sg, h);
-	else if (t->state == ETH_TCP_TIME_WAIT && (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) ==
-							 RTE_TCP_SYN_FLAG)
+	if (t && eth_tcb_laddr(t) != ip->dst_addr)
+		t = NULL; /* the same ports on another of our addresses */
+	if (t && st->locals && st->locals->reset_gone && t->laddr &&
+	    eth_local_state(st, t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
+		ETH_INC(st, local_addr_resets); /* removed_addr_reset: its address moved away */
+		eth_tcp_send_rst(t);
+		eth_tcb_close(t, -ECONNRESET);
+		t = NULL;
+		goto drop;
+	}
+	if (!t) {
+		if (no_connection(st, &sg, h) &&
+		    ((!has(&sg, RTE_TCP_SYN_FLAG) && eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
+		      eth_ipv4_to_flow_peer(st, m)) ||
+		     eth_exc_punt_l3(st, m)))
+			return;
+	} else if (t->state == ETH_TCP_TIME_WAIT &&
+	           (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == RTE_TCP_SYN_FLAG)
 		time_wait_syn(t, &sg, h);
 	else
 		tcb_input(t, &sg);

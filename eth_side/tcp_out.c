@@ -143,7 +143,8 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	eth_ipv4_fill(st, ip, t->raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen + len));
+	eth_ipv4_fill_src(st, ip, eth_tcb_laddr(t), t->raddr, IPPROTO_TCP,
+	                  (uint16_t)(sizeof(*th) + optlen + len));
 	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
 		m->l2_len = RTE_ETHER_HDR_LEN;
 		m->l3_len = sizeof(*ip);
@@ -236,7 +237,7 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, co
 		oth->tcp_flags = RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG;
 	}
 	oth->data_off = (sizeof(*oth) / 4) << 4;
-	eth_ipv4_fill(st, oip, ip->src_addr, IPPROTO_TCP, sizeof(*oth));
+	eth_ipv4_fill_src(st, oip, ip->dst_addr, ip->src_addr, IPPROTO_TCP, sizeof(*oth));
 	oth->cksum = rte_ipv4_udptcp_cksum(oip, oth);
 	ETH_INC(st, tcp_segments_out);
 	ETH_INC(st, tcp_rsts_out);

@@ -97,6 +97,8 @@ int gw_eth_start(struct gw_daemon *d)
 		return 0;
 	if (getrandom(key, sizeof(key), 0) != sizeof(key))
 		return -EIO;
+	if ((ret = gw_kernel_tap_create(d)))
+		return ret;
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		struct gw_worker *w = &d->workers[i];
 		/* sized for the start values: a reload stays within them (daemon.c) */
@@ -122,6 +124,8 @@ int gw_eth_start(struct gw_daemon *d)
 			.max_conns = max_conns,
 		    .buffer_bytes = d->cap_memory,
 			.flow_key = {key[0], key[1]},
+			.exc = d->exc,
+			.flow_peer = e->flow_peer.s_addr,
 			.on_accept = on_accept,
 			.on_listener_free = on_listener_free,
 			.cb_arg = w,
@@ -145,6 +149,8 @@ int gw_eth_start(struct gw_daemon *d)
 		}
 	}
 	if (d->n_workers > 1 && (ret = eth_stack_link(stacks, d->n_workers)))
+		goto err;
+	if ((ret = gw_kernel_start(d)))
 		goto err;
 	{
 		char a[INET_ADDRSTRLEN];
@@ -251,6 +257,7 @@ unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns)
 		g->n_lis = 0;
 		g->drained = true;
 	}
+	eth_stack_set_locals(w->eth, &w->live->locals); /* held for the round (gw_live_enter) */
 	work = eth_stack_rx(w->eth, now_ns) + n;
 	seen = eth_stack_stats(w->eth)->frames_in;
 	if (seen != g->frames_seen) {
@@ -338,10 +345,12 @@ void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	if (n)
 		gw_metrics_table(m, eth_stack_metrics, eth_stack_n_metrics, bases, n, "worker", labels);
 	gw_worker_copy_metrics(d, m); /* both engines' copies; printed here, beside the engine's own */
+	gw_kernel_metrics(d, m);
 }
 
 void gw_eth_stop(struct gw_daemon *d)
 {
+	gw_kernel_stop(d);
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		struct glue_worker *g = &glue[i];
 		void *msg;
@@ -357,4 +366,5 @@ void gw_eth_stop(struct gw_daemon *d)
 		d->workers[i].eth = NULL;
 		g->n_lis = 0;
 	}
+	gw_kernel_tap_destroy(d); /* after the engines: nothing punts to it any more */
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../conf/conf-t.h"
+#include "../eth_side/local-t.h"
 #include "../translate/metric-t.h"
 #include "../translate/session-t.h"
 
@@ -53,6 +54,7 @@ struct gw_live {
 	uint8_t bk_usable[GW_MAX_BACKENDS]; /* health up and admin ready */
 	bool alog_on;		  /* [gateway] access_log is set: sessions leave records */
 	uint64_t alog_interval_ns; /* [gateway] access_log_interval (0: end records only) */
+	struct eth_local_set locals; /* addresses on the kernel TAP (kernel.c): the engines own them too */
 	/* control thread only, once retired: */
 	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
 	struct gw_live *next_retired;
@@ -207,6 +209,12 @@ struct gw_daemon {
 	uint8_t bk_slot_used[GW_MAX_BACKENDS];
 	uint64_t bk_key[2]; /* random key of source balancing's hash (stable for the daemon's life) */
 	struct event *health_timer;
+	/* the exception path (kernel.c), control thread only: the TAP, its service timer, the rtnetlink
+	 * socket following its addresses, and the current set (copied into every live snapshot) */
+	struct eth_exc *exc;
+	struct event *exc_timer, *nl_ev;
+	int nl_fd;
+	struct eth_local_set locals;
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };
@@ -263,6 +271,14 @@ unsigned gw_eth_flush(struct gw_worker *w);
 void gw_eth_routes(struct gw_daemon *d);
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m);
 void gw_eth_stop(struct gw_daemon *d);
+/* kernel.c: the exception TAP ([eth] kernel_tap) and the addresses on it, control thread.
+ * _tap_create makes the TAP (before the engines, which punt to it), _start opens the rtnetlink socket
+ * and the service timer, _stop closes them; the TAP itself goes with gw_kernel_tap_destroy. */
+int gw_kernel_tap_create(struct gw_daemon *d);
+int gw_kernel_start(struct gw_daemon *d);
+void gw_kernel_stop(struct gw_daemon *d);
+void gw_kernel_tap_destroy(struct gw_daemon *d);
+void gw_kernel_metrics(struct gw_daemon *d, struct gw_metrics *m);
 int gw_ib_start(struct gw_daemon *d);
 unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns);
 unsigned gw_ib_relay(struct gw_worker *w);

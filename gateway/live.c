@@ -28,6 +28,7 @@ struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
 	gw_backends_fill(d, l);
 	l->alog_on = c->gateway.access_log[0] != 0;
 	l->alog_interval_ns = c->gateway.access_log_interval_ms * 1000000ull;
+	l->locals = d->locals;
 	return l;
 }
 

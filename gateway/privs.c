@@ -319,6 +319,8 @@ static uint64_t needed_caps(const struct conf *c)
 		            ? drivers[i].caps
 		            : CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_NET_ADMIN);
 	}
+	if (c->eth.kernel_tap[0])
+		keep |= CAP_BIT(CAP_NET_ADMIN); /* net_tap creates and configures the exception TAP */
 	if (c->gateway.stats.port < 1024)
 		keep |= CAP_BIT(CAP_NET_BIND_SERVICE);
 	for (uint32_t r = 0; r < c->n_routes; r++)

@@ -1,0 +1,251 @@
+/* The exception path (see exception.h): the TAP, its two rings, the rate limits.
+ *
+ * Rate limits are GCRA (a token bucket written as a theoretical arrival time): a frame may pass when
+ * the bucket's time is at most BURST frames ahead of now, and moves it one interval on. Each worker
+ * has its own bucket of rate / workers (no shared write), the control thread one for the kernel's
+ * direction. A flood aimed at a kernel port is thereby cut to kernel_tap_rate before the kernel sees
+ * it: the kernel's answers (SYN-ACK, RST) are at most as many, never more. */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "engine.h"
+#include "exception.h"
+#include "stack.h"
+
+#define EXC_RING  4096
+#define EXC_BURST 32
+#define EXC_DEV   "net_tap_ibgw"
+
+struct exc_bucket {
+	uint64_t tat; /* theoretical arrival time (ns) */
+} __rte_cache_aligned;
+
+struct eth_exc {
+	uint16_t port; /* the TAP's ethdev */
+	unsigned ifindex;
+	uint64_t interval_ns;                 /* per frame, each way (control's bucket) */
+	uint64_t w_interval_ns;               /* per frame, one worker's bucket */
+	struct rte_ring *to_kernel;           /* workers enqueue (MP), control dequeues */
+	struct rte_ring *from_kernel;         /* control enqueues, worker 0 dequeues */
+	struct exc_bucket ctl;                /* control only */
+	struct eth_exc_stats st;              /* control writes, the stats endpoint (control) reads */
+	struct exc_bucket w[ETH_MAX_WORKERS]; /* slot i: worker i only */
+};
+
+#define XS(f) offsetof(struct eth_exc_stats, f)
+const struct xlt_metric_desc eth_exc_metrics[] = {
+    {"exception_tap_frames_total", XLT_COUNTER, XS(to_kernel),
+     "frames the control thread wrote to the kernel TAP, or read from it for the port", "dir=to_kernel"},
+    {"exception_tap_frames_total", XLT_COUNTER, XS(from_kernel),
+     "frames the control thread wrote to the kernel TAP, or read from it for the port", "dir=from_kernel"},
+    {"exception_tap_write_drops_total", XLT_COUNTER, XS(to_kernel_tap_drops),
+     "frames for the kernel dropped because the TAP's queue was full", NULL},
+    {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_rate_drops),
+     "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=rate"},
+    {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_ring_drops),
+     "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=ring"},
+};
+#undef XS
+const unsigned eth_exc_n_metrics = sizeof(eth_exc_metrics) / sizeof(eth_exc_metrics[0]);
+
+static bool bucket_take(struct exc_bucket *b, uint64_t now_ns, uint64_t interval_ns)
+{
+	/* a burst of a twentieth of a second's frames (at least 16) passes at once */
+	uint64_t burst_ns = interval_ns * 16 > 50000000 ? interval_ns * 16 : 50000000;
+
+	if (b->tat > now_ns + burst_ns)
+		return false;
+	b->tat = (b->tat > now_ns ? b->tat : now_ns) + interval_ns;
+	return true;
+}
+
+struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
+                               uint32_t rate, unsigned n_workers, char *err, size_t errlen)
+{
+	struct rte_eth_conf econf = {0};
+	struct eth_exc *x;
+	char args[128];
+	int ret;
+
+	x = rte_zmalloc("eth_exc", sizeof(*x), RTE_CACHE_LINE_SIZE);
+	if (!x) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->port = UINT16_MAX;
+	x->interval_ns = 1000000000ull / (rate ? rate : 1);
+	x->w_interval_ns = x->interval_ns * (n_workers ? n_workers : 1);
+	snprintf(args, sizeof(args), "iface=%s,mac=%02x:%02x:%02x:%02x:%02x:%02x", ifname, mac[0], mac[1],
+	         mac[2], mac[3], mac[4], mac[5]);
+	ret = rte_eal_hotplug_add("vdev", EXC_DEV, args);
+	if (ret) {
+		snprintf(err, errlen, "kernel_tap %s: cannot create the TAP (net_tap): %s", ifname,
+		         rte_strerror(-ret));
+		goto err;
+	}
+	ret = rte_eth_dev_get_port_by_name(EXC_DEV, &x->port);
+	if (!ret)
+		ret = rte_eth_dev_configure(x->port, 1, 1, &econf);
+	if (!ret)
+		ret = rte_eth_rx_queue_setup(x->port, 0, 512, rte_eth_dev_socket_id(x->port), NULL, pool);
+	if (!ret)
+		ret = rte_eth_tx_queue_setup(x->port, 0, 512, rte_eth_dev_socket_id(x->port), NULL);
+	if (!ret)
+		ret = rte_eth_dev_start(x->port);
+	if (ret) {
+		snprintf(err, errlen, "kernel_tap %s: cannot start the TAP: %s", ifname, rte_strerror(-ret));
+		goto err;
+	}
+	x->ifindex = if_nametoindex(ifname);
+	x->to_kernel = rte_ring_create("exc_to_kernel", EXC_RING, rte_socket_id(), RING_F_SC_DEQ);
+	x->from_kernel =
+	    rte_ring_create("exc_from_kernel", EXC_RING, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!x->ifindex || !x->to_kernel || !x->from_kernel) {
+		ret = x->ifindex ? -rte_errno : -ENODEV;
+		snprintf(err, errlen, "kernel_tap %s: %s", ifname,
+		         x->ifindex ? "cannot create its rings" : "not found after creation");
+		goto err;
+	}
+	return x;
+err:
+	eth_exc_destroy(x);
+	errno = -ret;
+	return NULL;
+}
+
+static void ring_free(struct rte_ring *r)
+{
+	void *m;
+
+	if (!r)
+		return;
+	while (rte_ring_dequeue(r, &m) == 0)
+		rte_pktmbuf_free(m);
+	rte_ring_free(r);
+}
+
+void eth_exc_destroy(struct eth_exc *x)
+{
+	if (!x)
+		return;
+	ring_free(x->to_kernel);
+	ring_free(x->from_kernel);
+	if (x->port != UINT16_MAX) {
+		rte_eth_dev_stop(x->port);
+		rte_eth_dev_close(x->port);
+	}
+	if (x->port != UINT16_MAX)
+		rte_eal_hotplug_remove("vdev", EXC_DEV);
+	rte_free(x);
+}
+
+unsigned eth_exc_ifindex(const struct eth_exc *x)
+{
+	return x->ifindex;
+}
+
+const struct eth_exc_stats *eth_exc_stats(const struct eth_exc *x)
+{
+	return &x->st;
+}
+
+#define XINC(x, f, n) __atomic_store_n(&(x)->st.f, (x)->st.f + (uint64_t)(n), __ATOMIC_RELAXED)
+
+unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
+{
+	struct rte_mbuf *pkts[EXC_BURST];
+	unsigned moved = 0, n, sent, k;
+
+	/* port -> kernel: the workers limited their share already */
+	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
+		sent = rte_eth_tx_burst(x->port, 0, pkts, (uint16_t)n);
+		XINC(x, to_kernel, sent);
+		if (sent < n) {
+			XINC(x, to_kernel_tap_drops, n - sent);
+			rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+		}
+		moved += n;
+		if (n < EXC_BURST)
+			break;
+	}
+	/* kernel -> port (worker 0 sends them) */
+	for (int round = 0; round < 8; round++) {
+		n = rte_eth_rx_burst(x->port, 0, pkts, EXC_BURST);
+		k = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (bucket_take(&x->ctl, now_ns, x->interval_ns))
+				pkts[k++] = pkts[i];
+			else {
+				XINC(x, from_kernel_rate_drops, 1);
+				rte_pktmbuf_free(pkts[i]);
+			}
+		}
+		sent = rte_ring_sp_enqueue_burst(x->from_kernel, (void **)pkts, k, NULL);
+		XINC(x, from_kernel, sent);
+		if (sent < k) {
+			XINC(x, from_kernel_ring_drops, k - sent);
+			rte_pktmbuf_free_bulk(pkts + sent, k - sent);
+		}
+		moved += n;
+		if (n < EXC_BURST)
+			break;
+	}
+	return moved;
+}
+
+bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
+{
+	struct eth_exc *x = st->c.exc;
+
+	if (!x)
+		return false;
+	if (!bucket_take(&x->w[st->c.worker], st->now_ns, x->w_interval_ns)) {
+		ETH_INC(st, exc_rate_drops);
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	if (rte_ring_mp_enqueue(x->to_kernel, m)) {
+		ETH_INC(st, exc_ring_drops);
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	ETH_INC(st, exc_to_kernel);
+	return true;
+}
+
+bool eth_exc_punt_l3(struct eth_stack *st, struct rte_mbuf *m)
+{
+	if (!st->c.exc)
+		return false;
+	/* the Ethernet header is still in front of the IP header (rx_frame only stepped over it) */
+	if (!rte_pktmbuf_prepend(m, RTE_ETHER_HDR_LEN)) {
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	return eth_exc_punt(st, m);
+}
+
+unsigned eth_exc_worker_rx(struct eth_stack *st)
+{
+	struct rte_mbuf *pkts[EXC_BURST];
+	unsigned n;
+
+	if (!st->c.exc || st->c.worker != 0)
+		return 0;
+	n = rte_ring_sc_dequeue_burst(st->c.exc->from_kernel, (void **)pkts, EXC_BURST, NULL);
+	for (unsigned i = 0; i < n; i++)
+		eth_tx_frame(st, pkts[i]);
+	ETH_ADD(st, exc_from_kernel, n);
+	return n;
+}

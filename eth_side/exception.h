@@ -1,0 +1,46 @@
+/* The exception path: a kernel TAP beside the DPDK port, for what ibgwd does not serve itself.
+ *
+ * The control thread creates the TAP (DPDK's net_tap, with the port's MAC) and services it: frames
+ * the workers punt (eth_exc_punt in the engine: ARP copies, other IP protocols such as VRRP, TCP and
+ * UDP ports without a listener, multicast) wait on one multi-producer ring and are written to the
+ * TAP; frames the kernel writes to the TAP are read, rate-limited and passed over a second ring to
+ * worker 0, which sends them out its port queue. A worker therefore only enqueues (and worker 0 only
+ * dequeues): no system call, lock or wait on a datapath. Both directions are token buckets of
+ * [eth] kernel_tap_rate frames per second; what exceeds them or finds a ring full is dropped and
+ * counted. */
+#ifndef ETH_EXCEPTION_H
+#define ETH_EXCEPTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../translate/metric-t.h"
+
+struct eth_exc;
+struct rte_mempool;
+
+/* Counters of the control thread's half (the workers' half is in struct eth_stack_stats). */
+struct eth_exc_stats {
+	uint64_t to_kernel;           /* frames written to the TAP */
+	uint64_t to_kernel_tap_drops; /* ... refused by the TAP (the kernel's queue was full) */
+	uint64_t from_kernel;         /* frames read from the TAP and handed to worker 0 */
+	uint64_t from_kernel_rate_drops;
+	uint64_t from_kernel_ring_drops;
+};
+
+/* Creates the TAP IFNAME with MAC, its queue fed from POOL, carrying RATE frames/s each way, for
+ * N_WORKERS punting workers. Control thread, after rte_eal_init. NULL with errno and a reason in ERR. */
+struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
+                               uint32_t rate, unsigned n_workers, char *err, size_t errlen);
+/* Removes the TAP and frees what waits in the rings (the workers have stopped). */
+void eth_exc_destroy(struct eth_exc *x);
+/* The kernel's index of the TAP. */
+unsigned eth_exc_ifindex(const struct eth_exc *x);
+/* Moves what waits each way; control thread. Returns the frames moved. */
+unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns);
+const struct eth_exc_stats *eth_exc_stats(const struct eth_exc *x);
+
+extern const struct xlt_metric_desc eth_exc_metrics[];
+extern const unsigned eth_exc_n_metrics;
+
+#endif

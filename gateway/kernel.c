@@ -1,0 +1,227 @@
+/* The kernel's side of the gateway: the exception TAP and the addresses on it.
+ *
+ * With [eth] kernel_tap set, the control thread creates the TAP (eth_side/exception.h) before the
+ * engines start, services it on a 1 ms timer (frames each way between it and the workers' rings;
+ * routing daemons' traffic tolerates that delay, and no worker ever waits on the TAP), and follows
+ * the IPv4 addresses the kernel has on it over rtnetlink (RTMGRP_IPV4_IFADDR, and one dump at
+ * start). Those addresses, a VIP keepalived adds, one an operator adds with `ip addr add`, become
+ * ibgwd's own: a new set is published to the workers in the live snapshot (live.c), so a worker
+ * never sees it change under it and an old set is freed only after every worker let go of it.
+ * An address that leaves the TAP stays in the set as GONE: its connections finish (or are reset,
+ * [eth] removed_addr_reset), new ones are refused; its slot is reused when the set is full.
+ *
+ * The netlink socket is opened before the seccomp filter closes rtnetlink (privs.c). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "../eth_side/exception.h"
+#include "../eth_side/port.h"
+#include "gw.h"
+#include "log.h"
+#include "metrics.h"
+
+#define SERVICE_US 1000
+
+static void service_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	eth_exc_service(d->exc, gw_now_ns());
+}
+
+static int dump_request(int fd)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+	} req = {
+	    .nh = {.nlmsg_len = sizeof(req),
+	           .nlmsg_type = RTM_GETADDR,
+	           .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+	           .nlmsg_seq = 1},
+	    .ifa = {.ifa_family = AF_INET},
+	};
+
+	return send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) ? 0 : -errno;
+}
+
+/* ADDR (network order) appeared on the TAP (UP) or left it; returns whether the set changed. */
+static bool set_update(struct gw_daemon *d, uint32_t addr, bool up)
+{
+	struct eth_local_set *ls = &d->locals;
+	char a[INET_ADDRSTRLEN];
+	uint32_t i, gone = UINT32_MAX;
+
+	if (addr == d->conf->eth.address.net.s_addr)
+		return false; /* always ours */
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	for (i = 0; i < ls->n; i++)
+		if (ls->a[i].addr == addr)
+			break;
+	if (i < ls->n) {
+		uint8_t s = up ? ETH_LOCAL_UP : ETH_LOCAL_GONE;
+		if (ls->a[i].state == s)
+			return false;
+		ls->a[i].state = s;
+		GW_NOTICE("kernel_tap: address %s %s", a,
+		          up ? "back: ibgwd serves it again" : "removed: no new connections to it");
+		return true;
+	}
+	if (!up)
+		return false;
+	for (i = 0; i < ls->n; i++)
+		if (ls->a[i].state == ETH_LOCAL_GONE)
+			gone = i;
+	if (ls->n < ETH_LOCAL_MAX)
+		i = ls->n++;
+	else if (gone != UINT32_MAX)
+		i = gone; /* the oldest connections to a long-gone address lose their address check */
+	else {
+		GW_WARN("kernel_tap: address %s ignored: ibgwd serves %u addresses at most", a,
+		        ETH_LOCAL_MAX + 1);
+		return false;
+	}
+	ls->a[i].addr = addr;
+	ls->a[i].state = ETH_LOCAL_UP;
+	GW_NOTICE("kernel_tap: address %s added: ibgwd serves it", a);
+	return true;
+}
+
+static void publish(struct gw_daemon *d)
+{
+	struct gw_live *l;
+
+	d->locals.gen++;
+	l = gw_live_make(d, d->conf);
+	if (!l) {
+		GW_ERR("kernel_tap: out of memory: the address change waits for the next one");
+		return;
+	}
+	gw_live_publish(d, l);
+}
+
+static void nl_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_daemon *d = arg;
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	bool changed = false;
+	ssize_t n;
+
+	(void)what;
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) != 0) {
+		if (n < 0) {
+			if (errno == ENOBUFS) { /* the kernel dropped notifications: ask for the whole list */
+				GW_WARN("kernel_tap: netlink overrun, reading the addresses again");
+				dump_request(fd);
+				continue;
+			}
+			break; /* EAGAIN */
+		}
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+		     nh = NLMSG_NEXT(nh, n)) {
+			struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+			struct rtattr *rta;
+			int len;
+			uint32_t addr = 0;
+
+			if ((nh->nlmsg_type != RTM_NEWADDR && nh->nlmsg_type != RTM_DELADDR) ||
+			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)) || ifa->ifa_family != AF_INET ||
+			    ifa->ifa_index != eth_exc_ifindex(d->exc))
+				continue;
+			len = (int)IFA_PAYLOAD(nh);
+			for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+				if ((rta->rta_type == IFA_LOCAL || (rta->rta_type == IFA_ADDRESS && !addr)) &&
+				    RTA_PAYLOAD(rta) == 4)
+					memcpy(&addr, RTA_DATA(rta), 4);
+			if (addr)
+				changed |= set_update(d, addr, nh->nlmsg_type == RTM_NEWADDR);
+		}
+	}
+	if (changed)
+		publish(d);
+}
+
+int gw_kernel_tap_create(struct gw_daemon *d)
+{
+	const struct conf_eth *e = &d->conf->eth;
+	char err[256];
+
+	if (!e->kernel_tap[0] || !d->port)
+		return 0;
+	d->exc = eth_exc_create(e->kernel_tap, eth_port_mac(d->port), eth_port_pool(d->port),
+	                        e->kernel_tap_rate, d->n_workers, err, sizeof(err));
+	if (!d->exc) {
+		GW_ERR("%s", err);
+		return -errno;
+	}
+	d->locals.reset_gone = (uint8_t)e->removed_addr_reset;
+	return 0;
+}
+
+int gw_kernel_start(struct gw_daemon *d)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR};
+	int ret;
+
+	if (!d->exc)
+		return 0;
+	d->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (d->nl_fd < 0 || bind(d->nl_fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		GW_ERR("kernel_tap: rtnetlink: %s", strerror(errno));
+		goto err;
+	}
+	d->nl_ev = event_new(d->base, d->nl_fd, EV_READ | EV_PERSIST, nl_read, d);
+	d->exc_timer = event_new(d->base, -1, EV_PERSIST, service_tick, d);
+	if (!d->nl_ev || !d->exc_timer || event_add(d->nl_ev, NULL) ||
+	    event_add(d->exc_timer, &(struct timeval){.tv_usec = SERVICE_US})) {
+		ret = -ENOMEM;
+		GW_ERR("kernel_tap: cannot arm its events");
+		goto err;
+	}
+	if ((ret = dump_request(d->nl_fd))) {
+		GW_ERR("kernel_tap: cannot read the TAP's addresses: %s", strerror(-ret));
+		goto err;
+	}
+	GW_INFO("kernel_tap %s: exception path up (ifindex %u, %u frames/s each way at most)",
+	        d->conf->eth.kernel_tap, eth_exc_ifindex(d->exc), d->conf->eth.kernel_tap_rate);
+	return 0;
+err:
+	gw_kernel_stop(d);
+	return ret;
+}
+
+void gw_kernel_stop(struct gw_daemon *d)
+{
+	if (d->exc_timer)
+		event_free(d->exc_timer);
+	if (d->nl_ev)
+		event_free(d->nl_ev);
+	d->exc_timer = d->nl_ev = NULL;
+	if (d->nl_fd > 0)
+		close(d->nl_fd);
+	d->nl_fd = -1;
+}
+
+void gw_kernel_tap_destroy(struct gw_daemon *d)
+{
+	eth_exc_destroy(d->exc);
+	d->exc = NULL;
+}
+
+void gw_kernel_metrics(struct gw_daemon *d, struct gw_metrics *m)
+{
+	static const struct eth_exc_stats none;
+	const void *base = d->exc ? (const void *)eth_exc_stats(d->exc) : &none;
+
+	gw_metrics_table(m, eth_exc_metrics, eth_exc_n_metrics, &base, 1, NULL, NULL);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The exception path ([eth] kernel_tap): ibgwd gives the kernel of its host a TAP with the port's MAC.
+# A gateway host (namespace) runs ibgwd on af_packet into a LAN where a client lives; the TAP carries
+# the gateway's address too, as an operator would configure it. Checks: ibgwd still answers ping and
+# serves its own TCP listener (the kernel never answers for it); a kernel TCP server on the TAP is
+# reached through ibgwd (sha256 of 1 MB); an address added to the TAP is announced (gratuitous ARP)
+# and served by ibgwd's listener; once removed, a session in flight on it finishes intact and new
+# connections to it fail; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
+# ibgwd's own listener keeps answering, and a flood at ibgwd's listener never reaches the kernel.
+# Then with removed_addr_reset = 1: the session in flight on a removed address is reset.
+# timeout: 150
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/ha/lib.sh
+ha_init
+
+ha_gw_add 1
+GW=$(ha_ip 1)
+# kernel_tap_rate lowered from its default (20000/s) to 1000/s: the flood a Python packet socket makes
+# here (a few thousand SYNs per second) must exceed it
+HA_ETH_EXTRA="kernel_tap_rate = 1000" ha_gw_conf 1 "$tmp/g1.conf" "$(gw_routes <<R
+echo tcp:7 echo
+R
+)"
+ha_gw_start 1 "$tmp/g1.conf"
+
+ha_c ping -c 3 -i 0.2 -W 2 "$GW" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $GW failed"; }
+grep -q '3 received' "$tmp/ping" && ! grep -q duplicates "$tmp/ping" || { cat "$tmp/ping"; fail "ping: lost or duplicated replies"; }
+ok "ping answered by ibgwd alone (3 replies, no duplicates)"
+
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 7 1000000 20)
+[ "$r" = ok ] || fail "ibgwd's echo route: $r"
+[ "$(ha_metric 1 'ibgw_route_sessions_total{route="echo"}')" -ge 1 ] || fail "the echo session was not ibgwd's"
+ok "ibgwd's own listener: 1 MB echoed intact"
+
+ha_g_bg 1 "$PY3" tests/ha/ha_client.py serve 0.0.0.0 2222 0
+for i in $(seq 50); do [ -n "$(ha_g 1 ss -Hltn 'sport = :2222')" ] && break; sleep 0.1; done
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 2222 1000000 20)
+[ "$r" = ok ] || fail "kernel echo server through the TAP: $r"
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+f1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="from_kernel"}')
+[ $((k1 - k0)) -ge 20 ] && [ "$f1" -ge 20 ] || fail "the kernel's session did not cross the exception path ($k0 -> $k1 to, $f1 from)"
+ok "kernel TCP server on the TAP: 1 MB echoed intact ($((k1 - k0)) frames to the kernel, $f1 from it)"
+
+# an address the kernel gains: announced, ARP answered, served by ibgwd's listener
+VIP=198.18.0.20
+ha_c timeout 10 "$PY3" -c "
+from scapy.all import sniff, ARP
+p = sniff(iface='br0', timeout=8, count=1,
+          lfilter=lambda p: ARP in p and p[ARP].psrc == '$VIP' and p[ARP].pdst == '$VIP')
+print('garp' if p else 'none')" >"$tmp/garp" 2>/dev/null &
+sniffer=$!
+sleep 1.5
+ha_g 1 ip addr add "$VIP/24" dev "$HA_TAP"
+wait $sniffer
+grep -q '^garp$' "$tmp/garp" || fail "no gratuitous ARP for $VIP"
+ok "address added to the TAP: gratuitous ARP for $VIP"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000000 20)
+[ "$r" = ok ] || fail "ibgwd's echo on $VIP: $r"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 2222 100000 20)
+[ "$r" = ok ] || fail "kernel echo on $VIP: $r"
+ok "$VIP served: ibgwd's listener and the kernel's (1 MB / 100 KB intact)"
+
+# it leaves: the session in flight finishes, new ones fail
+ha_c "$PY3" tests/ha/ha_client.py slow "$VIP" 7 2000000 4 >"$tmp/slow" &
+slow=$!
+sleep 1.5
+ha_g 1 ip addr del "$VIP/24" dev "$HA_TAP"
+sleep 0.5
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2)
+[ "$r" != ok ] || fail "a new connection to the removed $VIP succeeded"
+wait $slow
+[ "$(cat "$tmp/slow")" = ok ] || fail "the session in flight on the removed address: $(cat "$tmp/slow")"
+ok "address removed: the session in flight finished intact (2 MB), a new one failed ($r)"
+
+# a SYN flood at the kernel's port: at most kernel_tap_rate reaches the kernel
+mac=$(ha_c ip neigh show "$GW" | awk '{ print $5 }')
+[ -n "$mac" ] || fail "no ARP entry for $GW"
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+d0=$(ha_metric 1 'ibgw_exception_drops_total{worker="0",reason="rate"}')
+t0=$(date +%s.%N)
+ha_c "$PY3" tests/ha/synflood.py br0 "$mac" "$GW" 2222 6000 >"$tmp/flood" &
+flood=$!
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 7 100000 10)
+wait $flood
+t1=$(date +%s.%N)
+sleep 0.5
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+d1=$(ha_metric 1 'ibgw_exception_drops_total{worker="0",reason="rate"}')
+[ "$r" = ok ] || fail "ibgwd's listener during the flood: $r"
+passed=$((k1 - k0))
+limit=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a + 1) * 1000 + 60 }')
+[ $((d1 - d0)) -gt 0 ] || fail "no rate drops for a flood of 6000 SYNs ($(cat "$tmp/flood"))"
+[ "$passed" -le "$limit" ] || fail "$passed frames reached the kernel in $(cat "$tmp/flood"), above ${limit}"
+ok "SYN flood at a kernel port ($(cat "$tmp/flood")): $passed frames to the kernel (bound $limit), $((d1 - d0)) dropped by the rate limit; ibgwd's listener answered meanwhile"
+
+# a flood at ibgwd's listener stays with ibgwd (SYN cookies), none of it goes to the kernel
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+ha_c "$PY3" tests/ha/synflood.py br0 "$mac" "$GW" 7 3000 >"$tmp/flood"
+sleep 0.5
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+[ $((k1 - k0)) -le 100 ] || fail "$((k1 - k0)) frames of a flood at ibgwd's listener went to the kernel"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 7 100000 10)
+[ "$r" = ok ] || fail "ibgwd's listener after the flood: $r"
+ok "SYN flood at ibgwd's listener ($(cat "$tmp/flood")): $((k1 - k0)) frames to the kernel (ARP copies), the listener answers"
+
+kill -TERM "${HA_PID[1]}"
+ha_gw_wait_exit 1 20 || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
+ha_g 1 ip link show "$HA_TAP" >/dev/null 2>&1 && fail "the TAP outlived ibgwd"
+ok "clean shutdown, the TAP is gone"
+
+# removed_addr_reset = 1 (not the default; the key's other behaviour): the session in flight on an
+# address that leaves the TAP is reset at its next segment
+HA_ETH_EXTRA="removed_addr_reset = 1" ha_gw_conf 1 "$tmp/g1r.conf" "$(gw_routes <<R
+echo tcp:7 echo
+R
+)"
+ha_gw_start 1 "$tmp/g1r.conf"
+ha_g 1 ip addr add "$VIP/24" dev "$HA_TAP"
+for i in $(seq 50); do ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2 | grep -q '^ok' && break; done
+ha_c "$PY3" tests/ha/ha_client.py slow "$VIP" 7 2000000 4 >"$tmp/slow" &
+slow=$!
+sleep 1.5
+ha_g 1 ip addr del "$VIP/24" dev "$HA_TAP"
+wait $slow
+grep -q reset "$tmp/slow" || fail "removed_addr_reset = 1: the session on the removed address: $(cat "$tmp/slow")"
+n=$(ha_metric 1 'ibgw_tcp_local_address_resets_total{worker="0"}')
+[ "$n" -eq 1 ] || fail "tcp_local_address_resets_total is $n, expected 1"
+ok "removed_addr_reset = 1: the session in flight on the removed address was reset ($(cat "$tmp/slow")), counted"
+kill -TERM "${HA_PID[1]}"
+ha_gw_wait_exit 1 20 || fail "ibgwd exited with $?"
