@@ -119,7 +119,9 @@ struct xlt_stream_ops {
 	 * returns the count taken (fewer than offered: full, on_writable follows). Bounded as write()
 	 * is: bytes taken and not yet reported sent count against the stream's send limit, so a peer
 	 * that stops reading (zero window, no credits) makes it take nothing and the session sees the
-	 * direction blocked. Every byte taken is reported once, in order, through ev.on_sent when the
+	 * direction blocked (a send limit larger than the source's buffer never refuses: then the
+	 * session itself counts a direction whose destination reported nothing sent for a whole tick as
+	 * blocked). Every byte taken is reported once, in order, through ev.on_sent when the
 	 * stream is done with it (a copy may be reported from the next relay phase); bytes taken by
 	 * write() (a preamble, echo's fallback) are never reported. An aborted or released stream
 	 * reports nothing more and puts its references. */
