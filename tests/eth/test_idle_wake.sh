@@ -54,7 +54,8 @@ ok "clean shutdown"
 
 # default idle_sleep: naps per second of an idle worker (a loaded host only makes naps longer, so
 # this cannot fail for slowness; 100 us naps made ~5000-10000 a second)
-GW_PID= eth_gw_start "$tmp/ibgw2.conf" "$(gw_routes <<<'echo tcp:7 echo')"
+GW_PID=
+eth_gw_start "$tmp/ibgw2.conf" "$(gw_routes <<<'echo tcp:7 echo')"
 sleep 1
 s0=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
 t0=$(date +%s%N)
