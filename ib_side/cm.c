@@ -367,12 +367,7 @@ err_b:
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 {
 	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
-	ib_extmem_dereg(b);
-	ibv_dereg_mr(b->smr);
-	ibv_dereg_mr(b->rmr);
-	ibv_dealloc_pd(b->pd);
-	munmap(b->mem, b->len);
-	free(b);
+	ib_bufs_release(b);
 }
 
 /* B's queue pair is destroyed: nothing can write into it any more. */

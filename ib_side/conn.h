@@ -46,6 +46,9 @@ unsigned ib_conn_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, u
 
 /* Control thread: the set starts serving a connection (its one reference). */
 void ib_bufs_lend_init(struct ib_bufs *b);
+/* Frees B's memory, registrations and protection domain (the control thread's accounting aside: an
+ * orphan has none left). */
+void ib_bufs_release(struct ib_bufs *b);
 
 /* Control thread: B's connection is destroyed. Returns true when no reference is out (the caller
  * pools or frees B now); else B waits on its device's lent list until the last one is put. */

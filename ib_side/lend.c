@@ -35,8 +35,7 @@ static void bufs_ref(void *hold)
 	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
 }
 
-/* The set's memory and registrations, without the control thread's accounting (orphans). */
-static void bufs_free_orphan(struct ib_bufs *b)
+void ib_bufs_release(struct ib_bufs *b)
 {
 	ib_extmem_dereg(b);
 	ibv_dereg_mr(b->smr);
@@ -55,7 +54,7 @@ static void bufs_unref(void *hold)
 		return;
 	/* the last reference: the connection is gone (it holds one until conn_destroy) */
 	if (__atomic_load_n(&b->orphan, __ATOMIC_ACQUIRE)) {
-		bufs_free_orphan(b);
+		ib_bufs_release(b);
 		return;
 	}
 	top = __atomic_load_n(&b->dev->returned, __ATOMIC_RELAXED);

@@ -511,16 +511,19 @@ done
 echo "(took $((SECONDS - t_start)) s)"
 [ -s $W/errors ] && { echo "--- errors"; sort $W/errors | uniq -c | head -20; }
 
-# the summary: one awk over every $W/*.v (a process costs ~0.1 s under TCG: no per-figure pipelines)
-for f in $W/*.v; do k=$(basename "$f" .v); sed "s/^/$k /" "$f"; done >$W/all.tsv
-awk -v variants="$VARIANTS" -v relays="$RELAYS" -v nlat="$LAT_N" '
-function med(k,    n, i, j, t, a) {
+# median of the samples val[k, 1..cnt[k]] (both summaries below use it)
+AWK_MED='function med(k,    n, i, j, t, a) {
 	n = cnt[k]
 	if (!n) return 0
 	for (i = 1; i <= n; i++) a[i] = val[k, i]
 	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+'
+
+# the summary: one awk over every $W/*.v (a process costs ~0.1 s under TCG: no per-figure pipelines)
+for f in $W/*.v; do k=$(basename "$f" .v); sed "s/^/$k /" "$f"; done >$W/all.tsv
+awk -v variants="$VARIANTS" -v relays="$RELAYS" -v nlat="$LAT_N" "$AWK_MED"'
 function f2(x) { return sprintf("%.2f", x) }
 function f0(x) { return sprintf("%.0f", x) }
 { cnt[$1]++; val[$1, cnt[$1]] = $2 }
@@ -582,14 +585,7 @@ done
 # is printed as FAIL and the run exits 1; a missed target is only reported.
 echo "== issue #14 figures"
 echo "BENCH e2e setup: $BYTES per path and block (write size $WSIZE), $nblocks blocks of variants $VARIANTS in up to $REPS rounds, relays $RELAYS; figures are medians over the blocks (ratios: of per-block ratios)"
-awk -v variants="$VARIANTS" -v relays="$RELAYS" -v lat="$LAT_N" '
-function med(k,    n, i, j, t, a) {
-	n = cnt[k]
-	if (!n) return 0
-	for (i = 1; i <= n; i++) a[i] = val[k, i]
-	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v variants="$VARIANTS" -v relays="$RELAYS" -v lat="$LAT_N" "$AWK_MED"'
 function has(k) { return cnt[k] > 0 }
 function f(x, d) { return sprintf("%." d "f", x) }
 function tgt(ok, t) { return "(target " t ": " (ok ? "met" : "MISSED") ")" }
