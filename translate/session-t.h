@@ -98,7 +98,7 @@ struct xlt_session {
 	uint64_t blocked_since[2];
 	uint64_t held[2]; /* this session's share of stats->held_* */
 	uint64_t lent[2]; /* bytes taken by each direction's destination (write_lent), not reported sent */
-	uint64_t sent[2], sent_tick[2]; /* bytes reported sent (on_sent), and at the last tick */
+	bool delivered[2]; /* some lent bytes were reported sent (on_sent) since the last tick */
 	bool stuck[2]; /* lent bytes of which none was reported sent for a tick: blocked on delivery */
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
 	uint64_t connect_start_ns; /* also when the session started */

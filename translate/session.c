@@ -273,7 +273,8 @@ static void on_sent(void *arg, size_t n)
 	if (n > s->lent[dir])
 		n = s->lent[dir]; /* (more than it took would be the destination's bug: never trusted) */
 	s->lent[dir] -= n;
-	s->sent[dir] += n;
+	if (n)
+		s->delivered[dir] = true;
 	s->stuck[dir] = false;
 	if (!s->live || !src || src->state != XLT_STREAM_OPEN)
 		return;
@@ -358,7 +359,7 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->blocked[0] = s->blocked[1] = false;
 	s->held[0] = s->held[1] = 0;
 	s->lent[0] = s->lent[1] = 0;
-	s->sent[0] = s->sent[1] = s->sent_tick[0] = s->sent_tick[1] = 0;
+	s->delivered[0] = s->delivered[1] = false;
 	s->stuck[0] = s->stuck[1] = false;
 	s->blocked_ns[0] = s->blocked_ns[1] = 0;
 	s->connect_ns = 0;
@@ -428,12 +429,12 @@ static uint64_t since_ns(uint64_t now, uint64_t since)
  * reporting, tick after tick. */
 static void stuck_check(struct xlt_session *s, unsigned dir)
 {
-	if (s->lent[dir] && s->sent[dir] == s->sent_tick[dir] && !s->blocked[dir]) {
+	if (s->lent[dir] && !s->delivered[dir] && !s->blocked[dir]) {
 		s->stuck[dir] = true;
 		set_held(s, dir, s->lent[dir]);
 		set_blocked(s, dir, true);
 	}
-	s->sent_tick[dir] = s->sent[dir];
+	s->delivered[dir] = false;
 }
 
 /* Enforces the stall limit on a blocked direction DIR. Returns true when the session was aborted. */
