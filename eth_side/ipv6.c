@@ -58,6 +58,7 @@ struct nd_msg {
 } __attribute__((packed));
 
 static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 0x01};
+static const uint8_t mac_all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1}; /* its Ethernet group (RFC 2464 7) */
 
 static bool is_unspecified(const uint8_t *a)
 {
@@ -193,8 +194,6 @@ static void send_na(struct eth_stack *st, const uint8_t *dmac, const uint8_t *ds
 
 void eth_ipv6_announce(struct eth_stack *st)
 {
-	static const uint8_t mac_all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1};
-
 	/* RFC 4861 7.2.6: an unsolicited advertisement to all-nodes, so neighbours that had us (or a
 	 * previous owner of the address) update their caches */
 	if (st->c.prefix6)
@@ -237,7 +236,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	if (dad) {
 		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all */
 		ETH_INC(st, nd_dad_defended);
-		send_na(st, (const uint8_t[6]){0x33, 0x33, 0, 0, 0, 1}, all_nodes, ns->target, false);
+		send_na(st, mac_all_nodes, all_nodes, ns->target, false);
 		return;
 	}
 	/* to the solicitor, at the address it gave (else the frame's source, which sent it) */
