@@ -20,6 +20,7 @@
 
 #include "engine-t.h"
 #include "local-t.h"
+#include "../translate/ip.h"
 
 /* Single-writer counters: relaxed stores, so the control thread reads whole values. */
 #define ETH_ADD(st, f, n) __atomic_store_n(&(st)->stats.f, (st)->stats.f + (uint64_t)(n), __ATOMIC_RELAXED)

@@ -489,7 +489,7 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t
 	t->recover = t->iss;
 	t->rcv_wscale = eth_tcp_wscale_for(p->rbuf_size);
 	t->s.state = XLT_STREAM_CONNECTING;
-	t->s.peer_addr = addr;
+	t->s.peer_addr = xlt_ip_v4(addr);
 	t->s.peer_port = port;
 	t->connect_deadline_ms = st->now_ms + (p->connect_timeout_ms ? p->connect_timeout_ms : 5000);
 	t->t_keep = t->connect_deadline_ms;

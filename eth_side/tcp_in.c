@@ -223,9 +223,9 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 static void half_open(struct eth_tcb *t, uint32_t laddr, uint64_t h)
 {
 	t->laddr = laddr;
-	t->s.peer_addr = t->raddr;
+	t->s.peer_addr = xlt_ip_v4(t->raddr);
 	t->s.peer_port = t->rport;
-	t->s.local_addr = laddr;
+	t->s.local_addr = xlt_ip_v4(laddr);
 	t->s.local_port = t->lport;
 	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
 	eth_tcb_hash(t, h);

@@ -191,7 +191,7 @@ static void fill_end(struct gw_alog_end *e, enum conf_endpoint_kind side, struct
 	e->side = (uint8_t)side;
 	e->present = s != NULL;
 	if (s) {
-		e->addr = s->peer_addr;
+		e->addr = xlt_ip_to_v4(&s->peer_addr);
 		e->port = s->peer_port;
 		if (s->ops->info)
 			s->ops->info(s, &e->info);

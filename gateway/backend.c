@@ -136,7 +136,7 @@ uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const stru
 	 * the top bit set keeps it apart from a bare IPv4 key */
 	if (r->conf.listen.kind == CONF_EP_IB && !gw_ib_peer_id(a, gid, &qpn))
 		return eth_siphash(&key, gid, sizeof(gid)) | 1ull << 63;
-	return a->peer_addr;
+	return xlt_ip_to_v4(&a->peer_addr);
 }
 
 void gw_pool_destroy(struct gw_pool *p)

@@ -13,6 +13,7 @@
 
 #include "../conf/conf-t.h"
 #include "../eth_side/local-t.h"
+#include "../translate/ip.h"
 #include "../translate/metric-t.h"
 #include "../translate/session-t.h"
 

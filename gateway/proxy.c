@@ -113,8 +113,8 @@ int gw_proxy_send(struct gw_session *s, struct xlt_stream *a)
 	}
 	/* a source without an IPv4 address (an AF_IB peer admitted by 0.0.0.0/0) goes as AF_UNSPEC:
 	 * the TLVs still say who it is */
-	len = xlt_pp2_build(s->pp, sizeof(s->pp), a->peer_addr != 0, a->peer_addr, a->peer_port,
-	                    a->local_addr, a->local_port, tlv, n);
+	len = xlt_pp2_build(s->pp, sizeof(s->pp), xlt_ip_to_v4(&a->peer_addr) != 0, xlt_ip_to_v4(&a->peer_addr),
+	                    a->peer_port, xlt_ip_to_v4(&a->local_addr), a->local_port, tlv, n);
 	if (len < 0)
 		return len; /* cannot happen: GW_PP_HDR_MAX covers the largest header */
 	return xlt_session_preamble(&s->x, s->pp, (size_t)len);
@@ -183,9 +183,9 @@ static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 			fail(p, PP_UNSUPPORTED);
 			return;
 		}
-		s->peer_addr = in->src_addr;
+		s->peer_addr = xlt_ip_v4(in->src_addr);
 		s->peer_port = in->src_port;
-		s->local_addr = in->dst_addr;
+		s->local_addr = xlt_ip_v4(in->dst_addr);
 		s->local_port = in->dst_port;
 	}
 	unlink_wait(p);

@@ -404,7 +404,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	int ret;
 
 	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
-	ret = gw_session_admit(w->d, r, a->peer_addr);
+	ret = gw_session_admit(w->d, r, xlt_ip_to_v4(&a->peer_addr));
 	return ret ? ret : gw_session_start(w, r, a);
 }
 

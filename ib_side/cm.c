@@ -740,12 +740,12 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	c->conf = l->conf;
 	c->route = l->route;
 	ctl->hooks->route_get(c->route);
-	c->s.peer_addr = addr;
+	c->s.peer_addr = xlt_ip_v4(addr);
 	c->s.peer_port = port;
 	/* what the peer reached, and who it is on the fabric (PROXY v2 TLVs, logs): the GID of the
 	 * request's path (rdma_cm turns it around for the passive side: dgid is the requester's) and the
 	 * requester's QPN from the request */
-	c->s.local_addr = sa_ipv4(rdma_get_local_addr(e->id), &port);
+	c->s.local_addr = xlt_ip_v4(sa_ipv4(rdma_get_local_addr(e->id), &port));
 	c->s.local_port = l->conf->listen.port;
 	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
 	c->peer_qpn = e->param.qp_num;
@@ -1071,7 +1071,7 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 
 		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
 			logf_(ctl, 6, "ib: connection from %s not established in time, dropped (%u more not logged)",
-			      ipstr(c->s.peer_addr, a), skipped);
+			      ipstr(xlt_ip_to_v4(&c->s.peer_addr), a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}
 	read_messages(ctl);

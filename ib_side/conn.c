@@ -1167,7 +1167,7 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_rout
 	}
 	c->s.ops = &ib_conn_ops;
 	c->s.state = XLT_STREAM_CONNECTING;
-	c->s.peer_addr = addr.s_addr;
+	c->s.peer_addr = xlt_ip_v4(addr.s_addr);
 	c->s.peer_port = port;
 	c->conf = r;
 	c->route = route;

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ip-t.h"
+
 struct xlt_stream;
 
 /* What an engine knows of one of its connections, for the access log (xlt_stream_ops.info). Fields an
@@ -153,11 +155,11 @@ struct xlt_stream {
 	enum xlt_stream_state state;
 	uint8_t peer_done;  /* the peer will send nothing more (FIN / SHUTDOWN seen and all bytes peeked) */
 	uint8_t local_done; /* shutdown() was called */
-	uint32_t peer_addr; /* IPv4 of the remote end, network byte order (for ACLs and logs) */
+	struct xlt_ip peer_addr; /* the remote end (for ACLs and logs); any (ip.h) where it has none */
 	uint16_t peer_port; /* host byte order */
-	/* the address and port the peer reached, same orders (accepted streams: the listener's, for
-	 * logs and PROXY headers; 0 where the engine does not say) */
-	uint32_t local_addr;
+	/* the address and port the peer reached (accepted streams: the listener's, for logs and PROXY
+	 * headers; any / 0 where the engine does not say) */
+	struct xlt_ip local_addr;
 	uint16_t local_port;
 	uint64_t bytes_in;  /* consumed by the session */
 	uint64_t bytes_out; /* taken by write() */
