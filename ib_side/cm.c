@@ -73,7 +73,7 @@ struct ratelim {
 struct ib_listener {
 	struct ib_ctl *ctl;
 	struct rdma_cm_id *id;
-	const struct conf_route *conf;
+	struct ib_route_params rp; /* what its connections are set up with (the route's, copied) */
 	void *route;
 	uint16_t port;
 	struct ib_listener *prev, *next;
@@ -85,7 +85,7 @@ struct pending {
 };
 
 struct ib_ctl {
-	struct conf_ib conf;
+	struct ib_params params; /* copied at ib_ctl_create */
 	const struct ib_hooks *hooks;
 	struct rdma_event_channel *ch;
 	int wake_fd;
@@ -482,12 +482,13 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 {
 	struct ibv_qp_init_attr attr;
 	uint32_t max_wr = (uint32_t)dev->attr.max_qp_wr;
-	uint32_t sq = c->conf->ib_sq_depth ? c->conf->ib_sq_depth : ctl->conf.sq_depth;
-	uint32_t rq = c->conf->ib_rq_depth ? c->conf->ib_rq_depth : ctl->conf.rq_depth;
+	uint32_t sq = c->route_sq ? c->route_sq : ctl->params.sq_depth;
+	uint32_t rq = c->route_rq ? c->route_rq : ctl->params.rq_depth;
 	int ret;
 
-	/* the route's depths (conf keeps them within [ib]'s), within the device's and the object's */
-	c->sq_depth = clamp_depth(sq < ctl->conf.sq_depth ? sq : ctl->conf.sq_depth, max_wr);
+	/* the route's depths (the gateway keeps them within the engine's), within the device's and the
+	 * object's */
+	c->sq_depth = clamp_depth(sq < ctl->params.sq_depth ? sq : ctl->params.sq_depth, max_wr);
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
 	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
 	if (!c->bufs)
@@ -509,7 +510,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	if (attr.cap.max_send_sge < 2)
 		attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
-	attr.cap.max_inline_data = ctl->conf.inline_size;
+	attr.cap.max_inline_data = ctl->params.inline_size;
 	/* in the buffer set's own protection domain: its keys work through this queue pair only */
 	if (rdma_create_qp(c->id, c->bufs->pd, &attr)) {
 		attr.cap.max_inline_data = 0; /* a device without inline sends still works, slower */
@@ -627,7 +628,7 @@ static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port, bool *ipv4)
 	/* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
 	*ipv4 =
 	    sa->sa_family == AF_INET || (sa->sa_family == AF_INET6 &&
-	                                 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr));
+					 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr));
 	return sa_ipv4(sa, port);
 }
 
@@ -723,7 +724,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
 	 * back), new requests wait for room, so memory stays within max_sessions + that */
 	c = dev && ctl->dying < IB_SLOT_SPARE
-		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->conf->ib_rq_depth, IB_RS_QP_MAX))
+		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->rp.rq_depth, IB_RS_QP_MAX))
 		    : NULL;
 	if (!c) {
 		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
@@ -737,7 +738,6 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	ho_add(ctl, c);
 	c->id = e->id;
 	c->id->context = c;
-	c->conf = l->conf;
 	c->route = l->route;
 	ctl->hooks->route_get(c->route);
 	c->s.peer_addr = xlt_ip_v4(addr);
@@ -746,11 +746,13 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	 * request's path (rdma_cm turns it around for the passive side: dgid is the requester's) and the
 	 * requester's QPN from the request */
 	c->s.local_addr = xlt_ip_v4(sa_ipv4(rdma_get_local_addr(e->id), &port));
-	c->s.local_port = l->conf->listen.port;
+	c->s.local_port = l->port;
 	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
 	c->peer_qpn = e->param.qp_num;
-	c->rbuf_size = (uint32_t)l->conf->ib_rbuf_size;
-	c->sbuf_size = (uint32_t)l->conf->ib_sbuf_size;
+	c->rbuf_size = l->rp.rbuf_size;
+	c->sbuf_size = l->rp.sbuf_size;
+	c->route_sq = l->rp.sq_depth;
+	c->route_rq = l->rp.rq_depth;
 	ret = conn_setup(ctl, c, dev);
 	if (ret)
 		goto err;
@@ -830,7 +832,7 @@ static int route_check(struct in_addr src, const struct sockaddr_in *dst)
 static void start_active(struct ib_ctl *ctl, struct ib_conn *c)
 {
 	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->dst_port), .sin_addr = c->dst};
-	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = ctl->conf.bind};
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = {.s_addr = ctl->params.bind}};
 	int ret;
 
 	c->ct = IB_CT_RESOLVING;
@@ -1082,9 +1084,11 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 
 /* ---- listeners ---- */
 
-struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route)
+struct ib_listener *ib_listen(struct ib_ctl *ctl, uint16_t port, const struct ib_route_params *rp,
+			      void *route)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(r->listen.port), .sin_addr = ctl->conf.bind};
+	struct sockaddr_in sin = {
+	    .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {.s_addr = ctl->params.bind}};
 	struct ib_listener *l = calloc(1, sizeof(*l));
 	int one = 1, e;
 
@@ -1097,9 +1101,9 @@ struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, vo
 	if (rdma_bind_addr(l->id, (struct sockaddr *)&sin) || rdma_listen(l->id, LISTEN_BACKLOG))
 		goto err_id;
 	l->ctl = ctl;
-	l->conf = r;
+	l->rp = *rp;
 	l->route = route;
-	l->port = r->listen.port;
+	l->port = port;
 	ctl->hooks->route_get(route);
 	l->next = ctl->listeners;
 	if (ctl->listeners)
@@ -1138,12 +1142,12 @@ void ib_listener_close(struct ib_listener *l)
 	free(l);
 }
 
-void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route)
+void ib_listener_update(struct ib_listener *l, const struct ib_route_params *rp, void *route)
 {
 	void *old = l->route;
 
 	l->ctl->hooks->route_get(route);
-	l->conf = r;
+	l->rp = *rp;
 	l->route = route;
 	l->ctl->hooks->route_put(old);
 }
@@ -1176,7 +1180,7 @@ static int open_devices(struct ib_ctl *ctl)
 		struct ib_dev *d = &ctl->devs[ctl->n_devs];
 		const char *name = ibv_get_device_name(ctx->device);
 
-		if (ctl->conf.device[0] && strcmp(ctl->conf.device, name))
+		if (ctl->params.device[0] && strcmp(ctl->params.device, name))
 			continue;
 		if (ibv_query_device(ctx, &d->attr))
 			continue;
@@ -1202,7 +1206,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 	w->arg = arg;
 	w->hooks = ctl->hooks;
 	w->wake_fd = ctl->wake_fd;
-	w->ka_ns = ctl->conf.keepalive_ms * 1000000ull;
+	w->ka_ns = ctl->params.keepalive_ms * 1000000ull;
 	w->n_slots = n;
 	w->slots = calloc(n, sizeof(w->slots[0]));
 	w->ct_gen = calloc(n, sizeof(w->ct_gen[0]));
@@ -1231,22 +1235,24 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 	return 0;
 }
 
-struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
-			     uint64_t mem_limit, const struct ib_hooks *hooks)
+struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void *const *wargs,
+			     uint32_t max_conns, uint64_t mem_limit, const struct ib_hooks *hooks)
 {
 	struct ib_ctl *ctl = calloc(1, sizeof(*ctl));
 	int ret = -ENOMEM, flags;
 
 	if (!ctl)
 		return NULL;
-	ctl->conf = *c;
+	ctl->params = *p;
+	ctl->params.device[IB_DEVICE_MAX - 1] = 0;
 	ctl->hooks = hooks;
 	ctl->n_workers = n_workers;
 	ctl->serving = true;
 	ctl->wake_fd = -1;
 	ctl->mem_limit = mem_limit;
-	ctl->spare_depth = clamp_depth(c->rq_depth, IB_RS_QP_MAX);
-	ctl->max_need = (uint32_t)clamp_depth(c->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;
+	ctl->spare_depth = clamp_depth(p->rq_depth, IB_RS_QP_MAX);
+	ctl->max_need =
+	    (uint32_t)clamp_depth(p->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;
 	ctl->ch = rdma_create_event_channel();
 	if (!ctl->ch) {
 		ret = errno ? -errno : -ENODEV;

@@ -6,10 +6,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define IB_DEVICE_MAX 64 /* an RDMA device name, with its terminating NUL */
+
 struct ib_ctl;	    /* rdma_cm side: control thread */
 struct ib_worker;   /* datapath side: one per worker */
 struct ib_listener; /* one rsocket listener (listen = ib:PORT) */
 struct xlt_stream;
+
+/* The engine's own parameters (the gateway builds them from [ib]). ib_ctl_create copies them: the
+ * engine never reads the caller's struct again. */
+struct ib_params {
+	uint32_t bind;              /* IPv4, network order: listeners' address and active opens'
+				     * source; 0: any */
+	char device[IB_DEVICE_MAX]; /* open only this RDMA device; "": every one librdmacm sees */
+	uint32_t sq_depth;          /* send queue depth: a route's default and ceiling */
+	uint32_t rq_depth;          /* receive queue depth (credits given): a route's default; also what a
+				     * spare connection object for active opens is sized for */
+	uint32_t inline_size;       /* bytes a send may carry inline (0 where the device has none) */
+	uint64_t keepalive_ms;      /* idle time before a keepalive write; 0: none */
+};
+
+/* What the engine needs of one route: for a listener (every connection it accepts) or for one active
+ * open. ib_listen, ib_listener_update and ib_worker_connect copy it into the listener or the
+ * connection: a connection keeps the values it started with, whatever a reload does after. */
+struct ib_route_params {
+	uint32_t rbuf_size;          /* each connection's receive ring, bytes */
+	uint32_t sbuf_size;          /* each connection's send ring, bytes */
+	uint32_t sq_depth;           /* send queue depth, 0: ib_params.sq_depth; capped at that */
+	uint32_t rq_depth;           /* receive queue depth, 0: ib_params.rq_depth (active opens: capped at
+				      * it, the spare objects' size) */
+	uint64_t connect_timeout_ms; /* active opens: resolution and connect, all told */
+};
 
 /* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
 struct ib_hooks {
