@@ -316,16 +316,16 @@ void gw_eth_routes(struct gw_daemon *d)
 	}
 }
 
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				  int *err)
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                  uint16_t port, int *err)
 {
 	struct eth_tcp_params p = params_of(r);
 
-	if (!w->eth) {
+	if (!w->eth || !xlt_ip_is_v4(addr)) { /* until the engine connects over IPv6 */
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return eth_tcp_connect(w->eth, addr.s_addr, port, &p, err);
+	return eth_tcp_connect(w->eth, xlt_ip_to_v4(addr), port, &p, err);
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
