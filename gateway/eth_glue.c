@@ -25,6 +25,7 @@
 
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
+#include "../translate/ip.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -325,7 +326,12 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struc
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return eth_tcp_connect(w->eth, addr.s_addr, port, &p, err);
+	{
+		/* (IPv4 until the route's destination is a struct xlt_ip: v6conf) */
+		struct xlt_ip ip = xlt_ip_v4(addr.s_addr);
+
+		return eth_tcp_connect(w->eth, &ip, port, &p, err);
+	}
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
