@@ -45,6 +45,7 @@
 #define EH_PEER_IP      RTE_BE32(0xc6120002u) /* 198.18.0.2 */
 #define EH_MBUFS        4095u
 static const uint8_t eh_gw_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1}; /* 2001:db8::1 */
+static const uint8_t eh_peer_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 2}; /* 2001:db8::2 */
 #define EH_KEEP         64 /* frames kept for inspection */
 #define EH_SESSIONS     64
 #define EH_ECHO_PORT    7
@@ -375,9 +376,9 @@ static inline void eh_on_connected(void *arg)
 	eh_pump(arg);
 }
 
-/* Active open to the peer's PORT, echoing what comes back like an accepted connection. Returns 0 or
- * -errno. */
-static inline int eh_connect(struct eh *h, uint16_t port)
+/* Active open to PEER:PORT (either family), echoing what comes back like an accepted connection.
+ * Returns 0 or -errno. */
+static inline int eh_connect_to(struct eh *h, const struct xlt_ip *peer, uint16_t port)
 {
 	struct eth_tcp_params p = {.rbuf_size = 65536, .sbuf_size = 65536, .connect_timeout_ms = 3000};
 	struct xlt_stream *s;
@@ -387,9 +388,7 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 		struct eh_session *se = &h->sess[i];
 		if (se->s)
 			continue;
-		struct xlt_ip peer = xlt_ip_v4(EH_PEER_IP);
-
-		s = eth_tcp_connect(h->st, &peer, port, &p, &err);
+		s = eth_tcp_connect(h->st, peer, port, &p, &err);
 		if (!s)
 			return err;
 		*se = (struct eh_session){.s = s};
@@ -401,6 +400,14 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 		return 0;
 	}
 	return -ENOSPC;
+}
+
+/* eh_connect to the peer's IPv4 address. */
+static inline int eh_connect(struct eh *h, uint16_t port)
+{
+	struct xlt_ip peer = xlt_ip_v4(EH_PEER_IP);
+
+	return eh_connect_to(h, &peer, port);
 }
 
 static inline void eh_on_listener_free(void *arg, void *user)

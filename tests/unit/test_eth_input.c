@@ -1508,7 +1508,7 @@ static void test_lend_frames(void **state)
 
 /* ---- TCP over IPv6 (issue #16) ---- */
 
-static const uint8_t peer_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 2};
+#define peer_ip6 eh_peer_ip6
 
 /* An Ethernet + IPv6 frame from SRC (the peer's when NULL) to the gateway's address6, with EXTLEN
  * bytes of extension headers EXT (the first one's type FIRST; NULL: none) before the upper-layer
