@@ -419,8 +419,10 @@ bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint
 	if (!e)
 		return true; /* RFC 4861 7.2.5: no entry, none made (a spoofer cannot fill the table) */
 	if (e->state == ETH_ARP_INCOMPLETE) {
-		if (!tll || (e->pinned && !solicited))
-			return !e->pinned;
+		if (!tll)
+			return true; /* nothing to learn */
+		if (e->pinned && !solicited)
+			return false;
 		if (solicited) {
 			learn(st, c, e, tll);
 		} else {

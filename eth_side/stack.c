@@ -418,11 +418,11 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	}
 	type = rte_be_to_cpu_16(eh->ether_type);
 	if (type == RTE_ETHER_TYPE_IPV6) {
-		/* a steered frame is TCP (its owner counts it now) or a clone of neighbour discovery,
-		 * counted where it came in */
+		/* (counted where it came in: a steered frame is TCP for its owner, or a clone of
+		 * neighbour discovery) */
 		bool nd = st->c.prefix6 && eth_ipv6_is_nd(m);
 
-		if (!steered || !nd)
+		if (!steered)
 			ETH_INC(st, ip6_in);
 		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {
 			unsigned owner;

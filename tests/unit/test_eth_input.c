@@ -1723,6 +1723,38 @@ static void test_tcp6_echo(void **state)
 	eh_forget(&h);
 }
 
+/* RFC 4861 7.2.5 for an entry we have: an advertisement without the override flag does not change
+ * the neighbour's address (segments still go to the MAC its solicitation gave), and one that is
+ * solicited is needed to confirm it again. */
+static void test_nd_no_override(void **state)
+{
+	static const uint8_t stranger_mac[6] = {0x02, 0, 0, 0, 0, 0x66};
+	struct out v[4];
+	uint8_t f[200];
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	nd_na_from(peer_ip6, 0, stranger_mac); /* unsolicited, no override, another MAC */
+	eh_poll(&h);
+	assert_int_equal(S()->nd_entries, 1);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1); /* (sent6 checks the Ethernet destination: the peer's) */
+	assert_int_equal(v[0].flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	/* the entry in doubt is checked: a unicast solicitation to the MAC we keep */
+	eh_forget(&h);
+	eh_advance_ms(&h, 200);
+	assert_true(solicitations(peer_ip6) >= 1);
+	nd_na_from(peer_ip6, 0x40, eh_peer_mac); /* the solicited answer */
+	eh_poll(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 2, v[0].seq + 1, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL, 0,
+	                    NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* Active opens over IPv6: a solicitation for an unknown on-link neighbour (the SYN waits), an
  * unsolicited advertisement of another address makes no entry, the solicited one releases the SYN;
  * off-link without gateway6 fails at once. */
@@ -1819,6 +1851,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp6_echo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	};
 
 	if (eh_eal_init()) {
