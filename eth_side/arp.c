@@ -91,7 +91,8 @@ static struct eth_arp_entry *lookup(struct eth_stack *st, struct eth_nbr_cache *
 static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac, bool v6);
 
 /* Takes E's packets out of C's queue, in their order: sends them to MAC, or frees them (MAC NULL). */
-static void queue_take(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e, const uint8_t *mac)
+static void queue_take(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e,
+                       const uint8_t *mac)
 {
 	unsigned k = 0;
 
@@ -121,7 +122,8 @@ static void queue_drop(struct eth_nbr_cache *c, unsigned i)
 }
 
 /* Queues M for E, making room first: E's own oldest when E has its share, else the oldest of all. */
-static void queue_add(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e, struct rte_mbuf *m)
+static void queue_add(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e,
+                      struct rte_mbuf *m)
 {
 	if (e->n_pending == ETH_ARP_PENDING) {
 		/* keep the newest: TCP will retransmit the old ones anyway */
@@ -155,7 +157,8 @@ static void entry_free(struct eth_stack *st, struct eth_nbr_cache *c, struct eth
 }
 
 /* The configured gateway of C's family, or NULL: none. */
-static const struct xlt_ip *gateway_of(const struct eth_stack *st, const struct eth_nbr_cache *c, struct xlt_ip *buf)
+static const struct xlt_ip *gateway_of(const struct eth_stack *st, const struct eth_nbr_cache *c,
+                                       struct xlt_ip *buf)
 {
 	if (c->v6) {
 		memcpy(buf->b, st->c.gateway6, 16);

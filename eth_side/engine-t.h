@@ -88,12 +88,12 @@ struct eth_tcb {
 	struct eth_listener *lis; /* passive opens: a reference */
 	struct eth_timer timer;
 	uint32_t hash;
-	struct xlt_ip raddr;	/* either family (IPv4 held mapped: one compare, one hash) */
-	struct xlt_ip laddr;	/* ours: [eth] address, a kernel TAP address, address6 or the link-local */
+	struct xlt_ip raddr;    /* either family (IPv4 held mapped: one compare, one hash) */
+	struct xlt_ip laddr;    /* ours: [eth] address, a kernel TAP address, address6 or the link-local */
 	uint16_t rport, lport;	/* host order */
 	uint8_t state;		/* enum eth_tcp_state */
 	uint8_t ev;		/* ETH_EV_* pending */
-	bool v6;		/* raddr is IPv6 (cached: output picks its header by it) */
+	bool v6;                /* raddr is IPv6 (cached: output picks its header by it) */
 	bool hashed, on_ev, on_out, released, accepted, passive;
 	bool fin_rcvd, fin_queued, fin_sent, ooo_fin, rst_rcvd;
 	bool ts_ok, sack_ok, ws_ok;
@@ -149,7 +149,7 @@ struct eth_tcb {
 
 /* A neighbour of either family (arp.c: one cache code for ARP and IPv6 neighbour discovery). */
 struct eth_arp_entry {
-	struct xlt_ip ip;  /* meaningful while state is not free */
+	struct xlt_ip ip; /* meaningful while state is not free */
 	uint8_t mac[6];
 	uint8_t state;	   /* ETH_ARP_* (arp.c) */
 	uint8_t tries;
@@ -170,7 +170,7 @@ struct eth_arp_queued {
 struct eth_nbr_cache {
 	bool v6;
 	struct eth_arp_entry e[ETH_ARP_SLOTS];
-	struct eth_arp_entry *last; /* one-entry lookup cache */
+	struct eth_arp_entry *last;             /* one-entry lookup cache */
 	struct eth_arp_queued q[ETH_ARP_QUEUE]; /* oldest first */
 	unsigned q_len;
 };
@@ -211,8 +211,8 @@ struct eth_stack {
 	unsigned n_listeners;	   /* slots used (open or draining) */
 
 	/* neighbours */
-	struct eth_nbr_cache arp, nd;	/* IPv4 (ARP), IPv6 (neighbour discovery) */
-	struct eth_siphash_key arp_key;	/* slot hash: a remote peer cannot aim at one slot */
+	struct eth_nbr_cache arp, nd;   /* IPv4 (ARP), IPv6 (neighbour discovery) */
+	struct eth_siphash_key arp_key; /* slot hash: a remote peer cannot aim at one slot */
 
 	/* steering: to[i] carries frames from us to worker i, from[i] from worker i to us */
 	struct rte_ring *to[ETH_MAX_WORKERS];

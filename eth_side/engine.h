@@ -56,7 +56,8 @@ static inline unsigned eth_tx_room(const struct eth_stack *st)
 }
 /* The keyed hash of a flow from RADDR (either family, IPv4 mapped: one code path) and its ports: it
  * picks the owning worker and the table bucket, the same on every worker. */
-uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t lport);
+uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                       uint16_t lport);
 static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 {
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
@@ -149,8 +150,8 @@ void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t s
 /* tcp_conn.c */
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
 void eth_tcb_free(struct eth_tcb *t);
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t lport,
-                               uint64_t h);
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                               uint16_t lport, uint64_t h);
 void eth_tcb_hash(struct eth_tcb *t, uint64_t h);
 void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s);
 /* Leaves the table and the timers, state CLOSED (the stream is untouched). */
@@ -170,8 +171,8 @@ bool eth_listener_pressed(const struct eth_stack *st, const struct eth_listener 
 /* How many times the SYN-ACK of half-open T is sent again before T is given up. */
 unsigned eth_tcp_synack_retries(const struct eth_tcb *t);
 /* RFC 6528 over the full addresses of either family and the ports. */
-uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr, uint16_t rport,
-                     uint16_t lport);
+uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr,
+                     uint16_t rport, uint16_t lport);
 /* What a connection with RADDR:RPORT adds to our clock in its TSval (a cookie SYN-ACK too). */
 uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport);
 uint8_t eth_tcp_wscale_for(uint32_t rbuf);
@@ -210,8 +211,9 @@ static inline uint16_t eth_tcp_mss_for(const struct eth_stack *st, bool v6)
 /* Fills the IP header at the start of M, in front of the TCP header TH of a segment of TCPLEN bytes
  * (header included) from LADDR to RADDR, and the TCP checksum: in software, or the pseudo-header
  * sum for the device (with TSO: TSO_SEGSZ, else 0). FLOW: the IPv6 flow label. */
-void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th, const struct xlt_ip *laddr,
-                    const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow, uint16_t tso_segsz);
+void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
+                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
+                    uint16_t tso_segsz);
 /* Payload bytes one segment may carry now (the MSS less the SACK blocks that go with it). */
 uint32_t eth_tcp_seg_max(const struct eth_tcb *t);
 void eth_tcp_send_rst(struct eth_tcb *t);
@@ -228,7 +230,6 @@ uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t);
 /* (Re)starts the retransmission timer from now. */
 void eth_tcp_rexmit_arm(struct eth_tcb *t);
 void eth_tcp_keepalive_reset(struct eth_tcb *t);
-
 
 static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)
 {

@@ -383,7 +383,8 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 		return;
 	}
 	/* updates an entry we have (7.2.5); an unsolicited claim on gateway6 is not taken */
-	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE) && !lo)
+	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE) &&
+	    !lo)
 		ETH_INC(st, nd_errors);
 }
 
@@ -438,7 +439,7 @@ int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nhp, uint32_t *offp)
 		case IP6_HOPOPTS:
 			if (ext)
 				return -1; /* only right after the IPv6 header (RFC 8200 4.3) */
-			/* fallthrough */
+			                   /* fallthrough */
 		case IP6_DSTOPTS:
 		case IP6_ROUTING:
 			if (++ext > ETH_IP6_MAX_EXT || plen - off < 8)
@@ -467,10 +468,12 @@ int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nhp, uint32_t *offp)
 
 bool eth_ipv6_is_nd(const struct rte_mbuf *m)
 {
-	const struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	uint8_t type;
 
-	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(struct icmp6) || ip->proto != IPPROTO_ICMPV6)
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(struct icmp6) ||
+	    ip->proto != IPPROTO_ICMPV6)
 		return false;
 	type = *((const uint8_t *)(ip + 1));
 	return type == ND_NEIGHBOR_SOLICIT || type == ND_NEIGHBOR_ADVERT;
@@ -492,7 +495,8 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto hdr_err;
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	plen = rte_be_to_cpu_16(ip->payload_len);
-	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 || RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
+	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
+	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
 		goto hdr_err;
 	if (ip->src_addr[0] == 0xff || ours(st, ip->src_addr)) {
 		ETH_INC(st, ip6_martians);
@@ -505,10 +509,12 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (m->pkt_len > RTE_ETHER_HDR_LEN + sizeof(*ip) + plen) {
 		if (m->nb_segs > 1)
 			goto hdr_err; /* a chain (LRO) is never padded */
-		rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen))); /* padding */
+		rte_pktmbuf_trim(
+		    m, (uint16_t)(m->pkt_len - (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen))); /* padding */
 	}
 	p = (uint8_t *)(ip + 1);
-	head = m->data_len - (uint32_t)(RTE_ETHER_HDR_LEN + sizeof(*ip)); /* payload bytes in the first buffer */
+	head =
+	    m->data_len - (uint32_t)(RTE_ETHER_HDR_LEN + sizeof(*ip)); /* payload bytes in the first buffer */
 	nh = ip->proto;
 	if (eth_ipv6_walk(p, head < plen ? head : plen, &nh, &off))
 		goto hdr_err;

@@ -349,7 +349,8 @@ static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m
 /* The same for an IPv6 frame: TCP behind the extension headers input skips. */
 static unsigned frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
 {
-	const struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	const struct rte_tcp_hdr *th;
 	struct xlt_ip src;
 	uint32_t plen, off;

@@ -87,7 +87,7 @@ void eth_tcp_unlisten_all(struct eth_stack *st);
  * -EADDRNOTAVAIL: no local port, -EHOSTUNREACH: no route over IPv4, or an address we cannot reach
  * (ours, multicast, unspecified), -ENETUNREACH: no IPv6 on the port, or off-link without gateway6). */
 struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
-				   const struct eth_tcp_params *p, int *err);
+                                   const struct eth_tcp_params *p, int *err);
 
 /* Refuses a connection handed to on_accept: resets it and frees it at once (no events follow). */
 void eth_tcp_reject(struct xlt_stream *s);

@@ -22,7 +22,8 @@ static uint32_t mac(const struct eth_siphash_key *k, const struct eth_syncookie_
 	/* a leading tag and a length of its own keep these hashes apart from the ISNs and flow hashes
 	 * made under the same key */
 	uint32_t w[14] = {0x636f6f6bu /* "cook" */};
-	uint32_t tail[5] = {(uint32_t)f->rport << 16 | f->lport, f->peer_isn, (uint32_t)slot, (uint32_t)(slot >> 32),
+	uint32_t tail[5] = {(uint32_t)f->rport << 16 | f->lport, f->peer_isn, (uint32_t)slot,
+	                    (uint32_t)(slot >> 32),
 	                    fields | (uint32_t)ts_bits << 8 | (uint32_t)f->our_wscale << 16};
 
 	memcpy(&w[1], f->raddr.b, 16);

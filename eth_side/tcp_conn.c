@@ -140,8 +140,8 @@ void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 	t->hashed = true;
 }
 
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t lport,
-                               uint64_t h)
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                               uint16_t lport, uint64_t h)
 {
 	struct eth_tcb *t = st->htab[(uint32_t)h & st->hmask];
 
@@ -406,8 +406,8 @@ unsigned eth_tcp_synack_retries(const struct eth_tcb *t)
 
 /* ---- connection set-up helpers ---- */
 
-uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr, uint16_t rport,
-                     uint16_t lport)
+uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr,
+                     uint16_t rport, uint16_t lport)
 {
 	/* RFC 6528: a 4 us clock plus a keyed hash of the connection's identity (the full addresses:
 	 * 36 bytes, a length no other hash under this key has) */
@@ -487,7 +487,7 @@ static int connect_route(const struct eth_stack *st, const struct xlt_ip *addr, 
 }
 
 struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
-				   const struct eth_tcp_params *p, int *err)
+                                   const struct eth_tcp_params *p, int *err)
 {
 	struct eth_tcb *t;
 	struct xlt_ip laddr;

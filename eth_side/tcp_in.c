@@ -50,7 +50,7 @@ struct seg {
 	uint8_t flags;
 	const struct rte_mbuf *m;  /* the frame: its payload starts at byte moff of the packet (a chain */
 	uint32_t moff;		   /* of buffers after LRO, else one buffer) */
-	struct xlt_ip src, dst;	   /* the peer's address, ours (IPv4 mapped or IPv6) */
+	struct xlt_ip src, dst;    /* the peer's address, ours (IPv4 mapped or IPv6) */
 	bool v6;
 	const struct rte_tcp_hdr *th;
 	struct eth_tcp_opts o;
@@ -175,8 +175,8 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	uint8_t bits = eth_syncookie_ts_bits(sg->o.ws_ok, sg->o.wscale, sg->o.sack_ok), opts[40];
 	uint32_t cookie = eth_syncookie_make(&st->isn_key, &f, st->now_ms, sg->o.mss_ok ? sg->o.mss : 0, ts,
 					     bits);
-	uint32_t tsval = eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, &f.raddr, f.rport),
-					     bits);
+	uint32_t tsval =
+	    eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, &f.raddr, f.rport), bits);
 	unsigned optlen, hlen, iph = eth_ip_hlen(sg->v6);
 	struct rte_tcp_hdr *th;
 	struct rte_mbuf *m;
@@ -184,7 +184,7 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 
 	/* without timestamps nothing would bring window scaling or SACK back: offer neither */
 	optlen = eth_tcp_opt_write_syn(opts, eth_tcp_mss_for(st, sg->v6), ts && sg->o.sack_ok, ts, tsval,
-				       sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
+	                               sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
 	hlen = iph + (unsigned)sizeof(*th) + optlen;
 	l->cookie_ms = st->now_ms;
 	m = eth_pkt_alloc(st);
@@ -348,7 +348,7 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 		return false;
 	if (st->c.exc && !sg->v6)
 		return true; /* a port of the kernel's (its listener answers, or it resets); (the kernel TAP
-			      * has no IPv6 address of ours) */
+		              * has no IPv6 address of ours) */
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
 	return false;
 }
@@ -1172,8 +1172,8 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	unsigned ihl = (ip->version_ihl & 0xf) * 4u;
 	struct xlt_ip src = xlt_ip_v4(ip->src_addr), dst = xlt_ip_v4(ip->dst_addr);
 
-	tcp_input(st, m, (struct rte_tcp_hdr *)((uint8_t *)ip + ihl), rte_be_to_cpu_16(ip->total_length) - ihl,
-	          &src, &dst, rte_ipv4_phdr_cksum(ip, 0), true);
+	tcp_input(st, m, (struct rte_tcp_hdr *)((uint8_t *)ip + ihl),
+	          rte_be_to_cpu_16(ip->total_length) - ihl, &src, &dst, rte_ipv4_phdr_cksum(ip, 0), true);
 }
 
 void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip, uint32_t l4off,
@@ -1195,5 +1195,6 @@ void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_i
 	phdr = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, sizeof(be));
 	phdr = (phdr & 0xffff) + (phdr >> 16);
 	phdr = (phdr & 0xffff) + (phdr >> 16);
-	tcp_input(st, m, rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, l4off), tlen, &src, &dst, phdr, false);
+	tcp_input(st, m, rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, l4off), tlen, &src, &dst, phdr,
+	          false);
 }

@@ -63,8 +63,9 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 	return (uint16_t)field;
 }
 
-void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th, const struct xlt_ip *laddr,
-                    const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow, uint16_t tso_segsz)
+void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
+                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
+                    uint16_t tso_segsz)
 {
 	bool v6 = !xlt_ip_is_v4(raddr);
 	void *l3 = rte_pktmbuf_mtod(m, void *);
@@ -75,7 +76,8 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 	if (v6)
 		eth_ipv6_fill(ip6, laddr, raddr, IPPROTO_TCP, (uint16_t)tcplen, flow);
 	else
-		eth_ipv4_fill_src(st, ip, xlt_ip_to_v4(laddr), xlt_ip_to_v4(raddr), IPPROTO_TCP, (uint16_t)tcplen);
+		eth_ipv4_fill_src(st, ip, xlt_ip_to_v4(laddr), xlt_ip_to_v4(raddr), IPPROTO_TCP,
+		                  (uint16_t)tcplen);
 	th->cksum = 0;
 	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
 		m->l2_len = RTE_ETHER_HDR_LEN;
@@ -86,7 +88,8 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 			m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
 			m->tso_segsz = tso_segsz;
 			if (!v6 && (st->c.offloads & ETH_OFFLOAD_IP_CSUM)) {
-				m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM; /* each segment's header is the device's */
+				m->ol_flags |=
+				    RTE_MBUF_F_TX_IP_CKSUM; /* each segment's header is the device's */
 				ip->hdr_checksum = 0;
 			}
 		}
@@ -134,9 +137,10 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	bool syn = flags & RTE_TCP_SYN_FLAG;
 
 	if (syn)
-		optlen = eth_tcp_opt_write_syn(opts, eth_tcp_mss_for(st, t->v6), t->passive ? t->sack_ok : true,
-					       t->passive ? t->ts_ok : true, eth_tcp_tsval(t), t->ts_recent,
-					       t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
+		optlen =
+		    eth_tcp_opt_write_syn(opts, eth_tcp_mss_for(st, t->v6), t->passive ? t->sack_ok : true,
+		                          t->passive ? t->ts_ok : true, eth_tcp_tsval(t), t->ts_recent,
+		                          t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
 	else if (flags & RTE_TCP_RST_FLAG)
 		optlen = 0;
 	else {

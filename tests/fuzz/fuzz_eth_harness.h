@@ -142,7 +142,7 @@ static inline void eh_frame_read(const struct rte_mbuf *m, uint32_t off, void *o
 
 /* The TX flags a device with the engine's offloads is asked to honour; any other is a bug. */
 #define EH_TX_FLAGS                                                                                          \
-	(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM |              \
+	(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM |        \
 	 RTE_MBUF_F_TX_TCP_SEG)
 
 /* The sum a TX checksum offload wants in the TCP checksum field: the pseudo-header (addresses,
@@ -202,7 +202,8 @@ static inline void eh_check_tcp(const struct eh *h, const struct rte_mbuf *m, co
 			eh_frame_read(m, RTE_ETHER_HDR_LEN + l3len, whole, tlen);
 			l4 = whole;
 		}
-		sum = (uint32_t)rte_raw_cksum(l4, tlen) + (ip6 ? eh_phdr_sum6(l3, tlen) : eh_phdr_sum(l3, tlen));
+		sum = (uint32_t)rte_raw_cksum(l4, tlen) +
+		      (ip6 ? eh_phdr_sum6(l3, tlen) : eh_phdr_sum(l3, tlen));
 
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -261,9 +262,11 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip6));
 		plen = rte_be_to_cpu_16(ip6->payload_len);
 		EH_CHECK((rte_be_to_cpu_32(ip6->vtc_flow) >> 28) == 6);
-		EH_CHECK(!memcmp(ip6->src_addr, eh_gw_ip6, 16) || (ip6->src_addr[0] == 0xfe && ip6->src_addr[1] == 0x80));
+		EH_CHECK(!memcmp(ip6->src_addr, eh_gw_ip6, 16) ||
+		         (ip6->src_addr[0] == 0xfe && ip6->src_addr[1] == 0x80));
 		if (ip6->proto == IPPROTO_TCP) {
-			EH_CHECK(plen == m->pkt_len - RTE_ETHER_HDR_LEN - sizeof(*ip6) && ip6->hop_limits == 64);
+			EH_CHECK(plen == m->pkt_len - RTE_ETHER_HDR_LEN - sizeof(*ip6) &&
+			         ip6->hop_limits == 64);
 			EH_CHECK(ip6->dst_addr[0] != 0xff);
 			eh_check_tcp(h, m, ip6, sizeof(*ip6), plen, true);
 			return;

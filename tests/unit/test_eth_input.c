@@ -9,8 +9,8 @@
  * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
  * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
  * the device vouched for, TSO frames out; TCP over IPv6 (extension headers before TCP, neighbour
- * discovery feeding the cache, active opens waiting for a solicitation's answer). Each test checks the segments on the wire and the
- * counters, and that every mbuf returns to the pool. */
+ * discovery feeding the cache, active opens waiting for a solicitation's answer). Each test checks the
+ * segments on the wire and the counters, and that every mbuf returns to the pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1537,7 +1537,8 @@ static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8
 	memcpy(p + extlen, l4, l4len);
 	ck = (uint16_t *)(p + extlen + (proto == IPPROTO_TCP ? 16 : 2));
 	*ck = 0;
-	sum = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, 8) + rte_raw_cksum(p + extlen, l4len);
+	sum = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, 8) +
+	      rte_raw_cksum(p + extlen, l4len);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	*ck = (uint16_t)~sum;
@@ -1545,8 +1546,9 @@ static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8
 }
 
 /* A TCP segment from the peer over IPv6 (behind EXT when not NULL). */
-static size_t tcp6(uint8_t *out, const uint8_t *ext, size_t extlen, uint16_t sport, uint16_t dport, uint32_t seq,
-                   uint32_t ack, uint8_t flags, const uint8_t *opt, size_t optlen, const void *data, size_t len)
+static size_t tcp6(uint8_t *out, const uint8_t *ext, size_t extlen, uint16_t sport, uint16_t dport,
+                   uint32_t seq, uint32_t ack, uint8_t flags, const uint8_t *opt, size_t optlen,
+                   const void *data, size_t len)
 {
 	uint8_t seg[1500];
 	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)seg;
@@ -1664,7 +1666,9 @@ static void test_tcp6_echo(void **state)
 	assert_int_equal(S()->nd_entries, 1);
 	eh_forget(&h);
 	memcpy(opt, syn_opts, sizeof(syn_opts));
-	eh_feed(&h, f, tcp6(f, dstopts, sizeof(dstopts), 40000, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, opt, 12, NULL, 0));
+	eh_feed(&h, f,
+	        tcp6(f, dstopts, sizeof(dstopts), 40000, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, opt, 12,
+	             NULL, 0));
 	eh_poll(&h);
 	assert_int_equal(sent6(v, ip, 4), 1);
 	assert_int_equal(v[0].flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
@@ -1677,8 +1681,9 @@ static void test_tcp6_echo(void **state)
 	gseq = v[0].seq + 1;
 	pseq++;
 	eh_forget(&h);
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, NULL, 0,
-	                    "hello, v6", 9));
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, NULL,
+	             0, "hello, v6", 9));
 	eh_poll(&h);
 	eh_advance_ms(&h, 50);
 	assert_int_equal(sent6(v, NULL, 4), 1);
@@ -1686,12 +1691,14 @@ static void test_tcp6_echo(void **state)
 	assert_memory_equal(v[0].data, "hello, v6", 9);
 	assert_int_equal(v[0].ack, pseq + 9);
 	assert_non_null(session_of(40000));
-	assert_true(session_of(40000)->s->peer_addr.b[0] == 0x20 && session_of(40000)->s->peer_addr.b[15] == 2);
+	assert_true(session_of(40000)->s->peer_addr.b[0] == 0x20 &&
+	            session_of(40000)->s->peer_addr.b[15] == 2);
 	/* a bad checksum: counted, not answered */
 	ck0 = S()->tcp_checksum_errors;
 	eh_forget(&h);
 	{
-		size_t n = tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_ACK_FLAG, NULL, 0, "x", 1);
+		size_t n = tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_ACK_FLAG, NULL,
+		                0, "x", 1);
 		f[n - 1] ^= 0x55;
 		eh_feed(&h, f, n);
 	}
@@ -1708,7 +1715,8 @@ static void test_tcp6_echo(void **state)
 	/* to a multicast group of ours: refused */
 	{
 		static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 1};
-		uint8_t seg[20] = {0x9c, 0x42, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, RTE_TCP_SYN_FLAG, 0xff, 0xff};
+		uint8_t seg[20] = {0x9c, 0x42, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, RTE_TCP_SYN_FLAG,
+		                   0xff, 0xff};
 		uint64_t r0 = S()->ip6_tcp_refused;
 
 		eh_forget(&h);
@@ -1718,7 +1726,9 @@ static void test_tcp6_echo(void **state)
 		assert_int_equal(sent6(v, NULL, 4), 0);
 	}
 	/* the peer ends it */
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
+	eh_feed(
+	    &h, f,
+	    tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
 	eh_poll(&h);
 	eh_forget(&h);
 }
@@ -1749,8 +1759,9 @@ static void test_nd_no_override(void **state)
 	assert_true(solicitations(peer_ip6) >= 1);
 	nd_na_from(peer_ip6, 0x40, eh_peer_mac); /* the solicited answer */
 	eh_poll(&h);
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 2, v[0].seq + 1, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG, NULL, 0,
-	                    NULL, 0));
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 2, v[0].seq + 1, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG,
+	             NULL, 0, NULL, 0));
 	eh_poll(&h);
 	eh_forget(&h);
 }
@@ -1805,7 +1816,9 @@ static void test_tcp6_connect(void **state)
 		uint32_t gseq = v[0].seq + 1;
 
 		eh_forget(&h);
-		eh_feed(&h, f2, tcp6(f2, NULL, 0, 80, lport, 5000, gseq, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
+		eh_feed(&h, f2,
+		        tcp6(f2, NULL, 0, 80, lport, 5000, gseq, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL, 0,
+		             NULL, 0));
 		eh_poll(&h);
 		assert_int_equal(s->state, XLT_STREAM_OPEN);
 		assert_int_equal(sent6(v, NULL, 4), 1);
@@ -1822,36 +1835,36 @@ static void test_tcp6_connect(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
-		cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_odd_boundary, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_ip_length, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_rx_csum_trusted, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
-		/* last: until tcp_in.c checks the header's length first, ASan ends the run here */
-		cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_tcp6_echo, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
+	    cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_odd_boundary, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_ip_length, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_rx_csum_trusted, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
+	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
+	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	};
 
 	if (eh_eal_init()) {
