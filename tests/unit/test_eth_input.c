@@ -1590,7 +1590,17 @@ static unsigned sent6(struct out *v, const struct rte_ipv6_hdr **ips, unsigned m
 		                    .ack = rte_be_to_cpu_32(th->recv_ack),
 		                    .flags = th->tcp_flags,
 		                    .len = rte_be_to_cpu_16(ip->payload_len) - doff,
-		                    .data = (const uint8_t *)th + doff};
+		                    .data = (const uint8_t *)th + doff,
+		                    .nb_segs = h.kept[i]->nb_segs,
+		                    .tso_segsz = h.kept[i]->tso_segsz,
+		                    .ol_flags = h.kept[i]->ol_flags};
+		if (h.kept[i]->nb_segs > 1) {
+			static uint8_t copies[4][65536];
+
+			eh_frame_read(h.kept[i], RTE_ETHER_HDR_LEN + sizeof(*ip) + doff, copies[n % 4],
+			              v[n].len);
+			v[n].data = copies[n % 4];
+		}
 		assert_int_equal(eth_tcp_opt_parse((const uint8_t *)(th + 1), doff - sizeof(*th),
 		                                   th->tcp_flags & RTE_TCP_SYN_FLAG, &v[n].o),
 		                 0);
@@ -1733,6 +1743,43 @@ static void test_tcp6_echo(void **state)
 	eh_forget(&h);
 }
 
+/* A device with TSO: three segments received at once come back as one IPv6 TSO frame (segments of
+ * MTU - 60 bytes, the device's checksum over the IPv6 pseudo-header: eh_check_frame). */
+static void test_tcp6_tso(void **state)
+{
+	static const uint8_t mss[4] = {2, 4, 0x05, 0xa0}; /* 1440 */
+	uint8_t f[1600];
+	struct out v[4];
+	uint32_t gseq, pseq = 500;
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, mss, 4, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	gseq = v[0].seq + 1;
+	pseq++;
+	eh_forget(&h);
+	for (unsigned k = 0; k < 3; k++)
+		eh_feed(&h, f,
+		        tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq + 1300 * k, gseq, RTE_TCP_ACK_FLAG, NULL,
+		             0, payload + 1300 * k, 1300));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	assert_int_equal(v[0].len, 3900);
+	assert_memory_equal(v[0].data, payload, 3900);
+	assert_true(v[0].ol_flags & RTE_MBUF_F_TX_TCP_SEG);
+	assert_true(v[0].ol_flags & RTE_MBUF_F_TX_IPV6);
+	assert_int_equal(v[0].tso_segsz, EH_MTU - 60); /* (its MSS, no timestamps) */
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq + 3900, gseq + 3900, RTE_TCP_RST_FLAG, NULL, 0,
+	             NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* RFC 4861 7.2.5 for an entry we have: an advertisement without the override flag does not change
  * the neighbour's address (segments still go to the MAC its solicitation gave), and one that is
  * solicited is needed to confirm it again. */
@@ -1861,7 +1908,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
 	    cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup_ofl, teardown), /* (the device's checksums) */
+	    /* (the same with the device's checksums) */
+	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
