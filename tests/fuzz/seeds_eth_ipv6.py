@@ -7,7 +7,7 @@ an echo request behind destination options, a neighbour solicitation, a duplicat
 advertisement of our own address by another node, and a fragment; TCP over IPv6 (issue #16): SYNs
 to the echo listener (plain, with Linux's options, behind destination options and hop-by-hop
 headers), a SYN then data at a guessed sequence number (a stray segment: a reset), a SYN to a closed
-port, TCP to the all-nodes group; and the engine's active open to 2001:db8::2 (kind 7 with bit 3)
+port, TCP to the all-nodes group, a SYN to a device with offloads; and the engine's active open to 2001:db8::2 (kind 7 with bit 3)
 answered by a solicited advertisement, then an unsolicited one (the cache's update rules)."""
 import logging
 import os
@@ -54,6 +54,9 @@ def seeds():
         "tcp6-closed": rec(e / IPv6(src=PEER, dst=GW) / TCP(sport=40003, dport=1234, flags="S", seq=4000)),
         "tcp6-mcast": rec(Ether(src=PEER_MAC, dst="33:33:00:00:00:01") / IPv6(src=PEER, dst="ff02::1") /
                           TCP(sport=40000, dport=7, flags="S")),
+        # (the mode byte: the device does checksums, TSO, RX checksums and LRO, as fuzz_eth_input.c says)
+        "tcp6-offloads": bytes([0xf8, 0x0f]) + rec(ns) + rec(e / IPv6(src=PEER, dst=GW) / TCP(
+            sport=40001, dport=7, flags="S", seq=2000, options=[("MSS", 1440)])),
         "tcp6-connect-nd": bytes([7 | 8]) +
         rec(Ether(src=PEER_MAC, dst=GW_MAC) / IPv6(src=PEER, dst=GW, hlim=255) /
             ICMPv6ND_NA(tgt=PEER, R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=PEER_MAC)) +
