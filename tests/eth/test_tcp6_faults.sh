@@ -30,7 +30,7 @@ ok "20 concurrent IPv6 echo connections intact"
 rexmit=$(metric tcp_retransmits_total) fast=$(metric tcp_fast_retransmits_total)
 ooo=$(metric tcp_out_of_order_segments_total) rto=$(metric tcp_rto_expiries_total)
 echo "retransmits $rexmit, fast retransmits $fast, RTO expiries $rto, out-of-order segments $ooo," \
-	"IPv6 neighbour solicitations sent $(gw_metric "$ETH_STATS" 'ibgw_nd_messages_total{worker="0",type="solicitation",dir="out"}')"
+	"IPv6 neighbour solicitations sent $(gw_metric "$ETH_STATS" 'ibgw_nd_solicitations_total{worker="0",dir="out"}')"
 [ "$rexmit" -gt 0 ] && [ "$fast" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "loss recovery counters did not move"
 ok "loss recovery seen in the counters"
 gw_stop || fail "ibgwd exited with $?"

@@ -73,7 +73,7 @@ sleep 0.5
 [ "$(m "tcp_connections_active$w")" = 0 ] || fail "$(m "tcp_connections_active$w") connections still active"
 [ "$(m "worker_sessions_active$w")" = 0 ] || fail "sessions still active"
 ok "no connection or session left over"
-echo "IPv6 neighbour cache: $(m "nd_entries$w") entries, solicitations sent $(m 'nd_messages_total{worker="0",type="solicitation",dir="out"}'), refused TCP $(m "ip6_tcp_refused_total$w"), unresolved drops $(m "nd_unresolved_drops_total$w")"
+echo "IPv6 neighbour cache: $(m "nd_entries$w") entries, solicitations sent $(m 'nd_solicitations_total{worker="0",dir="out"}'), refused TCP $(m "ip6_tcp_refused_total$w"), unresolved drops $(m "nd_unresolved_drops_total$w")"
 [ "$(m "nd_entries$w")" -ge 1 ] || fail "no IPv6 neighbour entry"
 [ "$(m "nd_unresolved_drops_total$w")" = 0 ] || fail "packets dropped waiting for the peer's address"
 [ "$(m "tcp_checksum_errors_total$w")" = 0 ] && [ "$(m "tcp_header_errors_total$w")" = 0 ] ||

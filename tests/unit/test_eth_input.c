@@ -1839,6 +1839,7 @@ static void test_tcp6_connect(void **state)
 	assert_non_null(s);
 	eh_poll(&h);
 	assert_int_equal(solicitations(peer_ip6), 1);
+	assert_int_equal(S()->nd_ns_out, 1);
 	assert_int_equal(sent6(v, NULL, 4), 0); /* the SYN waits for the neighbour */
 	assert_int_equal(S()->nd_queued, 1);
 	/* an unsolicited advertisement of an address we never asked for: no entry */
