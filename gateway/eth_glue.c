@@ -317,8 +317,8 @@ void gw_eth_routes(struct gw_daemon *d)
 	}
 }
 
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				  int *err)
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                  uint16_t port, int *err)
 {
 	struct eth_tcp_params p = params_of(r);
 
@@ -326,12 +326,7 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struc
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	{
-		/* (IPv4 until the route's destination is a struct xlt_ip: v6conf) */
-		struct xlt_ip ip = xlt_ip_v4(addr.s_addr);
-
-		return eth_tcp_connect(w->eth, &ip, port, &p, err);
-	}
+	return eth_tcp_connect(w->eth, addr, port, &p, err);
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)

@@ -39,17 +39,12 @@ static struct {
 
 /* The slots are taken at the connect request (ib_side holds them for the connection until its session
  * takes them over): a connection that is accepted but never established counts against max_sessions,
- * and so against the memory budget, from the start. A source without an IPv4 address (AF_IB, IPv6)
- * is never matched against the list as 0.0.0.0: only a list that admits everyone admits it. */
-static int hook_admit(void *arg, void *route, uint32_t addr, bool ipv4)
+ * and so against the memory budget, from the start. An IPv6 source is matched against the list's
+ * IPv6 networks; one without an IP address (AF_IB) comes as the unspecified address, which only a
+ * list that admits everyone (::/0) admits (conf_route_allows). */
+static int hook_admit(void *arg, void *route, const struct xlt_ip *addr)
 {
-	struct gw_route *r = route;
-
-	if (!ipv4 && !conf_route_allows_all(&r->conf)) {
-		__atomic_fetch_add(&r->rejected[GW_REJECT_ACL], 1, __ATOMIC_RELAXED);
-		return -EACCES;
-	}
-	return gw_session_admit(arg, r, addr);
+	return gw_session_admit(arg, route, addr);
 }
 
 static void hook_unadmit(void *arg, void *route)
@@ -236,14 +231,15 @@ keep:
 	}
 }
 
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				 int *err)
+struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                 uint16_t port, int *err)
 {
-	if (!w->ib) {
+	/* the config takes IPv4 ib: destinations only (rdma_cm resolves from [ib] bind, IPv4) */
+	if (!w->ib || !xlt_ip_is_v4(addr)) {
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return ib_worker_connect(w->ib, &r->conf, r, addr, port, err);
+	return ib_worker_connect(w->ib, &r->conf, r, (struct in_addr){xlt_ip_to_v4(addr)}, port, err);
 }
 
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)

@@ -221,11 +221,11 @@ static uint32_t max_sessions(const struct gw_daemon *d)
 	return __atomic_load_n(&d->live, __ATOMIC_ACQUIRE)->max_sessions;
 }
 
-int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
 {
 	enum gw_reject why;
 
-	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
+	if (!conf_route_allows(&r->conf, addr))
 		why = GW_REJECT_ACL;
 	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
 	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
@@ -240,7 +240,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 }
 
 /* Takes a route slot and a global slot, or counts why not. */
-int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
 {
 	int ret = gw_session_check(d, r, addr);
 
@@ -341,8 +341,8 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
 			return NULL;
 		}
-		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, b->ep.addr, b->ep.port, err)
-		                               : gw_ib_connect(w, r, b->ep.addr, b->ep.port, err);
+		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, &b->ep.addr, b->ep.port, err)
+		                               : gw_ib_connect(w, r, &b->ep.addr, b->ep.port, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;
@@ -404,7 +404,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	int ret;
 
 	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
-	ret = gw_session_admit(w->d, r, xlt_ip_to_v4(&a->peer_addr));
+	ret = gw_session_admit(w->d, r, &a->peer_addr);
 	return ret ? ret : gw_session_start(w, r, a);
 }
 

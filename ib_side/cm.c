@@ -135,9 +135,9 @@ static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
 	ctl->hooks->log(ctl->hooks->arg, level, msg);
 }
 
-static const char *ipstr(uint32_t addr, char *buf)
+static const char *ipstr(const struct xlt_ip *addr, char *buf)
 {
-	return inet_ntop(AF_INET, &addr, buf, INET_ADDRSTRLEN);
+	return xlt_ip_fmt(addr, buf);
 }
 
 /* True when a line may be written now; *SKIPPED: how many were held back since the last one. */
@@ -600,42 +600,35 @@ static struct ib_worker *pick_worker(struct ib_ctl *ctl)
 	return best;
 }
 
-/* An IPv4 address of SA (plain or v4-mapped), 0 when it has none; its port in *PORT. */
-static uint32_t sa_ipv4(const struct sockaddr *sa, uint16_t *port)
+/* The IP address of SA (IPv4, v4-mapped IPv6 as IPv4, IPv6), unspecified when it has none (AF_IB);
+ * its port in *PORT. */
+static struct xlt_ip sa_ip(const struct sockaddr *sa, uint16_t *port)
 {
+	struct xlt_ip ip = {0};
+
+	*port = 0;
 	if (sa->sa_family == AF_INET) {
 		*port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
-	}
-	if (sa->sa_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
-		uint32_t a;
-		memcpy(&a, &((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
+		ip = xlt_ip_v4(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+	} else if (sa->sa_family == AF_INET6) {
 		*port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-		return a;
+		memcpy(ip.b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16); /* v4-mapped stays IPv4 */
 	}
-	*port = 0;
-	return 0;
+	return ip;
 }
 
-/* The source's IPv4 address as rdma_cm reports it (from the CM request's IP header: the requester
- * chose it), *IPV4 false when it has none (AF_IB, plain IPv6). */
-static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port, bool *ipv4)
+/* The source's address as rdma_cm reports it (from the CM request's IP header: the requester chose
+ * it); unspecified for AF_IB, which only an allow list that admits everyone admits. */
+static struct xlt_ip peer_ip(struct rdma_cm_id *id, uint16_t *port)
 {
-	const struct sockaddr *sa = rdma_get_peer_addr(id);
-
-	/* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
-	*ipv4 =
-	    sa->sa_family == AF_INET || (sa->sa_family == AF_INET6 &&
-	                                 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr));
-	return sa_ipv4(sa, port);
+	return sa_ip(rdma_get_peer_addr(id), port);
 }
 
-static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, uint32_t addr)
+static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, const struct xlt_ip *addr)
 {
 	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
 							"limits", "no resources"};
-	char a[INET_ADDRSTRLEN];
+	char a[XLT_IP_STRLEN];
 	uint32_t skipped;
 
 	rdma_reject(id, NULL, 0);
@@ -653,9 +646,9 @@ static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_
  * connection (of the route, else of any) gives its slot up for this request: a handshake completes
  * within a round trip, so only a connection that is not completing its own loses out. The refusal
  * that led to it is counted all the same (limit or global). */
-static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
+static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 {
-	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr);
 	struct ib_conn *old = NULL;
 
 	if (ret != -EBUSY)
@@ -670,7 +663,7 @@ static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
 	if (!old)
 		return ret;
 	fail_active(ctl, old, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
-	return ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+	return ctl->hooks->admit(ctl->hooks->arg, route, addr);
 }
 
 /* The requester's own parameters, as rsocket answers, within what the device can do: more
@@ -698,24 +691,24 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	struct ib_conn *c;
 	uint8_t ours[IB_RS_PDATA_LEN];
 	uint16_t port;
-	bool ipv4;
-	uint32_t addr = peer_ipv4(e->id, &port, &ipv4), skipped;
+	struct xlt_ip addr = peer_ip(e->id, &port);
+	uint32_t skipped;
 	int ret;
 
 	for (l = ctl->listeners; l && l->id != e->listen_id; l = l->next)
 		;
 	if (!l || !ctl->serving) {
-		reject(ctl, e->id, IB_REJ_LIMIT, addr);
+		reject(ctl, e->id, IB_REJ_LIMIT, &addr);
 		return;
 	}
 	ret = ib_rs_params_parse(e->pdata, e->plen, &p);
 	if (ret) {
-		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, addr);
+		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, &addr);
 		return;
 	}
-	ret = admit(ctl, l->route, addr, ipv4);
+	ret = admit(ctl, l->route, &addr);
 	if (ret) {
-		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, addr);
+		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, &addr);
 		return;
 	}
 	dev = dev_of(ctl, e->id->verbs);
@@ -727,7 +720,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		    : NULL;
 	if (!c) {
 		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
-		reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 		return;
 	}
 	__atomic_store_n(&c->reserved, true, __ATOMIC_RELAXED); /* published to the worker by ADOPT */
@@ -740,12 +733,12 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	c->conf = l->conf;
 	c->route = l->route;
 	ctl->hooks->route_get(c->route);
-	c->s.peer_addr = xlt_ip_v4(addr);
+	c->s.peer_addr = addr;
 	c->s.peer_port = port;
 	/* what the peer reached, and who it is on the fabric (PROXY v2 TLVs, logs): the GID of the
 	 * request's path (rdma_cm turns it around for the passive side: dgid is the requester's) and the
 	 * requester's QPN from the request */
-	c->s.local_addr = xlt_ip_v4(sa_ipv4(rdma_get_local_addr(e->id), &port));
+	c->s.local_addr = sa_ip(rdma_get_local_addr(e->id), &port);
 	c->s.local_port = l->conf->listen.port;
 	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
 	c->peer_qpn = e->param.qp_num;
@@ -765,9 +758,9 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	if (to_worker(ctl, c, IB_MSG_ADOPT, 0))
 		goto err;
 	if (rdma_accept(c->id, &param)) {
-		char a[INET_ADDRSTRLEN];
+		char a[XLT_IP_STRLEN];
 		if (ratelim_ok(ctl, &ctl->rl_accept, &skipped))
-			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(addr, a),
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(&addr, a),
 			      strerror(errno), skipped);
 		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
@@ -780,7 +773,7 @@ err:
 		rdma_destroy_qp(e->id);
 	c->id = NULL;
 	conn_destroy(ctl, c);
-	reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+	reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 }
 
 /* ---- active side ---- */
@@ -1066,12 +1059,13 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	/* half-open connections past their deadline, oldest first (all got the same time) */
 	while (ctl->ho_head && now_ns >= ctl->ho_head->deadline_ns) {
 		struct ib_conn *c = ctl->ho_head;
-		char a[INET_ADDRSTRLEN];
+		char a[XLT_IP_STRLEN];
 		uint32_t skipped;
 
 		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
-			logf_(ctl, 6, "ib: connection from %s not established in time, dropped (%u more not logged)",
-			      ipstr(xlt_ip_to_v4(&c->s.peer_addr), a), skipped);
+			logf_(ctl, 6,
+			      "ib: connection from %s not established in time, dropped (%u more not logged)",
+			      ipstr(&c->s.peer_addr, a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}
 	read_messages(ctl);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../translate/ip-t.h"
+
 struct ib_ctl;	    /* rdma_cm side: control thread */
 struct ib_worker;   /* datapath side: one per worker */
 struct ib_listener; /* one rsocket listener (listen = ib:PORT) */
@@ -14,11 +16,11 @@ struct xlt_stream;
 /* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
 struct ib_hooks {
 	void *arg;
-	/* Control thread, on a connect request: may ADDR (network order; IPV4 false: the source has no
-	 * IPv4 address, ADDR is 0) open a session on ROUTE now? 0 RESERVES a route and a global session
-	 * slot for the connection (taken over by a session through accept, else given back by unadmit);
-	 * -EACCES (source not allowed) or -EBUSY (limits, draining). */
-	int (*admit)(void *arg, void *route, uint32_t addr, bool ipv4);
+	/* Control thread, on a connect request: may ADDR (the source as rdma_cm reports it, either
+	 * family; unspecified when it has no IP address, AF_IB) open a session on ROUTE now? 0 RESERVES a
+	 * route and a global session slot for the connection (taken over by a session through accept, else
+	 * given back by unadmit); -EACCES (source not allowed) or -EBUSY (limits, draining). */
+	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
 	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
 	void (*unadmit)(void *arg, void *route);
 	/* Any thread: every connection holds a reference to its route while it exists. */
