@@ -25,6 +25,7 @@
 
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
+#include "../translate/ip.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -321,11 +322,11 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const
 {
 	struct eth_tcp_params p = params_of(r);
 
-	if (!w->eth || !xlt_ip_is_v4(addr)) { /* until the engine connects over IPv6 */
+	if (!w->eth) {
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return eth_tcp_connect(w->eth, xlt_ip_to_v4(addr), port, &p, err);
+	return eth_tcp_connect(w->eth, addr, port, &p, err);
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
