@@ -63,18 +63,28 @@ static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
 }
 
-/* Whether ADDR (network order) is ours: ETH_LOCAL_UP ([eth] address, or on the kernel TAP),
- * ETH_LOCAL_GONE (it left the TAP) or ETH_LOCAL_NONE. */
-static inline unsigned eth_local_state(const struct eth_stack *st, uint32_t addr)
+bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a);
+/* Whether A (either family) is ours: ETH_LOCAL_UP ([eth] address, address6 or the link-local one, or
+ * on the kernel TAP), ETH_LOCAL_GONE (it left the TAP) or ETH_LOCAL_NONE. */
+static inline unsigned eth_local_state_ip(const struct eth_stack *st, const struct xlt_ip *a)
 {
 	const struct eth_local_set *ls = st->locals;
 
-	if (addr == st->c.addr)
+	if (xlt_ip_is_v4(a) ? xlt_ip_to_v4(a) == st->c.addr : eth_ipv6_ours(st, a->b))
 		return ETH_LOCAL_UP;
 	for (uint32_t i = 0; ls && i < ls->n; i++)
-		if (ls->a[i].addr == addr)
+		if (xlt_ip_eq(&ls->a[i].addr, a))
 			return ls->a[i].state;
 	return ETH_LOCAL_NONE;
+}
+/* The same for IPv4 ADDR (network order). */
+static inline unsigned eth_local_state(const struct eth_stack *st, uint32_t addr)
+{
+	struct xlt_ip a = xlt_ip_v4(addr);
+
+	if (addr == st->c.addr)
+		return ETH_LOCAL_UP;
+	return st->locals && st->locals->n ? eth_local_state_ip(st, &a) : ETH_LOCAL_NONE;
 }
 
 /* exception.c: hands frame M (starting at its Ethernet header; _l3: at its IP header, the Ethernet
@@ -138,6 +148,8 @@ void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *
 void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst);
 bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac);
 void eth_ipv6_announce(struct eth_stack *st);
+/* An unsolicited neighbour advertisement of A (an address the kernel TAP gained) to all-nodes. */
+void eth_ipv6_announce_addr(struct eth_stack *st, const uint8_t *a);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */

@@ -21,7 +21,17 @@
  * its segments leave through the IPv6 neighbour cache (arp.c), which this file feeds from neighbour
  * discovery and whose solicitations it sends (eth_nd_solicit). Every worker answers the echo and
  * neighbour discovery it receives; solicitations and advertisements are also cloned to the other
- * workers (stack.c), whose caches learn from them, and TCP is steered to its flow's owner. */
+ * workers (stack.c), whose caches learn from them, and TCP is steered to its flow's owner.
+ *
+ * With a kernel TAP ([eth] kernel_tap, exception.c), IPv6 addresses the kernel puts on it (not its
+ * link-local one, which is ours: the TAP has the port's MAC) are ours too (eth_local_state_ip):
+ * neighbour discovery and echo answered while they are there, TCP served by the listeners, their
+ * connections finishing once they leave. What we do not consume goes to the kernel as IPv4's does:
+ * ICMPv6 we do not act on (router advertisements, MLD, errors for the kernel's flows), other next
+ * headers (UDP, OSPFv3), multicast that is not ours, TCP to ports without a listener (tcp_in.c); and
+ * the kernel sees a copy of every neighbour discovery message that reaches us (stack.c), as it sees
+ * every ARP frame, so its neighbour cache stays right. Without address6, every IPv6 frame is the
+ * kernel's. */
 #include <string.h>
 
 #include <rte_ether.h>
@@ -110,6 +120,34 @@ bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a)
 	return st->c.prefix6 && ours(st, a);
 }
 
+/* A's state: ours (configured), on the kernel TAP, gone from it, or not ours (eth_local_state_ip). */
+static unsigned lstate(const struct eth_stack *st, const uint8_t *a)
+{
+	struct xlt_ip ip;
+
+	if (ours(st, a))
+		return ETH_LOCAL_UP;
+	if (!st->locals || !st->locals->n)
+		return ETH_LOCAL_NONE;
+	memcpy(ip.b, a, 16);
+	return eth_local_state_ip(st, &ip);
+}
+
+/* Is LOW3 (the last 24 bits of a solicited-node group) that of one of our unicast addresses, ours or
+ * the kernel TAP's while it has it? */
+static bool snm_ours(const struct eth_stack *st, const uint8_t *low3)
+{
+	const struct eth_local_set *ls = st->locals;
+
+	if (!memcmp(low3, st->snm6[0] + 13, 3) || !memcmp(low3, st->snm6[1] + 13, 3))
+		return true;
+	for (uint32_t i = 0; ls && i < ls->n; i++)
+		if (ls->a[i].state == ETH_LOCAL_UP && !xlt_ip_is_v4(&ls->a[i].addr) &&
+		    !memcmp(low3, ls->a[i].addr.b + 13, 3))
+			return true;
+	return false;
+}
+
 static bool link_local(const uint8_t *a)
 {
 	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
@@ -180,25 +218,20 @@ send:
 /* Does a packet to A reach us (our unicast, their solicited-node groups, all-nodes)? */
 static bool for_us(const struct eth_stack *st, const uint8_t *a)
 {
-	return ours(st, a) || !memcmp(a, st->snm6[0], 16) || !memcmp(a, st->snm6[1], 16) ||
+	static const uint8_t snm_pfx[13] = {0xff, 0x02, [11] = 0x01, [12] = 0xff};
+
+	return lstate(st, a) != ETH_LOCAL_NONE || (!memcmp(a, snm_pfx, 13) && snm_ours(st, a + 13)) ||
 	       !memcmp(a, all_nodes, 16);
 }
 
 /* The Ethernet multicast address IPv6 multicast A maps to (RFC 2464 7): 33:33 + its last 32 bits. */
 bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac)
 {
-	uint8_t snm_mac[6] = {0x33, 0x33};
-
 	if (!st->c.prefix6 || mac[0] != 0x33 || mac[1] != 0x33)
 		return false;
 	if (!memcmp(mac + 2, all_nodes + 12, 4))
 		return true;
-	for (unsigned i = 0; i < 2; i++) {
-		memcpy(snm_mac + 2, st->snm6[i] + 12, 4);
-		if (!memcmp(mac, snm_mac, 6))
-			return true;
-	}
-	return false;
+	return mac[2] == 0xff && snm_ours(st, mac + 3);
 }
 
 /* The ICMPv6 checksum over the pseudo-header (RFC 8200 8.1) and LEN bytes at L4. */
@@ -294,6 +327,12 @@ void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *
 	icmp6_send(st, dmac, src.b, dst, &ns, sizeof(ns), 255);
 }
 
+void eth_ipv6_announce_addr(struct eth_stack *st, const uint8_t *a)
+{
+	if (st->c.prefix6)
+		send_na(st, mac_all_nodes, all_nodes, a, false);
+}
+
 void eth_ipv6_announce(struct eth_stack *st)
 {
 	/* RFC 4861 7.2.6: an unsolicited advertisement to all-nodes, so neighbours that had us (or a
@@ -335,8 +374,8 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	 * source link-layer address (RFC 4861 7.1.1) */
 	if (dad && (sll || ip->dst_addr[0] != 0xff))
 		goto bad;
-	if (!ours(st, ns->target))
-		return; /* someone else's: not ours to answer */
+	if (lstate(st, ns->target) != ETH_LOCAL_UP)
+		return; /* someone else's (or one that left the kernel TAP): not ours to answer */
 	/* the solicitor's address, as RFC 4861 7.2.3 says: it is about to talk to us (an on-link
 	 * source only; nothing from a duplicate address probe) */
 	if (!dad && sll && on_link(st, ip->src_addr) && !(sll[0] & 1) && memcmp(sll, st->c.mac, 6))
@@ -372,7 +411,7 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 			ETH_INC(st, nd_errors);
 		return;
 	}
-	if (ours(st, na->target)) {
+	if (lstate(st, na->target) == ETH_LOCAL_UP) {
 		if (!(tll && !memcmp(tll, st->c.mac, 6)) && !lo)
 			ETH_INC(st, nd_conflicts); /* another node claims one of our addresses */
 		return;
@@ -403,7 +442,7 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 	}
 	switch (ic->type) {
 	case ICMP6_ECHO_REQUEST:
-		if (lo || ic->code != 0 || !ours(st, ip->dst_addr))
+		if (lo || ic->code != 0 || lstate(st, ip->dst_addr) != ETH_LOCAL_UP)
 			goto drop; /* (echo to a multicast group: not answered, as a gateway need not) */
 		ic->type = ICMP6_ECHO_REPLY;
 		ETH_INC(st, icmp6_echo_replies);
@@ -423,7 +462,13 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 			nd_advert(st, ip, (const struct nd_msg *)ic, len, lo);
 		break;
 	default:
-		break; /* errors, router discovery, MLD: nothing we act on */
+		/* errors, router discovery, MLD: nothing we act on; the kernel's, when it has a TAP (its
+		 * flows' errors, its routers) */
+		if (!lo && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE) {
+			if (eth_exc_punt(st, m))
+				return;
+		}
+		break;
 	}
 drop:
 	rte_pktmbuf_free(m);
@@ -487,6 +532,8 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	uint8_t nh, *p;
 
 	if (!st->c.prefix6) {
+		if (!learn_only && eth_exc_punt(st, m))
+			return; /* no IPv6 of ours: all of it is the kernel's */
 		ETH_INC(st, ip6_not_for_us);
 		goto drop;
 	}
@@ -498,11 +545,14 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
 	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
 		goto hdr_err;
-	if (ip->src_addr[0] == 0xff || ours(st, ip->src_addr)) {
+	if (ip->src_addr[0] == 0xff || lstate(st, ip->src_addr) != ETH_LOCAL_NONE) {
 		ETH_INC(st, ip6_martians);
 		goto drop;
 	}
 	if (!for_us(st, ip->dst_addr)) {
+		/* another multicast group (one the kernel joined): its, when it has a TAP */
+		if (ip->dst_addr[0] == 0xff && !learn_only && eth_exc_punt(st, m))
+			return;
 		ETH_INC(st, ip6_not_for_us);
 		goto drop;
 	}
@@ -529,7 +579,7 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		icmp6_input(st, m, ip, p + off, plen - off, learn_only);
 		return;
 	case IPPROTO_TCP:
-		if (!ours(st, ip->dst_addr)) {
+		if (lstate(st, ip->dst_addr) == ETH_LOCAL_NONE) {
 			ETH_INC(st, ip6_tcp_refused); /* to a multicast group of ours */
 			goto drop;
 		}
@@ -539,6 +589,9 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	case IP6_NONE:
 		goto drop;
 	default:
+		/* UDP, OSPFv3, VRRPv3...: the kernel's, if it has a door (not to an address that left it) */
+		if (!learn_only && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE && eth_exc_punt(st, m))
+			return;
 		ETH_INC(st, ip6_unknown_proto);
 		goto drop;
 	}

@@ -4,12 +4,15 @@
 
 #include <stdint.h>
 
-/* Addresses an instance owns besides its configured one ([eth] address), at most this many. */
+#include "../translate/ip-t.h"
+
+/* Addresses an instance owns besides its configured ones ([eth] address, address6), at most this many,
+ * of both families together. */
 #define ETH_LOCAL_MAX 16
 
 enum {
 	ETH_LOCAL_NONE = 0, /* not ours */
-	ETH_LOCAL_UP,       /* ours: ARP answered, new connections accepted */
+	ETH_LOCAL_UP,       /* ours: ARP / neighbour solicitations answered, new connections accepted */
 	ETH_LOCAL_GONE,     /* left the kernel interface: its connections go on (or are reset), no new ones */
 };
 
@@ -20,7 +23,7 @@ struct eth_local_set {
 	uint32_t n;
 	uint8_t reset_gone; /* connections to a GONE address are reset at their next segment */
 	struct {
-		uint32_t addr; /* network order */
+		struct xlt_ip addr; /* either family (IPv4 mapped), never link-local */
 		uint8_t state; /* ETH_LOCAL_UP or ETH_LOCAL_GONE */
 	} a[ETH_LOCAL_MAX];
 };

@@ -395,6 +395,22 @@ static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m)
 	ETH_INC(st, steered_out);
 }
 
+/* The kernel keeps its own neighbour tables and answers for what it alone owns: with a TAP, it gets
+ * a copy of every ARP and neighbour discovery frame that reaches us (ours answered here as well,
+ * with the same MAC). */
+static void exc_mirror(struct eth_stack *st, const struct rte_mbuf *m)
+{
+	struct rte_mbuf *c;
+
+	if (!st->c.exc)
+		return;
+	c = rte_pktmbuf_copy(m, st->c.pool, 0, UINT32_MAX);
+	if (!c)
+		ETH_INC(st, nombuf);
+	else
+		eth_exc_punt(st, c);
+}
+
 /* STEERED: the frame came from another worker (already classified; ARP: learn only). */
 static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 {
@@ -425,6 +441,8 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 
 		if (!steered)
 			ETH_INC(st, ip6_in);
+		if (!steered && nd)
+			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {
 			unsigned owner;
 
@@ -440,16 +458,8 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
-		/* the kernel keeps its own neighbour table and answers for what it alone owns: it sees
-		 * every ARP frame (ours answered here as well, with the same MAC) */
-		if (!steered && st->c.exc) {
-			struct rte_mbuf *c = rte_pktmbuf_copy(m, st->c.pool, 0, UINT32_MAX);
-
-			if (!c)
-				ETH_INC(st, nombuf);
-			else
-				eth_exc_punt(st, c);
-		}
+		if (!steered)
+			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1)
 			clone_to_others(st, m);
 		rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
@@ -484,8 +494,12 @@ void eth_stack_set_locals(struct eth_stack *st, const struct eth_local_set *ls)
 	/* a new set: tell the segment where its addresses are now (RFC 5227 announcements) */
 	st->locals_gen = ls->gen;
 	for (uint32_t i = 0; i < ls->n; i++)
-		if (ls->a[i].state == ETH_LOCAL_UP)
-			eth_arp_announce_addr(st, ls->a[i].addr);
+		if (ls->a[i].state != ETH_LOCAL_UP)
+			continue;
+		else if (xlt_ip_is_v4(&ls->a[i].addr))
+			eth_arp_announce_addr(st, xlt_ip_to_v4(&ls->a[i].addr));
+		else
+			eth_ipv6_announce_addr(st, ls->a[i].addr.b);
 }
 
 void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n)

@@ -334,10 +334,10 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 
 	if (has(sg, RTE_TCP_RST_FLAG)) {
 		ETH_INC(st, tcp_rsts_in);
-		return st->c.exc != NULL && !sg->v6; /* a kernel connection's (BGP, ssh) */
+		return st->c.exc != NULL; /* a kernel connection's (BGP, ssh) */
 	}
 	l = eth_listener_find(st, rte_be_to_cpu_16(sg->th->dst_port));
-	if (l && !sg->v6 && eth_local_state(st, xlt_ip_to_v4(&sg->dst)) != ETH_LOCAL_UP)
+	if (l && eth_local_state_ip(st, &sg->dst) != ETH_LOCAL_UP)
 		l = NULL; /* an address that left the kernel TAP takes no new connection */
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_FIN_FLAG)) == RTE_TCP_SYN_FLAG) {
 		passive_open(st, l, sg, h, 0, false);
@@ -346,9 +346,8 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG &&
 	    cookie_ack(st, l, sg, h))
 		return false;
-	if (st->c.exc && !sg->v6)
-		return true; /* a port of the kernel's (its listener answers, or it resets); (the kernel TAP
-		              * has no IPv6 address of ours) */
+	if (st->c.exc)
+		return true; /* a port of the kernel's (its listener answers, or it resets) */
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
 	return false;
 }
@@ -1140,8 +1139,8 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	t = eth_tcb_lookup(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (t && !xlt_ip_eq(&t->laddr, dst))
 		t = NULL; /* the same ports on another of our addresses */
-	if (t && v4 && st->locals && st->locals->reset_gone &&
-	    eth_local_state(st, xlt_ip_to_v4(&t->laddr)) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
+	if (t && st->locals && st->locals->reset_gone && eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE &&
+	    t->state != ETH_TCP_TIME_WAIT) {
 		ETH_INC(st, local_addr_resets); /* removed_addr_reset: its address moved away */
 		eth_tcp_send_rst(t);
 		eth_tcb_close(t, -ECONNRESET);
@@ -1150,7 +1149,7 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	}
 	if (!t) {
 		if (no_connection(st, &sg, h) &&
-		    ((!has(&sg, RTE_TCP_SYN_FLAG) && eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
+		    ((v4 && !has(&sg, RTE_TCP_SYN_FLAG) && eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
 		      eth_ipv4_to_flow_peer(st, m)) ||
 		     eth_exc_punt_l3(st, m)))
 			return;

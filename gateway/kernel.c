@@ -3,8 +3,10 @@
  * With [eth] kernel_tap set, the control thread creates the TAP (eth_side/exception.h) before the
  * engines start, services it on a 1 ms timer (frames each way between it and the workers' rings;
  * routing daemons' traffic tolerates that delay, and no worker ever waits on the TAP), and follows
- * the IPv4 addresses the kernel has on it over rtnetlink (RTMGRP_IPV4_IFADDR, and one dump at
- * start). Those addresses, a VIP keepalived adds, one an operator adds with `ip addr add`, become
+ * the addresses the kernel has on it over rtnetlink (RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR, and one
+ * dump of both families at start). IPv6 addresses count once the kernel's duplicate address
+ * detection let them through (not tentative), and never link-local ones: the TAP's is ibgwd's own
+ * (the same MAC). Those addresses, a VIP keepalived adds, one an operator adds with `ip addr add`, become
  * ibgwd's own: a new set is published to the workers in the live snapshot (live.c), so a worker
  * never sees it change under it and an old set is freed only after every worker let go of it.
  * An address that leaves the TAP stays in the set as GONE: its connections finish (or are reset,
@@ -48,24 +50,28 @@ static int dump_request(int fd)
 	           .nlmsg_type = RTM_GETADDR,
 	           .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 	           .nlmsg_seq = 1},
-	    .ifa = {.ifa_family = AF_INET},
+	    .ifa = {.ifa_family = AF_UNSPEC}, /* both families in one dump */
 	};
 
 	return send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) ? 0 : -errno;
 }
 
-/* ADDR (network order) appeared on the TAP (UP) or left it; returns whether the set changed. */
-static bool set_update(struct gw_daemon *d, uint32_t addr, bool up)
+/* ADDR (either family) appeared on the TAP (UP) or left it; returns whether the set changed. */
+static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 {
+	const struct conf_eth *e = &d->conf->eth;
 	struct eth_local_set *ls = &d->locals;
-	char a[INET_ADDRSTRLEN];
+	char a[XLT_IP_STRLEN];
 	uint32_t i, gone = UINT32_MAX;
 
-	if (addr == d->conf->eth.address.net.s_addr)
+	if (xlt_ip_is_v4(addr) ? xlt_ip_to_v4(addr) == e->address.net.s_addr
+	                       : e->address6.prefix && !memcmp(addr->b, &e->address6.addr, 16))
 		return false; /* always ours */
-	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	if (!xlt_ip_is_v4(addr) && (addr->b[0] == 0xff || (addr->b[0] == 0xfe && (addr->b[1] & 0xc0) == 0x80)))
+		return false; /* link-local (the TAP's is ibgwd's own), multicast */
+	xlt_ip_fmt(addr, a);
 	for (i = 0; i < ls->n; i++)
-		if (ls->a[i].addr == addr)
+		if (xlt_ip_eq(&ls->a[i].addr, addr))
 			break;
 	if (i < ls->n) {
 		uint8_t s = up ? ETH_LOCAL_UP : ETH_LOCAL_GONE;
@@ -78,6 +84,10 @@ static bool set_update(struct gw_daemon *d, uint32_t addr, bool up)
 	}
 	if (!up)
 		return false;
+	if (!xlt_ip_is_v4(addr) && !e->address6.prefix) {
+		GW_WARN("kernel_tap: address %s left to the kernel: ibgwd serves IPv6 only with [eth] address6", a);
+		return false;
+	}
 	for (i = 0; i < ls->n; i++)
 		if (ls->a[i].state == ETH_LOCAL_GONE)
 			gone = i;
@@ -86,11 +96,11 @@ static bool set_update(struct gw_daemon *d, uint32_t addr, bool up)
 	else if (gone != UINT32_MAX)
 		i = gone; /* the oldest connections to a long-gone address lose their address check */
 	else {
-		GW_WARN("kernel_tap: address %s ignored: ibgwd serves %u addresses at most", a,
-		        ETH_LOCAL_MAX + 1);
+		GW_WARN("kernel_tap: address %s ignored: ibgwd takes %u addresses from the TAP at most", a,
+		        ETH_LOCAL_MAX);
 		return false;
 	}
-	ls->a[i].addr = addr;
+	ls->a[i].addr = *addr;
 	ls->a[i].state = ETH_LOCAL_UP;
 	GW_NOTICE("kernel_tap: address %s added: ibgwd serves it", a);
 	return true;
@@ -131,19 +141,44 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 			struct ifaddrmsg *ifa = NLMSG_DATA(nh);
 			struct rtattr *rta;
 			int len;
-			uint32_t addr = 0;
+			unsigned alen;
+			uint32_t flags;
+			struct xlt_ip addr;
+			bool got = false;
 
 			if ((nh->nlmsg_type != RTM_NEWADDR && nh->nlmsg_type != RTM_DELADDR) ||
-			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)) || ifa->ifa_family != AF_INET ||
+			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)) ||
+			    (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6) ||
 			    ifa->ifa_index != eth_exc_ifindex(d->exc))
 				continue;
+			alen = ifa->ifa_family == AF_INET ? 4 : 16;
+			flags = ifa->ifa_flags;
 			len = (int)IFA_PAYLOAD(nh);
-			for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
-				if ((rta->rta_type == IFA_LOCAL || (rta->rta_type == IFA_ADDRESS && !addr)) &&
-				    RTA_PAYLOAD(rta) == 4)
-					memcpy(&addr, RTA_DATA(rta), 4);
-			if (addr)
-				changed |= set_update(d, addr, nh->nlmsg_type == RTM_NEWADDR);
+			/* IPv4: IFA_LOCAL is the address (IFA_ADDRESS the peer's on a point-to-point link);
+			 * IPv6 has IFA_ADDRESS alone */
+			for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+				if ((rta->rta_type == IFA_LOCAL || (rta->rta_type == IFA_ADDRESS && !got)) &&
+				    RTA_PAYLOAD(rta) == alen) {
+					if (alen == 4) {
+						uint32_t v4;
+						memcpy(&v4, RTA_DATA(rta), 4);
+						addr = xlt_ip_v4(v4);
+					} else {
+						memcpy(addr.b, RTA_DATA(rta), 16);
+					}
+					got = true;
+				} else if (rta->rta_type == IFA_FLAGS && RTA_PAYLOAD(rta) == 4) {
+					memcpy(&flags, RTA_DATA(rta), 4);
+				}
+			}
+			if (!got || xlt_ip_is_any(&addr))
+				continue;
+			/* an IPv6 address under duplicate address detection is not the kernel's yet: its
+			 * next RTM_NEWADDR says (a failed one never becomes ours) */
+			if (nh->nlmsg_type == RTM_NEWADDR && (flags & IFA_F_TENTATIVE) && !(flags & IFA_F_DADFAILED))
+				continue;
+			changed |= set_update(d, &addr,
+			                      nh->nlmsg_type == RTM_NEWADDR && !(flags & IFA_F_DADFAILED));
 		}
 	}
 	if (changed)
@@ -169,7 +204,7 @@ int gw_kernel_tap_create(struct gw_daemon *d)
 
 int gw_kernel_start(struct gw_daemon *d)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR};
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
 	int ret;
 
 	if (!d->exc)

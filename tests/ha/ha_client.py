@@ -10,7 +10,7 @@
         one session that spreads BYTES over SECONDS (the echo read as it comes): a session in flight
         while a gateway drains; prints "ok" or "fail REASON", exit 0 when intact
   ha_client.py serve ADDR PORT 0
-        a kernel TCP echo server (a thread per connection) until killed
+        a kernel TCP echo server (a thread per connection) until killed (ADDR :: : both families)
 """
 import hashlib
 import os
@@ -92,7 +92,10 @@ def main():
                         return
                     c.sendall(b)
 
-        srv = socket.socket()
+        # an IPv6 address (:: included) serves both families
+        srv = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        if ":" in host:
+            srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind((host, port))
         srv.listen(128)

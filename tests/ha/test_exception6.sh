@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The exception path over IPv6 ([eth] kernel_tap with address6, #16 "IPv6 on the TAP"). As
+# test_exception.sh for IPv4: a gateway host runs ibgwd (address6 2001:db8::11) on af_packet into a LAN
+# where an IPv6 client lives; the TAP carries 2001:db8::11 too, as an operator would configure it.
+# Checks: ping6 answered by ibgwd alone; ibgwd's own listener over IPv6; a kernel TCP server on a port
+# ibgwd has no listener for, reached over IPv6 through the TAP (sha256 of 1 MB, counted both ways);
+# UDP (another next header) reaches the kernel and its answer the client; a router advertisement to
+# all-nodes reaches the kernel; the kernel's neighbour cache learnt the client from the mirrored
+# neighbour discovery; an IPv6 address added to the TAP is announced (unsolicited NA) and served by
+# ibgwd's listener and the kernel's; once removed, a session in flight on it finishes intact, new
+# connections fail; with removed_addr_reset = 1 the session in flight on it is reset.
+# timeout: 60
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/ha/lib.sh
+ha_init
+
+GW6=2001:db8::11
+C6=2001:db8::100
+VIP6=2001:db8::20
+ha_c sysctl -qw net.ipv6.conf.br0.disable_ipv6=0
+ha_c ip -6 addr add "$C6/64" dev br0 nodad || fail "cannot address the client"
+
+ha_gw_add 1
+# the TAP's IPv6: enabled on it alone (the port's veth must stay silent), no duplicate address
+# detection (its addresses count at once)
+tap6() {
+	ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.accept_dad=0"
+	ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.disable_ipv6=0"
+	ha_g 1 ip -6 addr add "$GW6/64" dev "$HA_TAP" nodad || fail "cannot give the TAP $GW6"
+}
+HA_ETH_EXTRA="address6 = $GW6/64" ha_gw_conf 1 "$tmp/g1.conf" "$(gw_routes <<R
+echo tcp:7 echo
+R
+)"
+ha_gw_start 1 "$tmp/g1.conf"
+tap6
+
+ha_c ping -6 -c 3 -i 0.2 -W 2 "$GW6" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $GW6 failed"; }
+grep -q '3 received' "$tmp/ping" && ! grep -q duplicates "$tmp/ping" || { cat "$tmp/ping"; fail "ping6: lost or duplicated replies"; }
+ok "ping6 answered by ibgwd alone (3 replies, no duplicates)"
+
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW6" 7 1000000 20)
+[ "$r" = ok ] || fail "ibgwd's echo route over IPv6: $r"
+ok "ibgwd's own listener over IPv6: 1 MB echoed intact"
+
+ha_g_bg 1 "$PY3" tests/ha/ha_client.py serve :: 2222 0
+for i in $(seq 50); do [ -n "$(ha_g 1 ss -Hltn 'sport = :2222')" ] && break; sleep 0.1; done
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+f0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="from_kernel"}')
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW6" 2222 1000000 20)
+[ "$r" = ok ] || fail "kernel echo server through the TAP over IPv6: $r"
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+f1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="from_kernel"}')
+[ $((k1 - k0)) -ge 20 ] && [ $((f1 - f0)) -ge 20 ] || fail "the kernel's IPv6 session did not cross the exception path ($k0 -> $k1 to, $f0 -> $f1 from)"
+[ "$(ha_metric 1 'ibgw_tcp_rsts_out_total{worker="0"}')" -eq 0 ] || fail "ibgwd reset a segment for the kernel's port"
+ok "kernel TCP server on the TAP over IPv6: 1 MB echoed intact ($((k1 - k0)) frames to the kernel, $((f1 - f0)) from it)"
+ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | grep -q lladdr ||
+	fail "the kernel's neighbour cache has no entry for $C6: $(ha_g 1 ip -6 neigh show)"
+ok "the kernel's neighbour cache learnt $C6 ($(ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | awk '{ print $3, $4 }'))"
+
+# UDP (a next header ibgwd does not consume): the kernel's; a router advertisement: the kernel's
+ha_g_bg 1 "$PY3" -c "
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(('::', 5353))
+while True:
+    b, a = s.recvfrom(2048)
+    s.sendto(b[::-1], a)"
+sleep 0.3
+r=$(ha_c "$PY3" -c "
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.settimeout(1)
+for i in range(5):
+    s.sendto(b'ibgw-udp6', ('$GW6', 5353))
+    try:
+        print(s.recv(2048).decode()); break
+    except socket.timeout:
+        pass")
+[ "$r" = 6pdu-wgbi ] || fail "UDP over IPv6 to the kernel: '$r'"
+ra0=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
+ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
+from scapy.all import Ether, IPv6, ICMPv6ND_RA, sendp, get_if_hwaddr
+sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
+      ICMPv6ND_RA(routerlifetime=0), iface='br0', count=3, verbose=False)
+EOF
+sleep 0.5
+ra1=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
+[ $((ra1 - ra0)) -ge 3 ] || fail "router advertisements did not reach the kernel ($ra0 -> $ra1)"
+ok "UDP over IPv6 answered by the kernel, 3 router advertisements to all-nodes reached it"
+
+# an IPv6 address the kernel gains: announced, neighbour discovery answered, served by ibgwd's listener
+ha_c timeout 10 "$PY3" -c "
+from scapy.all import sniff, ICMPv6ND_NA
+p = sniff(iface='br0', timeout=8, count=1,
+          lfilter=lambda p: ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == '$VIP6' and p[ICMPv6ND_NA].S == 0)
+print('na' if p else 'none')" >"$tmp/na" 2>/dev/null &
+sniffer=$!
+sleep 1.5
+ha_g 1 ip -6 addr add "$VIP6/64" dev "$HA_TAP" nodad
+wait $sniffer
+grep -q '^na$' "$tmp/na" || fail "no unsolicited neighbour advertisement for $VIP6"
+ok "address added to the TAP: unsolicited neighbour advertisement for $VIP6"
+a0=$(ha_metric 1 'ibgw_route_sessions_total{route="echo"}')
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 1000000 20)
+[ "$r" = ok ] || fail "ibgwd's echo on $VIP6: $r"
+[ "$(ha_metric 1 'ibgw_route_sessions_total{route="echo"}')" -gt "$a0" ] || fail "the session on $VIP6 was not ibgwd's"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 2222 100000 20)
+[ "$r" = ok ] || fail "kernel echo on $VIP6: $r"
+ok "$VIP6 served: ibgwd's listener and the kernel's (1 MB / 100 KB intact)"
+
+# it leaves: the session in flight finishes, new ones fail
+ha_c "$PY3" tests/ha/ha_client.py slow "$VIP6" 7 2000000 4 >"$tmp/slow" &
+slow=$!
+sleep 1.5
+ha_g 1 ip -6 addr del "$VIP6/64" dev "$HA_TAP"
+sleep 0.5
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 1000 2)
+[ "$r" != ok ] || fail "a new connection to the removed $VIP6 succeeded"
+wait $slow
+[ "$(cat "$tmp/slow")" = ok ] || fail "the session in flight on the removed address: $(cat "$tmp/slow")"
+ok "address removed: the session in flight finished intact (2 MB), a new one failed ($r)"
+
+kill -TERM "${HA_PID[1]}"
+ha_gw_wait_exit 1 20 || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
+ok "clean shutdown"
+
+# removed_addr_reset = 1: the session in flight on an IPv6 address that leaves the TAP is reset
+HA_ETH_EXTRA=$'address6 = '"$GW6"$'/64\nremoved_addr_reset = 1' ha_gw_conf 1 "$tmp/g1r.conf" "$(gw_routes <<R
+echo tcp:7 echo
+R
+)"
+ha_gw_start 1 "$tmp/g1r.conf"
+tap6
+ha_g 1 ip -6 addr add "$VIP6/64" dev "$HA_TAP" nodad
+for i in $(seq 50); do ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 1000 2 | grep -q '^ok' && break; done
+ha_c "$PY3" tests/ha/ha_client.py slow "$VIP6" 7 2000000 4 >"$tmp/slow" &
+slow=$!
+sleep 1.5
+ha_g 1 ip -6 addr del "$VIP6/64" dev "$HA_TAP"
+wait $slow
+grep -q reset "$tmp/slow" || fail "removed_addr_reset = 1: the session on the removed address: $(cat "$tmp/slow")"
+n=$(ha_metric 1 'ibgw_tcp_local_address_resets_total{worker="0"}')
+[ "$n" -eq 1 ] || fail "tcp_local_address_resets_total is $n, expected 1"
+ok "removed_addr_reset = 1: the IPv6 session in flight on the removed address was reset, counted"
+kill -TERM "${HA_PID[1]}"
+ha_gw_wait_exit 1 20 || fail "ibgwd exited with $?"
