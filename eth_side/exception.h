@@ -1,8 +1,9 @@
 /* The exception path: a kernel TAP beside the DPDK port, for what ibgwd does not serve itself.
  *
  * The control thread creates the TAP (DPDK's net_tap, with the port's MAC) and services it: frames
- * the workers punt (eth_exc_punt in the engine: ARP copies, other IP protocols such as VRRP, TCP and
- * UDP ports without a listener, multicast) wait on one multi-producer ring and are written to the
+ * the workers punt (eth_exc_punt in the engine, both families alike: ARP and neighbour discovery
+ * copies, other IP protocols or next headers such as VRRP, TCP and UDP ports without a listener,
+ * multicast, ICMP and ICMPv6 ibgwd does not act on) wait on one multi-producer ring and are written to the
  * TAP; frames the kernel writes to the TAP are read, rate-limited and passed over a second ring to
  * worker 0, which sends them out its port queue. A worker therefore only enqueues (and worker 0 only
  * dequeues): no system call, lock or wait on a datapath. Both directions are token buckets of

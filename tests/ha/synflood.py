@@ -2,8 +2,8 @@
 """Spoofed SYNs as fast as one packet socket sends them (the exception path's rate limit test).
 
   synflood.py IFACE DST_MAC DST_IP DPORT COUNT
-Sources are on-link 198.18.0.150-249 (no such hosts: answers go nowhere), fresh ports and sequence
-numbers; frames are built first, then sent. Prints "sent N in S s".
+Sources are on-link 198.18.0.150-249 (DST_IP IPv6: 2001:db8::1:150-249; no such hosts: answers go
+nowhere), fresh ports and sequence numbers; frames are built first, then sent. Prints "sent N in S s".
 """
 import random
 import socket
@@ -27,12 +27,20 @@ def main():
     s.bind((iface, 0))
     smac = s.getsockname()[4]
     dmac_b = bytes.fromhex(dmac.replace(":", ""))
-    dip = socket.inet_aton(dst)
+    v6 = ":" in dst
+    dip = socket.inet_pton(socket.AF_INET6, dst) if v6 else socket.inet_aton(dst)
     frames = []
     for _ in range(count):
-        sip = socket.inet_aton("198.18.0.%d" % random.randint(150, 249))
+        n = random.randint(150, 249)
+        sip = socket.inet_pton(socket.AF_INET6, "2001:db8::1:%d" % n) if v6 else socket.inet_aton("198.18.0.%d" % n)
         sport = random.randint(1024, 65535)
         tcp = struct.pack("!HHIIBBHHH", sport, dport, random.getrandbits(32), 0, 5 << 4, 0x02, 65535, 0, 0)
+        if v6:
+            ph = sip + dip + struct.pack("!I3xB", len(tcp), 6)
+            tcp = tcp[:16] + struct.pack("!H", csum(ph + tcp)) + tcp[18:]
+            ip = struct.pack("!IHBB16s16s", 6 << 28, len(tcp), 6, 64, sip, dip)
+            frames.append(dmac_b + smac + b"\x86\xdd" + ip + tcp)
+            continue
         ph = sip + dip + struct.pack("!BBH", 0, 6, len(tcp))
         tcp = tcp[:16] + struct.pack("!H", csum(ph + tcp)) + tcp[18:]
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), random.getrandbits(16), 0, 64, 6, 0, sip, dip)

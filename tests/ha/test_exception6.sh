@@ -8,7 +8,8 @@
 # all-nodes reaches the kernel; the kernel's neighbour cache learnt the client from the mirrored
 # neighbour discovery; an IPv6 address added to the TAP is announced (unsolicited NA) and served by
 # ibgwd's listener and the kernel's; once removed, a session in flight on it finishes intact, new
-# connections fail; with removed_addr_reset = 1 the session in flight on it is reset.
+# connections fail; SYN floods over IPv6 at a kernel port are cut to kernel_tap_rate, those at ibgwd's
+# listener stay with it; with removed_addr_reset = 1 the session in flight on it is reset.
 # timeout: 60
 set -u
 cd "$(dirname "$0")/../.."
@@ -30,7 +31,8 @@ tap6() {
 	ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.disable_ipv6=0"
 	ha_g 1 ip -6 addr add "$GW6/64" dev "$HA_TAP" nodad || fail "cannot give the TAP $GW6"
 }
-HA_ETH_EXTRA="address6 = $GW6/64" ha_gw_conf 1 "$tmp/g1.conf" "$(gw_routes <<R
+# kernel_tap_rate lowered to 1000/s, as in test_exception.sh, for the SYN flood to exceed it
+HA_ETH_EXTRA=$'address6 = '"$GW6"$'/64\nkernel_tap_rate = 1000' ha_gw_conf 1 "$tmp/g1.conf" "$(gw_routes <<R
 echo tcp:7 echo
 R
 )"
@@ -90,6 +92,31 @@ sleep 0.5
 ra1=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
 [ $((ra1 - ra0)) -ge 3 ] || fail "router advertisements did not reach the kernel ($ra0 -> $ra1)"
 ok "UDP over IPv6 answered by the kernel, 3 router advertisements to all-nodes reached it"
+
+# a SYN flood over IPv6 at the kernel's port: cut to kernel_tap_rate (the same buckets as IPv4's); one at
+# ibgwd's listener stays with ibgwd
+mac=$(ha_c ip -6 neigh show "$GW6" | awk '{ print $5 }')
+[ -n "$mac" ] || fail "no neighbour entry for $GW6"
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+d0=$(ha_metric 1 'ibgw_exception_drops_total{worker="0",reason="rate"}')
+t0=$(date +%s.%N)
+ha_c "$PY3" tests/ha/synflood.py br0 "$mac" "$GW6" 2222 6000 >"$tmp/flood"
+t1=$(date +%s.%N)
+sleep 0.5
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+d1=$(ha_metric 1 'ibgw_exception_drops_total{worker="0",reason="rate"}')
+passed=$((k1 - k0))
+limit=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a + 1) * 1000 + 60 }')
+[ $((d1 - d0)) -gt 0 ] || fail "no rate drops for a flood of 6000 IPv6 SYNs ($(cat "$tmp/flood"))"
+[ "$passed" -le "$limit" ] || fail "$passed frames reached the kernel in $(cat "$tmp/flood"), above ${limit}"
+k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+ha_c "$PY3" tests/ha/synflood.py br0 "$mac" "$GW6" 7 3000 >"$tmp/flood7"
+sleep 0.5
+k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+[ $((k1 - k0)) -le 100 ] || fail "$((k1 - k0)) frames of an IPv6 flood at ibgwd's listener went to the kernel"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW6" 7 100000 10)
+[ "$r" = ok ] || fail "ibgwd's listener after the IPv6 floods: $r"
+ok "IPv6 SYN floods: at a kernel port ($(cat "$tmp/flood")) $passed frames to the kernel (bound $limit), $((d1 - d0)) dropped by the rate limit; at ibgwd's listener ($(cat "$tmp/flood7")) $((k1 - k0)) to the kernel, the listener answers"
 
 # an IPv6 address the kernel gains: announced, neighbour discovery answered, served by ibgwd's listener
 ha_c timeout 10 "$PY3" -c "
