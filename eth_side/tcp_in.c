@@ -1139,8 +1139,8 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	t = eth_tcb_lookup(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (t && !xlt_ip_eq(&t->laddr, dst))
 		t = NULL; /* the same ports on another of our addresses */
-	if (t && st->locals && st->locals->reset_gone && eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE &&
-	    t->state != ETH_TCP_TIME_WAIT) {
+	if (t && st->locals && st->locals->reset_gone &&
+	    eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
 		ETH_INC(st, local_addr_resets); /* removed_addr_reset: its address moved away */
 		eth_tcp_send_rst(t);
 		eth_tcb_close(t, -ECONNRESET);
@@ -1148,10 +1148,10 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		goto drop;
 	}
 	if (!t) {
-		if (no_connection(st, &sg, h) &&
-		    ((v4 && !has(&sg, RTE_TCP_SYN_FLAG) && eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
-		      eth_ipv4_to_flow_peer(st, m)) ||
-		     eth_exc_punt_l3(st, m)))
+		if (no_connection(st, &sg, h) && ((v4 && !has(&sg, RTE_TCP_SYN_FLAG) &&
+		                                   eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
+		                                   eth_ipv4_to_flow_peer(st, m)) ||
+		                                  eth_exc_punt_l3(st, m)))
 			return;
 	} else if (t->state == ETH_TCP_TIME_WAIT &&
 	           (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == RTE_TCP_SYN_FLAG)

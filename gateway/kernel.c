@@ -67,7 +67,8 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 	if (xlt_ip_is_v4(addr) ? xlt_ip_to_v4(addr) == e->address.net.s_addr
 	                       : e->address6.prefix && !memcmp(addr->b, &e->address6.addr, 16))
 		return false; /* always ours */
-	if (!xlt_ip_is_v4(addr) && (addr->b[0] == 0xff || (addr->b[0] == 0xfe && (addr->b[1] & 0xc0) == 0x80)))
+	if (!xlt_ip_is_v4(addr) &&
+	    (addr->b[0] == 0xff || (addr->b[0] == 0xfe && (addr->b[1] & 0xc0) == 0x80)))
 		return false; /* link-local (the TAP's is ibgwd's own), multicast */
 	xlt_ip_fmt(addr, a);
 	for (i = 0; i < ls->n; i++)
@@ -85,7 +86,7 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 	if (!up)
 		return false;
 	if (!xlt_ip_is_v4(addr) && !e->address6.prefix) {
-		GW_WARN("kernel_tap: address %s left to the kernel: ibgwd serves IPv6 only with [eth] address6", a);
+		GW_WARN("kernel_tap: address %s left to the kernel: ibgwd's IPv6 needs [eth] address6", a);
 		return false;
 	}
 	for (i = 0; i < ls->n; i++)
@@ -175,10 +176,11 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 				continue;
 			/* an IPv6 address under duplicate address detection is not the kernel's yet: its
 			 * next RTM_NEWADDR says (a failed one never becomes ours) */
-			if (nh->nlmsg_type == RTM_NEWADDR && (flags & IFA_F_TENTATIVE) && !(flags & IFA_F_DADFAILED))
+			if (nh->nlmsg_type == RTM_NEWADDR && (flags & IFA_F_TENTATIVE) &&
+			    !(flags & IFA_F_DADFAILED))
 				continue;
-			changed |= set_update(d, &addr,
-			                      nh->nlmsg_type == RTM_NEWADDR && !(flags & IFA_F_DADFAILED));
+			changed |=
+			    set_update(d, &addr, nh->nlmsg_type == RTM_NEWADDR && !(flags & IFA_F_DADFAILED));
 		}
 	}
 	if (changed)
@@ -204,7 +206,8 @@ int gw_kernel_tap_create(struct gw_daemon *d)
 
 int gw_kernel_start(struct gw_daemon *d)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+	                         .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
 	int ret;
 
 	if (!d->exc)
