@@ -9,7 +9,8 @@
 # neighbour discovery; an IPv6 address added to the TAP is announced (unsolicited NA) and served by
 # ibgwd's listener and the kernel's; once removed, a session in flight on it finishes intact, new
 # connections fail; SYN floods over IPv6 at a kernel port are cut to kernel_tap_rate, those at ibgwd's
-# listener stay with it; with removed_addr_reset = 1 the session in flight on it is reset.
+# listener stay with it; an address is taken once the kernel's duplicate address detection passed it;
+# with removed_addr_reset = 1 the session in flight on it is reset.
 # timeout: 60
 set -u
 cd "$(dirname "$0")/../.."
@@ -151,6 +152,19 @@ r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 1000 2)
 wait $slow
 [ "$(cat "$tmp/slow")" = ok ] || fail "the session in flight on the removed address: $(cat "$tmp/slow")"
 ok "address removed: the session in flight finished intact (2 MB), a new one failed ($r)"
+
+# an address under duplicate address detection is taken once the kernel passed it, not before
+DAD6=2001:db8::21
+ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.accept_dad=1"
+ha_g 1 ip -6 addr add "$DAD6/64" dev "$HA_TAP"
+sleep 0.2
+ha_g 1 ip -6 -o addr show dev "$HA_TAP" | grep " $DAD6/" | grep -q tentative || fail "$DAD6 not tentative on the TAP"
+grep -q "address $DAD6 added" "${HA_LOG[1]}" && fail "ibgwd took $DAD6 while tentative"
+for i in $(seq 50); do ha_g 1 ip -6 -o addr show dev "$HA_TAP" | grep " $DAD6/" | grep -q tentative || break; sleep 0.1; done
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$DAD6" 7 100000 10)
+[ "$r" = ok ] || fail "ibgwd's echo on $DAD6 after its duplicate address detection: $r"
+grep -q "address $DAD6 added" "${HA_LOG[1]}" || fail "ibgwd did not log taking $DAD6"
+ok "an address under duplicate address detection: taken once the kernel passed it (100 KB intact)"
 
 kill -TERM "${HA_PID[1]}"
 ha_gw_wait_exit 1 20 || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
