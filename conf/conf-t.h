@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
+#include "../translate/ip-t.h"
+
 #define CONF_MAX_ROUTES	 256
 #define CONF_MAX_ALLOW	 32
 #define CONF_NAME_MAX	 32
@@ -34,8 +36,8 @@ enum conf_log_target {
 /* One side of a route: where sessions come from or go to. */
 enum conf_endpoint_kind {
 	CONF_EP_NONE = 0,
-	CONF_EP_IB,	 /* rsocket over RDMA: listen = ib:PORT, connect = ib:HOST:PORT */
-	CONF_EP_TCP,	 /* TCP on the DPDK port: listen = tcp:PORT, connect = tcp:HOST:PORT */
+	CONF_EP_IB,	 /* rsocket over RDMA: listen = ib:PORT, connect = ib:HOST:PORT (IPv4 host) */
+	CONF_EP_TCP,	 /* TCP on the DPDK port: listen = tcp:PORT, connect = tcp:HOST:PORT or tcp:[V6]:PORT */
 	CONF_EP_ECHO,	 /* diagnostic: every byte is sent back */
 	CONF_EP_DISCARD, /* diagnostic: every byte is consumed and dropped */
 };
@@ -48,9 +50,12 @@ enum conf_proxy {
 
 struct conf_endpoint {
 	enum conf_endpoint_kind kind;
-	struct in_addr addr; /* connect only; network byte order */
-	uint16_t port;	     /* host byte order */
+	struct xlt_ip addr; /* connect only (either family); all zero in a listener */
+	uint16_t port;	    /* host byte order */
 };
+
+/* Longest text conf_endpoint_str writes: "tcp:[" IPv6 "]:65535", with its NUL. */
+#define CONF_EP_STRLEN (5 + XLT_IP_STRLEN + 7)
 
 /* A backend's administrative state: ready takes new sessions; drain takes none but lets its
  * sessions finish; maint is drain and also stops its health checks (shown down). */
@@ -164,7 +169,9 @@ struct conf_route {
 	uint32_t rise, fall;
 	struct conf_bytes check_send;   /* sent once connected (TCP checks) */
 	struct conf_bytes check_expect; /* must be the first bytes the backend sends (TCP checks) */
-	struct conf_cidr allow[CONF_MAX_ALLOW];
+	/* sources allowed, both families in one list (an IPv4 /n is the mapped /96+n: 0.0.0.0/0 is every
+	 * IPv4 source only, ::/0 every source, IB peers without an IP address included) */
+	struct xlt_cidr allow[CONF_MAX_ALLOW];
 	uint32_t n_allow;
 	uint32_t max_sessions;
 	uint64_t ib_rbuf_size; /* 0 in the file = inherit [ib] rbuf_size; resolved after parsing */

@@ -23,6 +23,7 @@
 
 #include <ini.h>
 
+#include "../translate/ip.h"
 #include "conf.h"
 
 enum conf_section {
@@ -51,7 +52,7 @@ enum conf_type {
 	T_IFADDR, /* a.b.c.d/prefix, host bits allowed */
 	T_IPV6,
 	T_IFADDR6, /* IPv6/prefix, host bits allowed */
-	T_CIDRS,  /* comma/space separated list of a.b.c.d[/prefix] */
+	T_CIDRS,  /* comma/space separated list of a.b.c.d[/prefix] and IPv6[/prefix] */
 	T_HOSTPORT,
 	T_LOGLEVEL,
 	T_LOGTARGET,
@@ -213,14 +214,18 @@ static const struct conf_key conf_keys[] = {
 		"passed to it once, so connections it still drains finish after the VIP moved here"},
 
 	/* [route NAME] */
-	{R(listen), .type = T_LISTEN, .required = true, .doc = "ib:PORT or tcp:PORT"},
+	{R(listen), .type = T_LISTEN, .required = true,
+	 .doc = "ib:PORT or tcp:PORT; a tcp: listener takes connections to the port's [eth] address and, "
+		"with address6 set, to its IPv6 addresses too (one listener, both families)"},
 	{R(connect), .type = T_CONNECT, .required = true,
-	 .doc = "tcp:HOST:PORT, ib:HOST:PORT, echo or discard; a pool is a comma-separated list of one kind, "
+	 .doc = "tcp:HOST:PORT, ib:HOST:PORT, echo or discard; HOST is an IPv4 address or, for tcp:, an IPv6 "
+		"one in brackets (`tcp:[2001:db8::10]:80`, which needs [eth] address6; no zones, no "
+		"link-local); a pool is a comma-separated list of one kind, both families mixed, "
 		"each backend optionally followed by weight=1..100, max=N (its own session limit) and "
 		"state=ready, drain or maint: `tcp:198.18.0.2:80 weight=2, tcp:198.18.0.3:80 max=100`"},
 	{R(balance), .type = T_BALANCE, .def = "roundrobin",
 	 .doc = "how a pool picks a backend: roundrobin (weighted), leastconn (fewest sessions per weight) or "
-		"source (keyed hash of the client: TCP its IPv4 address, IB its port GID; stable while the usable backends stay the same)"},
+		"source (keyed hash of the client: TCP its address, IPv4 or IPv6, IB its port GID; stable while the usable backends stay the same)"},
 	{R(check_interval_ms), .key = "check_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
 	 .doc = "time between active health checks of each backend (0 = none: a backend is judged by its "
@@ -237,7 +242,11 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "tcp checks: bytes sent once connected (C escapes \\r \\n \\t \\\\ \\xHH)"},
 	{R(check_expect), .type = T_BYTES, .def = "",
 	 .doc = "tcp checks: bytes the backend must send first for the check to pass (escapes as check_send)"},
-	{R(allow), .type = T_CIDRS, .def = "0.0.0.0/0", .doc = "sources allowed to open sessions"},
+	{R(allow), .type = T_CIDRS, .def = "::/0",
+	 .doc = "sources allowed to open sessions: IPv4 and IPv6 networks in one list, such as "
+		"`198.18.0.0/15, 2001:db8:100::/48`; ::/0 admits every source (both families, and IB peers "
+		"without an IP address, AF_IB), 0.0.0.0/0 every IPv4 source only; an IB peer is judged by the "
+		"address rdma_cm reports (IPv4, or IPv6 when it connected over IPv6)"},
 	{R(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "256",
 	 .doc = "sessions of this route at once"},
 	{R(ib_rbuf_size), .key = "ib_rbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
@@ -482,9 +491,66 @@ static const char *parse_hostport(const char *v, struct conf_hostport *hp)
 	return parse_port(colon + 1, &hp->port);
 }
 
+/* A destination's HOST:PORT: a.b.c.d:PORT or [IPv6]:PORT (brackets required: the port is after the
+ * last colon, and an address such as 2001:db8::10:80 would say nothing of where it ends). The host is
+ * a unicast address a TCP or rsocket connect can reach. */
+static const char *parse_dest(const char *v, struct conf_endpoint *ep)
+{
+	char host[XLT_IP_STRLEN];
+	const char *port, *close;
+	size_t n;
+
+	if (v[0] == '[') {
+		close = strchr(v, ']');
+		if (!close || close[1] != ':')
+			return "expected [IPv6]:PORT, such as [2001:db8::10]:80";
+		n = (size_t)(close - v - 1);
+		port = close + 2;
+		if (memchr(v + 1, '%', n))
+			return "IPv6 zones (%...) are not supported: the Ethernet side has one port";
+		if (n == 0 || n >= sizeof(host))
+			return "expected [IPv6]:PORT with an IPv6 address in the brackets";
+		memcpy(host, v + 1, n);
+		host[n] = 0;
+		if (!strchr(host, ':') || xlt_ip_parse(host, &ep->addr))
+			return "expected [IPv6]:PORT with an IPv6 address in the brackets";
+		if (xlt_ip_is_v4(&ep->addr))
+			return "an IPv4-mapped address: write an IPv4 destination as a.b.c.d:PORT";
+	} else {
+		port = strrchr(v, ':');
+		if (!port)
+			return "expected HOST:PORT, such as 198.18.0.2:80 or [2001:db8::10]:80";
+		n = (size_t)(port - v);
+		port++;
+		if (memchr(v, ':', n))
+			return "an IPv6 destination needs brackets: [2001:db8::10]:80";
+		if (n == 0 || n >= sizeof(host))
+			return "expected HOST:PORT with an IPv4 address or a bracketed IPv6 one";
+		memcpy(host, v, n);
+		host[n] = 0;
+		if (xlt_ip_parse(host, &ep->addr))
+			return "expected HOST:PORT with an IPv4 address or a bracketed IPv6 one";
+	}
+	if (parse_port(port, &ep->port))
+		return "expected a port number from 1 to 65535 after the host";
+	if (xlt_ip_is_v4(&ep->addr)) {
+		uint32_t a = ntohl(xlt_ip_to_v4(&ep->addr));
+		if (a == 0 || a == 0xffffffffu || (a >> 28) == 0xe)
+			return "destination host must be a unicast IPv4 address (not 0.0.0.0, broadcast or "
+			       "multicast)";
+	} else {
+		const struct in6_addr *a6 = (const struct in6_addr *)ep->addr.b;
+		if (IN6_IS_ADDR_UNSPECIFIED(a6) || IN6_IS_ADDR_MULTICAST(a6) || IN6_IS_ADDR_LOOPBACK(a6))
+			return "destination host must be a unicast IPv6 address (not ::, ::1 or multicast)";
+		if (IN6_IS_ADDR_LINKLOCAL(a6))
+			return "link-local IPv6 destinations are not supported (use a global or unique local "
+			       "address)";
+	}
+	return NULL;
+}
+
 static const char *parse_endpoint(const char *v, struct conf_endpoint *ep, bool is_listen)
 {
-	struct conf_hostport hp;
 	const char *e;
 
 	memset(ep, 0, sizeof(*ep));
@@ -508,12 +574,11 @@ static const char *parse_endpoint(const char *v, struct conf_endpoint *ep, bool 
 	}
 	if (is_listen)
 		return parse_port(v, &ep->port) ? "expected ib:PORT or tcp:PORT with a port from 1 to 65535" : NULL;
-	if ((e = parse_hostport(v, &hp)))
-		return "expected tcp:HOST:PORT or ib:HOST:PORT with an IPv4 host and a port from 1 to 65535";
-	if (hp.addr.s_addr == 0 || hp.addr.s_addr == INADDR_BROADCAST)
-		return "destination host must be a unicast IPv4 address";
-	ep->addr = hp.addr;
-	ep->port = hp.port;
+	if ((e = parse_dest(v, ep)))
+		return e;
+	/* rdma_cm resolves from [ib] bind, an IPv4 address: an IPv6 destination has no source there */
+	if (ep->kind == CONF_EP_IB && !xlt_ip_is_v4(&ep->addr))
+		return "ib: destinations are IPv4 only (rdma_cm connects from [ib] bind, an IPv4 address)";
 	return NULL;
 }
 
@@ -586,7 +651,7 @@ static const char *parse_connect(const char *v, struct conf_route *r, char *msgb
 		if (r->n_backends && b->ep.kind != r->backends[0].ep.kind)
 			return "a pool has backends of one kind (all tcp: or all ib:)";
 		for (uint32_t i = 0; i < r->n_backends; i++)
-			if (r->backends[i].ep.addr.s_addr == b->ep.addr.s_addr && r->backends[i].ep.port == b->ep.port) {
+			if (xlt_ip_eq(&r->backends[i].ep.addr, &b->ep.addr) && r->backends[i].ep.port == b->ep.port) {
 				snprintf(msgbuf, len, "backend %s listed twice", tok);
 				return msgbuf;
 			}
@@ -637,6 +702,34 @@ static const char *parse_bytes(const char *v, struct conf_bytes *out)
 	return NULL;
 }
 
+/* One allow entry: a.b.c.d[/0..32] or IPv6[/0..128], the network address itself (host bits clear). */
+static const char *parse_allow(const char *tok, struct xlt_cidr *c)
+{
+	char host[XLT_IP_STRLEN];
+	size_t n = strcspn(tok, "/");
+	struct xlt_ip ip;
+
+	if (strchr(tok, '%'))
+		return "IPv6 zones (%...) have no place in an allow list";
+	if (tok[0] == '[')
+		return "no brackets in an allow list: 2001:db8::/32";
+	if (n == 0 || n >= sizeof(host))
+		return "expected a.b.c.d/prefix or IPv6/prefix";
+	memcpy(host, tok, n);
+	host[n] = 0;
+	if (xlt_ip_parse(host, &ip))
+		return "expected a.b.c.d/prefix or IPv6/prefix with an address before the /";
+	/* ::ffff:a.b.c.d[/n] would be an IPv4 net in disguise (with n counted as IPv4's): one spelling */
+	if (strchr(host, ':') && xlt_ip_is_v4(&ip))
+		return "an IPv4-mapped net: write IPv4 nets as a.b.c.d/prefix";
+	if (xlt_cidr_parse(tok, c))
+		return xlt_ip_is_v4(&ip) ? "IPv4 prefix length must be 0 to 32"
+		                         : "IPv6 prefix length must be 0 to 128";
+	if (!xlt_ip_eq(&ip, &c->net))
+		return "host bits set after the prefix length";
+	return NULL;
+}
+
 static const char *parse_cidrs(const char *v, struct conf_route *r)
 {
 	char buf[CONF_STR_MAX], *save = NULL, *tok;
@@ -649,11 +742,11 @@ static const char *parse_cidrs(const char *v, struct conf_route *r)
 		const char *e;
 		if (r->n_allow == CONF_MAX_ALLOW)
 			return "too many entries (at most 32)";
-		if ((e = parse_cidr(tok, &r->allow[r->n_allow], false, false)))
+		if ((e = parse_allow(tok, &r->allow[r->n_allow])))
 			return e;
 		r->n_allow++;
 	}
-	return r->n_allow ? NULL : "empty list (use 0.0.0.0/0 to allow everyone)";
+	return r->n_allow ? NULL : "empty list (use ::/0 to allow everyone)";
 }
 
 /* ---- what the config may hand to DPDK ----
@@ -1158,7 +1251,7 @@ static void check(struct parser *p)
 {
 	struct conf *c = p->c;
 	uint64_t total = 0;
-	char a[64], b[64];
+	char a[64], b[64], e[CONF_EP_STRLEN];
 
 	if (c->eth.vdev[0] && c->eth.address.prefix == 0)
 		perr(p, p->section_line[SEC_ETH], "[eth] vdev is set but address is missing");
@@ -1204,6 +1297,14 @@ static void check(struct parser *p)
 		if (r->proxy_protocol && r->connect.kind != CONF_EP_TCP)
 			perr(p, route_key_line(p, i, "proxy_protocol"),
 			     "route '%s': proxy_protocol needs a tcp: destination", r->name);
+		for (uint32_t k6 = 0; k6 < r->n_backends; k6++)
+			if (r->backends[k6].ep.kind == CONF_EP_TCP && !xlt_ip_is_v4(&r->backends[k6].ep.addr) &&
+			    !c->eth.address6.prefix) {
+				perr(p, route_key_line(p, i, "connect"),
+				     "route '%s': backend %s is IPv6 but [eth] has no address6", r->name,
+				     conf_endpoint_str(&r->backends[k6].ep, e, sizeof(e)));
+				break;
+			}
 		if (r->accept_proxy && r->listen.kind != CONF_EP_TCP)
 			perr(p, route_key_line(p, i, "accept_proxy"), "route '%s': accept_proxy needs a tcp: listener",
 			     r->name);
@@ -1349,10 +1450,13 @@ void conf_free(struct conf *c)
 	free(c);
 }
 
-bool conf_route_allows(const struct conf_route *r, struct in_addr addr)
+bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr)
 {
+	/* no address (AF_IB): matching :: against the list would let ::/1 and the like admit it */
+	if (xlt_ip_is_any(addr))
+		return conf_route_allows_all(r);
 	for (uint32_t i = 0; i < r->n_allow; i++)
-		if (((addr.s_addr ^ r->allow[i].net.s_addr) & prefix_mask(r->allow[i].prefix)) == 0)
+		if (xlt_cidr_match(&r->allow[i], addr))
 			return true;
 	return false;
 }
@@ -1367,16 +1471,18 @@ bool conf_route_allows_all(const struct conf_route *r)
 
 const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len)
 {
-	char a[INET_ADDRSTRLEN];
+	char a[XLT_IP_STRLEN];
 	const char *kind = ep->kind == CONF_EP_IB ? "ib" : "tcp";
+	bool v4 = xlt_ip_is_v4(&ep->addr);
 
 	switch (ep->kind) {
 	case CONF_EP_ECHO: snprintf(buf, len, "echo"); break;
 	case CONF_EP_DISCARD: snprintf(buf, len, "discard"); break;
 	case CONF_EP_IB:
 	case CONF_EP_TCP:
-		if (ep->addr.s_addr)
-			snprintf(buf, len, "%s:%s:%u", kind, inet_ntop(AF_INET, &ep->addr, a, sizeof(a)), ep->port);
+		if (!xlt_ip_is_any(&ep->addr))
+			snprintf(buf, len, "%s:%s%s%s:%u", kind, v4 ? "" : "[", xlt_ip_fmt(&ep->addr, a), v4 ? "" : "]",
+				 ep->port);
 		else
 			snprintf(buf, len, "%s:%u", kind, ep->port);
 		break;
@@ -1416,9 +1522,30 @@ static const char *human_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/* R's allow list as the file would say it ("198.18.0.0/15 2001:db8::/32"), "::/0 (all)" for ::/0 alone. */
+static const char *allow_str(const struct conf_route *r, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	if (r->n_allow == 1 && r->allow[0].prefix == 0)
+		return snprintf(buf, len, "::/0 (all)"), buf;
+	for (uint32_t i = 0; i < r->n_allow && off < len; i++) {
+		char a[XLT_IP_STRLEN];
+		const struct xlt_cidr *n = &r->allow[i];
+		bool v4 = xlt_ip_is_v4(&n->net) && n->prefix >= 96;
+		int k = snprintf(buf + off, len - off, "%s%s/%u", i ? " " : "", xlt_ip_fmt(&n->net, a),
+		                 v4 ? n->prefix - 96u : n->prefix);
+
+		off += k < 0 ? len : (size_t)k;
+	}
+	return buf;
+}
+
 void conf_print_summary(const struct conf *c, FILE *out)
 {
-	char a[64], b[64], s1[24], s2[24], s3[24], s4[24];
+	char a[CONF_EP_STRLEN], b[CONF_EP_STRLEN + 32], s1[CONF_EP_STRLEN], s2[24], s3[24], s4[24];
+	char allow[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)];
 	uint64_t total = 0;
 
 	fprintf(out, "config %s: OK\n", c->path);
@@ -1456,11 +1583,11 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		else
 			conf_endpoint_str(&r->connect, b, sizeof(b));
 		fprintf(out,
-			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %u net(s), "
+			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %s, "
 			"up to %" PRIu64 " MiB%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), b,
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
-			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), r->n_allow,
+			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), allow_str(r, allow, sizeof(allow)),
 			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2" : "",
 			r->proxy_protocol ? ", sends PROXY v2" : "");
 	}

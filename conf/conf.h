@@ -28,10 +28,12 @@ void conf_print_summary(const struct conf *c, FILE *out);
 /* Markdown table of every section and key with type, range, default and doc (README reference). */
 void conf_print_reference(FILE *out);
 
-/* True when ADDR (network byte order) is inside one of the route's allow entries. */
-bool conf_route_allows(const struct conf_route *r, struct in_addr addr);
-/* True when R's allow list admits every source (a /0 entry, the default): the only list that may admit a
- * source without an IPv4 address. */
+/* True when ADDR (either family) is inside one of the route's allow entries. The unspecified address
+ * (xlt_ip_is_any: a source with no IP address, such as an AF_IB peer) is admitted only by a list that
+ * admits everyone. */
+bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr);
+/* True when R's allow list admits every source, of both families and none (a ::/0 entry, the default);
+ * 0.0.0.0/0 is every IPv4 source only. */
 bool conf_route_allows_all(const struct conf_route *r);
 
 /* Bytes of buffer one session of route R may hold at most (the buffers of the sides it uses). A TCP
@@ -40,7 +42,8 @@ bool conf_route_allows_all(const struct conf_route *r);
 #define CONF_LENT_SBUF (16u * 1024u)
 uint64_t conf_route_session_bytes(const struct conf_route *r);
 
-/* "ib:7000", "tcp:198.18.0.2:80", "echo"... into BUF; returns BUF. */
+/* "ib:7000", "tcp:198.18.0.2:80", "tcp:[2001:db8::10]:80", "echo"... into BUF (CONF_EP_STRLEN bytes
+ * hold any); returns BUF. */
 const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len);
 
 /* Routes that share a listener are the same route for reload purposes. */

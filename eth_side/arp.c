@@ -13,7 +13,15 @@
  * beyond what any host on the segment could do anyway. The configured default gateway, which carries
  * every off-link flow, is pinned: asked for from the start, never evicted, never forgotten (while it
  * does not answer it is asked again every ARP_PINNED_RETRY_MS), and its address changes only by a
- * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error). */
+ * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error).
+ *
+ * The same code is IPv6's neighbour cache (RFC 4861), a second table of its own with the same bounds
+ * (struct eth_nbr_cache: a flood in one family evicts nothing of the other): ipv6.c sends the
+ * solicitations (eth_nd_solicit) and feeds what neighbour discovery tells: a solicitation aimed at
+ * us from an on-link source creates or refreshes its sender's entry (as an ARP request to us does);
+ * an advertisement only updates an entry we already have, by RFC 4861 7.2.5's rules (the solicited
+ * and override flags), so unsolicited advertisements never create entries; [eth] gateway6 is pinned
+ * as the IPv4 gateway is, its address changed only by a solicited advertisement we asked for. */
 #include <string.h>
 
 #include <rte_arp.h>
@@ -35,103 +43,148 @@ enum {
 #define ARP_PROBE	 8	/* slots probed per lookup */
 #define ARP_PINNED_RETRY_MS 10000 /* an unanswered gateway is asked again after this */
 
-static unsigned slot_of(const struct eth_stack *st, uint32_t ip)
+/* The counters of cache C's family. */
+#define NB_ADD(st, c, f, n)                                                                                  \
+	do {                                                                                                 \
+		if ((c)->v6)                                                                                 \
+			ETH_ADD(st, nd_##f, n);                                                              \
+		else                                                                                         \
+			ETH_ADD(st, arp_##f, n);                                                             \
+	} while (0)
+#define NB_SET(st, c, f, v)                                                                                  \
+	do {                                                                                                 \
+		if ((c)->v6)                                                                                 \
+			ETH_SET(st, nd_##f, v);                                                              \
+		else                                                                                         \
+			ETH_SET(st, arp_##f, v);                                                             \
+	} while (0)
+#define NB_DEC(st, c, f)                                                                                     \
+	do {                                                                                                 \
+		if ((c)->v6)                                                                                 \
+			ETH_DEC(st, nd_##f);                                                                 \
+		else                                                                                         \
+			ETH_DEC(st, arp_##f);                                                                \
+	} while (0)
+
+static unsigned slot_of(const struct eth_stack *st, const struct xlt_ip *ip)
 {
-	return (unsigned)eth_siphash_3u32(&st->arp_key, ip, 0, 0) % ETH_ARP_SLOTS;
+	return (unsigned)eth_siphash(&st->arp_key, ip->b, sizeof(ip->b)) % ETH_ARP_SLOTS;
 }
 
-static struct eth_arp_entry *lookup(struct eth_stack *st, uint32_t ip)
+static struct eth_arp_entry *lookup(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip)
 {
 	unsigned s;
 
-	if (st->arp_last && st->arp_last->ip == ip)
-		return st->arp_last;
+	if (c->last && xlt_ip_eq(&c->last->ip, ip))
+		return c->last;
 	s = slot_of(st, ip);
 	for (unsigned i = 0; i < ARP_PROBE; i++) {
-		struct eth_arp_entry *e = &st->arp[(s + i) % ETH_ARP_SLOTS];
-		if (e->ip == ip) {
-			st->arp_last = e;
+		struct eth_arp_entry *e = &c->e[(s + i) % ETH_ARP_SLOTS];
+		if (e->state != ETH_ARP_FREE && xlt_ip_eq(&e->ip, ip)) {
+			c->last = e;
 			return e;
 		}
 	}
 	return NULL;
 }
 
-static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac);
+static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac, bool v6);
 
-/* Takes E's packets out of the queue, in their order: sends them to MAC, or frees them (MAC NULL). */
-static void queue_take(struct eth_stack *st, struct eth_arp_entry *e, const uint8_t *mac)
+/* Takes E's packets out of C's queue, in their order: sends them to MAC, or frees them (MAC NULL). */
+static void queue_take(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e,
+                       const uint8_t *mac)
 {
 	unsigned k = 0;
 
 	if (!e->n_pending)
 		return;
-	for (unsigned i = 0; i < st->arp_q_len; i++) {
-		struct eth_arp_queued q = st->arp_q[i];
+	for (unsigned i = 0; i < c->q_len; i++) {
+		struct eth_arp_queued q = c->q[i];
 		if (q.e != e)
-			st->arp_q[k++] = q;
+			c->q[k++] = q;
 		else if (mac)
-			emit(st, q.m, mac);
+			emit(st, q.m, mac, c->v6);
 		else
 			rte_pktmbuf_free(q.m);
 	}
-	st->arp_q_len = k;
+	c->q_len = k;
 	e->n_pending = 0;
-	ETH_SET(st, arp_queued, k);
+	NB_SET(st, c, queued, k);
 }
 
 /* Drops the I-th queued packet. */
-static void queue_drop(struct eth_stack *st, unsigned i)
+static void queue_drop(struct eth_nbr_cache *c, unsigned i)
 {
-	st->arp_q[i].e->n_pending--;
-	rte_pktmbuf_free(st->arp_q[i].m);
-	st->arp_q_len--;
-	memmove(st->arp_q + i, st->arp_q + i + 1, (st->arp_q_len - i) * sizeof(st->arp_q[0]));
+	c->q[i].e->n_pending--;
+	rte_pktmbuf_free(c->q[i].m);
+	c->q_len--;
+	memmove(c->q + i, c->q + i + 1, (c->q_len - i) * sizeof(c->q[0]));
 }
 
 /* Queues M for E, making room first: E's own oldest when E has its share, else the oldest of all. */
-static void queue_add(struct eth_stack *st, struct eth_arp_entry *e, struct rte_mbuf *m)
+static void queue_add(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e,
+                      struct rte_mbuf *m)
 {
 	if (e->n_pending == ETH_ARP_PENDING) {
 		/* keep the newest: TCP will retransmit the old ones anyway */
 		unsigned i = 0;
-		while (st->arp_q[i].e != e)
+		while (c->q[i].e != e)
 			i++;
-		queue_drop(st, i);
-		ETH_INC(st, arp_unresolved);
-	} else if (st->arp_q_len == ETH_ARP_QUEUE) {
-		queue_drop(st, 0);
-		ETH_INC(st, arp_queue_drops);
+		queue_drop(c, i);
+		NB_ADD(st, c, unresolved, 1);
+	} else if (c->q_len == ETH_ARP_QUEUE) {
+		queue_drop(c, 0);
+		NB_ADD(st, c, queue_drops, 1);
 	}
-	st->arp_q[st->arp_q_len++] = (struct eth_arp_queued){.m = m, .e = e};
+	c->q[c->q_len++] = (struct eth_arp_queued){.m = m, .e = e};
 	e->n_pending++;
-	ETH_SET(st, arp_queued, st->arp_q_len);
+	NB_SET(st, c, queued, c->q_len);
 }
 
-static void entry_drop_pending(struct eth_stack *st, struct eth_arp_entry *e)
+static void entry_drop_pending(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e)
 {
-	ETH_ADD(st, arp_unresolved, e->n_pending);
-	queue_take(st, e, NULL);
+	NB_ADD(st, c, unresolved, e->n_pending);
+	queue_take(st, c, e, NULL);
 }
 
-static void entry_free(struct eth_stack *st, struct eth_arp_entry *e)
+static void entry_free(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e)
 {
-	entry_drop_pending(st, e);
-	if (st->arp_last == e)
-		st->arp_last = NULL;
+	entry_drop_pending(st, c, e);
+	if (c->last == e)
+		c->last = NULL;
 	memset(e, 0, sizeof(*e));
-	ETH_DEC(st, arp_entries);
+	NB_DEC(st, c, entries);
+}
+
+/* The configured gateway of C's family, or NULL: none. */
+static const struct xlt_ip *gateway_of(const struct eth_stack *st, const struct eth_nbr_cache *c,
+                                       struct xlt_ip *buf)
+{
+	if (c->v6) {
+		memcpy(buf->b, st->c.gateway6, 16);
+		return st->c.prefix6 && !xlt_ip_is_any(buf) ? buf : NULL;
+	}
+	*buf = xlt_ip_v4(st->c.gateway);
+	return st->c.gateway ? buf : NULL;
+}
+
+static bool is_gateway(const struct eth_stack *st, const struct eth_nbr_cache *c, const struct xlt_ip *ip)
+{
+	struct xlt_ip buf;
+	const struct xlt_ip *g = gateway_of(st, c, &buf);
+
+	return g && xlt_ip_eq(g, ip);
 }
 
 /* A slot for IP: a free one among the probed, else the least recently used, never the pinned
  * gateway (it occupies one of the ARP_PROBE slots at most, so there is always another). */
-static struct eth_arp_entry *insert(struct eth_stack *st, uint32_t ip)
+static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip)
 {
 	unsigned s = slot_of(st, ip);
 	struct eth_arp_entry *victim = NULL;
 
 	for (unsigned i = 0; i < ARP_PROBE; i++) {
-		struct eth_arp_entry *e = &st->arp[(s + i) % ETH_ARP_SLOTS];
+		struct eth_arp_entry *e = &c->e[(s + i) % ETH_ARP_SLOTS];
 		if (e->state == ETH_ARP_FREE) {
 			victim = e;
 			break;
@@ -140,11 +193,11 @@ static struct eth_arp_entry *insert(struct eth_stack *st, uint32_t ip)
 			victim = e;
 	}
 	if (victim->state != ETH_ARP_FREE)
-		entry_free(st, victim);
-	victim->ip = ip;
-	victim->pinned = st->c.gateway && ip == st->c.gateway;
+		entry_free(st, c, victim);
+	victim->ip = *ip;
+	victim->pinned = is_gateway(st, c, ip);
 	victim->used_ms = st->now_ms;
-	ETH_INC(st, arp_entries);
+	NB_ADD(st, c, entries, 1);
 	return victim;
 }
 
@@ -189,12 +242,14 @@ static void send_arp(struct eth_stack *st, uint16_t op, const uint8_t *dst_mac, 
 static const uint8_t zero_mac[6];
 static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-static void request(struct eth_stack *st, struct eth_arp_entry *e)
+static void request(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e)
 {
-	if (e->state == ETH_ARP_STALE)
-		send_arp(st, RTE_ARP_OP_REQUEST, e->mac, zero_mac, e->ip); /* unicast re-check */
+	bool stale = e->state == ETH_ARP_STALE; /* a re-check goes unicast */
+
+	if (c->v6)
+		eth_nd_solicit(st, e->ip.b, stale ? e->mac : NULL);
 	else
-		send_arp(st, RTE_ARP_OP_REQUEST, bcast, zero_mac, e->ip);
+		send_arp(st, RTE_ARP_OP_REQUEST, stale ? e->mac : bcast, zero_mac, xlt_ip_to_v4(&e->ip));
 	e->tries++;
 	e->expire_ms = st->now_ms + ARP_RETRY_MS;
 }
@@ -210,7 +265,7 @@ void eth_arp_announce_addr(struct eth_stack *st, uint32_t addr)
 	send_arp_from(st, RTE_ARP_OP_REQUEST, bcast, zero_mac, addr, addr);
 }
 
-static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac)
+static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac, bool v6)
 {
 	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eh));
 
@@ -220,41 +275,49 @@ static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac)
 	}
 	memcpy(eh->dst_addr.addr_bytes, mac, 6);
 	memcpy(eh->src_addr.addr_bytes, st->c.mac, 6);
-	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	eh->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
 	eth_tx_frame(st, m);
 }
 
-void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop)
+void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop)
 {
-	struct eth_arp_entry *e = lookup(st, nexthop);
+	struct eth_nbr_cache *c = xlt_ip_is_v4(nexthop) ? &st->arp : &st->nd;
+	struct eth_arp_entry *e = lookup(st, c, nexthop);
 
 	if (e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE)) {
 		e->used_ms = st->now_ms;
 		if (e->state == ETH_ARP_REACHABLE && st->now_ms >= e->expire_ms) {
 			e->state = ETH_ARP_STALE;
 			e->tries = 0;
-			request(st, e);
+			request(st, c, e);
 		}
-		emit(st, m, e->mac);
+		emit(st, m, e->mac, c->v6);
 		return;
 	}
 	if (!e) {
-		e = insert(st, nexthop);
+		e = insert(st, c, nexthop);
 		e->state = ETH_ARP_INCOMPLETE;
 		e->tries = 0;
-		request(st, e);
+		request(st, c, e);
 	}
 	e->used_ms = st->now_ms;
-	queue_add(st, e, m);
+	queue_add(st, c, e, m);
 }
 
-static void learn(struct eth_stack *st, struct eth_arp_entry *e, const uint8_t *mac)
+void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop)
+{
+	struct xlt_ip nh = xlt_ip_v4(nexthop);
+
+	eth_nbr_output(st, m, &nh);
+}
+
+static void learn(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e, const uint8_t *mac)
 {
 	memcpy(e->mac, mac, 6);
 	e->state = ETH_ARP_REACHABLE;
 	e->tries = 0;
 	e->expire_ms = st->now_ms + ARP_REACHABLE_MS;
-	queue_take(st, e, e->mac);
+	queue_take(st, c, e, e->mac);
 }
 
 static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
@@ -267,9 +330,11 @@ static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
 
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 {
+	struct eth_nbr_cache *c = &st->arp;
 	const struct rte_arp_hdr *a;
 	const uint8_t *sha;
 	struct eth_arp_entry *e;
+	struct xlt_ip sip6;
 	uint32_t sip, tip;
 	uint16_t op;
 
@@ -297,23 +362,24 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (eth_local_state(st, sip) != ETH_LOCAL_NONE || bad_sender_ip(st, sip) ||
 	    ((sip ^ st->c.addr) & st->netmask))
 		goto bad; /* a claim on our address, a martian, or off-link */
-	e = lookup(st, sip);
+	sip6 = xlt_ip_v4(sip);
+	e = lookup(st, c, &sip6);
 	if (e && e->pinned) {
 		/* the gateway: only the answer to a question we asked (a re-check, or while unknown) */
 		if (op == RTE_ARP_OP_REPLY && tip == st->c.addr &&
 		    (e->state == ETH_ARP_INCOMPLETE || e->state == ETH_ARP_STALE))
-			learn(st, e, sha);
+			learn(st, c, e, sha);
 		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only)
 			ETH_INC(st, arp_errors); /* an unsolicited claim on the gateway's address: ignored */
 	} else if (e) {
-		learn(st, e, sha); /* merge: refresh what we know */
+		learn(st, c, e, sha); /* merge: refresh what we know */
 	}
 	if (eth_local_state(st, tip) != ETH_LOCAL_UP)
 		goto done;
 	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
 		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
-		e = insert(st, sip);
-		learn(st, e, sha);
+		e = insert(st, c, &sip6);
+		learn(st, c, e, sha);
 	}
 	if (op == RTE_ARP_OP_REQUEST && !learn_only)
 		send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, sip);
@@ -326,17 +392,88 @@ bad:
 	rte_pktmbuf_free(m);
 }
 
-void eth_arp_tick(struct eth_stack *st)
+void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll)
 {
-	if (st->c.gateway && !lookup(st, st->c.gateway)) {
+	struct eth_nbr_cache *c = &st->nd;
+	struct xlt_ip ip;
+	struct eth_arp_entry *e;
+
+	memcpy(ip.b, src, 16);
+	e = lookup(st, c, &ip);
+	if (e && e->pinned)
+		return; /* the gateway changes only by an advertisement we asked for */
+	if (!e) {
+		if (is_gateway(st, c, &ip))
+			return; /* (made and asked for by eth_arp_tick, pinned) */
+		e = insert(st, c, &ip);
+	}
+	learn(st, c, e, sll);
+}
+
+bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint8_t *tll, bool solicited,
+                         bool override)
+{
+	struct eth_nbr_cache *c = &st->nd;
+	struct xlt_ip ip;
+	struct eth_arp_entry *e;
+
+	memcpy(ip.b, target, 16);
+	e = lookup(st, c, &ip);
+	if (!e)
+		return true; /* RFC 4861 7.2.5: no entry, none made (a spoofer cannot fill the table) */
+	if (e->state == ETH_ARP_INCOMPLETE) {
+		if (!tll)
+			return true; /* nothing to learn */
+		if (e->pinned && !solicited)
+			return false;
+		if (solicited) {
+			learn(st, c, e, tll);
+		} else {
+			/* known but not confirmed reachable: send what waits, check it at once */
+			memcpy(e->mac, tll, 6);
+			e->state = ETH_ARP_STALE;
+			e->tries = 0;
+			e->expire_ms = st->now_ms;
+			queue_take(st, c, e, e->mac);
+		}
+		return true;
+	}
+	if (e->pinned && (!solicited || e->state != ETH_ARP_STALE))
+		return !(tll && memcmp(tll, e->mac, 6)); /* an unsolicited claim on the gateway: ignored */
+	if (!override && tll && memcmp(tll, e->mac, 6)) {
+		/* another address without the override flag: not taken; what we have is in doubt */
+		if (e->state == ETH_ARP_REACHABLE) {
+			e->state = ETH_ARP_STALE;
+			e->tries = 0;
+			e->expire_ms = st->now_ms;
+		}
+		return true;
+	}
+	if (solicited) {
+		learn(st, c, e, tll ? tll : e->mac);
+	} else if (tll && memcmp(tll, e->mac, 6)) {
+		memcpy(e->mac, tll, 6);
+		e->state = ETH_ARP_STALE;
+		e->tries = 0;
+		e->expire_ms = st->now_ms;
+	}
+	return true;
+}
+
+static void tick_cache(struct eth_stack *st, struct eth_nbr_cache *c)
+{
+	struct xlt_ip buf;
+	const struct xlt_ip *gw = gateway_of(st, c, &buf);
+
+	if (gw && !lookup(st, c, gw)) {
 		/* resolve the gateway before traffic needs it, and hold its entry for good */
-		struct eth_arp_entry *g = insert(st, st->c.gateway);
+		struct eth_arp_entry *g = insert(st, c, gw);
 		g->state = ETH_ARP_INCOMPLETE;
 		g->tries = 0;
-		request(st, g);
+		request(st, c, g);
 	}
 	for (unsigned i = 0; i < ETH_ARP_SLOTS; i++) {
-		struct eth_arp_entry *e = &st->arp[i];
+		struct eth_arp_entry *e = &c->e[i];
 
 		switch (e->state) {
 		case ETH_ARP_INCOMPLETE:
@@ -344,26 +481,26 @@ void eth_arp_tick(struct eth_stack *st)
 			if (st->now_ms < e->expire_ms)
 				break;
 			if (e->tries < ARP_TRIES) {
-				request(st, e);
+				request(st, c, e);
 			} else if (e->pinned) {
 				/* unanswered: its packets go, the entry stays; a gateway that left its old
 				 * address (failover) is asked for by broadcast at once, one that answers
 				 * nothing again later */
 				bool was_stale = e->state == ETH_ARP_STALE;
-				entry_drop_pending(st, e);
+				entry_drop_pending(st, c, e);
 				e->state = ETH_ARP_INCOMPLETE;
 				e->tries = 0;
 				if (was_stale)
-					request(st, e);
+					request(st, c, e);
 				else
 					e->expire_ms = st->now_ms + ARP_PINNED_RETRY_MS;
 			} else {
-				entry_free(st, e);
+				entry_free(st, c, e);
 			}
 			break;
 		case ETH_ARP_REACHABLE:
 			if (!e->pinned && st->now_ms - e->used_ms > ARP_IDLE_MS)
-				entry_free(st, e);
+				entry_free(st, c, e);
 			break;
 		default:
 			break;
@@ -371,9 +508,19 @@ void eth_arp_tick(struct eth_stack *st)
 	}
 }
 
+void eth_arp_tick(struct eth_stack *st)
+{
+	tick_cache(st, &st->arp);
+	if (st->c.prefix6)
+		tick_cache(st, &st->nd);
+}
+
 void eth_arp_flush(struct eth_stack *st)
 {
-	for (unsigned i = 0; i < ETH_ARP_SLOTS; i++)
-		if (st->arp[i].state != ETH_ARP_FREE)
-			entry_free(st, &st->arp[i]);
+	struct eth_nbr_cache *cs[2] = {&st->arp, &st->nd};
+
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < ETH_ARP_SLOTS; i++)
+			if (cs[k]->e[i].state != ETH_ARP_FREE)
+				entry_free(st, cs[k], &cs[k]->e[i]);
 }

@@ -11,6 +11,7 @@
 #include "stack-t.h"
 #include "tcp_opt-t.h"
 #include "twheel-t.h"
+#include "../translate/ip-t.h"
 
 struct rte_mbuf;
 struct rte_ring;
@@ -87,11 +88,12 @@ struct eth_tcb {
 	struct eth_listener *lis; /* passive opens: a reference */
 	struct eth_timer timer;
 	uint32_t hash;
-	uint32_t raddr;		/* network order */
-	uint32_t laddr;         /* network order; 0 = [eth] address (active opens) */
+	struct xlt_ip raddr;    /* either family (IPv4 held mapped: one compare, one hash) */
+	struct xlt_ip laddr;    /* ours: [eth] address, a kernel TAP address, address6 or the link-local */
 	uint16_t rport, lport;	/* host order */
 	uint8_t state;		/* enum eth_tcp_state */
 	uint8_t ev;		/* ETH_EV_* pending */
+	bool v6;                /* raddr is IPv6 (cached: output picks its header by it) */
 	bool hashed, on_ev, on_out, released, accepted, passive;
 	bool fin_rcvd, fin_queued, fin_sent, ooo_fin, rst_rcvd;
 	bool ts_ok, sack_ok, ws_ok;
@@ -145,8 +147,9 @@ struct eth_tcb {
 	uint32_t rq_chunk; /* bytes of rbuf that entries cover (the rest of rbuf.len follows them) */
 };
 
+/* A neighbour of either family (arp.c: one cache code for ARP and IPv6 neighbour discovery). */
 struct eth_arp_entry {
-	uint32_t ip;	   /* network order; 0 = free */
+	struct xlt_ip ip; /* meaningful while state is not free */
 	uint8_t mac[6];
 	uint8_t state;	   /* ETH_ARP_* (arp.c) */
 	uint8_t tries;
@@ -160,6 +163,16 @@ struct eth_arp_entry {
 struct eth_arp_queued {
 	struct rte_mbuf *m;
 	struct eth_arp_entry *e;
+};
+
+/* One family's neighbour cache (arp.c): the same bounds for IPv4 (ARP) and IPv6 (neighbour
+ * discovery), each its own, so that a flood in one family cannot evict the other's neighbours. */
+struct eth_nbr_cache {
+	bool v6;
+	struct eth_arp_entry e[ETH_ARP_SLOTS];
+	struct eth_arp_entry *last;             /* one-entry lookup cache */
+	struct eth_arp_queued q[ETH_ARP_QUEUE]; /* oldest first */
+	unsigned q_len;
 };
 
 struct eth_stack {
@@ -198,11 +211,8 @@ struct eth_stack {
 	unsigned n_listeners;	   /* slots used (open or draining) */
 
 	/* neighbours */
-	struct eth_arp_entry arp[ETH_ARP_SLOTS];
-	struct eth_arp_entry *arp_last; /* one-entry lookup cache */
-	struct eth_siphash_key arp_key;	/* slot hash: a remote peer cannot aim at one slot */
-	struct eth_arp_queued arp_q[ETH_ARP_QUEUE]; /* oldest first */
-	unsigned arp_q_len;
+	struct eth_nbr_cache arp, nd;   /* IPv4 (ARP), IPv6 (neighbour discovery) */
+	struct eth_siphash_key arp_key; /* slot hash: a remote peer cannot aim at one slot */
 
 	/* steering: to[i] carries frames from us to worker i, from[i] from worker i to us */
 	struct rte_ring *to[ETH_MAX_WORKERS];

@@ -1,8 +1,9 @@
 /* Internal interfaces between the engine's files (eth_side only).
  *
  *   stack.c     instance life, receive demux and steering, transmit queue, event dispatch, the poll
- *   arp.c       neighbour cache, requests with a pending queue, replies, gratuitous ARP
+ *   arp.c       neighbour caches (ARP and IPv6's), requests with a pending queue, replies, gratuitous ARP
  *   ipv4.c      IPv4 validation and output routing; ICMP echo
+ *   ipv6.c      IPv6 validation, extension headers and output routing; ICMPv6 echo, neighbour discovery
  *   tcp_conn.c  connection blocks, table, listeners, connect, the stream ops, state bookkeeping
  *   tcp_in.c    segment arrival (RFC 9293 3.10.7 with RFC 5961, 7323, 2018, 5681, 6582), SYN cookies
  *   syncookie.c the cookies themselves (pure: encoding and checking)
@@ -15,6 +16,7 @@
 #define ETH_ENGINE_H
 
 #include <rte_ip.h>
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
@@ -52,7 +54,10 @@ static inline unsigned eth_tx_room(const struct eth_stack *st)
 {
 	return ETH_TXQ_SIZE - st->n_tx;
 }
-uint64_t eth_flow_hash(const struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport);
+/* The keyed hash of a flow from RADDR (either family, IPv4 mapped: one code path) and its ports: it
+ * picks the owning worker and the table bucket, the same on every worker. */
+uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                       uint16_t lport);
 static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 {
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
@@ -80,8 +85,17 @@ bool eth_exc_punt_l3(struct eth_stack *st, struct rte_mbuf *m);
 
 /* arp.c */
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
-/* Sends M (starting at the IP header) to the neighbour NEXTHOP, resolving it first if needed. */
+/* Sends M (starting at the IP header) to the neighbour NEXTHOP (IPv4 or IPv6: the family's cache),
+ * resolving it first if needed. */
+void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop);
 void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop);
+/* Neighbour discovery feeding the IPv6 cache (ipv6.c calls them with checked messages): a
+ * solicitation to us from on-link SRC with its link-layer address SLL makes or refreshes SRC's entry;
+ * an advertisement of TARGET updates an existing entry only (RFC 4861 7.2.5; TLL may be NULL).
+ * The latter returns false for an unsolicited claim on the pinned gateway6 (ignored: an error). */
+void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll);
+bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint8_t *tll, bool solicited,
+                         bool override);
 void eth_arp_tick(struct eth_stack *st);
 void eth_arp_announce(struct eth_stack *st);
 /* Gratuitous ARP for ADDR, one of ours (an address the kernel TAP gained). */
@@ -94,10 +108,34 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
-/* IPv6 (ipv6.c): M starts at its Ethernet header. */
+/* IPv6 (ipv6.c): M starts at its Ethernet header. LEARN_ONLY: a neighbour discovery message cloned
+ * from the worker that received it (stack.c): only the neighbour cache takes it, nothing is answered
+ * or counted. */
 #define ETH_IP6_MAX_EXT 8 /* extension headers one packet may carry before its payload */
 void eth_ipv6_init(struct eth_stack *st);
-void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m);
+void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
+/* Walks the extension-header chain of the IPv6 payload P (PLEN bytes, first header NH) as input
+ * does: returns 0 with *NH the upper-layer protocol at *OFF, or -1 (a chain input drops). */
+int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nh, uint32_t *off);
+/* Whether the IPv6 frame M (at its Ethernet header, one buffer) is a neighbour solicitation or
+ * advertisement every worker's cache should see. */
+bool eth_ipv6_is_nd(const struct rte_mbuf *m);
+/* The neighbour carrying traffic to DST: on-link (link-local or address6's prefix) DST itself, else
+ * [eth] gateway6. False: no route (no IPv6, or off-link without gateway6). */
+bool eth_ipv6_nexthop(const struct eth_stack *st, const struct xlt_ip *dst, struct xlt_ip *nh);
+/* Our source address for DST: the link-local one for a link-local DST, else address6. */
+void eth_ipv6_src_for(const struct eth_stack *st, const struct xlt_ip *dst, struct xlt_ip *src);
+/* Whether A is one of our unicast IPv6 addresses (address6, the link-local). */
+bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a);
+/* Fills the IPv6 header IP for PAYLOAD bytes of PROTO from SRC to DST, hop limit 64, FLOW the label. */
+void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const struct xlt_ip *dst, uint8_t proto,
+                   uint16_t payload, uint32_t flow);
+/* A neighbour solicitation for TARGET: to its solicited-node group, or (DMAC not NULL) unicast to
+ * DMAC (a re-check of a known neighbour). */
+void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *dmac);
+/* Routes the IP packet M (either family, at its IP header) to DST's next hop; no route: dropped and
+ * counted (ip_no_route). */
+void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst);
 bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac);
 void eth_ipv6_announce(struct eth_stack *st);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
@@ -112,7 +150,8 @@ void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t s
 /* tcp_conn.c */
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
 void eth_tcb_free(struct eth_tcb *t);
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport, uint64_t h);
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                               uint16_t lport, uint64_t h);
 void eth_tcb_hash(struct eth_tcb *t, uint64_t h);
 void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s);
 /* Leaves the table and the timers, state CLOSED (the stream is untouched). */
@@ -131,16 +170,23 @@ uint32_t eth_listener_share(const struct eth_stack *st);
 bool eth_listener_pressed(const struct eth_stack *st, const struct eth_listener *l);
 /* How many times the SYN-ACK of half-open T is sent again before T is given up. */
 unsigned eth_tcp_synack_retries(const struct eth_tcb *t);
-uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport);
+/* RFC 6528 over the full addresses of either family and the ports. */
+uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr,
+                     uint16_t rport, uint16_t lport);
 /* What a connection with RADDR:RPORT adds to our clock in its TSval (a cookie SYN-ACK too). */
-uint32_t eth_tcp_ts_offset(const struct eth_stack *st, uint32_t raddr, uint16_t rport);
+uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport);
 uint8_t eth_tcp_wscale_for(uint32_t rbuf);
 void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p);
 void eth_tcb_set_mss(struct eth_tcb *t);
 extern const struct xlt_stream_ops eth_tcp_stream_ops;
 
 /* tcp_in.c */
+/* A TCP segment over IPv4 (M at its IP header, checked) ... */
 void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip);
+/* ... or over IPv6: M at its IPv6 header IP, the TCP header L4OFF bytes into M (past the extension
+ * headers), TLEN bytes of TCP; for address6 or the link-local only. */
+void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip, uint32_t l4off,
+                    uint32_t tlen);
 /* The out-of-order deadline (t_ooo) passed: drops T's out-of-order data if its hole is still open. */
 void eth_tcp_ooo_expire(struct eth_tcb *t);
 
@@ -149,9 +195,25 @@ void eth_tcp_ooo_expire(struct eth_tcb *t);
 void eth_tcp_output(struct eth_tcb *t);
 /* One segment of T: SEQ, LEN payload bytes from the send queue, FLAGS (RTE_TCP_*_FLAG). */
 int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags);
-/* A RST answering a segment that has no connection (RFC 9293 3.10.7.1). */
-void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, const struct rte_tcp_hdr *th,
-			 uint32_t seg_len);
+/* A RST answering a segment from SRC to DST (one of ours) that has no connection (RFC 9293 3.10.7.1). */
+void eth_tcp_reset_reply(struct eth_stack *st, const struct xlt_ip *src, const struct xlt_ip *dst,
+                         const struct rte_tcp_hdr *th, uint32_t seg_len);
+/* Bytes of the IP header of a segment over IPv6 (V6) or IPv4. */
+static inline unsigned eth_ip_hlen(bool v6)
+{
+	return v6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
+}
+/* The MSS we announce over IPv6 or IPv4: the link MTU less both headers. */
+static inline uint16_t eth_tcp_mss_for(const struct eth_stack *st, bool v6)
+{
+	return (uint16_t)(st->c.mtu - eth_ip_hlen(v6) - sizeof(struct rte_tcp_hdr));
+}
+/* Fills the IP header at the start of M, in front of the TCP header TH of a segment of TCPLEN bytes
+ * (header included) from LADDR to RADDR, and the TCP checksum: in software, or the pseudo-header
+ * sum for the device (with TSO: TSO_SEGSZ, else 0). FLOW: the IPv6 flow label. */
+void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
+                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
+                    uint16_t tso_segsz);
 /* Payload bytes one segment may carry now (the MSS less the SACK blocks that go with it). */
 uint32_t eth_tcp_seg_max(const struct eth_tcb *t);
 void eth_tcp_send_rst(struct eth_tcb *t);
@@ -168,12 +230,6 @@ uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t);
 /* (Re)starts the retransmission timer from now. */
 void eth_tcp_rexmit_arm(struct eth_tcb *t);
 void eth_tcp_keepalive_reset(struct eth_tcb *t);
-
-/* The local address of T's segments. */
-static inline uint32_t eth_tcb_laddr(const struct eth_tcb *t)
-{
-	return t->laddr ? t->laddr : t->st->c.addr;
-}
 
 static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)
 {

@@ -15,10 +15,13 @@
  * messages are checked as RFC 4861 7.1.1 / 7.1.2 say (hop limit 255, code 0, lengths, options,
  * no source link-layer option from the unspecified address).
  *
- * Replies go back to the Ethernet source of the request (the neighbour that handed it to us), so
- * answering needs no neighbour cache; TCP over IPv6 is not served yet: such segments are counted
- * (ip6_unsupported) and dropped. Every worker answers what it receives: these messages carry no
- * per-flow state, so they are not steered. */
+ * Replies to echo and solicitations go back to the Ethernet source of the request (the neighbour
+ * that handed it to us). TCP segments for address6 or the link-local (not for one of our multicast
+ * groups: ip6_tcp_refused) go to the TCP engine, the same as IPv4's, behind the extension headers;
+ * its segments leave through the IPv6 neighbour cache (arp.c), which this file feeds from neighbour
+ * discovery and whose solicitations it sends (eth_nd_solicit). Every worker answers the echo and
+ * neighbour discovery it receives; solicitations and advertisements are also cloned to the other
+ * workers (stack.c), whose caches learn from them, and TCP is steered to its flow's owner. */
 #include <string.h>
 
 #include <rte_ether.h>
@@ -100,6 +103,78 @@ void eth_ipv6_init(struct eth_stack *st)
 static bool ours(const struct eth_stack *st, const uint8_t *a)
 {
 	return !memcmp(a, st->c.addr6, 16) || !memcmp(a, st->ll6, 16);
+}
+
+bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a)
+{
+	return st->c.prefix6 && ours(st, a);
+}
+
+static bool link_local(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* Is A on our link: link-local, or in address6's prefix? */
+static bool on_link(const struct eth_stack *st, const uint8_t *a)
+{
+	unsigned full = st->c.prefix6 / 8, rest = st->c.prefix6 % 8;
+
+	if (link_local(a))
+		return true;
+	if (memcmp(a, st->c.addr6, full))
+		return false;
+	return rest == 0 || ((a[full] ^ st->c.addr6[full]) & (uint8_t)(0xff00 >> rest)) == 0;
+}
+
+bool eth_ipv6_nexthop(const struct eth_stack *st, const struct xlt_ip *dst, struct xlt_ip *nh)
+{
+	static const uint8_t zero[16];
+
+	if (!st->c.prefix6)
+		return false;
+	if (on_link(st, dst->b)) {
+		*nh = *dst;
+		return true;
+	}
+	if (!memcmp(st->c.gateway6, zero, 16))
+		return false;
+	memcpy(nh->b, st->c.gateway6, 16);
+	return true;
+}
+
+void eth_ipv6_src_for(const struct eth_stack *st, const struct xlt_ip *dst, struct xlt_ip *src)
+{
+	memcpy(src->b, link_local(dst->b) ? st->ll6 : st->c.addr6, 16);
+}
+
+void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const struct xlt_ip *dst, uint8_t proto,
+                   uint16_t payload, uint32_t flow)
+{
+	ip->vtc_flow = rte_cpu_to_be_32(6u << 28 | (flow & 0xfffffu));
+	ip->payload_len = rte_cpu_to_be_16(payload);
+	ip->proto = proto;
+	ip->hop_limits = 64;
+	memcpy(ip->src_addr, src->b, 16);
+	memcpy(ip->dst_addr, dst->b, 16);
+}
+
+void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst)
+{
+	struct xlt_ip nh;
+
+	if (xlt_ip_is_v4(dst)) {
+		nh = xlt_ip_v4(eth_ipv4_nexthop(st, xlt_ip_to_v4(dst)));
+		if (xlt_ip_to_v4(&nh))
+			goto send;
+	} else if (eth_ipv6_nexthop(st, dst, &nh)) {
+		goto send;
+	}
+	ETH_INC(st, ip_no_route);
+	rte_pktmbuf_free(m);
+	return;
+send:
+	eth_nbr_output(st, m, &nh);
 }
 
 /* Does a packet to A reach us (our unicast, their solicited-node groups, all-nodes)? */
@@ -192,6 +267,33 @@ static void send_na(struct eth_stack *st, const uint8_t *dmac, const uint8_t *ds
 	icmp6_send(st, dmac, target, dst, &na, sizeof(na), 255);
 }
 
+void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *dmac)
+{
+	struct {
+		struct nd_msg nd;
+		uint8_t opt[8];
+	} __attribute__((packed)) ns = {
+	    .nd.h = {.type = ND_NEIGHBOR_SOLICIT},
+	    .opt = {ND_OPT_SOURCE_LLADDR, 1},
+	};
+	uint8_t dst[16], snm_mac[6] = {0x33, 0x33};
+	struct xlt_ip t, src;
+
+	memcpy(t.b, target, 16);
+	eth_ipv6_src_for(st, &t, &src);
+	memcpy(ns.nd.target, target, 16);
+	memcpy(ns.opt + 2, st->c.mac, 6);
+	if (dmac) {
+		memcpy(dst, target, 16); /* a re-check: unicast (RFC 4861 7.3.3, PROBE) */
+	} else {
+		solicited_node(target, dst);
+		memcpy(snm_mac + 2, dst + 12, 4);
+		dmac = snm_mac;
+	}
+	ETH_INC(st, nd_ns_out);
+	icmp6_send(st, dmac, src.b, dst, &ns, sizeof(ns), 255);
+}
+
 void eth_ipv6_announce(struct eth_stack *st)
 {
 	/* RFC 4861 7.2.6: an unsolicited advertisement to all-nodes, so neighbours that had us (or a
@@ -217,13 +319,15 @@ static int nd_options(const uint8_t *p, uint32_t len, uint8_t want, const uint8_
 	return 0;
 }
 
+/* LO: learn only (a clone from another worker: it answered and counted). */
 static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, const struct rte_ipv6_hdr *ip,
-                       const struct nd_msg *ns, uint32_t len)
+                       const struct nd_msg *ns, uint32_t len, bool lo)
 {
 	const uint8_t *sll;
 	bool dad = is_unspecified(ip->src_addr);
 
-	ETH_INC(st, nd_ns_in);
+	if (!lo)
+		ETH_INC(st, nd_ns_in);
 	if (len < sizeof(*ns) || ns->target[0] == 0xff ||
 	    nd_options((const uint8_t *)(ns + 1), len - (uint32_t)sizeof(*ns), ND_OPT_SOURCE_LLADDR, &sll))
 		goto bad;
@@ -233,6 +337,12 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 		goto bad;
 	if (!ours(st, ns->target))
 		return; /* someone else's: not ours to answer */
+	/* the solicitor's address, as RFC 4861 7.2.3 says: it is about to talk to us (an on-link
+	 * source only; nothing from a duplicate address probe) */
+	if (!dad && sll && on_link(st, ip->src_addr) && !(sll[0] & 1) && memcmp(sll, st->c.mac, 6))
+		eth_nd_learn_solicit(st, ip->src_addr, sll);
+	if (lo)
+		return;
 	if (dad) {
 		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all */
 		ETH_INC(st, nd_dad_defended);
@@ -243,40 +353,57 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	send_na(st, sll ? sll : eh->src_addr.addr_bytes, ip->src_addr, ns->target, true);
 	return;
 bad:
-	ETH_INC(st, nd_errors);
+	if (!lo)
+		ETH_INC(st, nd_errors);
 }
 
 static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const struct nd_msg *na,
-                      uint32_t len)
+                      uint32_t len, bool lo)
 {
+	uint8_t flags = (uint8_t)(rte_be_to_cpu_32(na->h.word) >> 24);
 	const uint8_t *tll;
 
-	ETH_INC(st, nd_na_in);
+	if (!lo)
+		ETH_INC(st, nd_na_in);
 	if (len < sizeof(*na) || na->target[0] == 0xff ||
 	    nd_options((const uint8_t *)(na + 1), len - (uint32_t)sizeof(*na), ND_OPT_TARGET_LLADDR, &tll) ||
-	    (ip->dst_addr[0] == 0xff && (rte_be_to_cpu_32(na->h.word) >> 24) & NA_FLAG_SOLICITED)) {
-		ETH_INC(st, nd_errors);
+	    (ip->dst_addr[0] == 0xff && (flags & NA_FLAG_SOLICITED))) {
+		if (!lo)
+			ETH_INC(st, nd_errors);
 		return;
 	}
-	if (ours(st, na->target) && !(tll && !memcmp(tll, st->c.mac, 6)))
-		ETH_INC(st, nd_conflicts); /* another node claims one of our addresses */
-	/* (no neighbour cache yet: replies go to the requests' Ethernet sources) */
+	if (ours(st, na->target)) {
+		if (!(tll && !memcmp(tll, st->c.mac, 6)) && !lo)
+			ETH_INC(st, nd_conflicts); /* another node claims one of our addresses */
+		return;
+	}
+	if (tll && ((tll[0] & 1) || !memcmp(tll, st->c.mac, 6))) {
+		if (!lo)
+			ETH_INC(st, nd_errors); /* a multicast or our own MAC for a neighbour */
+		return;
+	}
+	/* updates an entry we have (7.2.5); an unsolicited claim on gateway6 is not taken */
+	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE) &&
+	    !lo)
+		ETH_INC(st, nd_errors);
 }
 
 static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv6_hdr *ip, uint8_t *l4,
-                        uint32_t len)
+                        uint32_t len, bool lo)
 {
 	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	struct icmp6 *ic = (struct icmp6 *)l4;
 
-	ETH_INC(st, icmp6_in);
+	if (!lo)
+		ETH_INC(st, icmp6_in);
 	if (len < sizeof(*ic) || cksum6(ip, ic, len) != 0) {
-		ETH_INC(st, icmp6_errors);
+		if (!lo)
+			ETH_INC(st, icmp6_errors);
 		goto drop;
 	}
 	switch (ic->type) {
 	case ICMP6_ECHO_REQUEST:
-		if (ic->code != 0 || !ours(st, ip->dst_addr))
+		if (lo || ic->code != 0 || !ours(st, ip->dst_addr))
 			goto drop; /* (echo to a multicast group: not answered, as a gateway need not) */
 		ic->type = ICMP6_ECHO_REPLY;
 		ETH_INC(st, icmp6_echo_replies);
@@ -286,13 +413,14 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 	case ND_NEIGHBOR_ADVERT:
 		/* a hop limit of 255 proves the message was not forwarded by a router (RFC 4861 7.1) */
 		if (ip->hop_limits != 255 || ic->code != 0) {
-			ETH_INC(st, nd_errors);
+			if (!lo)
+				ETH_INC(st, nd_errors);
 			goto drop;
 		}
 		if (ic->type == ND_NEIGHBOR_SOLICIT)
-			nd_solicit(st, eh, ip, (const struct nd_msg *)ic, len);
+			nd_solicit(st, eh, ip, (const struct nd_msg *)ic, len, lo);
 		else
-			nd_advert(st, ip, (const struct nd_msg *)ic, len);
+			nd_advert(st, ip, (const struct nd_msg *)ic, len, lo);
 		break;
 	default:
 		break; /* errors, router discovery, MLD: nothing we act on */
@@ -301,24 +429,74 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
+int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nhp, uint32_t *offp)
+{
+	uint32_t off = 0, ext = 0, hlen;
+	uint8_t nh = *nhp;
+
+	for (;;) {
+		switch (nh) {
+		case IP6_HOPOPTS:
+			if (ext)
+				return -1; /* only right after the IPv6 header (RFC 8200 4.3) */
+			                   /* fallthrough */
+		case IP6_DSTOPTS:
+		case IP6_ROUTING:
+			if (++ext > ETH_IP6_MAX_EXT || plen - off < 8)
+				return -1;
+			hlen = (p[off + 1] + 1u) * 8;
+			if (hlen > plen - off)
+				return -1;
+			if (nh == IP6_ROUTING && p[off + 3] != 0) {
+				*nhp = IP6_ROUTING; /* segments left: the caller drops it */
+				*offp = off;
+				return 0;
+			}
+			/* (options are skipped whatever their type: nothing here needs one, and the
+			 * "discard if unknown" codes only ask for what we do anyway, or for an ICMP error
+			 * we choose not to send to a peer that built such a packet) */
+			nh = p[off];
+			off += hlen;
+			continue;
+		default:
+			*nhp = nh;
+			*offp = off;
+			return 0;
+		}
+	}
+}
+
+bool eth_ipv6_is_nd(const struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	uint8_t type;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(struct icmp6) ||
+	    ip->proto != IPPROTO_ICMPV6)
+		return false;
+	type = *((const uint8_t *)(ip + 1));
+	return type == ND_NEIGHBOR_SOLICIT || type == ND_NEIGHBOR_ADVERT;
+}
+
 /* M starts at the Ethernet header (kept: replies go back to its source). */
-void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m)
+void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 {
 	struct rte_ipv6_hdr *ip;
-	uint32_t plen, off, ext = 0;
+	uint32_t plen, off, head;
 	uint8_t nh, *p;
 
-	ETH_INC(st, ip6_in);
 	if (!st->c.prefix6) {
 		ETH_INC(st, ip6_not_for_us);
 		goto drop;
 	}
-	if (m->nb_segs > 1 || m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
-		goto hdr_err; /* (what we serve never comes merged: its checks read one buffer) */
+	/* the headers lie in the first buffer; a chain (merged TCP segments) is for TCP only */
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		goto hdr_err;
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	plen = rte_be_to_cpu_16(ip->payload_len);
 	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
-	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len)
+	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
 		goto hdr_err;
 	if (ip->src_addr[0] == 0xff || ours(st, ip->src_addr)) {
 		ETH_INC(st, ip6_martians);
@@ -328,49 +506,41 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m)
 		ETH_INC(st, ip6_not_for_us);
 		goto drop;
 	}
-	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen))); /* padding */
+	if (m->pkt_len > RTE_ETHER_HDR_LEN + sizeof(*ip) + plen) {
+		if (m->nb_segs > 1)
+			goto hdr_err; /* a chain (LRO) is never padded */
+		rte_pktmbuf_trim(
+		    m, (uint16_t)(m->pkt_len - (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen))); /* padding */
+	}
 	p = (uint8_t *)(ip + 1);
+	head =
+	    m->data_len - (uint32_t)(RTE_ETHER_HDR_LEN + sizeof(*ip)); /* payload bytes in the first buffer */
 	nh = ip->proto;
-	off = 0;
-	for (;;) {
-		uint32_t hlen;
-		switch (nh) {
-		case IP6_HOPOPTS:
-			if (ext)
-				goto hdr_err; /* only right after the IPv6 header (RFC 8200 4.3) */
-			                      /* fallthrough */
-		case IP6_DSTOPTS:
-		case IP6_ROUTING:
-			if (++ext > ETH_IP6_MAX_EXT || plen - off < 8)
-				goto hdr_err;
-			hlen = (p[off + 1] + 1u) * 8;
-			if (hlen > plen - off)
-				goto hdr_err;
-			if (nh == IP6_ROUTING && p[off + 3] != 0) {
-				ETH_INC(st, ip6_ext_dropped); /* segments left: we are no router */
-				goto drop;
-			}
-			/* (options are skipped whatever their type: nothing here needs one, and the
-			 * "discard if unknown" codes only ask for what we do anyway, or for an ICMP error
-			 * we choose not to send to a peer that built such a packet) */
-			nh = p[off];
-			off += hlen;
-			continue;
-		case IP6_FRAGMENT:
-			ETH_INC(st, ip6_ext_dropped); /* no reassembly */
-			goto drop;
-		case IPPROTO_ICMPV6:
-			icmp6_input(st, m, ip, p + off, plen - off);
-			return;
-		case IPPROTO_TCP:
-			ETH_INC(st, ip6_unsupported);
-			goto drop;
-		case IP6_NONE:
-			goto drop;
-		default:
-			ETH_INC(st, ip6_unknown_proto);
+	if (eth_ipv6_walk(p, head < plen ? head : plen, &nh, &off))
+		goto hdr_err;
+	switch (nh) {
+	case IP6_ROUTING:
+	case IP6_FRAGMENT:
+		ETH_INC(st, ip6_ext_dropped); /* segments left (we are no router), or no reassembly */
+		goto drop;
+	case IPPROTO_ICMPV6:
+		if (m->nb_segs > 1)
+			goto hdr_err; /* never merged: its checks read one buffer */
+		icmp6_input(st, m, ip, p + off, plen - off, learn_only);
+		return;
+	case IPPROTO_TCP:
+		if (!ours(st, ip->dst_addr)) {
+			ETH_INC(st, ip6_tcp_refused); /* to a multicast group of ours */
 			goto drop;
 		}
+		rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
+		eth_tcp_input6(st, m, ip, (uint32_t)sizeof(*ip) + off, plen - off);
+		return;
+	case IP6_NONE:
+		goto drop;
+	default:
+		ETH_INC(st, ip6_unknown_proto);
+		goto drop;
 	}
 hdr_err:
 	ETH_INC(st, ip6_header_errors);

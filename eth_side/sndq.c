@@ -297,9 +297,9 @@ int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32
 	return 0;
 }
 
-uint16_t eth_sndq_cksum(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip, uint32_t l4_off)
+uint16_t eth_sndq_cksum(const struct rte_mbuf *m, uint32_t phdr, uint32_t l4_off)
 {
-	uint64_t sum = rte_ipv4_phdr_cksum(ip, 0);
+	uint64_t sum = phdr;
 	bool odd = false;
 	uint16_t ck;
 

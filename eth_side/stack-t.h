@@ -114,13 +114,18 @@ struct eth_stack_stats {
 	uint64_t ip6_martians;	    /* multicast or our own source */
 	uint64_t ip6_ext_dropped;   /* fragments, routing headers with segments left */
 	uint64_t ip6_unknown_proto;
-	uint64_t ip6_unsupported;   /* TCP over IPv6: not served yet */
+	uint64_t ip6_tcp_refused;   /* TCP over IPv6 to one of our multicast groups, not a unicast address */
 	uint64_t icmp6_in;
 	uint64_t icmp6_errors;	    /* short or bad checksum */
 	uint64_t icmp6_echo_replies;
 	uint64_t nd_ns_in;
 	uint64_t nd_na_in;
 	uint64_t nd_na_out;
+	uint64_t nd_ns_out;	    /* solicitations for neighbours we send to */
+	uint64_t nd_unresolved;	    /* as arp_unresolved, for IPv6 neighbours */
+	uint64_t nd_entries;	    /* gauge */
+	uint64_t nd_queue_drops;
+	uint64_t nd_queued;	    /* gauge */
 	uint64_t nd_errors;	    /* neighbour discovery messages that fail RFC 4861's checks */
 	uint64_t nd_conflicts;	    /* advertisements of one of our addresses by another node */
 	uint64_t nd_dad_defended;   /* duplicate address probes for one of our addresses, answered */

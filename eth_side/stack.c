@@ -5,9 +5,11 @@
  * produce its segments, hand the frames to the device, and only then free the connections that were
  * released (so no list still points at them).
  *
- * Steering: a TCP frame belongs to the worker picked by the keyed flow hash; one landing elsewhere
- * crosses an SPSC ring to its owner untouched. ARP is learnt by every worker (each keeps its own
- * neighbour cache), so ARP frames are cloned to the others, which only learn from them. */
+ * Steering: a TCP frame of either family belongs to the worker picked by the keyed flow hash (over
+ * the remote address, IPv4 mapped, and the ports: the same on every worker); one landing elsewhere
+ * crosses an SPSC ring to its owner untouched. ARP and IPv6 neighbour discovery are learnt by every
+ * worker (each keeps its own neighbour caches), so those frames are cloned to the others, which only
+ * learn from them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +62,18 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"ip6_martians_total", XLT_COUNTER, ST(ip6_martians), "IPv6 packets from a multicast source or from our own address", NULL},
 	{"ip6_extension_drops_total", XLT_COUNTER, ST(ip6_ext_dropped), "IPv6 fragments and routing headers with segments left, dropped", NULL},
 	{"ip6_unknown_protocol_total", XLT_COUNTER, ST(ip6_unknown_proto), "IPv6 packets of a protocol we do not serve", NULL},
-	{"ip6_unsupported_total", XLT_COUNTER, ST(ip6_unsupported), "TCP segments over IPv6 (not served yet), dropped", NULL},
+	{"ip6_tcp_refused_total", XLT_COUNTER, ST(ip6_tcp_refused), "TCP segments over IPv6 to one of our multicast groups (not a unicast address of ours), dropped", NULL},
 	{"icmp6_in_total", XLT_COUNTER, ST(icmp6_in), "ICMPv6 messages received", NULL},
 	{"icmp6_errors_total", XLT_COUNTER, ST(icmp6_errors), "malformed ICMPv6 messages (short, bad checksum)", NULL},
 	{"icmp6_echo_replies_total", XLT_COUNTER, ST(icmp6_echo_replies), "ICMPv6 echo replies sent", NULL},
-	{"nd_messages_total", XLT_COUNTER, ST(nd_ns_in), "neighbour discovery messages", "type=solicitation,dir=in"},
-	{"nd_messages_total", XLT_COUNTER, ST(nd_na_in), "neighbour discovery messages", "type=advertisement,dir=in"},
-	{"nd_messages_total", XLT_COUNTER, ST(nd_na_out), "neighbour discovery messages", "type=advertisement,dir=out"},
+	{"nd_solicitations_total", XLT_COUNTER, ST(nd_ns_in), "IPv6 neighbour solicitations", "dir=in"},
+	{"nd_solicitations_total", XLT_COUNTER, ST(nd_ns_out), "IPv6 neighbour solicitations", "dir=out"},
+	{"nd_advertisements_total", XLT_COUNTER, ST(nd_na_in), "IPv6 neighbour advertisements", "dir=in"},
+	{"nd_advertisements_total", XLT_COUNTER, ST(nd_na_out), "IPv6 neighbour advertisements", "dir=out"},
+	{"nd_unresolved_drops_total", XLT_COUNTER, ST(nd_unresolved), "packets dropped waiting for an unanswered IPv6 neighbour", NULL},
+	{"nd_entries", XLT_GAUGE, ST(nd_entries), "IPv6 neighbour cache entries", NULL},
+	{"nd_queue_drops_total", XLT_COUNTER, ST(nd_queue_drops), "packets dropped, oldest first, because the worker's queue of packets awaiting IPv6 neighbour resolution was full", NULL},
+	{"nd_queued", XLT_GAUGE, ST(nd_queued), "packets waiting for IPv6 neighbour resolution", NULL},
 	{"nd_errors_total", XLT_COUNTER, ST(nd_errors), "neighbour discovery messages failing RFC 4861's checks", NULL},
 	{"nd_conflicts_total", XLT_COUNTER, ST(nd_conflicts), "advertisements of one of our IPv6 addresses by another node", NULL},
 	{"nd_dad_defended_total", XLT_COUNTER, ST(nd_dad_defended), "duplicate address probes for one of our IPv6 addresses, answered", NULL},
@@ -160,6 +167,7 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->arp_key.k1 = rnd[4];
 	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;
 	st->garp_pending = c->worker == 0;
+	st->nd.v6 = true;
 	eth_ipv6_init(st);
 	eth_twheel_init(&st->wheel, 0);
 	/* the configured buffers, plus what chunk rounding can add: up to two chunks per queue */
@@ -304,16 +312,26 @@ static void tx_flush(struct eth_stack *st)
 		memmove(st->txq, st->txq + sent, st->n_tx * sizeof(st->txq[0]));
 }
 
-uint64_t eth_flow_hash(const struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport)
+uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t lport)
 {
-	return eth_siphash_3u32(&st->flow_key, raddr, (uint32_t)rport << 16 | lport, st->c.addr);
+	uint8_t w[sizeof(raddr->b) + 4];
+
+	memcpy(w, raddr->b, sizeof(raddr->b));
+	w[16] = (uint8_t)(rport >> 8);
+	w[17] = (uint8_t)rport;
+	w[18] = (uint8_t)(lport >> 8);
+	w[19] = (uint8_t)lport;
+	return eth_siphash(&st->flow_key, w, sizeof(w));
 }
+
+static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m);
 
 /* The worker owning the frame's flow (ours for anything that is not a plain TCP packet). */
 static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
 	const struct rte_tcp_hdr *th;
+	struct xlt_ip src;
 	unsigned ihl;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) || ip->next_proto_id != IPPROTO_TCP)
@@ -323,8 +341,48 @@ static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m
 	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK | RTE_IPV4_HDR_MF_FLAG)))
 		return st->c.worker;
 	th = (const struct rte_tcp_hdr *)((const uint8_t *)ip + ihl);
-	return eth_flow_owner(st, eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port),
+	src = xlt_ip_v4(ip->src_addr);
+	return eth_flow_owner(st, eth_flow_hash(st, &src, rte_be_to_cpu_16(th->src_port),
 						rte_be_to_cpu_16(th->dst_port)));
+}
+
+/* The same for an IPv6 frame: TCP behind the extension headers input skips. */
+static unsigned frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	const struct rte_tcp_hdr *th;
+	struct xlt_ip src;
+	uint32_t plen, off;
+	uint8_t nh;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		return st->c.worker;
+	plen = rte_be_to_cpu_16(ip->payload_len);
+	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len)
+		return st->c.worker; /* (a chain, or bad: the input drops it) */
+	nh = ip->proto;
+	if (eth_ipv6_walk((const uint8_t *)(ip + 1), plen, &nh, &off) || nh != IPPROTO_TCP || plen - off < 4)
+		return st->c.worker;
+	th = (const struct rte_tcp_hdr *)((const uint8_t *)(ip + 1) + off);
+	memcpy(src.b, ip->src_addr, 16);
+	return eth_flow_owner(st, eth_flow_hash(st, &src, rte_be_to_cpu_16(th->src_port),
+						rte_be_to_cpu_16(th->dst_port)));
+}
+
+/* Hands a copy of M (not steered: received here) to every other worker, which learns from it only. */
+static void clone_to_others(struct eth_stack *st, struct rte_mbuf *m)
+{
+	for (unsigned i = 0; i < st->c.n_workers; i++) {
+		struct rte_mbuf *c;
+		if (i == st->c.worker)
+			continue;
+		c = rte_pktmbuf_clone(m, st->c.pool);
+		if (c)
+			steer(st, i, c);
+		else
+			ETH_INC(st, nombuf);
+	}
 }
 
 static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m)
@@ -361,7 +419,24 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	}
 	type = rte_be_to_cpu_16(eh->ether_type);
 	if (type == RTE_ETHER_TYPE_IPV6) {
-		eth_ipv6_input(st, m); /* (stateless so far: answered by whichever worker got it) */
+		/* (counted where it came in: a steered frame is TCP for its owner, or a clone of
+		 * neighbour discovery) */
+		bool nd = st->c.prefix6 && eth_ipv6_is_nd(m);
+
+		if (!steered)
+			ETH_INC(st, ip6_in);
+		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {
+			unsigned owner;
+
+			if (nd) {
+				clone_to_others(st, m); /* every worker's neighbour cache learns */
+			} else if ((owner = frame_owner6(st, m)) != st->c.worker) {
+				steer(st, owner, m);
+				return;
+			}
+		}
+		/* (echo and the answers to neighbour discovery: by whichever worker got the request) */
+		eth_ipv6_input(st, m, steered && nd);
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
@@ -376,16 +451,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 				eth_exc_punt(st, c);
 		}
 		if (!steered && st->c.n_workers > 1)
-			for (unsigned i = 0; i < st->c.n_workers; i++) {
-				struct rte_mbuf *c;
-				if (i == st->c.worker)
-					continue;
-				c = rte_pktmbuf_clone(m, st->c.pool);
-				if (c)
-					steer(st, i, c);
-				else
-					ETH_INC(st, nombuf);
-			}
+			clone_to_others(st, m);
 		rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
 		eth_arp_input(st, m, steered);
 		return;

@@ -1,4 +1,5 @@
-/* The Ethernet side's TCP/IP engine: one instance per worker (ARP, IPv4, ICMP echo, TCP).
+/* The Ethernet side's TCP/IP engine: one instance per worker (ARP, IPv4, ICMP echo, IPv6 with neighbour
+ * discovery and ICMPv6 echo, TCP over both families).
  *
  * An instance owns its port queue pair, its connection table, its timer wheel and its buffer pool;
  * only its worker touches it, so nothing is locked. Flows are steered by a keyed hash of the remote
@@ -14,6 +15,7 @@
 
 #include "local-t.h"
 #include "stack-t.h"
+#include "../translate/ip-t.h"
 
 /* Creates an instance from C (copied). Control thread, after rte_eal_init. Returns NULL with errno. */
 struct eth_stack *eth_stack_create(const struct eth_stack_conf *c);
@@ -79,11 +81,13 @@ int eth_tcp_unlisten(struct eth_stack *st, uint16_t port);
 /* Closes every listener (drain). */
 void eth_tcp_unlisten_all(struct eth_stack *st);
 
-/* Active open to ADDR (network order):PORT. Returns a CONNECTING stream whose on_connected or
- * on_closed(-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH) fires later, or NULL with *ERR set (-ENOMEM:
- * no connection block, -EADDRNOTAVAIL: no local port, -EHOSTUNREACH: no route). */
-struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t port,
-				   const struct eth_tcp_params *p, int *err);
+/* Active open to ADDR:PORT, IPv4 (held mapped) or IPv6 (from address6, or the link-local address for a
+ * link-local ADDR). Returns a CONNECTING stream whose on_connected or on_closed(-ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH) fires later, or NULL with *ERR set (-ENOMEM: no connection block,
+ * -EADDRNOTAVAIL: no local port, -EHOSTUNREACH: no route over IPv4, or an address we cannot reach
+ * (ours, multicast, unspecified), -ENETUNREACH: no IPv6 on the port, or off-link without gateway6). */
+struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
+                                   const struct eth_tcp_params *p, int *err);
 
 /* Refuses a connection handed to on_accept: resets it and frees it at once (no events follow). */
 void eth_tcp_reject(struct xlt_stream *s);

@@ -1,5 +1,6 @@
 /* SYN cookies: encoding and checking (design in syncookie.h). */
 #include <errno.h>
+#include <string.h>
 
 #include "syncookie.h"
 
@@ -20,15 +21,14 @@ static uint32_t mac(const struct eth_siphash_key *k, const struct eth_syncookie_
 {
 	/* a leading tag and a length of its own keep these hashes apart from the ISNs and flow hashes
 	 * made under the same key */
-	uint32_t w[8] = {0x636f6f6bu /* "cook" */,
-	                 f->raddr,
-	                 f->laddr,
-	                 (uint32_t)f->rport << 16 | f->lport,
-	                 f->peer_isn,
-	                 (uint32_t)slot,
-	                 (uint32_t)(slot >> 32),
-	                 fields | (uint32_t)ts_bits << 8 | (uint32_t)f->our_wscale << 16};
+	uint32_t w[14] = {0x636f6f6bu /* "cook" */};
+	uint32_t tail[5] = {(uint32_t)f->rport << 16 | f->lport, f->peer_isn, (uint32_t)slot,
+	                    (uint32_t)(slot >> 32),
+	                    fields | (uint32_t)ts_bits << 8 | (uint32_t)f->our_wscale << 16};
 
+	memcpy(&w[1], f->raddr.b, 16);
+	memcpy(&w[5], f->laddr.b, 16);
+	memcpy(&w[9], tail, sizeof(tail));
 	return (uint32_t)eth_siphash(k, w, sizeof(w));
 }
 

@@ -9,7 +9,8 @@
  *              is no room for them, so the SYN-ACK offers neither
  *   bit  4     the parity of the time slot (64 s) the cookie was made in: a cookie is valid in its
  *              slot and the next one, 64 to 128 s
- *   bits 5-31  a MAC: SipHash-2-4 under the worker's secret of the 4-tuple, the peer's ISN, the full
+ *   bits 5-31  a MAC: SipHash-2-4 under the worker's secret of the 4-tuple (full addresses of either
+ *              family), the peer's ISN, the full
  *              slot number, the fields above, the 6 option bits (with timestamps) and our own window
  *              scale (so a listener re-opened with another buffer size fails old cookies rather than
  *              scaling windows wrongly)
@@ -22,14 +23,15 @@
 #include <stdint.h>
 
 #include "siphash.h"
+#include "../translate/ip-t.h"
 
 #define ETH_SYNCOOKIE_SLOT_MS 64000u /* a cookie lives one to two slots */
 #define ETH_SYNCOOKIE_TS_BITS 6      /* low bits of our TSval that carry options */
 #define ETH_SYNCOOKIE_NO_WS   0xfu   /* in the TSval bits: the peer sent no window scale */
 
-/* The connection a cookie belongs to: addresses in network order, ports in host order. */
+/* The connection a cookie belongs to: addresses of either family (IPv4 mapped), ports in host order. */
 struct eth_syncookie_flow {
-	uint32_t raddr, laddr;
+	struct xlt_ip raddr, laddr;
 	uint16_t rport, lport;
 	uint32_t peer_isn;  /* the SYN's sequence number (the ACK's - 1) */
 	uint8_t our_wscale; /* the listener's window scale (whether the SYN-ACK offers it or not) */

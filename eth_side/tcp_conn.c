@@ -140,12 +140,13 @@ void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 	t->hashed = true;
 }
 
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport, uint64_t h)
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
+                               uint16_t lport, uint64_t h)
 {
 	struct eth_tcb *t = st->htab[(uint32_t)h & st->hmask];
 
 	for (; t; t = t->hnext)
-		if (t->raddr == raddr && t->rport == rport && t->lport == lport)
+		if (t->rport == rport && t->lport == lport && xlt_ip_eq(&t->raddr, raddr))
 			return t;
 	return NULL;
 }
@@ -405,17 +406,30 @@ unsigned eth_tcp_synack_retries(const struct eth_tcb *t)
 
 /* ---- connection set-up helpers ---- */
 
-uint32_t eth_tcp_isn(struct eth_stack *st, uint32_t raddr, uint16_t rport, uint16_t lport)
+uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const struct xlt_ip *laddr,
+                     uint16_t rport, uint16_t lport)
 {
-	/* RFC 6528: a 4 us clock plus a keyed hash of the connection's identity */
-	uint64_t f = eth_siphash_3u32(&st->isn_key, raddr, (uint32_t)rport << 16 | lport, st->c.addr);
+	/* RFC 6528: a 4 us clock plus a keyed hash of the connection's identity (the full addresses:
+	 * 36 bytes, a length no other hash under this key has) */
+	uint8_t w[36];
+	uint32_t ports = (uint32_t)rport << 16 | lport;
+	uint64_t f;
 
+	memcpy(w, raddr->b, 16);
+	memcpy(w + 16, laddr->b, 16);
+	memcpy(w + 32, &ports, 4);
+	f = eth_siphash(&st->isn_key, w, sizeof(w));
 	return (uint32_t)(st->now_ns / 4000) + (uint32_t)f;
 }
 
-uint32_t eth_tcp_ts_offset(const struct eth_stack *st, uint32_t raddr, uint16_t rport)
+uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport)
 {
-	return (uint32_t)eth_siphash_3u32(&st->isn_key, raddr, rport, 0x7473u);
+	uint8_t w[20];
+	uint32_t tag = (uint32_t)rport << 16 | 0x7473u;
+
+	memcpy(w, raddr->b, 16);
+	memcpy(w + 16, &tag, 4);
+	return (uint32_t)eth_siphash(&st->isn_key, w, sizeof(w));
 }
 
 uint8_t eth_tcp_wscale_for(uint32_t rbuf)
@@ -432,13 +446,13 @@ void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 	eth_bufq_init(&t->rbuf, p->rbuf_size);
 	eth_bufq_init(&t->sbuf, p->sbuf_size);
 	t->rto_ms = ETH_TCP_RTO_INIT_MS;
-	t->ts_offset = eth_tcp_ts_offset(t->st, t->raddr, t->rport);
+	t->ts_offset = eth_tcp_ts_offset(t->st, &t->raddr, t->rport);
 	t->last_rcv_ms = t->st->now_ms;
 }
 
 void eth_tcb_set_mss(struct eth_tcb *t)
 {
-	uint32_t mss = t->st->c.mtu - 40;
+	uint32_t mss = eth_tcp_mss_for(t->st, t->v6);
 
 	if (t->peer_mss && t->peer_mss < mss)
 		mss = t->peer_mss;
@@ -449,22 +463,49 @@ void eth_tcb_set_mss(struct eth_tcb *t)
 	t->mss = (uint16_t)mss;
 }
 
-struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t port,
-				   const struct eth_tcp_params *p, int *err)
+/* Checks destination ADDR of an active open and picks our address for it. Returns 0 or -errno. */
+static int connect_route(const struct eth_stack *st, const struct xlt_ip *addr, struct xlt_ip *laddr)
+{
+	struct xlt_ip nh;
+
+	if (xlt_ip_is_v4(addr)) {
+		uint32_t a = xlt_ip_to_v4(addr);
+
+		if (!a || a == st->c.addr || !eth_ipv4_nexthop(st, a))
+			return -EHOSTUNREACH;
+		*laddr = xlt_ip_v4(st->c.addr);
+		return 0;
+	}
+	if (!st->c.prefix6)
+		return -ENETUNREACH; /* no IPv6 on the port */
+	if (xlt_ip_is_any(addr) || addr->b[0] == 0xff || eth_ipv6_ours(st, addr->b))
+		return -EHOSTUNREACH; /* unspecified, multicast, or ourselves */
+	if (!eth_ipv6_nexthop(st, addr, &nh))
+		return -ENETUNREACH; /* off-link and no [eth] gateway6 */
+	eth_ipv6_src_for(st, addr, laddr);
+	return 0;
+}
+
+struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
+                                   const struct eth_tcp_params *p, int *err)
 {
 	struct eth_tcb *t;
+	struct xlt_ip laddr;
 	uint64_t h = 0;
 	uint16_t lport = 0;
+	int ret;
 
-	if (!addr || addr == st->c.addr || !port || !eth_ipv4_nexthop(st, addr)) {
+	ret = port ? connect_route(st, addr, &laddr) : -EHOSTUNREACH;
+	if (ret) {
 		ETH_INC(st, ip_no_route);
-		*err = -EHOSTUNREACH;
+		*err = ret;
 		return NULL;
 	}
 	for (unsigned i = 0; i < 28232; i++) {
 		uint16_t cand = st->next_port++;
 		if (st->next_port >= 61000 || st->next_port < 32768)
 			st->next_port = 32768;
+		/* a port whose flow hashes back to this worker: the peer's segments are steered here */
 		h = eth_flow_hash(st, addr, port, cand);
 		if (eth_flow_owner(st, h) != st->c.worker || eth_tcb_lookup(st, addr, port, cand, h))
 			continue;
@@ -480,17 +521,21 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, uint32_t addr, uint16_t
 		*err = -ENOMEM;
 		return NULL;
 	}
-	t->raddr = addr;
+	t->raddr = *addr;
+	t->laddr = laddr;
+	t->v6 = !xlt_ip_is_v4(addr);
 	t->rport = port;
 	t->lport = lport;
 	eth_tcb_init_params(t, p);
-	t->iss = eth_tcp_isn(st, addr, port, lport);
+	t->iss = eth_tcp_isn(st, addr, &laddr, port, lport);
 	t->snd_una = t->snd_nxt = t->snd_max = t->iss;
 	t->recover = t->iss;
 	t->rcv_wscale = eth_tcp_wscale_for(p->rbuf_size);
 	t->s.state = XLT_STREAM_CONNECTING;
-	t->s.peer_addr = xlt_ip_v4(addr);
+	t->s.peer_addr = *addr;
 	t->s.peer_port = port;
+	t->s.local_addr = laddr;
+	t->s.local_port = lport;
 	t->connect_deadline_ms = st->now_ms + (p->connect_timeout_ms ? p->connect_timeout_ms : 5000);
 	t->t_keep = t->connect_deadline_ms;
 	eth_tcb_set_state(t, ETH_TCP_SYN_SENT);

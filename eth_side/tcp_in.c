@@ -50,7 +50,8 @@ struct seg {
 	uint8_t flags;
 	const struct rte_mbuf *m;  /* the frame: its payload starts at byte moff of the packet (a chain */
 	uint32_t moff;		   /* of buffers after LRO, else one buffer) */
-	const struct rte_ipv4_hdr *ip;
+	struct xlt_ip src, dst;    /* the peer's address, ours (IPv4 mapped or IPv6) */
+	bool v6;
 	const struct rte_tcp_hdr *th;
 	struct eth_tcp_opts o;
 };
@@ -67,7 +68,7 @@ static uint32_t seg_space(const struct seg *sg)
 
 static void reply_rst(struct eth_stack *st, const struct seg *sg)
 {
-	eth_tcp_reset_reply(st, sg->ip, sg->th, seg_space(sg));
+	eth_tcp_reset_reply(st, &sg->src, &sg->dst, sg->th, seg_space(sg));
 }
 
 static void ack_later(struct eth_tcb *t)
@@ -151,8 +152,8 @@ static struct eth_syncookie_flow cookie_flow(const struct eth_stack *st, const s
 {
 	(void)st; /* the local address is the segment's: one of the instance's */
 	return (struct eth_syncookie_flow){
-	    .raddr = sg->ip->src_addr,
-	    .laddr = sg->ip->dst_addr,
+	    .raddr = sg->src,
+	    .laddr = sg->dst,
 	    .rport = rte_be_to_cpu_16(sg->th->src_port),
 	    .lport = rte_be_to_cpu_16(sg->th->dst_port),
 	    .peer_isn = peer_isn,
@@ -174,33 +175,27 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	uint8_t bits = eth_syncookie_ts_bits(sg->o.ws_ok, sg->o.wscale, sg->o.sack_ok), opts[40];
 	uint32_t cookie = eth_syncookie_make(&st->isn_key, &f, st->now_ms, sg->o.mss_ok ? sg->o.mss : 0, ts,
 					     bits);
-	uint32_t tsval = eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, f.raddr, f.rport),
-					     bits);
-	unsigned optlen, hlen;
-	struct rte_ipv4_hdr *ip;
+	uint32_t tsval =
+	    eth_syncookie_tsval((uint32_t)st->now_ms + eth_tcp_ts_offset(st, &f.raddr, f.rport), bits);
+	unsigned optlen, hlen, iph = eth_ip_hlen(sg->v6);
 	struct rte_tcp_hdr *th;
 	struct rte_mbuf *m;
-	uint32_t nh;
+	uint8_t *ip;
 
 	/* without timestamps nothing would bring window scaling or SACK back: offer neither */
-	optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), ts && sg->o.sack_ok, ts, tsval,
-				       sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
-	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
+	optlen = eth_tcp_opt_write_syn(opts, eth_tcp_mss_for(st, sg->v6), ts && sg->o.sack_ok, ts, tsval,
+	                               sg->o.tsval, ts && sg->o.ws_ok ? f.our_wscale : -1);
+	hlen = iph + (unsigned)sizeof(*th) + optlen;
 	l->cookie_ms = st->now_ms;
-	nh = eth_ipv4_nexthop(st, f.raddr);
-	if (!nh) {
-		ETH_INC(st, ip_no_route);
-		return;
-	}
 	m = eth_pkt_alloc(st);
 	if (!m)
 		return;
-	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
+	ip = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	if (!ip) {
 		rte_pktmbuf_free(m);
 		return;
 	}
-	th = (struct rte_tcp_hdr *)(ip + 1);
+	th = (struct rte_tcp_hdr *)(ip + iph);
 	th->src_port = sg->th->dst_port;
 	th->dst_port = sg->th->src_port;
 	th->sent_seq = rte_cpu_to_be_32(cookie);
@@ -211,21 +206,20 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	eth_ipv4_fill_src(st, ip, f.laddr, f.raddr, IPPROTO_TCP, (uint16_t)(sizeof(*th) + optlen));
-	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	eth_tcp_finish(st, m, th, &f.laddr, &f.raddr, (uint32_t)sizeof(*th) + optlen, 0, 0);
 	ETH_INC(st, tcp_segments_out);
 	ETH_INC(st, tcp_syncookies_sent);
-	eth_arp_output(st, m, nh);
+	eth_ip_send(st, m, &f.raddr);
 }
 
 /* Passive open, either way (a SYN, or a valid cookie's ACK): T, filled in, becomes a half-open
  * connection that lookups find. */
-static void half_open(struct eth_tcb *t, uint32_t laddr, uint64_t h)
+static void half_open(struct eth_tcb *t, const struct xlt_ip *laddr, uint64_t h)
 {
-	t->laddr = laddr;
-	t->s.peer_addr = xlt_ip_v4(t->raddr);
+	t->laddr = *laddr;
+	t->s.peer_addr = t->raddr;
 	t->s.peer_port = t->rport;
-	t->s.local_addr = xlt_ip_v4(laddr);
+	t->s.local_addr = *laddr;
 	t->s.local_port = t->lport;
 	eth_tcb_set_state(t, ETH_TCP_SYN_RCVD);
 	eth_tcb_hash(t, h);
@@ -251,14 +245,15 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 		cookie_reply(st, l, sg); /* share full, or no block left */
 		return;
 	}
-	t->raddr = sg->ip->src_addr;
+	t->raddr = sg->src;
+	t->v6 = sg->v6;
 	t->rport = rte_be_to_cpu_16(sg->th->src_port);
 	t->lport = rte_be_to_cpu_16(sg->th->dst_port);
 	t->passive = true;
 	t->lis = l;
 	l->refs++;
 	eth_tcb_init_params(t, &l->params);
-	t->iss = eth_tcp_isn(st, t->raddr, t->rport, t->lport);
+	t->iss = eth_tcp_isn(st, &t->raddr, &sg->dst, t->rport, t->lport);
 	if (tw_reuse && eth_seq_lt(t->iss, min_iss))
 		t->iss = min_iss; /* TIME_WAIT reuse: stay above the old incarnation's sequence space */
 	t->snd_una = t->snd_nxt = t->snd_max = t->recover = t->iss;
@@ -269,7 +264,7 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	t->snd_wnd = t->max_sndwnd = sg->wnd; /* never scaled in a SYN */
 	t->snd_wl1 = sg->seq;
 	t->snd_wl2 = t->iss;
-	half_open(t, sg->ip->dst_addr, h);
+	half_open(t, &sg->dst, h);
 	eth_tcb_output_later(t);
 }
 
@@ -300,6 +295,7 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	}
 	ETH_INC(st, tcp_syncookies_validated);
 	t->raddr = f.raddr;
+	t->v6 = sg->v6;
 	t->rport = f.rport;
 	t->lport = f.lport;
 	t->passive = true;
@@ -326,7 +322,7 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	eth_tcb_set_mss(t);
 	t->snd_wl1 = f.peer_isn;
 	t->snd_wl2 = t->iss;
-	half_open(t, sg->ip->dst_addr, h);
+	half_open(t, &sg->dst, h);
 	tcb_input(t, sg);
 	return true;
 }
@@ -338,10 +334,10 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 
 	if (has(sg, RTE_TCP_RST_FLAG)) {
 		ETH_INC(st, tcp_rsts_in);
-		return st->c.exc != NULL; /* a kernel connection's (BGP, ssh) */
+		return st->c.exc != NULL && !sg->v6; /* a kernel connection's (BGP, ssh) */
 	}
 	l = eth_listener_find(st, rte_be_to_cpu_16(sg->th->dst_port));
-	if (l && eth_local_state(st, sg->ip->dst_addr) != ETH_LOCAL_UP)
+	if (l && !sg->v6 && eth_local_state(st, xlt_ip_to_v4(&sg->dst)) != ETH_LOCAL_UP)
 		l = NULL; /* an address that left the kernel TAP takes no new connection */
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_FIN_FLAG)) == RTE_TCP_SYN_FLAG) {
 		passive_open(st, l, sg, h, 0, false);
@@ -350,8 +346,9 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 	if (l && (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) == RTE_TCP_ACK_FLAG &&
 	    cookie_ack(st, l, sg, h))
 		return false;
-	if (st->c.exc)
-		return true; /* a port of the kernel's (its listener answers, or it resets) */
+	if (st->c.exc && !sg->v6)
+		return true; /* a port of the kernel's (its listener answers, or it resets); (the kernel TAP
+		              * has no IPv6 address of ours) */
 	reply_rst(st, sg); /* closed port, or a stray segment for a listener */
 	return false;
 }
@@ -1087,14 +1084,16 @@ static bool rx_csum_ok(const struct eth_stack *st, const struct rte_mbuf *m)
 	       (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || f == RTE_MBUF_F_RX_L4_CKSUM_NONE);
 }
 
-void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+/* A segment of either family: TH (TLEN bytes of TCP) in M from SRC to DST (one of ours); PHDR the
+ * folded pseudo-header sum; IP4: the IPv4 header (for the flow peer and the exception path), or NULL. */
+static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th, unsigned tlen,
+                      const struct xlt_ip *src, const struct xlt_ip *dst, uint32_t phdr, bool v4)
 {
-	unsigned ihl = (ip->version_ihl & 0xf) * 4u, tlen = rte_be_to_cpu_16(ip->total_length) - ihl, doff;
-	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)((uint8_t *)ip + ihl);
 	const uint8_t *end = rte_pktmbuf_mtod_offset(m, const uint8_t *, m->data_len); /* of the first buffer */
 	struct eth_tcb *t;
 	struct seg sg;
 	uint32_t sum;
+	unsigned doff;
 	uint64_t h;
 
 	/* the headers of a chain must lie in its first buffer: nothing is read before that holds */
@@ -1110,7 +1109,7 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 			raw = rte_raw_cksum(th, tlen);
 		else if (!chain_sum(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
 			goto hdr_err;
-		sum = (uint32_t)raw + rte_ipv4_phdr_cksum(ip, 0);
+		sum = (uint32_t)raw + phdr;
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
 		if (sum != 0xffff) {
@@ -1131,16 +1130,18 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	sg.m = m;
 	sg.moff = (uint32_t)((const uint8_t *)th + doff - rte_pktmbuf_mtod(m, const uint8_t *));
 	sg.len = tlen - doff;
-	sg.ip = ip;
+	sg.src = *src;
+	sg.dst = *dst;
+	sg.v6 = !v4;
 	sg.th = th;
 	/* an LRO frame counts as the segments it merged */
 	ETH_ADD(st, tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz : 1u);
-	h = eth_flow_hash(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
-	t = eth_tcb_lookup(st, ip->src_addr, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
-	if (t && eth_tcb_laddr(t) != ip->dst_addr)
+	h = eth_flow_hash(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
+	t = eth_tcb_lookup(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
+	if (t && !xlt_ip_eq(&t->laddr, dst))
 		t = NULL; /* the same ports on another of our addresses */
-	if (t && st->locals && st->locals->reset_gone && t->laddr &&
-	    eth_local_state(st, t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
+	if (t && v4 && st->locals && st->locals->reset_gone &&
+	    eth_local_state(st, xlt_ip_to_v4(&t->laddr)) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
 		ETH_INC(st, local_addr_resets); /* removed_addr_reset: its address moved away */
 		eth_tcp_send_rst(t);
 		eth_tcb_close(t, -ECONNRESET);
@@ -1164,4 +1165,36 @@ hdr_err:
 	ETH_INC(st, tcp_header_errors);
 drop:
 	rte_pktmbuf_free(m);
+}
+
+void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+{
+	unsigned ihl = (ip->version_ihl & 0xf) * 4u;
+	struct xlt_ip src = xlt_ip_v4(ip->src_addr), dst = xlt_ip_v4(ip->dst_addr);
+
+	tcp_input(st, m, (struct rte_tcp_hdr *)((uint8_t *)ip + ihl),
+	          rte_be_to_cpu_16(ip->total_length) - ihl, &src, &dst, rte_ipv4_phdr_cksum(ip, 0), true);
+}
+
+void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip, uint32_t l4off,
+                    uint32_t tlen)
+{
+	struct xlt_ip src, dst;
+	uint32_t be[2] = {rte_cpu_to_be_32(tlen), rte_cpu_to_be_32(IPPROTO_TCP)};
+	uint32_t phdr;
+
+	memcpy(src.b, ip->src_addr, 16);
+	memcpy(dst.b, ip->dst_addr, 16);
+	if (xlt_ip_is_v4(&src) || xlt_ip_is_any(&src)) {
+		/* (an IPv4-mapped source would alias an IPv4 flow in the table) */
+		ETH_INC(st, ip6_martians);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* RFC 8200 8.1: the upper-layer length and next header, whatever extension headers came first */
+	phdr = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, sizeof(be));
+	phdr = (phdr & 0xffff) + (phdr >> 16);
+	phdr = (phdr & 0xffff) + (phdr >> 16);
+	tcp_input(st, m, rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, l4off), tlen, &src, &dst, phdr,
+	          false);
 }

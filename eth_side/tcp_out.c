@@ -63,17 +63,44 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 	return (uint16_t)field;
 }
 
-/* Routes a built IP packet. */
-static void ip_send(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst)
+void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
+                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
+                    uint16_t tso_segsz)
 {
-	uint32_t nh = eth_ipv4_nexthop(st, dst);
+	bool v6 = !xlt_ip_is_v4(raddr);
+	void *l3 = rte_pktmbuf_mtod(m, void *);
+	struct rte_ipv4_hdr *ip = l3;
+	struct rte_ipv6_hdr *ip6 = l3;
+	uint32_t phdr;
 
-	if (!nh) {
-		ETH_INC(st, ip_no_route);
-		rte_pktmbuf_free(m);
-		return;
+	if (v6)
+		eth_ipv6_fill(ip6, laddr, raddr, IPPROTO_TCP, (uint16_t)tcplen, flow);
+	else
+		eth_ipv4_fill_src(st, ip, xlt_ip_to_v4(laddr), xlt_ip_to_v4(raddr), IPPROTO_TCP,
+		                  (uint16_t)tcplen);
+	th->cksum = 0;
+	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
+		m->l2_len = RTE_ETHER_HDR_LEN;
+		m->l3_len = eth_ip_hlen(v6);
+		m->l4_len = (uint8_t)((th->data_off >> 4) * 4u);
+		m->ol_flags |= (v6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4) | RTE_MBUF_F_TX_TCP_CKSUM;
+		if (tso_segsz) { /* only with tso_on(): send_data keeps len <= segsz otherwise */
+			m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
+			m->tso_segsz = tso_segsz;
+			if (!v6 && (st->c.offloads & ETH_OFFLOAD_IP_CSUM)) {
+				m->ol_flags |=
+				    RTE_MBUF_F_TX_IP_CKSUM; /* each segment's header is the device's */
+				ip->hdr_checksum = 0;
+			}
+		}
+		th->cksum = v6 ? rte_ipv6_phdr_cksum(ip6, m->ol_flags) : rte_ipv4_phdr_cksum(ip, m->ol_flags);
+	} else if (m->nb_segs > 1) {
+		/* lent bytes in mbufs of their own (sndq.c): the sum runs over the chain */
+		phdr = v6 ? rte_ipv6_phdr_cksum(ip6, 0) : rte_ipv4_phdr_cksum(ip, 0);
+		th->cksum = eth_sndq_cksum(m, phdr, (uint32_t)((uint8_t *)th - (uint8_t *)l3));
+	} else {
+		th->cksum = v6 ? rte_ipv6_udptcp_cksum(ip6, th) : rte_ipv4_udptcp_cksum(ip, th);
 	}
-	eth_arp_output(st, m, nh);
 }
 
 /* TCP option bytes of a synchronized segment with timestamps (TS) and N_SACK SACK blocks. */
@@ -103,36 +130,37 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	struct eth_stack *st = t->st;
 	uint32_t segsz = eth_tcp_seg_max(t), wire = len < segsz ? len : segsz;
 	uint8_t opts[40];
-	unsigned optlen, hlen;
-	struct rte_ipv4_hdr *ip;
+	unsigned optlen, hlen, iph = eth_ip_hlen(t->v6);
 	struct rte_tcp_hdr *th;
 	struct rte_mbuf *m;
+	uint8_t *ip;
 	bool syn = flags & RTE_TCP_SYN_FLAG;
 
 	if (syn)
-		optlen = eth_tcp_opt_write_syn(opts, (uint16_t)(st->c.mtu - 40), t->passive ? t->sack_ok : true,
-					       t->passive ? t->ts_ok : true, eth_tcp_tsval(t), t->ts_recent,
-					       t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
+		optlen =
+		    eth_tcp_opt_write_syn(opts, eth_tcp_mss_for(st, t->v6), t->passive ? t->sack_ok : true,
+		                          t->passive ? t->ts_ok : true, eth_tcp_tsval(t), t->ts_recent,
+		                          t->passive && !t->ws_ok ? -1 : t->rcv_wscale);
 	else if (flags & RTE_TCP_RST_FLAG)
 		optlen = 0;
 	else {
 		unsigned n_sack = sack_blocks(t);
 
 		/* never past the MTU: SACK blocks that do not fit beside a segment's bytes are left out */
-		while (n_sack && sizeof(*ip) + sizeof(*th) + opt_bytes(t->ts_ok, n_sack) + wire > st->c.mtu)
+		while (n_sack && iph + sizeof(*th) + opt_bytes(t->ts_ok, n_sack) + wire > st->c.mtu)
 			n_sack--;
 		optlen = eth_tcp_opt_write(opts, t->ts_ok, eth_tcp_tsval(t), t->ts_recent, t->ooo, n_sack);
 	}
-	hlen = (unsigned)(sizeof(*ip) + sizeof(*th)) + optlen;
+	hlen = iph + (unsigned)sizeof(*th) + optlen;
 	m = eth_pkt_alloc(st);
 	if (!m)
 		return -ENOMEM;
-	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
+	ip = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	if (!ip || eth_sndq_payload(t, m, seq - t->snd_una, len)) {
 		rte_pktmbuf_free(m);
 		return ip ? -ENOMEM : -EMSGSIZE;
 	}
-	th = (struct rte_tcp_hdr *)(ip + 1);
+	th = (struct rte_tcp_hdr *)(ip + iph);
 	th->src_port = rte_cpu_to_be_16(t->lport);
 	th->dst_port = rte_cpu_to_be_16(t->rport);
 	th->sent_seq = rte_cpu_to_be_32(seq);
@@ -143,28 +171,9 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	eth_ipv4_fill_src(st, ip, eth_tcb_laddr(t), t->raddr, IPPROTO_TCP,
-	                  (uint16_t)(sizeof(*th) + optlen + len));
-	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
-		m->l2_len = RTE_ETHER_HDR_LEN;
-		m->l3_len = sizeof(*ip);
-		m->l4_len = (uint8_t)(sizeof(*th) + optlen);
-		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-		if (len > segsz) { /* only with tso_on(): send_data keeps len <= segsz otherwise */
-			m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
-			m->tso_segsz = (uint16_t)segsz;
-			if (st->c.offloads & ETH_OFFLOAD_IP_CSUM) {
-				m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM; /* each segment's header is the device's */
-				ip->hdr_checksum = 0;
-			}
-		}
-		th->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
-	} else if (m->nb_segs > 1) {
-		/* lent bytes in mbufs of their own (sndq.c): the sum runs over the chain */
-		th->cksum = eth_sndq_cksum(m, ip, (uint32_t)((uint8_t *)th - (uint8_t *)ip));
-	} else {
-		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
-	}
+	/* (IPv6: the flow label is the flow's table hash, stable for the connection) */
+	eth_tcp_finish(st, m, th, &t->laddr, &t->raddr, (uint32_t)(sizeof(*th) + optlen + len), t->hash,
+	               len > segsz ? (uint16_t)segsz : 0);
 	if (flags & RTE_TCP_ACK_FLAG) {
 		t->last_ack_sent = t->rcv_nxt;
 		t->ack_now = false;
@@ -175,7 +184,7 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	ETH_ADD(st, tcp_bytes_out, len);
 	if (flags & RTE_TCP_RST_FLAG)
 		ETH_INC(st, tcp_rsts_out);
-	ip_send(st, m, t->raddr);
+	eth_ip_send(st, m, &t->raddr);
 	return 0;
 }
 
@@ -208,24 +217,25 @@ void eth_tcp_challenge_ack(struct eth_tcb *t)
 	eth_tcp_send_ack(t);
 }
 
-void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, const struct rte_tcp_hdr *th,
-			 uint32_t seg_len)
+void eth_tcp_reset_reply(struct eth_stack *st, const struct xlt_ip *src, const struct xlt_ip *dst,
+                         const struct rte_tcp_hdr *th, uint32_t seg_len)
 {
-	struct rte_ipv4_hdr *oip;
+	unsigned iph = eth_ip_hlen(!xlt_ip_is_v4(src));
 	struct rte_tcp_hdr *oth;
 	struct rte_mbuf *m;
+	uint8_t *oip;
 
 	if (th->tcp_flags & RTE_TCP_RST_FLAG)
 		return;
 	m = eth_pkt_alloc(st);
 	if (!m)
 		return;
-	oip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, sizeof(*oip) + sizeof(*oth));
+	oip = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(iph + sizeof(*oth)));
 	if (!oip) {
 		rte_pktmbuf_free(m);
 		return;
 	}
-	oth = (struct rte_tcp_hdr *)(oip + 1);
+	oth = (struct rte_tcp_hdr *)(oip + iph);
 	memset(oth, 0, sizeof(*oth));
 	oth->src_port = th->dst_port;
 	oth->dst_port = th->src_port;
@@ -237,11 +247,10 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct rte_ipv4_hdr *ip, co
 		oth->tcp_flags = RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG;
 	}
 	oth->data_off = (sizeof(*oth) / 4) << 4;
-	eth_ipv4_fill_src(st, oip, ip->dst_addr, ip->src_addr, IPPROTO_TCP, sizeof(*oth));
-	oth->cksum = rte_ipv4_udptcp_cksum(oip, oth);
+	eth_tcp_finish(st, m, oth, dst, src, sizeof(*oth), 0, 0);
 	ETH_INC(st, tcp_segments_out);
 	ETH_INC(st, tcp_rsts_out);
-	ip_send(st, m, ip->src_addr);
+	eth_ip_send(st, m, src);
 }
 
 /* TSO frames carry the pseudo-header sum only: TSO without the checksum offload is not used. */

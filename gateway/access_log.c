@@ -127,7 +127,7 @@ static void put_end(struct out *o, const char *key, const struct gw_alog_end *e)
 
 	put(o, "\"%s\":{\"side\":\"%s\"", key, side_name(e->side));
 	if (e->side == CONF_EP_IB || e->side == CONF_EP_TCP)
-		put(o, ",\"addr\":\"%s\",\"port\":%u", inet_ntop(AF_INET, &e->addr, a, sizeof(a)), e->port);
+		put(o, ",\"addr\":\"%s\",\"port\":%u", xlt_ip_fmt(&e->addr, a), e->port);
 	if (e->present && e->info.kind == XLT_STREAM_TCP)
 		put(o, ",\"retransmits\":%" PRIu32 ",\"srtt_us\":%" PRIu32, e->info.retransmits,
 		    e->info.srtt_us);
@@ -185,20 +185,20 @@ size_t gw_alog_format(const struct gw_alog_rec *r, uint64_t real_ns, uint64_t mo
 
 /* ---- the worker's side ---- */
 
-static void fill_end(struct gw_alog_end *e, enum conf_endpoint_kind side, struct xlt_stream *s, uint32_t addr,
-                     uint16_t port)
+static void fill_end(struct gw_alog_end *e, enum conf_endpoint_kind side, struct xlt_stream *s,
+                     const struct xlt_ip *addr, uint16_t port)
 {
 	e->side = (uint8_t)side;
 	e->present = s != NULL;
 	if (s) {
-		e->addr = xlt_ip_to_v4(&s->peer_addr);
+		e->addr = s->peer_addr;
 		e->port = s->peer_port;
 		if (s->ops->info)
 			s->ops->info(s, &e->info);
 		else
 			e->info = (struct xlt_stream_info){0};
 	} else {
-		e->addr = addr;
+		e->addr = *addr;
 		e->port = port;
 		e->info = (struct xlt_stream_info){0};
 	}
@@ -225,8 +225,8 @@ void gw_alog_session(struct gw_worker *w, struct gw_session *s, enum gw_alog_eve
 	r->blocked_ns[1] = s->x.blocked_ns[1];
 	r->event = (uint8_t)ev;
 	r->reason = (uint8_t)s->x.reason;
-	fill_end(&r->client, c->listen.kind, a, 0, 0);
-	fill_end(&r->backend, c->connect.kind, s->x.st[1], c->connect.addr.s_addr, c->connect.port);
+	fill_end(&r->client, c->listen.kind, a, &(struct xlt_ip){0}, 0);
+	fill_end(&r->backend, c->connect.kind, s->x.st[1], &c->connect.addr, c->connect.port);
 	memcpy(r->route, c->name, sizeof(r->route));
 	gw_alog_commit(w->alog);
 }

@@ -32,7 +32,7 @@ struct gw_alog_end {
 	uint8_t side;    /* enum conf_endpoint_kind */
 	uint8_t present; /* a stream existed: addr, port and info are its own */
 	uint16_t port;   /* host order */
-	uint32_t addr;   /* IPv4, network order */
+	struct xlt_ip addr; /* either family */
 	struct xlt_stream_info info;
 };
 

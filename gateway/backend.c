@@ -36,8 +36,8 @@ const char *const gw_backend_state_names[4] = {"up", "down", "drain", "maint"};
 static struct gw_backend *backend_find(struct gw_daemon *d, const char *route, const struct conf_endpoint *ep)
 {
 	for (struct gw_backend *b = d->backends; b; b = b->next)
-		if (!strcmp(b->route, route) && b->ep.kind == ep->kind &&
-		    b->ep.addr.s_addr == ep->addr.s_addr && b->ep.port == ep->port)
+		if (!strcmp(b->route, route) && b->ep.kind == ep->kind && xlt_ip_eq(&b->ep.addr, &ep->addr) &&
+		    b->ep.port == ep->port)
 			return b;
 	return NULL;
 }
@@ -45,9 +45,11 @@ static struct gw_backend *backend_find(struct gw_daemon *d, const char *route, c
 static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, const struct conf_backend *cb)
 {
 	struct eth_siphash_key key = {d->bk_key[0], d->bk_key[1]};
-	char a[INET_ADDRSTRLEN];
+	char a[XLT_IP_STRLEN];
 	struct gw_backend *b;
 	unsigned slot;
+	bool v4 = xlt_ip_is_v4(&cb->ep.addr);
+	uint8_t hin[20];
 
 	for (slot = 0; slot < GW_MAX_BACKENDS && d->bk_slot_used[slot]; slot++)
 		;
@@ -59,12 +61,16 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 	if (!b)
 		return NULL;
 	snprintf(b->route, sizeof(b->route), "%s", route);
-	snprintf(b->name, sizeof(b->name), "%s:%u", inet_ntop(AF_INET, &cb->ep.addr, a, sizeof(a)),
-	         cb->ep.port);
+	snprintf(b->name, sizeof(b->name), "%s%s%s:%u", v4 ? "" : "[", xlt_ip_fmt(&cb->ep.addr, a),
+	         v4 ? "" : "]", cb->ep.port);
 	b->ep = cb->ep;
 	b->serial = ++d->bk_serial_next;
 	b->slot = slot;
-	b->hkey = eth_siphash_3u32(&key, cb->ep.addr.s_addr, cb->ep.port, (uint32_t)cb->ep.kind);
+	/* the endpoint as bytes: the address's 16 (either family), port and kind */
+	memcpy(hin, cb->ep.addr.b, 16);
+	hin[16] = (uint8_t)(cb->ep.port >> 8), hin[17] = (uint8_t)cb->ep.port;
+	hin[18] = (uint8_t)cb->ep.kind, hin[19] = 0;
+	b->hkey = eth_siphash(&key, hin, sizeof(hin));
 	b->admin = b->conf_admin = cb->state;
 	/* up until checks say otherwise: a gateway that starts (or a pool that grows) serves at once, as
 	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
@@ -132,11 +138,11 @@ uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const stru
 	uint8_t gid[16];
 	uint32_t qpn;
 
-	/* an IB peer is its port GID (it may have no IPv4 address at all), hashed to 64 bits with the key;
-	 * the top bit set keeps it apart from a bare IPv4 key */
+	/* an IB peer is its port GID (it may have no IP address at all), a TCP client the 16 bytes of its
+	 * address (either family), each hashed to 64 bits with the key; the top bit keeps the two apart */
 	if (r->conf.listen.kind == CONF_EP_IB && !gw_ib_peer_id(a, gid, &qpn))
 		return eth_siphash(&key, gid, sizeof(gid)) | 1ull << 63;
-	return xlt_ip_to_v4(&a->peer_addr);
+	return eth_siphash(&key, a->peer_addr.b, sizeof(a->peer_addr.b)) & ~(1ull << 63);
 }
 
 void gw_pool_destroy(struct gw_pool *p)

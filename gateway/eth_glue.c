@@ -25,6 +25,7 @@
 
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
+#include "../translate/ip.h"
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
@@ -317,8 +318,8 @@ void gw_eth_routes(struct gw_daemon *d)
 	}
 }
 
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				  int *err)
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                  uint16_t port, int *err)
 {
 	struct eth_tcp_params p = params_of(r);
 
@@ -326,7 +327,7 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struc
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return eth_tcp_connect(w->eth, addr.s_addr, port, &p, err);
+	return eth_tcp_connect(w->eth, addr, port, &p, err);
 }
 
 void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)

@@ -19,10 +19,10 @@
 
 #define GW_MAX_WORKERS 64
 /* PROXY protocol v2 (proxy.c): reasons a header is refused (the parser's results and 4 more), and
- * the largest header ibgwd sends: 16 + IPv4 addresses 12 + TLVs: unique id 3 + 16, route 3 + name,
+ * the largest header ibgwd sends: 16 + IPv6 addresses 36 + TLVs: unique id 3 + 16, route 3 + name,
  * GID 3 + 16, QPN 3 + 4 */
 #define GW_PP_REASONS 16
-#define GW_PP_HDR_MAX (16 + 12 + 19 + 3 + CONF_NAME_MAX + 19 + 7)
+#define GW_PP_HDR_MAX  (16 + 36 + 19 + 3 + CONF_NAME_MAX + 19 + 7)
 #define GW_VERSION     "0.1.0"
 /* backend objects at once (backend.h): every route's pool, and those that removed routes still hold */
 #define GW_MAX_BACKENDS (2 * CONF_MAX_ROUTES * CONF_MAX_BACKENDS)
@@ -304,21 +304,28 @@ void gw_eth_woken(struct gw_worker *w);
 int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
 void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 
-/* session.c: routes and sessions.
+/* route_table.c: the route table (control thread).
  * gw_routes_apply (control): builds d->routes from C's routes, keeping unchanged routes (and their
  * counters and sessions), marking dropped or changed ones removed. All or nothing: on -ENOMEM the
- * route table is as it was. Call before gw_*_routes. */
+ * route table is as it was. Call before gw_*_routes. gw_routes_sweep (control, every second): frees
+ * removed routes nothing references any more, their counters carried on by the route of their name.
+ * gw_routes_free (control, workers stopped): frees them all. gw_routes_metrics (control): the per-route
+ * families of /metrics, one sample per route name. */
 int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
-/* The route R stands for now: R, or the route that replaced it (gw_route.successor). */
+void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* Any thread: the route R stands for now: R, or the route that replaced it (gw_route.successor). */
 struct gw_route *gw_route_current(struct gw_route *r);
+/* Any thread: a reference to R (struct gw_route says who must hold one). */
 void gw_route_get(struct gw_route *r);
 void gw_route_put(struct gw_route *r);
-/* Any thread: would a session from ADDR (network order) be admitted now? 0 or -EACCES (allow list),
- * -EBUSY (route or global limit, draining). Counts the rejection. Use it to refuse early (IB
- * CONNECT_REQUEST); gw_session_accept checks again. */
-int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
+
+/* session.c: sessions (workers; admission on any thread).
+ * Any thread: would a session from ADDR (either family; unspecified: a source with no IP address) be
+ * admitted now? 0 or -EACCES (allow list), -EBUSY (route or global limit, draining). Counts the
+ * rejection. Use it to refuse early (IB CONNECT_REQUEST); gw_session_accept checks again. */
+int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);
 /* Worker: a listener of route R accepted stream S (OPEN, peer_addr set). Admits it (allow list,
  * limits), opens the far side (echo/discard here, tcp via gw_eth_connect, ib via gw_ib_connect) and
  * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
@@ -329,7 +336,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
  * a global slot (0, -EACCES or -EBUSY, counted); gw_session_unadmit gives them back. Worker:
  * gw_session_start starts the session of S with slots already taken; on 0 the session owns them,
  * on failure it gives them back. */
-int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr);
+int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);
 void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r);
 int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
 /* Worker, every loop: retries pending far-side connects, and every 100 ms accounts backpressure time
@@ -337,15 +344,16 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now_ns);
 /* Worker: abort every session (drain timeout). */
 void gw_session_abort_all(struct gw_worker *w);
+/* Control thread, before the workers launch: every worker's session pool, then the route table of
+ * d->conf (gw_routes_apply). 0 or -ENOMEM. gw_sessions_fini, after they stopped: frees both. */
 int gw_sessions_init(struct gw_daemon *d);
 void gw_sessions_fini(struct gw_daemon *d);
-void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
  * whose events report the outcome, or NULL with *ERR set. */
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				  int *err);
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				 int *err);
+struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                  uint16_t port, int *err);
+struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                 uint16_t port, int *err);
 
 /* proxy.c: PROXY protocol v2.
  * gw_proxy_send (worker): builds session S's header (its client A, uid, route, IB identity) and

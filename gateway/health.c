@@ -149,8 +149,8 @@ static bool start(struct gw_worker *w, struct gw_check *c, uint64_t now)
 	const struct conf_endpoint *ep = &c->b->ep;
 	int err = 0;
 
-	c->s = ep->kind == CONF_EP_TCP ? gw_eth_connect(w, c->r, ep->addr, ep->port, &err)
-	                               : gw_ib_connect(w, c->r, ep->addr, ep->port, &err);
+	c->s = ep->kind == CONF_EP_TCP ? gw_eth_connect(w, c->r, &ep->addr, ep->port, &err)
+	                               : gw_ib_connect(w, c->r, &ep->addr, ep->port, &err);
 	if (!c->s) {
 		if (transient(err) && now < c->deadline_ns)
 			return true; /* no connection object ready this instant: next round */

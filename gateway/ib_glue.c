@@ -37,19 +37,42 @@ static struct {
 	bool unavailable_logged;
 } g;
 
+/* The engine's parameters, from [ib] (the engine keeps a copy; [ib] changes need a restart). */
+static void ib_params_of(const struct conf_ib *c, struct ib_params *p)
+{
+	*p = (struct ib_params){
+	    .bind = c->bind.s_addr,
+	    .sq_depth = c->sq_depth,
+	    .rq_depth = c->rq_depth,
+	    .inline_size = c->inline_size,
+	    .keepalive_ms = c->keepalive_ms,
+	};
+	_Static_assert(sizeof(p->device) >= sizeof(c->device), "[ib] device does not fit ib_params");
+	memcpy(p->device, c->device, sizeof(c->device));
+}
+
+/* What the engine needs of route R (copied by the engine into a listener or a connection; a reload
+ * reaches new connections through ib_listener_update, with the new route's). Any thread: R's conf is
+ * immutable. The config bounds the buffer sizes far below 4 GiB. */
+static void route_params_of(const struct conf_route *r, struct ib_route_params *p)
+{
+	*p = (struct ib_route_params){
+	    .rbuf_size = (uint32_t)r->ib_rbuf_size,
+	    .sbuf_size = (uint32_t)r->ib_sbuf_size,
+	    .sq_depth = r->ib_sq_depth,
+	    .rq_depth = r->ib_rq_depth,
+	    .connect_timeout_ms = r->connect_timeout_ms,
+	};
+}
+
 /* The slots are taken at the connect request (ib_side holds them for the connection until its session
  * takes them over): a connection that is accepted but never established counts against max_sessions,
- * and so against the memory budget, from the start. A source without an IPv4 address (AF_IB, IPv6)
- * is never matched against the list as 0.0.0.0: only a list that admits everyone admits it. */
-static int hook_admit(void *arg, void *route, uint32_t addr, bool ipv4)
+ * and so against the memory budget, from the start. An IPv6 source is matched against the list's
+ * IPv6 networks; one without an IP address (AF_IB) comes as the unspecified address, which only a
+ * list that admits everyone (::/0) admits (conf_route_allows). */
+static int hook_admit(void *arg, void *route, const struct xlt_ip *addr)
 {
-	struct gw_route *r = route;
-
-	if (!ipv4 && !conf_route_allows_all(&r->conf)) {
-		__atomic_fetch_add(&r->rejected[GW_REJECT_ACL], 1, __ATOMIC_RELAXED);
-		return -EACCES;
-	}
-	return gw_session_admit(arg, r, addr);
+	return gw_session_admit(arg, route, addr);
 }
 
 static void hook_unadmit(void *arg, void *route)
@@ -116,6 +139,7 @@ int gw_ib_start(struct gw_daemon *d)
 {
 	void *wargs[GW_MAX_WORKERS];
 	char devs[256];
+	struct ib_params params;
 	struct ib_ctl *ctl;
 
 	g.hooks = (struct ib_hooks){
@@ -129,7 +153,8 @@ int gw_ib_start(struct gw_daemon *d)
 	};
 	for (unsigned i = 0; i < d->n_workers; i++)
 		wargs[i] = &d->workers[i];
-	ctl = ib_ctl_create(&d->conf->ib, d->n_workers, wargs, d->conf->gateway.max_sessions,
+	ib_params_of(&d->conf->ib, &params);
+	ctl = ib_ctl_create(&params, d->n_workers, wargs, d->conf->gateway.max_sessions,
 			    d->conf->gateway.memory_limit, &g.hooks);
 	if (!ctl) {
 		if (errno == ENODEV || errno == ENOENT || errno == ENOSYS) {
@@ -206,7 +231,10 @@ void gw_ib_routes(struct gw_daemon *d)
 		continue;
 keep:
 		if (now != g.lis[i].route) {
-			ib_listener_update(g.lis[i].l, &now->conf, now);
+			struct ib_route_params rp;
+
+			route_params_of(&now->conf, &rp);
+			ib_listener_update(g.lis[i].l, &rp, now);
 			g.lis[i].route = now;
 			GW_INFO("route %s: changed, ib:%u stays open", now->conf.name, now->conf.listen.port);
 		}
@@ -217,6 +245,7 @@ keep:
 	inet_ntop(AF_INET, &d->conf->ib.bind, addr, sizeof(addr));
 	for (unsigned k = 0; k < d->n_routes; k++) {
 		struct gw_route *r = d->routes[k];
+		struct ib_route_params rp;
 		bool open = false;
 
 		if (r->conf.listen.kind != CONF_EP_IB)
@@ -225,7 +254,8 @@ keep:
 			open = g.lis[i].route == r;
 		if (open)
 			continue;
-		g.lis[g.n_lis].l = ib_listen(d->ib, &r->conf, r);
+		route_params_of(&r->conf, &rp);
+		g.lis[g.n_lis].l = ib_listen(d->ib, r->conf.listen.port, &rp, r);
 		if (!g.lis[g.n_lis].l) {
 			GW_ERR("route %s: cannot listen on ib %s:%u: %s", r->conf.name, addr, r->conf.listen.port,
 			       strerror(errno));
@@ -236,14 +266,18 @@ keep:
 	}
 }
 
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, struct in_addr addr, uint16_t port,
-				 int *err)
+struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                 uint16_t port, int *err)
 {
-	if (!w->ib) {
+	struct ib_route_params rp;
+
+	/* the config takes IPv4 ib: destinations only (rdma_cm resolves from [ib] bind, IPv4) */
+	if (!w->ib || !xlt_ip_is_v4(addr)) {
 		*err = -ENETUNREACH;
 		return NULL;
 	}
-	return ib_worker_connect(w->ib, &r->conf, r, addr, port, err);
+	route_params_of(&r->conf, &rp);
+	return ib_worker_connect(w->ib, &rp, r, (struct in_addr){xlt_ip_to_v4(addr)}, port, err);
 }
 
 void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)

@@ -16,8 +16,9 @@
  * connection goes through admission like any other. A header that is malformed, incomplete at the
  * client's end of stream, or not complete within GW_PP_WAIT_NS resets the connection and is counted
  * by reason. The LOCAL command (a balancer's health check) keeps the TCP peer's own address. A PROXY
- * header for anything but TCP over IPv4 is refused: allow lists are IPv4, and judging such a client
- * by the balancer's own address would let every one of them in.
+ * header for anything but TCP over IPv4 or IPv6 (UNIX, UDP, UNSPEC), or with an unspecified source, is
+ * refused: allow lists judge IP addresses, and judging such a client by the balancer's own address
+ * would let every one of them in.
  *
  * Waiting connections come from a fixed per-worker pool (GW_PP_WAITERS): no allocation on the
  * datapath, and a client that opens connections and sends nothing holds at most that many slots, each
@@ -111,10 +112,10 @@ int gw_proxy_send(struct gw_session *s, struct xlt_stream *a)
 		tlv[n++] = (struct xlt_pp2_tlv){XLT_PP2_TYPE_IBGW_IB_GID, sizeof(gid), gid};
 		tlv[n++] = (struct xlt_pp2_tlv){XLT_PP2_TYPE_IBGW_IB_QPN, sizeof(qpn), qpn};
 	}
-	/* a source without an IPv4 address (an AF_IB peer admitted by 0.0.0.0/0) goes as AF_UNSPEC:
-	 * the TLVs still say who it is */
-	len = xlt_pp2_build(s->pp, sizeof(s->pp), xlt_ip_to_v4(&a->peer_addr) != 0, xlt_ip_to_v4(&a->peer_addr),
-	                    a->peer_port, xlt_ip_to_v4(&a->local_addr), a->local_port, tlv, n);
+	/* TCP over IPv4, or over IPv6 when either end is IPv6; a source without an IP address (an AF_IB
+	 * peer admitted by ::/0) goes as AF_UNSPEC: the TLVs still say who it is */
+	len = xlt_pp2_build(s->pp, sizeof(s->pp), &a->peer_addr, a->peer_port, &a->local_addr, a->local_port,
+	                    tlv, n);
 	if (len < 0)
 		return len; /* cannot happen: GW_PP_HDR_MAX covers the largest header */
 	return xlt_session_preamble(&s->x, s->pp, (size_t)len);
@@ -179,13 +180,16 @@ static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 	struct gw_route *r = p->r;
 
 	if (in->command == XLT_PP2_CMD_PROXY) {
-		if (in->family != XLT_PP2_AF_INET || in->proto != XLT_PP2_PROTO_STREAM) {
+		/* an unspecified source would read as "no address", which only ::/0 admits: as good as any
+		 * other spoofed source, but never one a stream from the network can have */
+		if ((in->family != XLT_PP2_AF_INET && in->family != XLT_PP2_AF_INET6) ||
+		    in->proto != XLT_PP2_PROTO_STREAM || xlt_ip_is_any(&in->src_addr)) {
 			fail(p, PP_UNSUPPORTED);
 			return;
 		}
-		s->peer_addr = xlt_ip_v4(in->src_addr);
+		s->peer_addr = in->src_addr;
 		s->peer_port = in->src_port;
-		s->local_addr = xlt_ip_v4(in->dst_addr);
+		s->local_addr = in->dst_addr;
 		s->local_port = in->dst_port;
 	}
 	unlink_wait(p);
@@ -313,8 +317,8 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    m, "proxy_header_errors_total", XLT_COUNTER,
 	    "connections to accept_proxy listeners reset because of their PROXY header: malformed "
 	    "(signature, version, command, family, length, too_long, tlv, crc), unsupported (PROXY for "
-	    "other than TCP over IPv4), truncated (the client ended first), timeout (none within 5 s), "
-	    "overload (too many waiting)");
+	    "other than TCP over IPv4 or IPv6), truncated (the client ended first), timeout (none within "
+	    "5 s), overload (too many waiting)");
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
 		uint64_t sum[PP_REASONS] = {0};

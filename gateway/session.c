@@ -1,15 +1,17 @@
-/* Routes and sessions of the running gateway.
+/* Sessions: the workers' side.
  *
- * Routes: each reload builds a new list of struct gw_route. A route whose config is unchanged is kept
- * as the same object (its counters and sessions carry on); a changed or dropped one is marked removed
- * and parked until nothing references it, so sessions that started under the old config finish under
- * it. Freeing happens on the control thread only (a 1 s sweep), never on a worker.
+ * Runs on the workers: a session is owned by one worker end to end (its pool, both of its streams,
+ * its retries and timers), so nothing here takes a lock or allocates (design.md, Threads). The
+ * exceptions say so: admission (gw_session_check/admit/unadmit) runs on any thread, with atomics,
+ * because IB connect requests are admitted on the control thread (ib_glue.c) and TCP connections on
+ * the workers; gw_sessions_init/fini run on the control thread before the workers start and after
+ * they stopped. Routes themselves (the table, reloads, freeing, metrics) are the control thread's:
+ * route_table.c.
  *
- * Sessions: admission (allow list, per-route and global limits) uses atomics because IB requests are
- * checked on the control thread and TCP ones on workers. Session objects come from a per-worker pool
- * sized by [gateway] max_sessions at start (d->cap_sessions): no allocation on the datapath. The
- * global limit in force is the published one (struct gw_live), which a reload may lower or raise up
- * to that size, never beyond: the pools and everything sized with them stay valid.
+ * Admission: the allow list, then the per-route and global limits. Session objects come from a
+ * per-worker pool sized by [gateway] max_sessions at start (d->cap_sessions): no allocation on the
+ * datapath. The global limit in force is the published one (struct gw_live), which a reload may lower
+ * or raise up to that size, never beyond: the pools and everything sized with them stay valid.
  *
  * Far sides: a tcp:/ib: route has a pool of backends (backend.c); the session's far side goes to the
  * one gw_pool_pick chooses. A connect that fails at once, or later (refused, reset, timed out), is
@@ -18,9 +20,6 @@
  * failure as its reason when no backend could be reached. */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-
-#include <event2/event.h>
 
 #include "../conf/conf.h"
 #include "../translate/session.h"
@@ -28,191 +27,6 @@
 #include "access_log.h"
 #include "gw.h"
 #include "log.h"
-#include "metrics.h"
-
-void gw_route_get(struct gw_route *r)
-{
-	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
-}
-
-void gw_route_put(struct gw_route *r)
-{
-	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
-}
-
-struct gw_route *gw_route_current(struct gw_route *r)
-{
-	while (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) && r->successor)
-		r = r->successor;
-	return r;
-}
-
-static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
-{
-	struct gw_route *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return NULL;
-	r->conf = *c;
-	r->refs = 1; /* the route table's */
-	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
-		free(r);
-		return NULL;
-	}
-	return r;
-}
-
-static void route_free(struct gw_route *r)
-{
-	gw_pool_destroy(r->pool);
-	free(r);
-}
-
-static void route_retire(struct gw_daemon *d, struct gw_route *r)
-{
-	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
-	r->next_removed = d->removed_routes;
-	d->removed_routes = r;
-	gw_route_put(r); /* the table's reference */
-}
-
-int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
-{
-	struct gw_route *next[CONF_MAX_ROUTES];
-	bool kept[CONF_MAX_ROUTES] = {false}, fresh[CONF_MAX_ROUTES] = {false};
-	unsigned n = conf->n_routes;
-
-	for (unsigned i = 0; i < n; i++) {
-		const struct conf_route *c = &conf->routes[i];
-		next[i] = NULL;
-		for (unsigned j = 0; j < d->n_routes; j++)
-			if (!kept[j] && conf_route_equal(&d->routes[j]->conf, c)) {
-				next[i] = d->routes[j];
-				kept[j] = true;
-				break;
-			}
-		if (!next[i] && !(fresh[i] = (next[i] = route_new(d, c)) != NULL)) {
-			/* nothing was published yet: the new objects go, the table stays as it was */
-			for (unsigned k = 0; k < i; k++)
-				if (fresh[k])
-					route_free(next[k]);
-			GW_ERR("out of memory applying routes");
-			return -ENOMEM;
-		}
-	}
-	for (unsigned j = 0; j < d->n_routes; j++) {
-		struct gw_route *r = d->routes[j];
-		if (kept[j])
-			continue;
-		for (unsigned i = 0; i < n && !r->successor; i++)
-			if (fresh[i] && !strcmp(next[i]->conf.name, r->conf.name) &&
-			    next[i]->conf.listen.kind == r->conf.listen.kind &&
-			    next[i]->conf.listen.port == r->conf.listen.port) {
-				gw_route_get(next[i]);
-				r->successor = next[i];
-			}
-		route_retire(d, r);
-	}
-	memcpy(d->routes, next, n * sizeof(next[0]));
-	d->n_routes = n;
-	gw_backends_routes(d);
-	return 0;
-}
-
-/* ---- per-name sums of route counters (/metrics, and a freed route's counters carried on) ---- */
-
-struct route_sum {
-	const char *name;
-	uint64_t active, rejected[3];
-	struct xlt_route_stats st;
-};
-
-/* ACC += S field by field: struct xlt_route_stats is all uint64_t (S may be a worker's, written as we
- * read: relaxed loads give whole values). */
-static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats *s)
-{
-	uint64_t *a = (uint64_t *)acc;
-	const uint64_t *v = (const uint64_t *)s;
-
-	for (size_t k = 0; k < sizeof(*s) / sizeof(uint64_t); k++)
-		a[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
-}
-
-/* SUM += everything R counted: its workers' counters and those of the freed predecessors it carries
- * (whose gauges are 0). */
-static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
-{
-	sum->name = r->conf.name;
-	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
-	for (unsigned k = 0; k < 3; k++)
-		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
-	stats_add(&sum->st, &r->past);
-	for (unsigned w = 0; w < n_workers; w++)
-		stats_add(&sum->st, &r->st[w]);
-}
-
-/* R (removed, unreferenced) is about to be freed: its counters go to the route object that carries its
- * name on, the running one or else another removed one still in use, so that the per-name samples of
- * /metrics (which add up every object of a name) never go backwards. A name that no object carries any
- * more disappears from /metrics: Prometheus treats a series that stops as stale, whereas a counter
- * that drops would read as a restart and skew rate() and increase(). */
-static void route_fold(struct gw_daemon *d, struct gw_route *r)
-{
-	struct route_sum sum = {0};
-	struct gw_route *to = NULL;
-
-	for (unsigned i = 0; i < d->n_routes && !to; i++)
-		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
-			to = d->routes[i];
-	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
-		    !strcmp(o->conf.name, r->conf.name))
-			to = o;
-	if (!to)
-		return;
-	/* no reference left: no worker writes these any more (the acquire load of refs saw their last) */
-	sum_route(&sum, r, d->n_workers);
-	/* gauges describe the object's sessions, and it has none */
-	sum.st.sessions_active = sum.st.held_a_to_b = sum.st.held_b_to_a = 0;
-	stats_add(&to->past, &sum.st);
-	for (unsigned k = 0; k < 3; k++)
-		to->past_rejected[k] += sum.rejected[k];
-	for (unsigned k = 0; k < GW_PP_REASONS; k++)
-		to->past_proxy_errors[k] += r->proxy_errors[k] + r->past_proxy_errors[k];
-}
-
-void gw_routes_sweep(struct gw_daemon *d)
-{
-	struct gw_route **pp = &d->removed_routes;
-
-	while (*pp) {
-		struct gw_route *r = *pp;
-		if (__atomic_load_n(&r->refs, __ATOMIC_ACQUIRE) == 0) {
-			*pp = r->next_removed;
-			GW_INFO("route %s: last session gone, freed", r->conf.name);
-			route_fold(d, r);
-			if (r->successor)
-				gw_route_put(r->successor);
-			route_free(r);
-		} else {
-			pp = &r->next_removed;
-		}
-	}
-}
-
-void gw_routes_free(struct gw_daemon *d)
-{
-	for (unsigned i = 0; i < d->n_routes; i++)
-		route_retire(d, d->routes[i]);
-	d->n_routes = 0;
-	/* workers are stopped: whatever they held is gone with them */
-	while (d->removed_routes) {
-		struct gw_route *r = d->removed_routes;
-		d->removed_routes = r->next_removed;
-		route_free(r);
-	}
-	gw_backends_free(d);
-}
 
 /* The global session limit in force. On a worker, the snapshot loaded here stays valid until its next
  * round (live.c); on the control thread, until the next reload. */
@@ -221,11 +35,11 @@ static uint32_t max_sessions(const struct gw_daemon *d)
 	return __atomic_load_n(&d->live, __ATOMIC_ACQUIRE)->max_sessions;
 }
 
-int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
 {
 	enum gw_reject why;
 
-	if (!conf_route_allows(&r->conf, (struct in_addr){addr}))
+	if (!conf_route_allows(&r->conf, addr))
 		why = GW_REJECT_ACL;
 	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
 	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
@@ -240,7 +54,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
 }
 
 /* Takes a route slot and a global slot, or counts why not. */
-int gw_session_admit(struct gw_daemon *d, struct gw_route *r, uint32_t addr)
+int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
 {
 	int ret = gw_session_check(d, r, addr);
 
@@ -341,8 +155,8 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
 			return NULL;
 		}
-		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, b->ep.addr, b->ep.port, err)
-		                               : gw_ib_connect(w, r, b->ep.addr, b->ep.port, err);
+		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, &b->ep.addr, b->ep.port, err)
+		                               : gw_ib_connect(w, r, &b->ep.addr, b->ep.port, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;
@@ -404,7 +218,7 @@ int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream
 	int ret;
 
 	r = gw_route_current(r); /* the listener may not have heard of a reload yet */
-	ret = gw_session_admit(w->d, r, xlt_ip_to_v4(&a->peer_addr));
+	ret = gw_session_admit(w->d, r, &a->peer_addr);
 	return ret ? ret : gw_session_start(w, r, a);
 }
 
@@ -566,113 +380,4 @@ void gw_sessions_fini(struct gw_daemon *d)
 		d->workers[i].free_sessions = NULL;
 		d->workers[i].n_sessions = 0;
 	}
-}
-
-/* ---- metrics: one sample per route name (a changed route and its draining predecessor add up) ---- */
-
-static const char *side_name(enum conf_endpoint_kind k)
-{
-	return k == CONF_EP_IB ? "ib" : k == CONF_EP_TCP ? "eth" : "diag";
-}
-
-/* The dir label of R's two directions: SIDE_to_SIDE, from the listener's side to the destination's
- * and back. A route whose sides are of one kind (tcp: -> tcp:, ib: -> ib:) names its way back
- * SIDE_to_SIDE_back, so that its two series never share one set of labels. */
-static void dir_names(char to_b[16], char to_a[16], const struct gw_route *r)
-{
-	const char *a = side_name(r->conf.listen.kind), *b = side_name(r->conf.connect.kind);
-
-	snprintf(to_b, 16, "%s_to_%s", a, b);
-	snprintf(to_a, 16, "%s_to_%s%s", b, a, strcmp(a, b) ? "" : "_back");
-}
-
-void gw_session_metrics(struct gw_daemon *d, struct gw_metrics *m)
-{
-	static const char *const reject_names[3] = {"acl", "limit", "global"};
-	struct route_sum *sums = calloc(CONF_MAX_ROUTES * 2, sizeof(*sums));
-	char dir[2][CONF_MAX_ROUTES * 2][16];
-	unsigned n = 0;
-
-	if (!sums)
-		return;
-	for (unsigned i = 0; i < d->n_routes; i++) {
-		const struct gw_route *r = d->routes[i];
-		dir_names(dir[0][n], dir[1][n], r);
-		sum_route(&sums[n++], r, d->n_workers);
-	}
-	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
-		unsigned i;
-		for (i = 0; i < n && strcmp(sums[i].name, r->conf.name); i++)
-			;
-		if (i == n) {
-			if (n == CONF_MAX_ROUTES * 2)
-				continue;
-			dir_names(dir[0][n], dir[1][n], r);
-			n++;
-		}
-		sum_route(&sums[i], r, d->n_workers);
-	}
-
-	gw_metrics_family(m, "route_sessions_active", XLT_GAUGE, "sessions of the route now");
-	for (unsigned i = 0; i < n; i++)
-		gw_metrics_sample(m, (double)sums[i].active, "route", sums[i].name, NULL);
-	gw_metrics_family(m, "route_sessions_total", XLT_COUNTER, "sessions the route started");
-	for (unsigned i = 0; i < n; i++)
-		gw_metrics_sample(m, (double)sums[i].st.sessions_total, "route", sums[i].name, NULL);
-	gw_metrics_family(m, "route_sessions_rejected_total", XLT_COUNTER,
-	                  "sessions refused: acl (source not allowed), limit (route max_sessions), global "
-	                  "(gateway max_sessions or draining)");
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned k = 0; k < 3; k++)
-			gw_metrics_sample(m, (double)sums[i].rejected[k], "route", sums[i].name, "reason",
-			                  reject_names[k], NULL);
-	gw_metrics_family(
-	    m, "route_sessions_ended_total", XLT_COUNTER,
-	    "sessions over, by cause (ok, reset, connect_refused, connect_timeout, ..., idle_timeout, "
-	    "zero_window_timeout, credit_stall_timeout, half_closed_timeout)");
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned k = 0; k < XLT_END_COUNT; k++)
-			gw_metrics_sample(m, (double)sums[i].st.ends[k], "route", sums[i].name, "reason",
-			                  xlt_end_reason_names[k], NULL);
-	gw_metrics_family(m, "route_bytes_total", XLT_COUNTER, "bytes relayed, by direction");
-	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.bytes_a_to_b, "route", sums[i].name, "dir", dir[0][i],
-		                  NULL);
-		gw_metrics_sample(m, (double)sums[i].st.bytes_b_to_a, "route", sums[i].name, "dir", dir[1][i],
-		                  NULL);
-	}
-	gw_metrics_family(m, "route_backpressure_seconds_total", XLT_COUNTER,
-	                  "time a direction held bytes its destination could not take yet");
-	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_a_to_b / 1e9, "route", sums[i].name, "dir",
-		                  dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.blocked_ns_b_to_a / 1e9, "route", sums[i].name, "dir",
-		                  dir[1][i], NULL);
-	}
-	gw_metrics_family(
-	    m, "route_buffer_bytes", XLT_GAUGE,
-	    "bytes received and held in the gateway's buffers because the direction's destination "
-	    "cannot take them yet (at least; the rest of the buffers is in flight to the destination)");
-	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.held_a_to_b, "route", sums[i].name, "dir", dir[0][i],
-		                  NULL);
-		gw_metrics_sample(m, (double)sums[i].st.held_b_to_a, "route", sums[i].name, "dir", dir[1][i],
-		                  NULL);
-	}
-	gw_metrics_family(m, "route_backpressure_events_total", XLT_COUNTER,
-	                  "times a direction became blocked by its destination");
-	for (unsigned i = 0; i < n; i++) {
-		gw_metrics_sample(m, (double)sums[i].st.blocked_a_to_b, "route", sums[i].name, "dir",
-		                  dir[0][i], NULL);
-		gw_metrics_sample(m, (double)sums[i].st.blocked_b_to_a, "route", sums[i].name, "dir",
-		                  dir[1][i], NULL);
-	}
-	gw_metrics_family(m, "route_connects_total", XLT_COUNTER, "far-side connections established");
-	for (unsigned i = 0; i < n; i++)
-		gw_metrics_sample(m, (double)sums[i].st.connects, "route", sums[i].name, NULL);
-	gw_metrics_family(m, "route_connect_seconds_total", XLT_COUNTER,
-	                  "total far-side connect latency (divide by route_connects_total for the mean)");
-	for (unsigned i = 0; i < n; i++)
-		gw_metrics_sample(m, (double)sums[i].st.connect_ns_sum / 1e9, "route", sums[i].name, NULL);
-	free(sums);
 }

@@ -104,7 +104,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 		snprintf(port, sizeof(port), "%u", d->conf->eth.port);
 		gw_metrics_table(m, eth_port_metrics, eth_port_n_metrics, pb, 1, "port", pl);
 	}
-	gw_session_metrics(d, m);
+	gw_routes_metrics(d, m);
 	gw_backend_metrics(d, m);
 	gw_proxy_metrics(d, m);
 	gw_alog_metrics(d, m);

@@ -73,7 +73,7 @@ struct ratelim {
 struct ib_listener {
 	struct ib_ctl *ctl;
 	struct rdma_cm_id *id;
-	const struct conf_route *conf;
+	struct ib_route_params rp; /* what its connections are set up with (the route's, copied) */
 	void *route;
 	uint16_t port;
 	struct ib_listener *prev, *next;
@@ -85,7 +85,7 @@ struct pending {
 };
 
 struct ib_ctl {
-	struct conf_ib conf;
+	struct ib_params params; /* copied at ib_ctl_create */
 	const struct ib_hooks *hooks;
 	struct rdma_event_channel *ch;
 	int wake_fd;
@@ -136,9 +136,9 @@ static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
 	ctl->hooks->log(ctl->hooks->arg, level, msg);
 }
 
-static const char *ipstr(uint32_t addr, char *buf)
+static const char *ipstr(const struct xlt_ip *addr, char *buf)
 {
-	return inet_ntop(AF_INET, &addr, buf, INET_ADDRSTRLEN);
+	return xlt_ip_fmt(addr, buf);
 }
 
 /* True when a line may be written now; *SKIPPED: how many were held back since the last one. */
@@ -494,12 +494,13 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 {
 	struct ibv_qp_init_attr attr;
 	uint32_t max_wr = (uint32_t)dev->attr.max_qp_wr;
-	uint32_t sq = c->conf->ib_sq_depth ? c->conf->ib_sq_depth : ctl->conf.sq_depth;
-	uint32_t rq = c->conf->ib_rq_depth ? c->conf->ib_rq_depth : ctl->conf.rq_depth;
+	uint32_t sq = c->route_sq ? c->route_sq : ctl->params.sq_depth;
+	uint32_t rq = c->route_rq ? c->route_rq : ctl->params.rq_depth;
 	int ret;
 
-	/* the route's depths (conf keeps them within [ib]'s), within the device's and the object's */
-	c->sq_depth = clamp_depth(sq < ctl->conf.sq_depth ? sq : ctl->conf.sq_depth, max_wr);
+	/* the route's depths (the gateway keeps them within the engine's), within the device's and the
+	 * object's */
+	c->sq_depth = clamp_depth(sq < ctl->params.sq_depth ? sq : ctl->params.sq_depth, max_wr);
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
 	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
 	if (!c->bufs)
@@ -521,7 +522,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	if (attr.cap.max_send_sge < 2)
 		attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
-	attr.cap.max_inline_data = ctl->conf.inline_size;
+	attr.cap.max_inline_data = ctl->params.inline_size;
 	/* in the buffer set's own protection domain: its keys work through this queue pair only */
 	if (rdma_create_qp(c->id, c->bufs->pd, &attr)) {
 		attr.cap.max_inline_data = 0; /* a device without inline sends still works, slower */
@@ -612,42 +613,35 @@ static struct ib_worker *pick_worker(struct ib_ctl *ctl)
 	return best;
 }
 
-/* An IPv4 address of SA (plain or v4-mapped), 0 when it has none; its port in *PORT. */
-static uint32_t sa_ipv4(const struct sockaddr *sa, uint16_t *port)
+/* The IP address of SA (IPv4, v4-mapped IPv6 as IPv4, IPv6), unspecified when it has none (AF_IB);
+ * its port in *PORT. */
+static struct xlt_ip sa_ip(const struct sockaddr *sa, uint16_t *port)
 {
+	struct xlt_ip ip = {0};
+
+	*port = 0;
 	if (sa->sa_family == AF_INET) {
 		*port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
-	}
-	if (sa->sa_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
-		uint32_t a;
-		memcpy(&a, &((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
+		ip = xlt_ip_v4(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+	} else if (sa->sa_family == AF_INET6) {
 		*port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-		return a;
+		memcpy(ip.b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16); /* v4-mapped stays IPv4 */
 	}
-	*port = 0;
-	return 0;
+	return ip;
 }
 
-/* The source's IPv4 address as rdma_cm reports it (from the CM request's IP header: the requester
- * chose it), *IPV4 false when it has none (AF_IB, plain IPv6). */
-static uint32_t peer_ipv4(struct rdma_cm_id *id, uint16_t *port, bool *ipv4)
+/* The source's address as rdma_cm reports it (from the CM request's IP header: the requester chose
+ * it); unspecified for AF_IB, which only an allow list that admits everyone admits. */
+static struct xlt_ip peer_ip(struct rdma_cm_id *id, uint16_t *port)
 {
-	const struct sockaddr *sa = rdma_get_peer_addr(id);
-
-	/* AF_IB and plain IPv6: only an allow list that admits everyone admits them */
-	*ipv4 =
-	    sa->sa_family == AF_INET || (sa->sa_family == AF_INET6 &&
-	                                 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr));
-	return sa_ipv4(sa, port);
+	return sa_ip(rdma_get_peer_addr(id), port);
 }
 
-static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, uint32_t addr)
+static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why, const struct xlt_ip *addr)
 {
 	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
 							"limits", "no resources"};
-	char a[INET_ADDRSTRLEN];
+	char a[XLT_IP_STRLEN];
 	uint32_t skipped;
 
 	rdma_reject(id, NULL, 0);
@@ -665,9 +659,9 @@ static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_
  * connection (of the route, else of any) gives its slot up for this request: a handshake completes
  * within a round trip, so only a connection that is not completing its own loses out. The refusal
  * that led to it is counted all the same (limit or global). */
-static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
+static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 {
-	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr);
 	struct ib_conn *old = NULL;
 
 	if (ret != -EBUSY)
@@ -682,7 +676,7 @@ static int admit(struct ib_ctl *ctl, void *route, uint32_t addr, bool ipv4)
 	if (!old)
 		return ret;
 	fail_active(ctl, old, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
-	return ctl->hooks->admit(ctl->hooks->arg, route, addr, ipv4);
+	return ctl->hooks->admit(ctl->hooks->arg, route, addr);
 }
 
 /* The requester's own parameters, as rsocket answers, within what the device can do: more
@@ -710,24 +704,24 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	struct ib_conn *c;
 	uint8_t ours[IB_RS_PDATA_LEN];
 	uint16_t port;
-	bool ipv4;
-	uint32_t addr = peer_ipv4(e->id, &port, &ipv4), skipped;
+	struct xlt_ip addr = peer_ip(e->id, &port);
+	uint32_t skipped;
 	int ret;
 
 	for (l = ctl->listeners; l && l->id != e->listen_id; l = l->next)
 		;
 	if (!l || !ctl->serving) {
-		reject(ctl, e->id, IB_REJ_LIMIT, addr);
+		reject(ctl, e->id, IB_REJ_LIMIT, &addr);
 		return;
 	}
 	ret = ib_rs_params_parse(e->pdata, e->plen, &p);
 	if (ret) {
-		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, addr);
+		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, &addr);
 		return;
 	}
-	ret = admit(ctl, l->route, addr, ipv4);
+	ret = admit(ctl, l->route, &addr);
 	if (ret) {
-		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, addr);
+		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, &addr);
 		return;
 	}
 	dev = dev_of(ctl, e->id->verbs);
@@ -735,11 +729,11 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
 	 * back), new requests wait for room, so memory stays within max_sessions + that */
 	c = dev && ctl->dying < IB_SLOT_SPARE
-		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->conf->ib_rq_depth, IB_RS_QP_MAX))
+		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->rp.rq_depth, IB_RS_QP_MAX))
 		    : NULL;
 	if (!c) {
 		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
-		reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 		return;
 	}
 	__atomic_store_n(&c->reserved, true, __ATOMIC_RELAXED); /* published to the worker by ADOPT */
@@ -749,20 +743,21 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	ho_add(ctl, c);
 	c->id = e->id;
 	c->id->context = c;
-	c->conf = l->conf;
 	c->route = l->route;
 	ctl->hooks->route_get(c->route);
-	c->s.peer_addr = xlt_ip_v4(addr);
+	c->s.peer_addr = addr;
 	c->s.peer_port = port;
 	/* what the peer reached, and who it is on the fabric (PROXY v2 TLVs, logs): the GID of the
 	 * request's path (rdma_cm turns it around for the passive side: dgid is the requester's) and the
 	 * requester's QPN from the request */
-	c->s.local_addr = xlt_ip_v4(sa_ipv4(rdma_get_local_addr(e->id), &port));
-	c->s.local_port = l->conf->listen.port;
+	c->s.local_addr = sa_ip(rdma_get_local_addr(e->id), &port);
+	c->s.local_port = l->port;
 	memcpy(c->peer_gid, e->id->route.addr.addr.ibaddr.dgid.raw, sizeof(c->peer_gid));
 	c->peer_qpn = e->param.qp_num;
-	c->rbuf_size = (uint32_t)l->conf->ib_rbuf_size;
-	c->sbuf_size = (uint32_t)l->conf->ib_sbuf_size;
+	c->rbuf_size = l->rp.rbuf_size;
+	c->sbuf_size = l->rp.sbuf_size;
+	c->route_sq = l->rp.sq_depth;
+	c->route_rq = l->rp.rq_depth;
 	ret = conn_setup(ctl, c, dev);
 	if (ret)
 		goto err;
@@ -777,9 +772,9 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	if (to_worker(ctl, c, IB_MSG_ADOPT, 0))
 		goto err;
 	if (rdma_accept(c->id, &param)) {
-		char a[INET_ADDRSTRLEN];
+		char a[XLT_IP_STRLEN];
 		if (ratelim_ok(ctl, &ctl->rl_accept, &skipped))
-			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(addr, a),
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(&addr, a),
 			      strerror(errno), skipped);
 		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
@@ -792,7 +787,7 @@ err:
 		rdma_destroy_qp(e->id);
 	c->id = NULL;
 	conn_destroy(ctl, c);
-	reject(ctl, e->id, IB_REJ_RESOURCES, addr);
+	reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 }
 
 /* ---- active side ---- */
@@ -842,7 +837,7 @@ static int route_check(struct in_addr src, const struct sockaddr_in *dst)
 static void start_active(struct ib_ctl *ctl, struct ib_conn *c)
 {
 	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->dst_port), .sin_addr = c->dst};
-	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = ctl->conf.bind};
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = {.s_addr = ctl->params.bind}};
 	int ret;
 
 	c->ct = IB_CT_RESOLVING;
@@ -1078,12 +1073,13 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	/* half-open connections past their deadline, oldest first (all got the same time) */
 	while (ctl->ho_head && now_ns >= ctl->ho_head->deadline_ns) {
 		struct ib_conn *c = ctl->ho_head;
-		char a[INET_ADDRSTRLEN];
+		char a[XLT_IP_STRLEN];
 		uint32_t skipped;
 
 		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
-			logf_(ctl, 6, "ib: connection from %s not established in time, dropped (%u more not logged)",
-			      ipstr(xlt_ip_to_v4(&c->s.peer_addr), a), skipped);
+			logf_(ctl, 6,
+			      "ib: connection from %s not established in time, dropped (%u more not logged)",
+			      ipstr(&c->s.peer_addr, a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}
 	read_messages(ctl);
@@ -1094,9 +1090,11 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 
 /* ---- listeners ---- */
 
-struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route)
+struct ib_listener *ib_listen(struct ib_ctl *ctl, uint16_t port, const struct ib_route_params *rp,
+			      void *route)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(r->listen.port), .sin_addr = ctl->conf.bind};
+	struct sockaddr_in sin = {
+	    .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {.s_addr = ctl->params.bind}};
 	struct ib_listener *l = calloc(1, sizeof(*l));
 	int one = 1, e;
 
@@ -1109,9 +1107,9 @@ struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, vo
 	if (rdma_bind_addr(l->id, (struct sockaddr *)&sin) || rdma_listen(l->id, LISTEN_BACKLOG))
 		goto err_id;
 	l->ctl = ctl;
-	l->conf = r;
+	l->rp = *rp;
 	l->route = route;
-	l->port = r->listen.port;
+	l->port = port;
 	ctl->hooks->route_get(route);
 	l->next = ctl->listeners;
 	if (ctl->listeners)
@@ -1150,12 +1148,12 @@ void ib_listener_close(struct ib_listener *l)
 	free(l);
 }
 
-void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route)
+void ib_listener_update(struct ib_listener *l, const struct ib_route_params *rp, void *route)
 {
 	void *old = l->route;
 
 	l->ctl->hooks->route_get(route);
-	l->conf = r;
+	l->rp = *rp;
 	l->route = route;
 	l->ctl->hooks->route_put(old);
 }
@@ -1188,7 +1186,7 @@ static int open_devices(struct ib_ctl *ctl)
 		struct ib_dev *d = &ctl->devs[ctl->n_devs];
 		const char *name = ibv_get_device_name(ctx->device);
 
-		if (ctl->conf.device[0] && strcmp(ctl->conf.device, name))
+		if (ctl->params.device[0] && strcmp(ctl->params.device, name))
 			continue;
 		if (ibv_query_device(ctx, &d->attr))
 			continue;
@@ -1214,7 +1212,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 	w->arg = arg;
 	w->hooks = ctl->hooks;
 	w->wake_fd = ctl->wake_fd;
-	w->ka_ns = ctl->conf.keepalive_ms * 1000000ull;
+	w->ka_ns = ctl->params.keepalive_ms * 1000000ull;
 	w->n_slots = n;
 	w->slots = calloc(n, sizeof(w->slots[0]));
 	w->ct_gen = calloc(n, sizeof(w->ct_gen[0]));
@@ -1243,22 +1241,24 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 	return 0;
 }
 
-struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
-			     uint64_t mem_limit, const struct ib_hooks *hooks)
+struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void *const *wargs,
+			     uint32_t max_conns, uint64_t mem_limit, const struct ib_hooks *hooks)
 {
 	struct ib_ctl *ctl = calloc(1, sizeof(*ctl));
 	int ret = -ENOMEM, flags;
 
 	if (!ctl)
 		return NULL;
-	ctl->conf = *c;
+	ctl->params = *p;
+	ctl->params.device[IB_DEVICE_MAX - 1] = 0;
 	ctl->hooks = hooks;
 	ctl->n_workers = n_workers;
 	ctl->serving = true;
 	ctl->wake_fd = -1;
 	ctl->mem_limit = mem_limit;
-	ctl->spare_depth = clamp_depth(c->rq_depth, IB_RS_QP_MAX);
-	ctl->max_need = (uint32_t)clamp_depth(c->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;
+	ctl->spare_depth = clamp_depth(p->rq_depth, IB_RS_QP_MAX);
+	ctl->max_need =
+	    (uint32_t)clamp_depth(p->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;
 	ctl->ch = rdma_create_event_channel();
 	if (!ctl->ch) {
 		ret = errno ? -errno : -ENODEV;

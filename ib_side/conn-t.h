@@ -13,7 +13,6 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "../conf/conf-t.h"
 #include "../translate/stream-t.h"
 #include "ib-t.h"
 #include "proto-t.h"
@@ -168,7 +167,6 @@ struct ib_conn {
 	uint32_t slot, gen;
 	bool active;
 	void *route;
-	const struct conf_route *conf;
 
 	/* resources and peer parameters (handed over) */
 	struct ib_bufs *bufs;
@@ -199,7 +197,10 @@ struct ib_conn {
 	struct ib_conn *ct_prev, *ct_next;
 	struct in_addr dst;	/* active: written by the worker before CONNECT */
 	uint16_t dst_port;
+	/* the route's values it is set up with (struct ib_route_params; active: written by the worker
+	 * before CONNECT) */
 	uint32_t rbuf_size, sbuf_size;
+	uint32_t route_sq, route_rq; /* queue depths, 0: the engine's */
 	uint64_t timeout_ms;
 
 	/* worker */

@@ -1151,7 +1151,7 @@ unsigned ib_worker_flush(struct ib_worker *w)
 	return n + (w->work_head != NULL);
 }
 
-struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,
+struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct ib_route_params *rp, void *route,
 				     struct in_addr addr, uint16_t port, int *err)
 {
 	struct ib_conn *c = w->stash;
@@ -1169,14 +1169,15 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_rout
 	c->s.state = XLT_STREAM_CONNECTING;
 	c->s.peer_addr = xlt_ip_v4(addr.s_addr);
 	c->s.peer_port = port;
-	c->conf = r;
 	c->route = route;
 	w->hooks->route_get(route);
 	c->dst = addr;
 	c->dst_port = port;
-	c->timeout_ms = r->connect_timeout_ms;
-	c->rbuf_size = (uint32_t)r->ib_rbuf_size;
-	c->sbuf_size = (uint32_t)r->ib_sbuf_size;
+	c->timeout_ms = rp->connect_timeout_ms;
+	c->rbuf_size = rp->rbuf_size;
+	c->sbuf_size = rp->sbuf_size;
+	c->route_sq = rp->sq_depth;
+	c->route_rq = rp->rq_depth;
 	c->ws = IB_W_CONNECTING;
 	m = (struct ib_msg){.type = IB_MSG_CONNECT, .slot = c->slot, .gen = c->gen, .conn = c};
 	if (rte_ring_sp_enqueue_elem(w->out, &m, sizeof(m))) {

@@ -7,19 +7,48 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../translate/ip-t.h"
+
+#define IB_DEVICE_MAX 64 /* an RDMA device name, with its terminating NUL */
+
 struct ib_ctl;	    /* rdma_cm side: control thread */
 struct ib_worker;   /* datapath side: one per worker */
 struct ib_listener; /* one rsocket listener (listen = ib:PORT) */
 struct xlt_stream;
 
+/* The engine's own parameters (the gateway builds them from [ib]). ib_ctl_create copies them: the
+ * engine never reads the caller's struct again. */
+struct ib_params {
+	uint32_t bind;              /* IPv4, network order: listeners' address and active opens'
+				     * source; 0: any */
+	char device[IB_DEVICE_MAX]; /* open only this RDMA device; "": every one librdmacm sees */
+	uint32_t sq_depth;          /* send queue depth: a route's default and ceiling */
+	uint32_t rq_depth;          /* receive queue depth (credits given): a route's default; also what a
+				     * spare connection object for active opens is sized for */
+	uint32_t inline_size;       /* bytes a send may carry inline (0 where the device has none) */
+	uint64_t keepalive_ms;      /* idle time before a keepalive write; 0: none */
+};
+
+/* What the engine needs of one route: for a listener (every connection it accepts) or for one active
+ * open. ib_listen, ib_listener_update and ib_worker_connect copy it into the listener or the
+ * connection: a connection keeps the values it started with, whatever a reload does after. */
+struct ib_route_params {
+	uint32_t rbuf_size;          /* each connection's receive ring, bytes */
+	uint32_t sbuf_size;          /* each connection's send ring, bytes */
+	uint32_t sq_depth;           /* send queue depth, 0: ib_params.sq_depth; capped at that */
+	uint32_t rq_depth;           /* receive queue depth, 0: ib_params.rq_depth (active opens: capped at
+				      * it, the spare objects' size) */
+	uint64_t connect_timeout_ms; /* active opens: resolution and connect, all told */
+};
+
 /* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
 struct ib_hooks {
 	void *arg;
-	/* Control thread, on a connect request: may ADDR (network order; IPV4 false: the source has no
-	 * IPv4 address, ADDR is 0) open a session on ROUTE now? 0 RESERVES a route and a global session
-	 * slot for the connection (taken over by a session through accept, else given back by unadmit);
-	 * -EACCES (source not allowed) or -EBUSY (limits, draining). */
-	int (*admit)(void *arg, void *route, uint32_t addr, bool ipv4);
+	/* Control thread, on a connect request: may ADDR (the source as rdma_cm reports it, either
+	 * family; unspecified when it has no IP address, AF_IB) open a session on ROUTE now? 0 RESERVES a
+	 * route and a global session slot for the connection (taken over by a session through accept, else
+	 * given back by unadmit); -EACCES (source not allowed) or -EBUSY (limits, draining). */
+	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
 	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
 	void (*unadmit)(void *arg, void *route);
 	/* Any thread: every connection holds a reference to its route while it exists. */

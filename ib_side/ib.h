@@ -15,20 +15,18 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 
-#include "../conf/conf-t.h"
 #include "../translate/metric-t.h"
 #include "ib-t.h"
 
 struct pollfd;
 
 /* Control thread, before the workers run. Opens every RDMA device librdmacm sees (or only
- * C->device), the rdma_cm event channel, and the per-worker state for N_WORKERS workers (WARGS[i] is
- * passed back to hooks->accept on worker i). MAX_CONNS bounds the connections one worker may own.
- * Registered buffers are kept idle for reuse up to MEM_LIMIT / 8, and only while all of them fit
- * MEM_LIMIT. HOOKS must outlive
- * the engine. errno ENODEV: no RDMA here. */
-struct ib_ctl *ib_ctl_create(const struct conf_ib *c, unsigned n_workers, void *const *wargs, uint32_t max_conns,
-			     uint64_t mem_limit, const struct ib_hooks *hooks);
+ * P->device), the rdma_cm event channel, and the per-worker state for N_WORKERS workers (WARGS[i] is
+ * passed back to hooks->accept on worker i). P is copied. MAX_CONNS bounds the connections one worker
+ * may own. Registered buffers are kept idle for reuse up to MEM_LIMIT / 8, and only while all of them
+ * fit MEM_LIMIT. HOOKS must outlive the engine. errno ENODEV: no RDMA here. */
+struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void *const *wargs,
+			     uint32_t max_conns, uint64_t mem_limit, const struct ib_hooks *hooks);
 
 /* After the workers stopped: frees every connection, listener and resource. */
 void ib_ctl_destroy(struct ib_ctl *ctl);
@@ -41,14 +39,16 @@ void ib_ctl_process(struct ib_ctl *ctl, uint64_t now_ns);
 /* SERVING false (draining): connect requests are refused from now on. */
 void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving);
 
-/* Opens an rsocket listener on [ib] bind, R->listen.port, for ROUTE (referenced while open and by
- * every connection it accepts; R must stay valid as long as ROUTE is referenced). */
-struct ib_listener *ib_listen(struct ib_ctl *ctl, const struct conf_route *r, void *route);
+/* Opens an rsocket listener on the engine's bind address, PORT, for ROUTE (referenced while open and
+ * by every connection it accepts, which are set up with RP's values; RP is copied). */
+struct ib_listener *ib_listen(struct ib_ctl *ctl, uint16_t port, const struct ib_route_params *rp,
+			      void *route);
 void ib_listener_close(struct ib_listener *l);
 /* L's route was replaced by a reload that kept its port: requests from now on are admitted and set up
- * under R/ROUTE (referenced in place of the old one); connections made before keep theirs. The port
- * stays open throughout, so a client connecting during the reload is never refused. */
-void ib_listener_update(struct ib_listener *l, const struct conf_route *r, void *route);
+ * under ROUTE (referenced in place of the old one) with RP's values (copied); connections made before
+ * keep theirs. The port stays open throughout, so a client connecting during the reload is never
+ * refused. */
+void ib_listener_update(struct ib_listener *l, const struct ib_route_params *rp, void *route);
 uint16_t ib_listener_port(const struct ib_listener *l);
 
 const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
@@ -91,10 +91,11 @@ int ib_worker_arm(struct ib_worker *w, struct pollfd *fds, unsigned max);
  * ib_worker_arm filled them, with revents). */
 void ib_worker_woken(struct ib_worker *w, const struct pollfd *fds, unsigned n);
 
-/* Worker: opens an rsocket connection to ADDR:PORT for ROUTE (whose conf is R). Returns a CONNECTING
- * stream: on_connected or on_closed (-ECONNREFUSED, -ETIMEDOUT after R->connect_timeout_ms,
- * -EHOSTUNREACH, -EPROTO, ...) follow from ib_worker_poll. NULL with *ERR on immediate failure. */
-struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct conf_route *r, void *route,
+/* Worker: opens an rsocket connection to ADDR:PORT for ROUTE (referenced by the connection), set up
+ * with RP's values (copied). Returns a CONNECTING stream: on_connected or on_closed (-ECONNREFUSED,
+ * -ETIMEDOUT after RP->connect_timeout_ms, -EHOSTUNREACH, -EPROTO, ...) follow from ib_worker_poll.
+ * NULL with *ERR on immediate failure. */
+struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct ib_route_params *rp, void *route,
 				     struct in_addr addr, uint16_t port, int *err);
 
 const struct ib_worker_stats *ib_worker_stats(const struct ib_worker *w);

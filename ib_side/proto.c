@@ -258,7 +258,7 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 	w->len = len;
 	w->seg0 = len < tx->size - w->off ? len : tx->size - w->off;
 	/* rsocket's rule: update the target entry before the data goes, so a late advert from the peer
-	 * for the other entry can never be confused with this one */
+	 * for the other entry can never be mistaken for this one */
 	w->raddr = t->addr;
 	w->rkey = t->key;
 	t->addr = t->addr + len;

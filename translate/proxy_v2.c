@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ip.h"
 #include "proxy_v2.h"
 
 const uint8_t xlt_pp2_sig[XLT_PP2_SIG_LEN] = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
@@ -147,11 +148,16 @@ enum xlt_pp2_result xlt_pp2_parse(const uint8_t *buf, size_t n, struct xlt_pp2_i
 	info->tlv = info->addr + alen;
 	info->tlv_len = len - (size_t)alen;
 	if (info->family == XLT_PP2_AF_INET && alen) {
-		memcpy(&info->src_addr, info->addr, 4);
-		memcpy(&info->dst_addr, info->addr + 4, 4);
+		uint32_t a;
+		memcpy(&a, info->addr, 4);
+		info->src_addr = xlt_ip_v4(a);
+		memcpy(&a, info->addr + 4, 4);
+		info->dst_addr = xlt_ip_v4(a);
 		info->src_port = get16(info->addr + 8);
 		info->dst_port = get16(info->addr + 10);
 	} else if (info->family == XLT_PP2_AF_INET6 && alen) {
+		memcpy(info->src_addr.b, info->addr, 16);
+		memcpy(info->dst_addr.b, info->addr + 16, 16);
 		info->src_port = get16(info->addr + 32);
 		info->dst_port = get16(info->addr + 34);
 	}
@@ -184,26 +190,41 @@ static void put_head(uint8_t *buf, uint8_t cmd, uint8_t fam_proto, uint16_t len)
 	put16(buf + 14, len);
 }
 
-int xlt_pp2_build(uint8_t *buf, size_t cap, int inet, uint32_t src, uint16_t sport, uint32_t dst,
-                  uint16_t dport, const struct xlt_pp2_tlv *tlvs, unsigned n)
+int xlt_pp2_build(uint8_t *buf, size_t cap, const struct xlt_ip *src, uint16_t sport,
+                  const struct xlt_ip *dst, uint16_t dport, const struct xlt_pp2_tlv *tlvs, unsigned n)
 {
-	size_t total = XLT_PP2_HDR_LEN + (inet ? 12 : 0), off;
+	static const struct xlt_ip none;
+	const struct xlt_ip *d = dst ? dst : &none;
+	bool inet = src && !xlt_ip_is_any(src);
+	/* an unspecified destination takes the source's family: it says nothing of its own */
+	bool v4 = inet && xlt_ip_is_v4(src) && (xlt_ip_is_v4(d) || xlt_ip_is_any(d));
+	uint8_t fam = !inet ? XLT_PP2_AF_UNSPEC : v4 ? XLT_PP2_AF_INET : XLT_PP2_AF_INET6;
+	size_t alen = !inet ? 0 : v4 ? 12 : 36, total = XLT_PP2_HDR_LEN + alen, off;
 
 	for (unsigned i = 0; i < n; i++)
 		total += 3 + (size_t)tlvs[i].len;
 	if (total > cap || total > XLT_PP2_MAX_LEN)
 		return -ENOSPC;
 	put_head(buf, XLT_PP2_CMD_PROXY,
-	         inet ? (uint8_t)(XLT_PP2_AF_INET << 4 | XLT_PP2_PROTO_STREAM) : (uint8_t)XLT_PP2_AF_UNSPEC,
+	         inet ? (uint8_t)(fam << 4 | XLT_PP2_PROTO_STREAM) : (uint8_t)XLT_PP2_AF_UNSPEC,
 	         (uint16_t)(total - XLT_PP2_HDR_LEN));
 	off = XLT_PP2_HDR_LEN;
-	if (inet) {
-		memcpy(buf + off, &src, 4);
-		memcpy(buf + off + 4, &dst, 4);
+	if (v4) {
+		memcpy(buf + off, &src->b[12], 4);
+		memcpy(buf + off + 4, &d->b[12], 4); /* :: reads as 0.0.0.0 here too */
 		put16(buf + off + 8, sport);
 		put16(buf + off + 10, dport);
-		off += 12;
+	} else if (inet) {
+		/* the IPv4 end of a mixed pair goes v4-mapped; an unspecified one as :: */
+		memcpy(buf + off, src->b, 16);
+		if (xlt_ip_is_any(d))
+			memset(buf + off + 16, 0, 16);
+		else
+			memcpy(buf + off + 16, d->b, 16);
+		put16(buf + off + 32, sport);
+		put16(buf + off + 34, dport);
 	}
+	off += alen;
 	for (unsigned i = 0; i < n; i++) {
 		buf[off] = tlvs[i].type;
 		put16(buf + off + 1, tlvs[i].len);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ip-t.h"
+
 #define XLT_PP2_SIG_LEN 12
 #define XLT_PP2_HDR_LEN 16 /* signature, version/command, family/protocol, length */
 /* The largest header accepted: the spec designs headers to fit the smallest TCP segment every host
@@ -49,13 +51,15 @@ enum {
 	XLT_PP2_TYPE_IBGW_IB_QPN = 0xE2, /* IB peer's queue pair number, 4 bytes big-endian */
 };
 
-/* What a parse found. Addresses of AF_INET are in network byte order, ports in host order; for other
- * families only the raw block is given (addr, addr_len). */
+/* What a parse found. For AF_INET and AF_INET6 with an address block: the addresses (IPv4 held
+ * IPv4-mapped, ip-t.h; an AF_INET6 block may itself carry v4-mapped addresses, which then read as
+ * IPv4) and the ports in host order; for other families only the raw block is given (addr,
+ * addr_len), and src_addr/dst_addr stay unspecified. */
 struct xlt_pp2_info {
 	uint8_t command; /* XLT_PP2_CMD_* */
 	uint8_t family;  /* XLT_PP2_AF_* */
 	uint8_t proto;   /* XLT_PP2_PROTO_* */
-	uint32_t src_addr, dst_addr;
+	struct xlt_ip src_addr, dst_addr;
 	uint16_t src_port, dst_port;
 	const uint8_t *addr; /* the address block as sent (points into the input) */
 	size_t addr_len;     /* what the family/protocol pair defines (0 for UNSPEC) */
@@ -98,12 +102,14 @@ struct xlt_pp2_tlv {
 	const void *val;
 };
 
-/* Writes a header into BUF (CAP bytes): command PROXY, TCP over IPv4 with SRC:SPORT -> DST:DPORT (addresses
- * network order, ports host order) when INET is non-zero, else PROXY with AF_UNSPEC and no address
- * block (a source ibgwd knows no IPv4 address of); then the N TLVs in order. Returns the header's
+/* Writes a header into BUF (CAP bytes): command PROXY, TCP from SRC:SPORT to DST:DPORT (ports in host
+ * order): over IPv4 (12-byte block) when both are IPv4, over IPv6 (36 bytes) when either is IPv6 (the
+ * IPv4 one then v4-mapped, as a dual-stack socket would report it); with SRC NULL or unspecified (a
+ * source with no IP address, AF_IB) AF_UNSPEC and no address block. Then the N TLVs in order. DST
+ * unspecified with an IP source goes as :: or 0.0.0.0 of the source's family. Returns the header's
  * length, or -ENOSPC when it does not fit CAP (or XLT_PP2_MAX_LEN). */
-int xlt_pp2_build(uint8_t *buf, size_t cap, int inet, uint32_t src, uint16_t sport, uint32_t dst,
-                  uint16_t dport, const struct xlt_pp2_tlv *tlvs, unsigned n);
+int xlt_pp2_build(uint8_t *buf, size_t cap, const struct xlt_ip *src, uint16_t sport,
+                  const struct xlt_ip *dst, uint16_t dport, const struct xlt_pp2_tlv *tlvs, unsigned n);
 
 /* Writes the LOCAL command (what a health check sends): no address, no TLVs. Returns 16 or -ENOSPC. */
 int xlt_pp2_build_local(uint8_t *buf, size_t cap);

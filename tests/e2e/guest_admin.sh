@@ -6,7 +6,9 @@
 #     and over the gateway's [gateway] max_sessions, counted rejected{reason="global"};
 #   - all of that while a transfer runs on another route: it is not disturbed;
 #   - SIGHUP removing two routes (one of each kind) and adding one while sessions run on them: the
-#     running sessions finish intact, the removed listeners refuse, the new one serves;
+#     running sessions finish intact, the removed listeners refuse, the new one serves; a route whose
+#     IB buffer and queue depth the reload changes (its listener kept) sets up the connections after
+#     it with the new values (credits and receive ring its accept offers), the one before stays;
 #   - SIGTERM: /health turns 503, new sessions refused, a session in progress finishes within the drain
 #     timeout, a stuck one is aborted at the timeout and counted (its client told at once), ibgwd exits
 #     0 within the drain timeout plus a bounded teardown, whatever the stuck peer does.
@@ -47,6 +49,9 @@ listen = ib:7004
 connect = tcp:$ETH_PEER_IP:5000
 [route out_chg]
 listen = ib:7006
+connect = tcp:$ETH_PEER_IP:5000
+[route out_par]
+listen = ib:7007
 connect = tcp:$ETH_PEER_IP:5000"
 bg techo npeer tcp-serve 5000 "$T/techo.log"
 bg recho peer rs-serve "$IB" 7600 "$T/recho.log"
@@ -109,10 +114,15 @@ bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" stall "$BIG" 20
 bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" stall "$BIG" 20
 bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG" --rate 200000
 bg ld_chg "$TOOLS/rs_peer" -t 200 -p 7006 "$IB" stall "$BIG" 20
+# out_par's accept offers [ib]'s defaults (128K receive ring, 128 credits) until the reload; one
+# connection made before it stays open across it
+bg par_old "$TOOLS/ib_badpeer" -p 7007 -t 30000 "$IB" hold 1 200
 act() { echo "out=$(m 'ibgw_route_sessions_active{route="out"}') out_rm=$(m 'ibgw_route_sessions_active{route="out_rm"}') in=$(m 'ibgw_route_sessions_active{route="in"}')"; }
 wait_for '[ "$(act)" = "out=1 out_rm=1 in=1" ]' 40
+wait_for "grep -q '^held' $T/par_old.out" 40
 a=$(act) tl=$(date +%s%N)
 check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "3 sessions running before the reload ($a)"
+check "grep -q '^held 1 credits 128 ring 131072$' $T/par_old.out" "out_par before the reload: its accept offers 128 credits and a 128 KiB receive ring ($(cat $T/par_old.out))"
 e2e_conf "[route out]
 listen = ib:7000
 connect = tcp:$ETH_PEER_IP:5000
@@ -122,13 +132,24 @@ connect = tcp:$ETH_PEER_IP:5000
 [route out_chg]
 listen = ib:7006
 connect = tcp:$ETH_PEER_IP:5000
-max_sessions = 4"
+max_sessions = 4
+[route out_par]
+listen = ib:7007
+connect = tcp:$ETH_PEER_IP:5000
+ib_rbuf = 256K
+ib_rq_depth = 48"
 kill -HUP "$GW_PID"
-check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added, 1 changed) while 4 sessions run"
+check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added, 2 changed) while 5 sessions run"
 a=$(act)
 check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "the removed routes' sessions are still running (and still reported: $a, $((($(date +%s%N) - tl) / 1000000)) ms later)"
 timeout 40 "$TOOLS/rs_peer" -t 30 -p 7005 "$IB" echo 100000 >"$T/new.out" 2>&1
 check "grep -q '^ok ' $T/new.out" "the added route serves at once"
+out=$(timeout 40 "$TOOLS/ib_badpeer" -p 7007 -t 30000 "$IB" hold 1 0 2>&1)
+check "[ \"$out\" = 'held 1 credits 48 ring 262144' ]" "out_par after the reload: a new connection gets the new ib_rq_depth and ib_rbuf (48 credits, 256 KiB ring: $out)"
+check "wait_for '[ \$(m \"ibgw_route_sessions_active{route=\\\"out_par\\\"}\") = 1 ]' 10" "out_par: the session of the connection made before the reload is still there"
+kill -USR1 "${PIDS[par_old]}"
+reap par_old; r0=$?
+check "[ $r0 = 0 ]" "out_par: the connection made before the reload held until released (exit $r0)"
 timeout 40 "$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
 check "[ \$? != 0 ]" "the removed IB listener refuses new sessions"
 npeer tcp-client "$ETH_GW_IP" 9000 1000 >"$T/rm2.out" 2>&1

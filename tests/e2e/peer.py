@@ -46,9 +46,11 @@ def log_line(path, text):
 
 
 def tcp_listener(port):
-    ls = socket.socket()
+    # dual-stack: IPv4 clients arrive as ::ffff:a.b.c.d (a namespace without IPv6 still has the socket)
+    ls = socket.socket(socket.AF_INET6)
+    ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("0.0.0.0", port))
+    ls.bind(("::", port))
     ls.listen(512)
     return ls
 

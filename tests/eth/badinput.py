@@ -104,7 +104,7 @@ def check(name, expect, inject, settle=0.4):
 
 class Survivor:
     def __init__(self, sport):
-        self.s = socket.socket()
+        self.s = socket.socket(socket.AF_INET6 if ":" in PEER else socket.AF_INET)  # (badinput6.py: IPv6)
         self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.s.bind((PEER, sport))
         self.s.connect((GW, ECHO))

@@ -23,12 +23,16 @@
 #   eth_wait_listen PORT      waits (up to 10 s) until a kernel server in the namespace listens on PORT
 #   eth_tap_adopt TAP NAME    (ETH_LINK=vhost) moves virtio_user's tap into the namespace as NAME
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
+#   eth_peer_v6               IPv6 on the peer's end: $ETH_PEER_IP6/64 (no DAD); ibgwd's [eth] address6 is
+#                             then $ETH_GW_IP6/64 (eth_conf's EXTRA: "address6 = $ETH_GW_IP6/64")
 ETH_NS=ibgw-eth-$$
 ETH_IF=ibe$$a
 ETH_PEER=ibe$$b
 ETH_GW_IP=198.18.0.1
 ETH_PEER_IP=198.18.0.2
 ETH_PEER_IP2=198.18.0.3
+ETH_GW_IP6=2001:db8:0:1::1 # (IPv6: 2001:db8::/32 only)
+ETH_PEER_IP6=2001:db8:0:1::2
 ETH_STATS=
 mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
@@ -124,6 +128,11 @@ eth_setup_impaired() {
 	ETH_LINKEM=$!
 	for i in $(seq 50); do grep -q ready "${GW_ROOT}/${BUILD:-build}/test-logs/linkem-$$.log" 2>/dev/null && return 0; sleep 0.1; done
 	fail "linkem did not start"
+}
+
+eth_peer_v6() {
+	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=0" || fail "cannot enable IPv6 in the namespace"
+	eth_ns ip -6 addr add "$ETH_PEER_IP6/64" dev "$ETH_PEER" nodad || fail "cannot add $ETH_PEER_IP6"
 }
 
 eth_conf() {

@@ -21,7 +21,9 @@ HAProxy's doc/proxy-protocol.txt, independent of ibgwd's C one).
       opens N connections that send nothing; 2 s later prints how many the far end has already
       closed or reset ("early=K"), then waits until every one is closed (30 s at most: "all closed")
   pp_peer.py header [local] [--src IP:PORT --dst IP:PORT] [--tlv TYPE:HEX ...] [--ver V] [--cmd C] [--fam F] [--len L]
-      prints a v2 header in hex (fields may be overridden to make malformed ones)
+      prints a v2 header in hex (fields may be overridden to make malformed ones); an address
+      [IPv6]:PORT makes it TCP over IPv6 (the 36-byte block, an IPv4 other end v4-mapped)
+The server logs AF_INET6 addresses as Python's inet_ntop writes them (v4-mapped: ::ffff:a.b.c.d).
 """
 import hashlib
 import json
@@ -61,6 +63,13 @@ def parse_header(c):
         src, dst, sp, dp = struct.unpack('!4s4sHH', body[:12])
         out.update(src=socket.inet_ntoa(src), dst=socket.inet_ntoa(dst), sport=sp, dport=dp)
         off = 12
+    elif fam == 2 and proto:
+        if length < 36:
+            raise ValueError(f'IPv6 block cut short: length {length}')
+        src, dst, sp, dp = struct.unpack('!16s16sHH', body[:36])
+        out.update(src=socket.inet_ntop(socket.AF_INET6, src), dst=socket.inet_ntop(socket.AF_INET6, dst),
+                   sport=sp, dport=dp)
+        off = 36
     elif fam != 0:
         raise ValueError(f'family {fam} not expected from ibgwd')
     while off < length:
@@ -247,8 +256,13 @@ def header(args):
     if args[:1] == ['local']:
         cmd, fam, body = 0, 0, b''
     else:
-        (sa, sp), (da, dp) = src.split(':'), dst.split(':')
-        fam, body = 0x11, socket.inet_aton(sa) + socket.inet_aton(da) + struct.pack('!HH', int(sp), int(dp))
+        (sa, sp), (da, dp) = src.rsplit(':', 1), dst.rsplit(':', 1)
+        if sa.startswith('[') or da.startswith('['):
+            def a16(a):  # [IPv6] as is, IPv4 v4-mapped
+                return socket.inet_pton(socket.AF_INET6, a.strip('[]') if a.startswith('[') else '::ffff:' + a)
+            fam, body = 0x21, a16(sa) + a16(da) + struct.pack('!HH', int(sp), int(dp))
+        else:
+            fam, body = 0x11, socket.inet_aton(sa) + socket.inet_aton(da) + struct.pack('!HH', int(sp), int(dp))
     fam = int(opt(args, '--fam', str(fam)), 0)
     body += tlvs
     length = int(opt(args, '--len', str(len(body))))

@@ -17,6 +17,9 @@
    pressure end them 7 s after their SYN).
 4. The issue's repro: 3000 SYNs from 200 spoofed sources in one burst, then the client 3 s later, once
    more within 1 s.
+With an IPv6 GW_IP (test_syn_flood6.sh) the same over IPv6: the spoofed sources are on-link addresses
+of GW_IP's /64 that nobody answers neighbour solicitations for, so ibgwd's IPv6 neighbour cache and
+its pending queue are flooded as well, within their bounds.
 Prints one "ok:"/"FAIL:" line per check; exits 1 when any failed.
 """
 import hashlib
@@ -32,6 +35,7 @@ import time
 IFACE, GW, STATS, ROOTNS, PORT_A, PORT_B = sys.argv[1:7]
 PORT_A, PORT_B = int(PORT_A), int(PORT_B)
 RATE, SECS = 2000, 10
+V6 = ":" in GW
 failures = []
 
 
@@ -70,6 +74,11 @@ def syn_frame(src_mac, dst_mac, src, sport, seq, tsval):
     opts = struct.pack("!BBH", 2, 4, 1460) + b"\x04\x02" + struct.pack("!BBII", 8, 10, tsval, 0) + b"\x01\x03\x03\x07"
     tcp = bytearray(struct.pack("!HHIIBBHHH", sport, PORT_A, seq, 0, (20 + len(opts)) // 4 << 4, 0x02, 64240, 0, 0)
                     + opts)
+    if V6:
+        s, d = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, GW)
+        struct.pack_into("!H", tcp, 16, csum(s + d + struct.pack("!IxxxB", len(tcp), 6) + bytes(tcp)))
+        ip = struct.pack("!IHBB16s16s", 6 << 28, len(tcp), 6, 64, s, d)
+        return dst_mac + src_mac + b"\x86\xdd" + ip + bytes(tcp)
     s, d = socket.inet_aton(src), socket.inet_aton(GW)
     struct.pack_into("!H", tcp, 16, csum(s + d + struct.pack("!BBH", 0, 6, len(tcp)) + bytes(tcp)))
     ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), seq & 0xFFFF, 0x4000, 64, 6, 0, s, d))
@@ -78,11 +87,14 @@ def syn_frame(src_mac, dst_mac, src, sport, seq, tsval):
 
 
 def frames(n, n_sources, seed):
-    """N SYNs from N_SOURCES spoofed addresses 198.18.0.10.. (not ibgwd's, not the namespace's own)."""
+    """N SYNs from N_SOURCES spoofed addresses 198.18.0.10.. (not ibgwd's, not the namespace's own; over
+    IPv6 GW's /64 ::10..)."""
     rng = random.Random(seed)
     src_mac = bytes.fromhex(open(f"/sys/class/net/{IFACE}/address").read().strip().replace(":", ""))
     dst_mac = bytes.fromhex(GW_MAC.replace(":", ""))
-    return [syn_frame(src_mac, dst_mac, f"198.18.0.{10 + i % n_sources}", 1024 + rng.randrange(64000),
+    prefix = GW.rsplit(":", 1)[0] + ":" if V6 else None
+    return [syn_frame(src_mac, dst_mac, f"{prefix}{10 + i % n_sources:x}" if V6 else f"198.18.0.{10 + i % n_sources}",
+                      1024 + rng.randrange(64000),
                       rng.getrandbits(32), rng.getrandbits(32)) for i in range(n)]
 
 
@@ -140,9 +152,13 @@ def main():
     if err:
         bad(f"legitimate client before any flood: {err}")
         return 1
-    GW_MAC = next((ln.split()[3] for ln in open("/proc/net/arp") if ln.split()[0] == GW), None)
+    if V6:
+        out = subprocess.run(["ip", "-6", "neigh", "show", GW], capture_output=True, text=True).stdout.split()
+        GW_MAC = out[out.index("lladdr") + 1] if "lladdr" in out else None
+    else:
+        GW_MAC = next((ln.split()[3] for ln in open("/proc/net/arp") if ln.split()[0] == GW), None)
     if not GW_MAC:
-        raise RuntimeError("no ARP entry for ibgwd")
+        raise RuntimeError("no neighbour entry for ibgwd")
     ok(f"legitimate client before the flood: 32 KiB echoed in {dt * 1000:.0f} ms")
 
     # --- 1. the sustained flood ---

@@ -5,9 +5,10 @@
 # routing headers with segments left, extension-header chains too long or cut short, hop-by-hop not
 # first, a payload length beyond the frame, a bad checksum, neighbour discovery that fails RFC 4861's
 # checks (hop limit, zero-length option, a source link-layer option from ::), a node claiming our
-# address, TCP over IPv6 (not served yet): each counted under its name, nothing answered that should
-# not be, ping still answered, ibgwd alive and a clean shutdown (ASan build). Addresses from
-# 2001:db8::/32 (documentation) only.
+# address, TCP to a closed port (answered with a reset: TCP over IPv6 is served, tests/eth/test_tcp6_*.sh)
+# and to the all-nodes group (refused): each counted under its name, nothing answered that should not
+# be, ping still answered, ibgwd alive and a clean shutdown (ASan build). Addresses from 2001:db8::/32
+# (documentation) only.
 # timeout: 150
 set -u
 cd "$(dirname "$0")/../.."
@@ -44,7 +45,7 @@ eth_ns ping -6 -c 3 -i 0.2 -W 2 "$ll%$ETH_PEER" >/dev/null || fail "ping $ll fai
 ok "ping of the link-local address $ll answered"
 
 m() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
-names="ip6_header_errors_total ip6_extension_drops_total ip6_unsupported_total icmp6_errors_total
+names="ip6_header_errors_total ip6_extension_drops_total ip6_tcp_refused_total tcp_rsts_out_total icmp6_errors_total
 	nd_errors_total nd_conflicts_total nd_dad_defended_total ip6_martians_total icmp6_echo_replies_total"
 for n in $names; do eval "before_$n=$(m $n)"; done
 
@@ -76,12 +77,13 @@ bad = {
  'ns_zero_opt': Ether(dst=snmac) / IPv6(src=me, dst=snm, hlim=255) / ICMPv6ND_NS(tgt=gw) / Raw(bytes([1, 0]) + bytes(6)),
  'ns_dad_sll': Ether(dst=snmac) / IPv6(src='::', dst=snm, hlim=255) / ICMPv6ND_NS(tgt=gw) / ICMPv6NDOptSrcLLAddr(),
  'martian': E / IPv6(src='ff02::1', dst=gw) / echo,
- 'tcp6': E / IPv6(src=me, dst=gw) / TCP(sport=40000, dport=80, flags='S'),
+ 'tcp6_mcast': Ether(dst='33:33:00:00:00:01') / IPv6(src=me, dst='ff02::1') / TCP(sport=40001, dport=80, flags='S'),
 }
 good = {
  'na_conflict': Ether(dst='33:33:00:00:00:01') / IPv6(src=me, dst='ff02::1', hlim=255) /
      ICMPv6ND_NA(tgt=gw, R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr='02:00:00:00:00:99'),
  'dad_probe': Ether(dst=snmac) / IPv6(src='::', dst=snm, hlim=255) / ICMPv6ND_NS(tgt=gw),
+ 'tcp6_closed': E / IPv6(src=me, dst=gw) / TCP(sport=40000, dport=80, flags='S'),
 }
 sn = AsyncSniffer(iface=iface, lfilter=lambda p: IPv6 in p and p[Ether].src == gwmac)
 sn.start()
@@ -92,11 +94,12 @@ time.sleep(1.5)
 got = sn.stop()
 with open(seen, 'w') as f:
     for p in got:
-        f.write('%s %s\n' % (p[IPv6].dst, 'NA' if ICMPv6ND_NA in p else p.summary()))
+        f.write('%s %s\n' % (p[IPv6].dst, 'NA' if ICMPv6ND_NA in p else 'NS' if ICMPv6ND_NS in p else
+                               'RST' if TCP in p and p[TCP].flags == 'RA' and p[TCP].ack == 1 else p.summary()))
 EOF
 for n in $names; do eval "d_$n=\$(( \$(m $n) - before_$n ))"; done
 echo "    deltas: header_errors $d_ip6_header_errors_total, extension_drops $d_ip6_extension_drops_total," \
-	"unsupported $d_ip6_unsupported_total, icmp6_errors $d_icmp6_errors_total, nd_errors $d_nd_errors_total," \
+	"tcp refused $d_ip6_tcp_refused_total, rsts out $d_tcp_rsts_out_total, icmp6_errors $d_icmp6_errors_total, nd_errors $d_nd_errors_total," \
 	"conflicts $d_nd_conflicts_total, dad_defended $d_nd_dad_defended_total, martians $d_ip6_martians_total," \
 	"echo replies $d_icmp6_echo_replies_total"
 # fragment + routing: 3 each; long chain, hbh not first, cut ext, plen beyond: 3 each
@@ -105,17 +108,20 @@ echo "    deltas: header_errors $d_ip6_header_errors_total, extension_drops $d_i
 [ "$d_icmp6_errors_total" = 3 ] || fail "bad checksum: $d_icmp6_errors_total icmp6 errors, expected 3"
 [ "$d_nd_errors_total" = 9 ] || fail "bad neighbour discovery: $d_nd_errors_total errors, expected 9"
 [ "$d_ip6_martians_total" = 3 ] || fail "multicast source: $d_ip6_martians_total martians, expected 3"
-[ "$d_ip6_unsupported_total" = 3 ] || fail "TCP over IPv6: $d_ip6_unsupported_total counted, expected 3"
+[ "$d_ip6_tcp_refused_total" = 3 ] || fail "TCP to all-nodes: $d_ip6_tcp_refused_total refused, expected 3"
+[ "$d_tcp_rsts_out_total" = 3 ] || fail "TCP to a closed port: $d_tcp_rsts_out_total resets, expected 3"
 [ "$d_nd_conflicts_total" = 3 ] || fail "advertisements of our address by another node: $d_nd_conflicts_total, expected 3"
 [ "$d_nd_dad_defended_total" = 3 ] || fail "duplicate address probes: $d_nd_dad_defended_total defended, expected 3"
 [ "$d_icmp6_echo_replies_total" = 0 ] || fail "$d_icmp6_echo_replies_total echo replies to hostile requests"
 ok "hostile IPv6 counted by kind, none answered"
-# what ibgwd sent meanwhile: the 3 DAD defences (advertisements to all-nodes), nothing else
-# (a solicited advertisement to the peer itself may come too, if its kernel re-checked us meanwhile)
+# what ibgwd sent meanwhile: the 3 DAD defences (advertisements to all-nodes) and the 3 resets for the
+# closed port, nothing else (a solicited advertisement to the peer itself may come too, if its kernel
+# re-checked us meanwhile, and ibgwd's own re-check of the peer: a solicitation)
 n_all=$(grep -c "^ff02::1 NA$" "$tmp/seen")
-n_other=$(grep -vc "^ff02::1 NA$\|^$PEER6 NA$" "$tmp/seen")
-[ "$n_all" = 3 ] && [ "$n_other" = 0 ] || { cat "$tmp/seen"; fail "ibgwd sent $n_all advertisements to all-nodes and $n_other other frames, expected the 3 DAD defences only"; }
-ok "only the duplicate address probes were answered (by advertisements to all-nodes)"
+n_rst=$(grep -c "^$PEER6 RST$" "$tmp/seen")
+n_other=$(grep -vc "^ff02::1 NA$\|^$PEER6 NA$\|^$PEER6 RST$\| NS$" "$tmp/seen")
+[ "$n_all" = 3 ] && [ "$n_rst" = 3 ] && [ "$n_other" = 0 ] || { cat "$tmp/seen"; fail "ibgwd sent $n_all advertisements to all-nodes, $n_rst resets and $n_other other frames, expected the 3 DAD defences and 3 resets"; }
+ok "only the duplicate address probes (advertisements to all-nodes) and the closed port (resets) were answered"
 
 eth_ns ping -6 -c 3 -i 0.2 -W 2 "$GW6" >/dev/null || fail "ping after the hostile frames failed"
 ok "still answers ping"

@@ -11,6 +11,11 @@
 #    is outside the list), and that address goes on in ibgwd's own header; malformed headers,
 #    unsupported ones, a header that never comes, and header + data in one segment (data relayed);
 #    LOCAL keeps the TCP peer's address. Every refusal is counted in ibgw_proxy_header_errors_total.
+#  - IPv6 in the headers (carried over IPv4: the engine's own IPv6 TCP is not needed for this): an
+#    AF_INET6 header's source judged by an allow list mixing IPv6 and IPv4 nets (one admitted, one
+#    refused, a v4-mapped source admitted by its IPv4 net, an unspecified one and a block cut short
+#    refused), the address forwarded in ibgwd's own header as TCP over IPv6, every byte checked, and
+#    the access log showing the IPv6 client.
 # Before the feature: the config keys did not exist, ibgwd refused the file (this test failed).
 # timeout: 240
 set -u
@@ -25,10 +30,12 @@ PEER=$ETH_PEER_IP
 PEER2=$ETH_PEER_IP2
 
 eth_setup
+ETH_GW_EXTRA="access_log = $tmp/access.log"
 eth_gw_start "$tmp/ibgw.conf" "$(gw_routes <<EOF
 pp-hap	tcp:8100	tcp:$PEER:5100	proxy_protocol=v2
 pp-tlv	tcp:8101	tcp:$PEER:5102	proxy_protocol=v2
 ap	tcp:8102	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=$PEER2/32
+ap6	tcp:8103	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=2001:db8:5::/64,198.18.0.250/32
 EOF
 )"
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
@@ -193,6 +200,56 @@ early=$(echo "$out" | sed -n 's/^early=//p')
 [ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
 	fail "1100 silent connections: $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
 ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+
+# ---- IPv6 in PROXY headers: allow lists of both families, forwarded as TCP over IPv6 ----
+perr6() { m "proxy_header_errors_total{route=\"ap6\",reason=\"$1\"}"; }
+ppsport() { jq -c "select(.sport == $1)" "$tmp/pp.log"; }
+n0=$(wc -l <"$tmp/pp.log")
+# the TCP peer ($PEER2) is outside ap6's list: only the header's source can admit it
+hdr=$(pp header --src '[2001:db8:5::7]:41234' --dst '[2001:db8::1]:8103')
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8103 1000000 --src "$PEER2" --sport 40400 --pre "$hdr" 2>&1) ||
+	fail "IPv6 source 2001:db8:5::7 (inside 2001:db8:5::/64): $out"
+ppwait $((n0 + 1))
+line=$(ppsport 41234)
+[ "$(echo "$line" | jq -r '[.fam, .proto, .src, .sport, .dst, .dport] | map(tostring) | join(" ")')" = "2 1 2001:db8:5::7 41234 2001:db8::1 8103" ] ||
+	fail "forwarded header of the IPv6 client: $line, expected TCP over IPv6 2001:db8:5::7:41234 -> 2001:db8::1:8103"
+[ "$(echo "$line" | jq -r '.tlv["0xE0"]' | xxd -r -p)" = ap6 ] || fail "route TLV of ap6: $line"
+ok "IPv6 source admitted by 2001:db8:5::/64 (the TCP peer $PEER2 is not in the list), forwarded as TCP over IPv6 [2001:db8:5::7]:41234 -> [2001:db8::1]:8103, 1 MB intact ($out)"
+# a v4-mapped source in an IPv6 block is the IPv4 address it is: judged by 198.18.0.250/32, and
+# forwarded over IPv6 (its destination is IPv6), the source v4-mapped
+hdr=$(pp header --src '198.18.0.250:42345' --dst '[2001:db8::1]:8103')
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8103 300000 --src "$PEER2" --sport 40401 --pre "$hdr" 2>&1) ||
+	fail "v4-mapped source 198.18.0.250 in an IPv6 block: $out"
+ppwait $((n0 + 2))
+line=$(ppsport 42345)
+[ "$(echo "$line" | jq -r '[.fam, .src, .dst] | map(tostring) | join(" ")')" = "2 ::ffff:198.18.0.250 2001:db8::1" ] ||
+	fail "forwarded header of the mixed pair: $line"
+ok "v4-mapped source 198.18.0.250 in an IPv6 header admitted by 198.18.0.250/32 and forwarded v4-mapped over IPv6, 300 KB intact"
+acl0=$(m 'route_sessions_rejected_total{route="ap6",reason="acl"}')
+hdr=$(pp header --src '[2001:db8:6::7]:43456' --dst '[2001:db8::1]:8103')
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8103 1000 --src "$PEER2" --sport 40402 --pre "$hdr" 2>&1) &&
+	fail "IPv6 source 2001:db8:6::7 (outside the list) got through: $out"
+acl1=$(m 'route_sessions_rejected_total{route="ap6",reason="acl"}')
+[ "$acl1" = $((acl0 + 1)) ] || fail "ap6 acl rejections $acl0 -> $acl1, expected one more"
+[ -z "$(ppsport 43456)" ] || fail "the refused IPv6 client reached the server"
+ok "IPv6 source 2001:db8:6::7 outside 2001:db8:5::/64 refused by the allow list (rejected acl $acl0 -> $acl1)"
+# an unspecified source (it would read as "no address"), and an IPv6 block cut to an IPv4 one's length
+u0=$(perr6 unsupported) l0=$(perr6 length)
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8103 "$(pp header --src '[::]:1' --dst '[2001:db8::1]:8103')" 15 --src "$PEER2" 2>&1) ||
+	fail "unspecified IPv6 source: not reset: $out"
+out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8103 "$(pp header --src '[2001:db8:5::8]:1' --dst '[2001:db8::1]:8103' --len 12)" 15 --src "$PEER2" 2>&1) ||
+	fail "IPv6 block of 12 bytes: not reset: $out"
+[ "$(perr6 unsupported)" = $((u0 + 1)) ] && [ "$(perr6 length)" = $((l0 + 1)) ] ||
+	fail "ap6: unsupported $u0 -> $(perr6 unsupported), length $l0 -> $(perr6 length)"
+ok "an IPv6 header with source :: (unsupported) and one whose block is cut to 12 bytes (length) reset, counted"
+# the access log has the header's IPv6 client (it is written every 50 ms)
+for _ in $(seq 50); do grep -q '"port":41234,' "$tmp/access.log" 2>/dev/null && break; sleep 0.1; done
+line=$(grep '"port":41234,' "$tmp/access.log")
+[ "$(echo "$line" | jq -r '.route + " " + .client.addr + " " + (.client.port|tostring) + " " + .backend.addr + " " + (.client_to_backend.bytes|tostring)')" = "ap6 2001:db8:5::7 41234 $PEER 1000000" ] ||
+	fail "access log line of the IPv6 client: '$line'"
+[ "$(grep '"port":42345,' "$tmp/access.log" | jq -r .client.addr)" = 198.18.0.250 ] ||
+	fail "access log line of the v4-mapped client: $(grep '"port":42345,' "$tmp/access.log")"
+ok "access log: client 2001:db8:5::7 port 41234 with its 1000000 bytes; the v4-mapped one as 198.18.0.250"
 
 # the reasons are in /metrics, and nothing is left behind
 curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep '^ibgw_proxy_header_errors_total{route="ap"' | grep -v ' 0$'

@@ -1,6 +1,6 @@
 /* libFuzzer target: arbitrary bytes as a config file. Nothing may crash, leak or hang, and a rejected
  * file must have produced at least one FILE:LINE message.
- * fuzz-sources: conf/conf.c
+ * fuzz-sources: conf/conf.c translate/ip.c
  */
 #include <stdint.h>
 #include <stdlib.h>

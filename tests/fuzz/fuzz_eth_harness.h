@@ -39,11 +39,13 @@
 #include <sanitizer/asan_interface.h>
 
 #include "eth_side/stack.h"
+#include "translate/ip.h"
 
 #define EH_GW_IP        RTE_BE32(0xc6120001u) /* 198.18.0.1 */
 #define EH_PEER_IP      RTE_BE32(0xc6120002u) /* 198.18.0.2 */
 #define EH_MBUFS        4095u
 static const uint8_t eh_gw_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1}; /* 2001:db8::1 */
+static const uint8_t eh_peer_ip6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 2}; /* 2001:db8::2 */
 #define EH_KEEP         64 /* frames kept for inspection */
 #define EH_SESSIONS     64
 #define EH_ECHO_PORT    7
@@ -140,7 +142,8 @@ static inline void eh_frame_read(const struct rte_mbuf *m, uint32_t off, void *o
 
 /* The TX flags a device with the engine's offloads is asked to honour; any other is a bug. */
 #define EH_TX_FLAGS                                                                                          \
-	(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM | RTE_MBUF_F_TX_TCP_SEG)
+	(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM |        \
+	 RTE_MBUF_F_TX_TCP_SEG)
 
 /* The sum a TX checksum offload wants in the TCP checksum field: the pseudo-header (addresses,
  * protocol and, unless the device segments the frame, the TCP length), folded, not complemented. */
@@ -153,6 +156,68 @@ static inline uint16_t eh_phdr_sum(const struct rte_ipv4_hdr *ip, unsigned tcp_l
 	} ph = {ip->src_addr, ip->dst_addr, 0, IPPROTO_TCP, rte_cpu_to_be_16((uint16_t)tcp_len)};
 
 	return rte_raw_cksum(&ph, sizeof(ph));
+}
+
+/* The same over IPv6 (RFC 8200 8.1). */
+static inline uint16_t eh_phdr_sum6(const struct rte_ipv6_hdr *ip, unsigned tcp_len)
+{
+	uint32_t be[2] = {rte_cpu_to_be_32(tcp_len), rte_cpu_to_be_32(IPPROTO_TCP)};
+	uint32_t sum = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, sizeof(be));
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* A TCP segment of TLEN bytes behind an IP header of L3LEN bytes (IP6: IPv6, else IPv4 IP4). */
+static inline void eh_check_tcp(const struct eh *h, const struct rte_mbuf *m, const void *l3, unsigned l3len,
+                                unsigned tlen, bool ip6)
+{
+	const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)((const uint8_t *)l3 + l3len);
+	uint64_t tx = m->ol_flags & RTE_MBUF_F_TX_OFFLOAD_MASK;
+	unsigned doff, payload;
+
+	EH_CHECK(tlen >= sizeof(*th) && m->data_len >= RTE_ETHER_HDR_LEN + l3len + sizeof(*th));
+	doff = (th->data_off >> 4) * 4u;
+	EH_CHECK(doff >= sizeof(*th) && doff <= tlen && doff <= 60);
+	/* all headers in the first segment */
+	EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + l3len + doff);
+	payload = tlen - doff;
+	if (tx) {
+		/* a device checksum: the field holds the pseudo-header sum, the lengths are right */
+		unsigned plen = tx & RTE_MBUF_F_TX_TCP_SEG ? 0 : tlen;
+
+		EH_CHECK(h->offloads & ETH_OFFLOAD_TX_CSUM);
+		EH_CHECK((tx & (ip6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4)) &&
+		         !(tx & (ip6 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM : RTE_MBUF_F_TX_IPV6)) &&
+		         (tx & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_TCP_CKSUM);
+		EH_CHECK(m->l2_len == RTE_ETHER_HDR_LEN && m->l3_len == l3len && m->l4_len == doff);
+		EH_CHECK(th->cksum == (ip6 ? eh_phdr_sum6(l3, plen) : eh_phdr_sum(l3, plen)));
+	} else {
+		static uint8_t whole[RTE_ETHER_HDR_LEN + EH_MTU];
+		const void *l4 = th;
+		uint32_t sum;
+
+		if (m->nb_segs > 1) {
+			eh_frame_read(m, RTE_ETHER_HDR_LEN + l3len, whole, tlen);
+			l4 = whole;
+		}
+		sum = (uint32_t)rte_raw_cksum(l4, tlen) +
+		      (ip6 ? eh_phdr_sum6(l3, tlen) : eh_phdr_sum(l3, tlen));
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		EH_CHECK(sum == 0xffff);
+	}
+	if (tx & RTE_MBUF_F_TX_TCP_SEG) {
+		/* TSO: every segment the device cuts, headers and tso_segsz bytes, fits the MTU */
+		EH_CHECK(h->offloads & ETH_OFFLOAD_TSO);
+		EH_CHECK(m->tso_segsz > 0 && l3len + doff + m->tso_segsz <= EH_MTU);
+		EH_CHECK(payload > 0 && payload <= ETH_TSO_MAX);
+	} else {
+		EH_CHECK(payload <= EH_MTU - l3len - sizeof(*th));
+	}
+	EH_CHECK(th->src_port != 0 && th->dst_port != 0);
 }
 
 /* Whatever the input, the engine only sends what a device with the offloads it was given (H's) takes
@@ -190,13 +255,23 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_IPV6) {
-		/* ICMPv6 only (echo replies, neighbour advertisements): from one of our addresses, the
+		/* ICMPv6 (echo replies, neighbour discovery) and TCP: from one of our addresses, the
 		 * lengths right, the checksum over the pseudo-header right */
 		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
 		uint32_t plen, be[2], sum;
-		EH_CHECK(!tx && m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip6));
+		EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip6));
 		plen = rte_be_to_cpu_16(ip6->payload_len);
-		EH_CHECK((rte_be_to_cpu_32(ip6->vtc_flow) >> 28) == 6 && ip6->proto == IPPROTO_ICMPV6);
+		EH_CHECK((rte_be_to_cpu_32(ip6->vtc_flow) >> 28) == 6);
+		EH_CHECK(!memcmp(ip6->src_addr, eh_gw_ip6, 16) ||
+		         (ip6->src_addr[0] == 0xfe && ip6->src_addr[1] == 0x80));
+		if (ip6->proto == IPPROTO_TCP) {
+			EH_CHECK(plen == m->pkt_len - RTE_ETHER_HDR_LEN - sizeof(*ip6) &&
+			         ip6->hop_limits == 64);
+			EH_CHECK(ip6->dst_addr[0] != 0xff);
+			eh_check_tcp(h, m, ip6, sizeof(*ip6), plen, true);
+			return;
+		}
+		EH_CHECK(!tx && ip6->proto == IPPROTO_ICMPV6);
 		EH_CHECK(plen >= 8 && m->data_len == RTE_ETHER_HDR_LEN + sizeof(*ip6) + plen);
 		EH_CHECK(!memcmp(ip6->src_addr, eh_gw_ip6, 16) || (ip6->src_addr[0] == 0xfe && ip6->src_addr[1] == 0x80));
 		be[0] = rte_cpu_to_be_32(plen);
@@ -218,47 +293,7 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		EH_CHECK(rte_raw_cksum(ip, sizeof(*ip)) == 0xffff);
 	EH_CHECK(ip->src_addr == EH_GW_IP);
 	if (ip->next_proto_id == IPPROTO_TCP) {
-		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
-		unsigned tlen = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), doff, payload;
-
-		EH_CHECK(tlen >= sizeof(*th) && m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(*th));
-		doff = (th->data_off >> 4) * 4u;
-		EH_CHECK(doff >= sizeof(*th) && doff <= tlen && doff <= 60);
-		/* all headers in the first segment */
-		EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN + sizeof(*ip) + doff);
-		payload = tlen - doff;
-		if (tx) {
-			/* a device checksum: the field holds the pseudo-header sum, the lengths are right */
-			EH_CHECK(h->offloads & ETH_OFFLOAD_TX_CSUM);
-			EH_CHECK((tx & RTE_MBUF_F_TX_IPV4) &&
-			         (tx & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_TCP_CKSUM);
-			EH_CHECK(m->l2_len == RTE_ETHER_HDR_LEN && m->l3_len == sizeof(*ip) &&
-			         m->l4_len == doff);
-			EH_CHECK(th->cksum == eh_phdr_sum(ip, tx & RTE_MBUF_F_TX_TCP_SEG ? 0 : tlen));
-		} else {
-			static uint8_t whole[RTE_ETHER_HDR_LEN + EH_MTU];
-			const void *l4 = th;
-			uint32_t sum;
-
-			if (m->nb_segs > 1) {
-				eh_frame_read(m, RTE_ETHER_HDR_LEN + sizeof(*ip), whole, tlen);
-				l4 = whole;
-			}
-			sum = (uint32_t)rte_raw_cksum(l4, tlen) + eh_phdr_sum(ip, tlen);
-
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			EH_CHECK(sum == 0xffff);
-		}
-		if (tx & RTE_MBUF_F_TX_TCP_SEG) {
-			/* TSO: every segment the device cuts, headers and tso_segsz bytes, fits the MTU */
-			EH_CHECK(h->offloads & ETH_OFFLOAD_TSO);
-			EH_CHECK(m->tso_segsz > 0 && sizeof(*ip) + doff + m->tso_segsz <= EH_MTU);
-			EH_CHECK(payload > 0 && payload <= ETH_TSO_MAX);
-		} else {
-			EH_CHECK(payload <= 1460);
-		}
-		EH_CHECK(th->src_port != 0 && th->dst_port != 0);
+		eh_check_tcp(h, m, ip, sizeof(*ip), rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), false);
 	} else {
 		EH_CHECK(ip->next_proto_id == IPPROTO_ICMP && !tx);
 	}
@@ -344,9 +379,9 @@ static inline void eh_on_connected(void *arg)
 	eh_pump(arg);
 }
 
-/* Active open to the peer's PORT, echoing what comes back like an accepted connection. Returns 0 or
- * -errno. */
-static inline int eh_connect(struct eh *h, uint16_t port)
+/* Active open to PEER:PORT (either family), echoing what comes back like an accepted connection.
+ * Returns 0 or -errno. */
+static inline int eh_connect_to(struct eh *h, const struct xlt_ip *peer, uint16_t port)
 {
 	struct eth_tcp_params p = {.rbuf_size = 65536, .sbuf_size = 65536, .connect_timeout_ms = 3000};
 	struct xlt_stream *s;
@@ -356,7 +391,7 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 		struct eh_session *se = &h->sess[i];
 		if (se->s)
 			continue;
-		s = eth_tcp_connect(h->st, EH_PEER_IP, port, &p, &err);
+		s = eth_tcp_connect(h->st, peer, port, &p, &err);
 		if (!s)
 			return err;
 		*se = (struct eh_session){.s = s};
@@ -368,6 +403,14 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 		return 0;
 	}
 	return -ENOSPC;
+}
+
+/* eh_connect to the peer's IPv4 address. */
+static inline int eh_connect(struct eh *h, uint16_t port)
+{
+	struct xlt_ip peer = xlt_ip_v4(EH_PEER_IP);
+
+	return eh_connect_to(h, &peer, port);
 }
 
 static inline void eh_on_listener_free(void *arg, void *user)

@@ -12,7 +12,8 @@
  *      the engine's sequence numbers from its frames), so handshakes, data, SACK, FIN and RST states
  *      are all reachable without guessing 32-bit numbers
  *   6  a session action (abort, shutdown, stop/resume reading: zero windows, write, release)
- *   7  an active open to the peer's port 80
+ *   7  an active open to the peer's port 80 (kind byte bit 3: to its IPv6 address 2001:db8::2, which
+ *      neighbour discovery resolves first; kinds 0-2 bring the advertisements and the segments)
  * After each record the clock moves by 0 ms to 10 s (the kind byte's top bits) and the engine polls.
  *
  * Offloads and mbuf chains: an input that starts with 0xf8 has a mode byte next, giving the engine
@@ -312,7 +313,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			i += session_action(data + i, n);
 			break;
 		default:
-			eh_connect(&h, 80);
+			if (op & 8) {
+				struct xlt_ip peer6;
+
+				memcpy(peer6.b, eh_peer_ip6, 16);
+				eh_connect_to(&h, &peer6, 80);
+			} else {
+				eh_connect(&h, 80);
+			}
 			break;
 		}
 		step(op >> 5);

@@ -42,6 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		while (xlt_pp2_tlv_next(&in, &off, &t, &v, &l))
 			seen += 3 + (size_t)l;
 		CHECK(seen == in.tlv_len);
+		/* the addresses given are the block's own bytes (IPv6) or their mapped form (IPv4) */
+		if (in.family == XLT_PP2_AF_INET6 && in.addr_len == 36)
+			CHECK(!memcmp(in.src_addr.b, in.addr, 16) &&
+			      !memcmp(in.dst_addr.b, in.addr + 16, 16));
+		if (in.family == XLT_PP2_AF_INET && in.addr_len == 12)
+			CHECK(!memcmp(in.src_addr.b + 12, in.addr, 4) &&
+			      !memcmp(in.dst_addr.b + 12, in.addr + 4, 4));
 		CHECK(xlt_pp2_parse(copy, in.len, &again) == XLT_PP2_OK && again.len == in.len);
 		for (size_t k = 0; k < in.len; k++)
 			CHECK(xlt_pp2_parse(copy, k, &again) == XLT_PP2_MORE);

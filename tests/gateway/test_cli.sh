@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ibgwd's command line: -t on the example config, -t on a file with several kinds of errors (each one
 # reported as FILE:LINE, exit 1), --version, -h, bad usage, a missing file, and the README's config
-# reference being exactly what the keyword table prints (so the docs cannot drift).
+# reference being exactly what the keyword table prints (so the docs cannot drift); IPv6 destinations
+# and allow lists in -t.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
@@ -54,6 +55,36 @@ ok "a ${#long}-character config path: errors reported with the path's tail, no o
 "$IBGWD" -t -c "$tmp/none.conf" 2>"$tmp/err"; [ $? = 1 ] || fail "missing file should exit 1"
 grep -q "No such file" "$tmp/err" || fail "missing file message"
 ok "--version, -h, bad usage, missing file"
+
+# IPv6 above the engine: a destination in brackets and a mixed allow list in the -t summary; a bare
+# IPv6 destination and one without [eth] address6 each named FILE:LINE
+cat >"$tmp/v6.conf" <<'EOF2'
+[eth]
+vdev = net_null0
+address = 198.18.0.1/24
+address6 = 2001:db8::1/64
+[route v6]
+listen = tcp:8000
+connect = tcp:[2001:db8::10]:80 weight=2, tcp:198.18.0.10:80
+allow = 198.18.0.0/15, 2001:db8:100::/48
+EOF2
+out=$("$IBGWD" -t -c "$tmp/v6.conf" 2>&1) || fail "IPv6 destination rejected: $out"
+grep -q "v6 *tcp:8000 *-> tcp:\[2001:db8::10\]:80 +1 (roundrobin) .* allow 198.18.0.0/15 2001:db8:100::/48," <<<"$out" ||
+	fail "summary of the IPv6 route: $out"
+grep -q "eth: IPv6 address 2001:db8::1/64" <<<"$out" || fail "summary lacks the IPv6 address: $out"
+sed -i '/^address6/d; s|^connect = .*|connect = tcp:2001:db8::10:80\nconnect = tcp:[2001:db8::10]:80|' "$tmp/v6.conf"
+"$IBGWD" -t -c "$tmp/v6.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 1 ] || fail "bad IPv6 file: exit $rc, expected 1: $(cat "$tmp/out")"
+grep -qx "$tmp/v6.conf:6: connect: an IPv6 destination needs brackets: \[2001:db8::10\]:80" "$tmp/out" ||
+	fail "bare IPv6 destination not reported: $(cat "$tmp/out")"
+grep -qx "$tmp/v6.conf:7: duplicate key 'connect' (first at line 6)" "$tmp/out" || fail "duplicate connect: $(cat "$tmp/out")"
+sed -i '6d' "$tmp/v6.conf"
+"$IBGWD" -t -c "$tmp/v6.conf" >"$tmp/out" 2>&1
+[ $? = 1 ] || fail "IPv6 destination without address6 accepted"
+grep -qx "$tmp/v6.conf:6: route 'v6': backend tcp:\[2001:db8::10\]:80 is IPv6 but \[eth\] has no address6" "$tmp/out" ||
+	fail "missing address6 not reported: $(cat "$tmp/out")"
+ok "-t: an IPv6 destination and a mixed allow list in the summary; a bare IPv6 destination and one without address6 named FILE:LINE"
 
 "$IBGWD" --config-reference >"$tmp/ref.md"
 awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{f=0}f' README.md >"$tmp/readme.md"

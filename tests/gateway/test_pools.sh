@@ -7,7 +7,8 @@
 # pool keeps the sessions and counters of the backends it keeps; a backend killed mid-run is marked
 # down within fall x check_interval + check_timeout by the health checks, its session ends (not
 # hangs), new sessions go to the others with every byte verified (sha256), a route without checks
-# retries a refused connect on another backend; the backend comes back up after rise checks.
+# retries a refused connect on another backend; the backend comes back up after rise checks; an IPv6
+# backend is named [v6]:port in /metrics, /stats and a POST.
 # Each backend logs the sessions it carried: the test checks the clients' view against theirs.
 # timeout: 240
 set -u
@@ -39,8 +40,10 @@ BPID=()
 for n in 1 2 3; do start_backend $n; done
 
 POOL="tcp:$IP:7001, tcp:$IP:7002, tcp:$IP:7003"
-routes() { # $1: the rr route's pool
+routes() { # $1: the rr route's pool ([eth] address6 first: the v6 route's IPv6 backend needs it)
 	cat <<EOF
+address6 = 2001:db8:7::1/64
+
 [route rr]
 listen = tcp:8001
 connect = $1
@@ -74,6 +77,10 @@ check_expect = backend-
 [route rt]
 listen = tcp:8006
 connect = $POOL
+
+[route v6]
+listen = tcp:8007
+connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
 EOF
 }
 eth_conf "$tmp/ibgw.conf" "$(routes "$POOL")"
@@ -276,6 +283,22 @@ peer run "$ETH_GW_IP" 8005 30 20000 >"$tmp/hc2.out"
 tally "$tmp/hc2.out" "backend 2 back"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "hc: backend 2 back, 30 sessions went $c1/$c2/$c3"
 ok "hc: backend 2 up after rise checks ($up ms), takes its share again"
+
+# IPv6 backend names: /metrics and /stats name an IPv6 backend in brackets, a POST reaches it by that
+# name (the v6 route's IPv6 backend is in maint: no session tries it, all go to backend 1)
+V6B='[2001:db8:7::12]:80'
+peer run "$ETH_GW_IP" 8007 10 20000 >"$tmp/v6.out"
+tally "$tmp/v6.out" "v6 route"
+[ "$c1" = 10 ] || fail "v6 route: 10 sessions went $c1/$c2/$c3, expected all to backend 1"
+[ "$(m "backend_state{route=\"v6\",backend=\"$V6B\",state=\"maint\"}")" = 1 ] ||
+	fail "v6: no maint state for $V6B in /metrics: $(curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep 'route="v6"')"
+st=$(curl -s "http://127.0.0.1:$ETH_STATS/stats" |
+	jq -r --arg b "$V6B" '.ibgw_backend_state[] | select(.labels.route == "v6" and .labels.backend == $b and .labels.state == "maint") | .value')
+[ "$st" = 1 ] || fail "v6: /stats has no maint state for $V6B (got '$st')"
+code=$(curl -g -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/v6/$V6B?state=drain")
+[ "$code" = 200 ] || fail "POST drain of $V6B: $code"
+[ "$(m "backend_state{route=\"v6\",backend=\"$V6B\",state=\"drain\"}")" = 1 ] || fail "v6: the POST did not drain $V6B"
+ok "IPv6 backend named $V6B in /metrics and /stats, set to drain by a POST with that name; 10 sessions all on backend 1, verified"
 
 sleep 0.5
 [ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"

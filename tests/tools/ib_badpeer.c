@@ -54,7 +54,9 @@
  *                     exit 0 unless it could not run
  *   churn N           N connections one after another (connect, established, disconnect); prints the
  *                     rate: "churn: N connections in S s, R connects/s"
- *   hold N SECS       N connections at once, idle for SECS seconds (or until SIGUSR1); prints "held N" */
+ *   hold N SECS       N connections at once, idle for SECS seconds (or until SIGUSR1); prints "held N",
+ *                     then what the gateway's accept gave the first one held: "credits C ring R" (its
+ *                     initial credits, and its receive ring's bytes: twice the first buffer it offered) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -671,13 +673,16 @@ static void on_usr1(int sig)
 static int mode_hold(const char *host, const char *port, int n, int secs, int ms)
 {
 	struct rc *r = calloc((size_t)n, sizeof(*r));
-	int ok = 0;
+	int ok = 0, first = -1;
 
 	signal(SIGUSR1, on_usr1);
 	for (int i = 0; r && i < n; i++)
-		if (!rc_open(&r[i], host, port, ms))
-			ok++;
-	printf("held %d\n", ok);
+		if (!rc_open(&r[i], host, port, ms) && ok++ == 0)
+			first = i;
+	printf("held %d", ok);
+	if (first >= 0)
+		printf(" credits %u ring %u", r[first].credits, 2 * r[first].buf_len);
+	printf("\n");
 	fflush(stdout);
 	for (int t = 0; t < secs * 10 && !hold_stop; t++)
 		usleep(100000);

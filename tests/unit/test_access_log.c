@@ -1,6 +1,6 @@
 /* Unit tests of gateway/access_log: the workers' record ring (bounded, drops counted, never waits)
- * and the JSON line of a record (exact text for a TCP and an IB session, the time conversion, and
- * escaping). */
+ * and the JSON line of a record (exact text for a TCP and an IB session, both address families, the
+ * time conversion, and escaping). */
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gateway/access_log.h"
+#include "translate/ip.h"
 #include "translate/session-t.h"
 
 static void test_ring_bounded(void **state)
@@ -90,8 +91,8 @@ static void test_format_tcp(void **state)
 	size_t n;
 
 	(void)state;
-	inet_pton(AF_INET, "198.18.0.2", &r.client.addr);
-	inet_pton(AF_INET, "198.18.1.9", &r.backend.addr);
+	assert_int_equal(xlt_ip_parse("198.18.0.2", &r.client.addr), 0);
+	assert_int_equal(xlt_ip_parse("198.18.1.9", &r.backend.addr), 0);
 	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
 	buf[n] = 0;
 	assert_string_equal(
@@ -129,8 +130,8 @@ static void test_format_ib_progress(void **state)
 	size_t n;
 
 	(void)state;
-	inet_pton(AF_INET, "198.19.0.1", &r.client.addr);
-	inet_pton(AF_INET, "198.18.0.2", &r.backend.addr);
+	assert_int_equal(xlt_ip_parse("198.19.0.1", &r.client.addr), 0);
+	assert_int_equal(xlt_ip_parse("198.18.0.2", &r.backend.addr), 0);
 	inet_pton(AF_INET6, "fe80::5054:ff:fe12:3456", r.client.info.gid);
 	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
 	buf[n] = 0;
@@ -143,6 +144,52 @@ static void test_format_ib_progress(void **state)
 	         "\"backend\":{\"side\":\"tcp\",\"addr\":\"198.18.0.2\",\"port\":80},"
 	         "\"client_to_backend\":{\"bytes\":0,\"blocked_ms\":0.000},"
 	         "\"backend_to_client\":{\"bytes\":0,\"blocked_ms\":0.000}}\n");
+}
+
+/* IPv6 ends: RFC 5952 text (lower case, the longest zero run as ::), no brackets (the port has its own
+ * key); an IPv4 client of an IPv6 backend stays dotted. */
+static void test_format_v6(void **state)
+{
+	struct gw_alog_rec r = {
+	    .uid = 9,
+	    .start_ns = MONO_NS - 2000000,
+	    .now_ns = MONO_NS,
+	    .client = {.side = 2 /* CONF_EP_TCP */,
+	               .present = 1,
+	               .port = 40000,
+	               .info = {.kind = XLT_STREAM_TCP, .srtt_us = 10}},
+	    .backend = {.side = 2, .present = 1, .port = 80, .info = {.kind = XLT_STREAM_TCP, .srtt_us = 20}},
+	    .event = GW_ALOG_END,
+	    .reason = XLT_END_OK,
+	    .connected = 1,
+	    .route = "v6",
+	};
+	char buf[GW_ALOG_LINE_MAX];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(xlt_ip_parse("2001:DB8:0:0:0:0:0:2", &r.client.addr), 0);
+	assert_int_equal(xlt_ip_parse("2001:db8:0:1::10", &r.backend.addr), 0);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "\"client\":{\"side\":\"tcp\",\"addr\":\"2001:db8::2\",\"port\":40000,"));
+	assert_non_null(
+	    strstr(buf, "\"backend\":{\"side\":\"tcp\",\"addr\":\"2001:db8:0:1::10\",\"port\":80,"));
+
+	assert_int_equal(xlt_ip_parse("198.18.0.2", &r.client.addr), 0);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "\"addr\":\"198.18.0.2\",\"port\":40000,"));
+	assert_null(strstr(buf, "::ffff:"));
+
+	/* an IB peer that connected over IPv6 */
+	r.client =
+	    (struct gw_alog_end){.side = 1, .present = 1, .port = 7000, .info = {.kind = XLT_STREAM_IB}};
+	assert_int_equal(xlt_ip_parse("2001:db8:ff::1", &r.client.addr), 0);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_non_null(
+	    strstr(buf, "\"client\":{\"side\":\"ib\",\"addr\":\"2001:db8:ff::1\",\"port\":7000,"));
 }
 
 static void test_format_bounded(void **state)
@@ -165,14 +212,15 @@ static void test_format_bounded(void **state)
 	buf[n] = 0;
 	assert_non_null(strstr(buf, "\"route\":\"\\u0001\\u0001"));
 	assert_non_null(strstr(buf, "\"reason\":\"unknown\""));
+	/* the longest address text, both ends */
+	assert_non_null(strstr(buf, "\"addr\":\"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff\""));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ring_bounded),
-	    cmocka_unit_test(test_format_tcp),
-	    cmocka_unit_test(test_format_ib_progress),
+	    cmocka_unit_test(test_ring_bounded),       cmocka_unit_test(test_format_tcp),
+	    cmocka_unit_test(test_format_ib_progress), cmocka_unit_test(test_format_v6),
 	    cmocka_unit_test(test_format_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "translate/ip.h"
 
 struct errors {
 	unsigned n;
@@ -46,6 +47,22 @@ static uint32_t ip(const char *s)
 
 	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
 	return a.s_addr;
+}
+
+/* An address of either family as struct xlt_ip. */
+static struct xlt_ip xip(const char *s)
+{
+	struct xlt_ip a;
+
+	assert_int_equal(xlt_ip_parse(s, &a), 0);
+	return a;
+}
+
+static bool allows(const struct conf_route *r, const char *s)
+{
+	struct xlt_ip a = xip(s);
+
+	return conf_route_allows(r, &a);
 }
 
 static void test_defaults(void **state)
@@ -88,7 +105,7 @@ static void test_example_file(void **state)
 	assert_int_equal(c->routes[0].listen.kind, CONF_EP_IB);
 	assert_int_equal(c->routes[0].listen.port, 8080);
 	assert_int_equal(c->routes[0].connect.kind, CONF_EP_TCP);
-	assert_int_equal(c->routes[0].connect.addr.s_addr, ip("198.18.0.10"));
+	assert_int_equal(xlt_ip_to_v4(&c->routes[0].connect.addr), ip("198.18.0.10"));
 	assert_int_equal(c->routes[0].connect.port, 80);
 	assert_int_equal(c->routes[0].ib_rbuf_size, 256 * 1024);
 	assert_int_equal(c->routes[0].n_backends, 1);
@@ -97,7 +114,7 @@ static void test_example_file(void **state)
 	assert_int_equal(c->routes[1].backends[0].weight, 2);
 	assert_int_equal(c->routes[1].backends[2].max_sessions, 100);
 	assert_int_equal(c->routes[1].check_interval_ms, 2000);
-	assert_int_equal(c->routes[2].n_allow, 2);
+	assert_int_equal(c->routes[2].n_allow, 3); /* an IPv6 net among them */
 	assert_int_equal(c->routes[2].connect.kind, CONF_EP_IB);
 	assert_int_equal(c->routes[0].proxy_protocol, CONF_PROXY_V2);
 	/* unset per-route buffers inherit the sections' defaults */
@@ -182,28 +199,198 @@ static void test_allow(void **state)
 {
 	struct errors e;
 	struct conf *c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = 198.18.4.0/22 198.19.0.7\n", &e);
-	struct in_addr a;
+	const struct xlt_ip none = {0};
 
 	(void)state;
 	assert_non_null(c);
 	assert_int_equal(c->routes[0].n_allow, 2);
-	a.s_addr = ip("198.18.7.255");
-	assert_true(conf_route_allows(&c->routes[0], a));
-	a.s_addr = ip("198.18.8.0");
-	assert_false(conf_route_allows(&c->routes[0], a));
-	a.s_addr = ip("198.19.0.7");
-	assert_true(conf_route_allows(&c->routes[0], a));
-	a.s_addr = ip("198.19.0.8");
-	assert_false(conf_route_allows(&c->routes[0], a));
+	assert_true(allows(&c->routes[0], "198.18.7.255"));
+	assert_false(allows(&c->routes[0], "198.18.8.0"));
+	assert_true(allows(&c->routes[0], "198.19.0.7"));
+	assert_false(allows(&c->routes[0], "198.19.0.8"));
+	assert_false(allows(&c->routes[0], "2001:db8::1"));
+	assert_false(conf_route_allows(&c->routes[0], &none));
 	assert_false(conf_route_allows_all(&c->routes[0]));
 	conf_free(c);
 
+	/* the default admits everyone: both families and a source with no IP address (AF_IB) */
 	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\n", &e);
 	assert_non_null(c);
-	a.s_addr = ip("203.0.113.9");
-	assert_true(conf_route_allows(&c->routes[0], a)); /* default 0.0.0.0/0 */
+	assert_true(allows(&c->routes[0], "203.0.113.9"));
+	assert_true(allows(&c->routes[0], "2001:db8:ffff::9"));
+	assert_true(conf_route_allows(&c->routes[0], &none));
 	assert_true(conf_route_allows_all(&c->routes[0]));
 	conf_free(c);
+}
+
+/* IPv4 and IPv6 networks in one list; 0.0.0.0/0 is every IPv4 source and only those, ::/0 all. */
+static void test_allow_mixed(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[route r]\nlisten = ib:1\nconnect = echo\n"
+	                          "allow = 198.18.4.0/22, 2001:db8:100::/48 2001:db8::7\n",
+	                          &e);
+	const struct xlt_ip none = {0};
+	char buf[128];
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->routes[0].n_allow, 3);
+	assert_true(allows(&c->routes[0], "198.18.5.1"));
+	assert_false(allows(&c->routes[0], "198.18.8.1"));
+	assert_true(allows(&c->routes[0], "2001:db8:100:ffff::1"));
+	assert_false(allows(&c->routes[0], "2001:db8:101::1"));
+	assert_true(allows(&c->routes[0], "2001:db8::7"));
+	assert_false(allows(&c->routes[0], "2001:db8::8"));
+	/* an IPv6 net never admits an IPv4 source through the mapped space, nor the other way round */
+	assert_false(allows(&c->routes[0], "::ffff:198.18.8.1"));
+	assert_false(conf_route_allows(&c->routes[0], &none));
+	assert_false(conf_route_allows_all(&c->routes[0]));
+	conf_free(c);
+
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = 0.0.0.0/0\n", &e);
+	assert_non_null(c);
+	assert_true(allows(&c->routes[0], "198.18.0.1"));
+	assert_true(allows(&c->routes[0], "255.255.255.255"));
+	assert_false(allows(&c->routes[0], "2001:db8::1"));
+	assert_false(allows(&c->routes[0], "::1"));
+	assert_false(conf_route_allows(&c->routes[0], &none)); /* AF_IB: no longer by 0.0.0.0/0 */
+	assert_false(conf_route_allows_all(&c->routes[0]));
+	conf_free(c);
+
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = ::/0\n", &e);
+	assert_non_null(c);
+	assert_true(allows(&c->routes[0], "198.18.0.1"));
+	assert_true(allows(&c->routes[0], "2001:db8::1"));
+	assert_true(conf_route_allows(&c->routes[0], &none));
+	assert_true(conf_route_allows_all(&c->routes[0]));
+	conf_free(c);
+
+	/* a net that contains :: is not "everyone": a source with no address stays out */
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = ::/1\n", &e);
+	assert_non_null(c);
+	assert_true(allows(&c->routes[0], "2001:db8::1"));
+	assert_false(conf_route_allows(&c->routes[0], &none));
+	conf_free(c);
+
+	/* the -t summary lists the nets as written */
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = 198.18.4.0/22 2001:db8:100::/48\n",
+	             &e);
+	assert_non_null(c);
+	{
+		FILE *f = fmemopen(NULL, 4096, "w+");
+		char all[4096] = "";
+		assert_non_null(f);
+		conf_print_summary(c, f);
+		rewind(f);
+		(void)!fread(all, 1, sizeof(all) - 1, f);
+		fclose(f);
+		snprintf(buf, sizeof(buf), "allow 198.18.4.0/22 2001:db8:100::/48,");
+		assert_non_null(strstr(all, buf));
+	}
+	conf_free(c);
+}
+
+/* Destinations of both families: brackets for IPv6, and what a connect cannot reach refused. */
+static void test_connect_v6(void **state)
+{
+	static const char head[] =
+	    "[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\naddress6 = 2001:db8::1/64\n"
+	    "[route r]\nlisten = tcp:1\n";
+	static const struct {
+		const char *connect, *err; /* NULL: accepted */
+	} cases[] = {
+	    {"tcp:[2001:db8::10]:80", NULL},
+	    {"tcp:[2001:DB8:0:0::10]:8080 weight=2, tcp:198.18.0.2:80", NULL},
+	    {"tcp:[fd00:db8::1]:1", NULL},
+	    {"tcp:2001:db8::10:80", "connect: an IPv6 destination needs brackets: [2001:db8::10]:80"},
+	    {"tcp:[2001:db8::10]", "connect: expected [IPv6]:PORT, such as [2001:db8::10]:80"},
+	    {"tcp:[2001:db8::10]80", "connect: expected [IPv6]:PORT, such as [2001:db8::10]:80"},
+	    {"tcp:[2001:db8::10:80", "connect: expected [IPv6]:PORT, such as [2001:db8::10]:80"},
+	    {"tcp:[2001:db8::10]:0", "connect: expected a port number from 1 to 65535 after the host"},
+	    {"tcp:[2001:db8::10]:65536", "connect: expected a port number from 1 to 65535 after the host"},
+	    {"tcp:[]:80", "connect: expected [IPv6]:PORT with an IPv6 address in the brackets"},
+	    {"tcp:[198.18.0.2]:80", "connect: expected [IPv6]:PORT with an IPv6 address in the brackets"},
+	    {"tcp:[2001:db8::zz]:80", "connect: expected [IPv6]:PORT with an IPv6 address in the brackets"},
+	    {"tcp:[fe80::1%eth0]:80",
+	     "connect: IPv6 zones (%...) are not supported: the Ethernet side has one port"},
+	    {"tcp:[fe80::1]:80", "connect: link-local IPv6 destinations are not supported (use a global or "
+	                         "unique local address)"},
+	    {"tcp:[ff02::1]:80",
+	     "connect: destination host must be a unicast IPv6 address (not ::, ::1 or multicast)"},
+	    {"tcp:[::]:80",
+	     "connect: destination host must be a unicast IPv6 address (not ::, ::1 or multicast)"},
+	    {"tcp:[::1]:80",
+	     "connect: destination host must be a unicast IPv6 address (not ::, ::1 or multicast)"},
+	    {"tcp:[::ffff:198.18.0.2]:80",
+	     "connect: an IPv4-mapped address: write an IPv4 destination as a.b.c.d:PORT"},
+	    {"tcp:224.0.0.1:80", "connect: destination host must be a unicast IPv4 address (not 0.0.0.0, "
+	                         "broadcast or multicast)"},
+	    {"tcp:[2001:db8::10]:80, tcp:[2001:db8::0:10]:80",
+	     "connect: backend tcp:[2001:db8::0:10]:80 listed twice"},
+	    {"ib:[2001:db8::10]:7000",
+	     "connect: ib: destinations are IPv4 only (rdma_cm connects from [ib] bind, an IPv4 address)"},
+	};
+	char text[512], buf[CONF_EP_STRLEN];
+	struct errors e;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct conf *c;
+
+		snprintf(text, sizeof(text), "%sconnect = %s\n", head, cases[i].connect);
+		c = load_str(text, &e);
+		if (!cases[i].err) {
+			for (unsigned k = 0; k < e.n && k < 32; k++)
+				print_message("%s: unexpected: %s\n", cases[i].connect, e.msg[k]);
+			assert_non_null(c);
+			conf_free(c);
+			continue;
+		}
+		assert_null(c);
+		assert_int_equal(e.n, 1);
+		snprintf(text, sizeof(text), "t.conf:7: %s", cases[i].err);
+		if (strcmp(e.msg[0], text))
+			print_message("%s: got '%s'\n", cases[i].connect, e.msg[0]);
+		assert_string_equal(e.msg[0], text);
+	}
+
+	snprintf(text, sizeof(text), "%sconnect = tcp:[2001:db8::10]:80 weight=2, tcp:198.18.0.2:80\n", head);
+	{
+		struct conf *c = load_str(text, &e);
+		struct xlt_ip want = xip("2001:db8::10");
+		assert_non_null(c);
+		assert_int_equal(c->routes[0].n_backends, 2);
+		assert_true(xlt_ip_eq(&c->routes[0].connect.addr, &want));
+		assert_int_equal(c->routes[0].connect.port, 80);
+		assert_int_equal(c->routes[0].backends[0].weight, 2);
+		assert_int_equal(xlt_ip_to_v4(&c->routes[0].backends[1].ep.addr), ip("198.18.0.2"));
+		assert_string_equal(conf_endpoint_str(&c->routes[0].connect, buf, sizeof(buf)),
+		                    "tcp:[2001:db8::10]:80");
+		conf_free(c);
+	}
+	/* the longest destination text fits CONF_EP_STRLEN */
+	snprintf(text, sizeof(text), "%sconnect = tcp:[2001:db8:1111:2222:3333:4444:5555:6666]:65535\n",
+	         head);
+	{
+		struct conf *c = load_str(text, &e);
+		assert_non_null(c);
+		assert_string_equal(conf_endpoint_str(&c->routes[0].connect, buf, sizeof(buf)),
+		                    "tcp:[2001:db8:1111:2222:3333:4444:5555:6666]:65535");
+		conf_free(c);
+	}
+	/* an IPv6 destination needs [eth] address6: the port has no IPv6 source otherwise */
+	{
+		struct conf *c = load_str(
+		    "[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+		    "[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:80, tcp:[2001:db8::10]:80\n",
+		    &e);
+		assert_null(c);
+		assert_int_equal(e.n, 1);
+		assert_string_equal(
+		    e.msg[0],
+		    "t.conf:6: route 'r': backend tcp:[2001:db8::10]:80 is IPv6 but [eth] has no address6");
+	}
 }
 
 /* Per-route IB queue depths: derived from the buffers (one entry per KiB, within 16 .. [ib]'s) unless
@@ -258,7 +445,7 @@ static void test_pools(void **state)
 	assert_non_null(c);
 	r = &c->routes[0];
 	assert_int_equal(r->n_backends, 3);
-	assert_int_equal(r->connect.addr.s_addr, ip("198.18.0.2"));
+	assert_int_equal(xlt_ip_to_v4(&r->connect.addr), ip("198.18.0.2"));
 	assert_int_equal(r->backends[0].weight, 3);
 	assert_int_equal(r->backends[0].max_sessions, 7);
 	assert_int_equal(r->backends[0].state, CONF_BACKEND_READY);
@@ -278,7 +465,7 @@ static void test_pools(void **state)
 	r = &c->routes[1];
 	assert_int_equal(r->n_backends, 2);
 	assert_int_equal(r->connect.kind, CONF_EP_IB);
-	assert_int_equal(r->backends[1].ep.addr.s_addr, ip("198.19.0.3"));
+	assert_int_equal(xlt_ip_to_v4(&r->backends[1].ep.addr), ip("198.19.0.3"));
 	assert_int_equal(r->balance, CONF_BALANCE_LEASTCONN);
 	assert_int_equal(r->check_interval_ms, 0); /* default: no checks */
 	assert_int_equal(r->check_timeout_ms, 1000);
@@ -547,23 +734,25 @@ static void test_reference_lists_every_key(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_example_file),
-		cmocka_unit_test(test_units),
-		cmocka_unit_test(test_ranges_inclusive),
-		cmocka_unit_test(test_comments_and_spacing),
-		cmocka_unit_test(test_allow),
-		cmocka_unit_test(test_ib_route_queues),
-		cmocka_unit_test(test_endpoint_str),
-		cmocka_unit_test(test_route_equal),
-		cmocka_unit_test(test_proxy_keys),
-		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_pools),
-		cmocka_unit_test(test_bad_files),
-		cmocka_unit_test(test_reference_lists_every_key),
-		cmocka_unit_test(test_file_trust),
-		cmocka_unit_test(test_eal_args),
-		cmocka_unit_test(test_vdev),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_example_file),
+	    cmocka_unit_test(test_units),
+	    cmocka_unit_test(test_ranges_inclusive),
+	    cmocka_unit_test(test_comments_and_spacing),
+	    cmocka_unit_test(test_allow),
+	    cmocka_unit_test(test_allow_mixed),
+	    cmocka_unit_test(test_connect_v6),
+	    cmocka_unit_test(test_ib_route_queues),
+	    cmocka_unit_test(test_endpoint_str),
+	    cmocka_unit_test(test_route_equal),
+	    cmocka_unit_test(test_proxy_keys),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_pools),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_reference_lists_every_key),
+	    cmocka_unit_test(test_file_trust),
+	    cmocka_unit_test(test_eal_args),
+	    cmocka_unit_test(test_vdev),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

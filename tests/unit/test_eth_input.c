@@ -8,8 +8,9 @@
  * our own zero window, fast retransmit with SACK (also on ACKs riding on data), and a peer that
  * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
  * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
- * the device vouched for, TSO frames out. Each test checks the segments on the wire and the
- * counters, and that every mbuf returns to the pool. */
+ * the device vouched for, TSO frames out; TCP over IPv6 (extension headers before TCP, neighbour
+ * discovery feeding the cache, active opens waiting for a solicitation's answer). Each test checks the
+ * segments on the wire and the counters, and that every mbuf returns to the pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1505,36 +1506,416 @@ static void test_lend_frames(void **state)
 	se->paused = 0;
 }
 
+/* ---- TCP over IPv6 (issue #16) ---- */
+
+#define peer_ip6 eh_peer_ip6
+
+/* An Ethernet + IPv6 frame from SRC (the peer's when NULL) to the gateway's address6, with EXTLEN
+ * bytes of extension headers EXT (the first one's type FIRST; NULL: none) before the upper-layer
+ * message L4 (L4LEN bytes of protocol PROTO), whose TCP/ICMPv6 checksum is computed. */
+static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
+                     size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim)
+{
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)out;
+	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(e + 1);
+	uint8_t *p = (uint8_t *)(ip + 1);
+	uint32_t be[2] = {rte_cpu_to_be_32((uint32_t)l4len), rte_cpu_to_be_32(proto)}, sum;
+	uint16_t *ck;
+
+	memcpy(e->dst_addr.addr_bytes, eh_gw_mac, 6);
+	memcpy(e->src_addr.addr_bytes, eh_peer_mac, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	memset(ip, 0, sizeof(*ip));
+	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16((uint16_t)(extlen + l4len));
+	ip->proto = ext ? first : proto;
+	ip->hop_limits = hlim;
+	memcpy(ip->src_addr, src ? src : peer_ip6, 16);
+	memcpy(ip->dst_addr, dst ? dst : eh_gw_ip6, 16);
+	if (extlen)
+		memcpy(p, ext, extlen);
+	memcpy(p + extlen, l4, l4len);
+	ck = (uint16_t *)(p + extlen + (proto == IPPROTO_TCP ? 16 : 2));
+	*ck = 0;
+	sum = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, 8) +
+	      rte_raw_cksum(p + extlen, l4len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	*ck = (uint16_t)~sum;
+	return sizeof(*e) + sizeof(*ip) + extlen + l4len;
+}
+
+/* A TCP segment from the peer over IPv6 (behind EXT when not NULL). */
+static size_t tcp6(uint8_t *out, const uint8_t *ext, size_t extlen, uint16_t sport, uint16_t dport,
+                   uint32_t seq, uint32_t ack, uint8_t flags, const uint8_t *opt, size_t optlen,
+                   const void *data, size_t len)
+{
+	uint8_t seg[1500];
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)seg;
+
+	memset(th, 0, sizeof(*th));
+	th->src_port = rte_cpu_to_be_16(sport);
+	th->dst_port = rte_cpu_to_be_16(dport);
+	th->sent_seq = rte_cpu_to_be_32(seq);
+	th->recv_ack = rte_cpu_to_be_32(ack);
+	th->data_off = (uint8_t)(((sizeof(*th) + optlen) / 4) << 4);
+	th->tcp_flags = flags;
+	th->rx_win = rte_cpu_to_be_16(65535);
+	if (optlen)
+		memcpy(th + 1, opt, optlen);
+	if (len)
+		memcpy(seg + sizeof(*th) + optlen, data, len);
+	return frame6(out, NULL, NULL, 60, ext, extlen, IPPROTO_TCP, seg, sizeof(*th) + optlen + len, 64);
+}
+
+/* The IPv6 TCP segments sent since the last eh_forget, decoded into V (up to MAX). */
+static unsigned sent6(struct out *v, const struct rte_ipv6_hdr **ips, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept && n < max; i++) {
+		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+		unsigned doff;
+
+		if (((const struct rte_ether_hdr *)p)->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) ||
+		    ip->proto != IPPROTO_TCP)
+			continue;
+		assert_memory_equal(((const struct rte_ether_hdr *)p)->dst_addr.addr_bytes, eh_peer_mac, 6);
+		doff = (th->data_off >> 4) * 4u;
+		v[n] = (struct out){.sport = rte_be_to_cpu_16(th->src_port),
+		                    .dport = rte_be_to_cpu_16(th->dst_port),
+		                    .seq = rte_be_to_cpu_32(th->sent_seq),
+		                    .ack = rte_be_to_cpu_32(th->recv_ack),
+		                    .flags = th->tcp_flags,
+		                    .len = rte_be_to_cpu_16(ip->payload_len) - doff,
+		                    .data = (const uint8_t *)th + doff,
+		                    .nb_segs = h.kept[i]->nb_segs,
+		                    .tso_segsz = h.kept[i]->tso_segsz,
+		                    .ol_flags = h.kept[i]->ol_flags};
+		if (h.kept[i]->nb_segs > 1) {
+			static uint8_t copies[4][65536];
+
+			eh_frame_read(h.kept[i], RTE_ETHER_HDR_LEN + sizeof(*ip) + doff, copies[n % 4],
+			              v[n].len);
+			v[n].data = copies[n % 4];
+		}
+		assert_int_equal(eth_tcp_opt_parse((const uint8_t *)(th + 1), doff - sizeof(*th),
+		                                   th->tcp_flags & RTE_TCP_SYN_FLAG, &v[n].o),
+		                 0);
+		if (ips)
+			ips[n] = ip;
+		n++;
+	}
+	return n;
+}
+
+/* The number of neighbour solicitations for TARGET sent since the last eh_forget (checked: to its
+ * solicited-node group, or unicast to the peer's MAC, hop limit 255, our MAC as the source option). */
+static unsigned solicitations(const uint8_t *target)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
+		const uint8_t *ic = (const uint8_t *)(ip + 1);
+
+		if (((const struct rte_ether_hdr *)p)->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) ||
+		    ip->proto != IPPROTO_ICMPV6 || ic[0] != 135 || memcmp(ic + 8, target, 16))
+			continue;
+		assert_int_equal(ip->hop_limits, 255);
+		assert_true((ip->dst_addr[0] == 0xff && ip->dst_addr[11] == 1 && ip->dst_addr[12] == 0xff &&
+		             !memcmp(ip->dst_addr + 13, target + 13, 3) && p[0] == 0x33 && p[1] == 0x33) ||
+		            !memcmp(ip->dst_addr, target, 16));
+		assert_int_equal(ic[24], 1); /* source link-layer address */
+		assert_memory_equal(ic + 26, eh_gw_mac, 6);
+		n++;
+	}
+	return n;
+}
+
+/* A neighbour message from the peer: a solicitation for our address6 (with its MAC), or an
+ * advertisement of TARGET (FLAGS: 0x40 solicited, 0x20 override) with MAC. */
+static void nd_ns_from_peer(void)
+{
+	uint8_t m[32] = {135}, f[200];
+
+	memcpy(m + 8, eh_gw_ip6, 16);
+	m[24] = 1, m[25] = 1;
+	memcpy(m + 26, eh_peer_mac, 6);
+	eh_feed(&h, f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+}
+
+static void nd_na_from(const uint8_t *target, uint8_t flags, const uint8_t *mac)
+{
+	uint8_t m[32] = {136, 0, 0, 0, flags}, f[200];
+
+	memcpy(m + 8, target, 16);
+	m[24] = 2, m[25] = 1;
+	memcpy(m + 26, mac, 6);
+	eh_feed(&h, f, frame6(f, target, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+}
+
+/* A SYN over IPv6 behind a destination-options header: the SYN-ACK from address6 with an MSS of
+ * MTU - 60, to the MAC neighbour discovery taught; data echoed; a bad checksum and a closed port. */
+static void test_tcp6_echo(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xa0, 4, 2, 1, 3, 3, 7};
+	static const uint8_t dstopts[8] = {IPPROTO_TCP, 0, 1, 4, 0, 0, 0, 0}; /* PadN */
+	uint8_t f[1600], opt[12] = {0};
+	const struct rte_ipv6_hdr *ip[4];
+	struct out v[4];
+	uint32_t gseq, pseq = 1000;
+	uint64_t ck0;
+
+	(void)state;
+	nd_ns_from_peer(); /* (the peer asks for us first: its entry is made from its solicitation) */
+	eh_poll(&h);
+	assert_int_equal(S()->nd_entries, 1);
+	eh_forget(&h);
+	memcpy(opt, syn_opts, sizeof(syn_opts));
+	eh_feed(&h, f,
+	        tcp6(f, dstopts, sizeof(dstopts), 40000, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, opt, 12,
+	             NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, ip, 4), 1);
+	assert_int_equal(v[0].flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(v[0].ack, pseq + 1);
+	assert_true(v[0].o.mss_ok);
+	assert_int_equal(v[0].o.mss, EH_MTU - 60);
+	assert_memory_equal(ip[0]->src_addr, eh_gw_ip6, 16);
+	assert_memory_equal(ip[0]->dst_addr, peer_ip6, 16);
+	assert_int_equal(ip[0]->hop_limits, 64);
+	gseq = v[0].seq + 1;
+	pseq++;
+	eh_forget(&h);
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, NULL,
+	             0, "hello, v6", 9));
+	eh_poll(&h);
+	eh_advance_ms(&h, 50);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	assert_int_equal(v[0].len, 9);
+	assert_memory_equal(v[0].data, "hello, v6", 9);
+	assert_int_equal(v[0].ack, pseq + 9);
+	assert_non_null(session_of(40000));
+	assert_true(session_of(40000)->s->peer_addr.b[0] == 0x20 &&
+	            session_of(40000)->s->peer_addr.b[15] == 2);
+	/* a bad checksum: counted, not answered */
+	ck0 = S()->tcp_checksum_errors;
+	eh_forget(&h);
+	{
+		size_t n = tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_ACK_FLAG, NULL,
+		                0, "x", 1);
+		f[n - 1] ^= 0x55;
+		eh_feed(&h, f, n);
+	}
+	eh_poll(&h);
+	assert_int_equal(S()->tcp_checksum_errors, ck0 + 1);
+	assert_int_equal(sent6(v, NULL, 4), 0);
+	/* a closed port: RST+ACK from the address the SYN went to */
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40001, 4242, 77, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, ip, 4), 1);
+	assert_int_equal(v[0].flags, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(v[0].ack, 78);
+	assert_memory_equal(ip[0]->src_addr, eh_gw_ip6, 16);
+	/* to a multicast group of ours: refused */
+	{
+		static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 1};
+		uint8_t seg[20] = {0x9c, 0x42, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, RTE_TCP_SYN_FLAG,
+		                   0xff, 0xff};
+		uint64_t r0 = S()->ip6_tcp_refused;
+
+		eh_forget(&h);
+		eh_feed(&h, f, frame6(f, NULL, all_nodes, 0, NULL, 0, IPPROTO_TCP, seg, sizeof(seg), 64));
+		eh_poll(&h);
+		assert_int_equal(S()->ip6_tcp_refused, r0 + 1);
+		assert_int_equal(sent6(v, NULL, 4), 0);
+	}
+	/* the peer ends it */
+	eh_feed(
+	    &h, f,
+	    tcp6(f, NULL, 0, 40000, EH_ECHO_PORT, pseq + 9, gseq + 9, RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
+/* A device with TSO: three segments received at once come back as one IPv6 TSO frame (segments of
+ * MTU - 60 bytes, the device's checksum over the IPv6 pseudo-header: eh_check_frame). */
+static void test_tcp6_tso(void **state)
+{
+	static const uint8_t mss[4] = {2, 4, 0x05, 0xa0}; /* 1440 */
+	uint8_t f[1600];
+	struct out v[4];
+	uint32_t gseq, pseq = 500;
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, mss, 4, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	gseq = v[0].seq + 1;
+	pseq++;
+	eh_forget(&h);
+	for (unsigned k = 0; k < 3; k++)
+		eh_feed(&h, f,
+		        tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq + 1300 * k, gseq, RTE_TCP_ACK_FLAG, NULL,
+		             0, payload + 1300 * k, 1300));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	assert_int_equal(v[0].len, 3900);
+	assert_memory_equal(v[0].data, payload, 3900);
+	assert_true(v[0].ol_flags & RTE_MBUF_F_TX_TCP_SEG);
+	assert_true(v[0].ol_flags & RTE_MBUF_F_TX_IPV6);
+	assert_int_equal(v[0].tso_segsz, EH_MTU - 60); /* (its MSS, no timestamps) */
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq + 3900, gseq + 3900, RTE_TCP_RST_FLAG, NULL, 0,
+	             NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
+/* RFC 4861 7.2.5 for an entry we have: an advertisement without the override flag does not change
+ * the neighbour's address (segments still go to the MAC its solicitation gave), and one that is
+ * solicited is needed to confirm it again. */
+static void test_nd_no_override(void **state)
+{
+	static const uint8_t stranger_mac[6] = {0x02, 0, 0, 0, 0, 0x66};
+	struct out v[4];
+	uint8_t f[200];
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	nd_na_from(peer_ip6, 0, stranger_mac); /* unsolicited, no override, another MAC */
+	eh_poll(&h);
+	assert_int_equal(S()->nd_entries, 1);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1); /* (sent6 checks the Ethernet destination: the peer's) */
+	assert_int_equal(v[0].flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	/* the entry in doubt is checked: a unicast solicitation to the MAC we keep */
+	eh_forget(&h);
+	eh_advance_ms(&h, 200);
+	assert_true(solicitations(peer_ip6) >= 1);
+	nd_na_from(peer_ip6, 0x40, eh_peer_mac); /* the solicited answer */
+	eh_poll(&h);
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40010, EH_ECHO_PORT, 2, v[0].seq + 1, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG,
+	             NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
+/* Active opens over IPv6: a solicitation for an unknown on-link neighbour (the SYN waits), an
+ * unsolicited advertisement of another address makes no entry, the solicited one releases the SYN;
+ * off-link without gateway6 fails at once. */
+static void test_tcp6_connect(void **state)
+{
+	static const uint8_t other[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 0x44};
+	static const uint8_t stranger_mac[6] = {0x02, 0, 0, 0, 0, 0x66};
+	struct xlt_ip dst, far;
+	struct xlt_stream *s;
+	struct eth_tcp_params p = {.rbuf_size = 65536, .sbuf_size = 65536, .connect_timeout_ms = 3000};
+	const struct rte_ipv6_hdr *ip[4];
+	struct out v[4];
+	uint8_t f[200];
+	int err = 0;
+
+	(void)state;
+	memcpy(dst.b, peer_ip6, 16);
+	memset(far.b, 0, 16);
+	far.b[0] = 0x20, far.b[1] = 0x01, far.b[2] = 0x0d, far.b[3] = 0xb9, far.b[15] = 1;
+	assert_null(eth_tcp_connect(h.st, &far, 80, &p, &err));
+	assert_int_equal(err, -ENETUNREACH);
+	eh_forget(&h);
+	s = eth_tcp_connect(h.st, &dst, 80, &p, &err);
+	assert_non_null(s);
+	eh_poll(&h);
+	assert_int_equal(solicitations(peer_ip6), 1);
+	assert_int_equal(S()->nd_ns_out, 1);
+	assert_int_equal(sent6(v, NULL, 4), 0); /* the SYN waits for the neighbour */
+	assert_int_equal(S()->nd_queued, 1);
+	/* an unsolicited advertisement of an address we never asked for: no entry */
+	nd_na_from(other, 0x20, stranger_mac);
+	eh_poll(&h);
+	assert_int_equal(S()->nd_entries, 1);
+	/* the solicited answer for the one we asked for sends the SYN on */
+	eh_forget(&h);
+	nd_na_from(peer_ip6, 0x40 | 0x20, eh_peer_mac);
+	eh_poll(&h);
+	assert_int_equal(S()->nd_queued, 0);
+	assert_int_equal(sent6(v, ip, 4), 1);
+	assert_int_equal(v[0].flags, RTE_TCP_SYN_FLAG);
+	assert_int_equal(v[0].dport, 80);
+	assert_int_equal(v[0].o.mss, EH_MTU - 60);
+	assert_memory_equal(ip[0]->src_addr, eh_gw_ip6, 16);
+	assert_memory_equal(ip[0]->dst_addr, peer_ip6, 16);
+	/* the peer answers: connected */
+	{
+		uint8_t f2[200];
+		uint16_t lport = v[0].sport;
+		uint32_t gseq = v[0].seq + 1;
+
+		eh_forget(&h);
+		eh_feed(&h, f2,
+		        tcp6(f2, NULL, 0, 80, lport, 5000, gseq, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, NULL, 0,
+		             NULL, 0));
+		eh_poll(&h);
+		assert_int_equal(s->state, XLT_STREAM_OPEN);
+		assert_int_equal(sent6(v, NULL, 4), 1);
+		assert_int_equal(v[0].flags, RTE_TCP_ACK_FLAG);
+		assert_int_equal(v[0].ack, 5001);
+		s->ops->abort(s);
+		s->ops->release(s);
+		eh_poll(&h);
+	}
+	(void)f;
+	eh_forget(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
-		cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_lro_chain_odd_boundary, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_ip_length, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_rx_csum_trusted, setup_ofl, teardown),
-		cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
-		cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
-		/* last: until tcp_in.c checks the header's length first, ASan ends the run here */
-		cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
+	    cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_ack_ratelimit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_lro_chain_odd_boundary, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_ip_length, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_rx_csum_trusted, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_rx_csum_not_trusted, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_icmp, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup, teardown),
+	    /* (the same with the device's checksums) */
+	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_tso, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
+	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
+	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 	};
 
 	if (eh_eal_init()) {

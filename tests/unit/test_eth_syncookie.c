@@ -7,14 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "eth_side/syncookie.h"
 
 static const struct eth_siphash_key key = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
-static const struct eth_syncookie_flow flow = {.raddr = 0x020012c6u,
-                                               .laddr = 0x010012c6u,
+/* 198.18.0.2 -> 198.18.0.1, IPv4-mapped */
+static const struct eth_syncookie_flow flow = {.raddr = {.b = {[10] = 0xff, [11] = 0xff, 198, 18, 0, 2}},
+                                               .laddr = {.b = {[10] = 0xff, [11] = 0xff, 198, 18, 0, 1}},
                                                .rport = 40000,
                                                .lport = 80,
                                                .peer_isn = 0xfffffff0u,
@@ -101,10 +103,30 @@ static void test_flow_bound(void **state)
 
 	(void)state;
 	assert_int_equal(eth_syncookie_check(&key, &flow, T0, c, true, tsecr, &o), 0);
-	f = flow, f.raddr ^= 0x01000000u;
+	f = flow, f.raddr.b[15] ^= 1;
 	assert_int_equal(eth_syncookie_check(&key, &f, T0, c, true, tsecr, &o), -EINVAL);
-	f = flow, f.laddr ^= 1;
+	f = flow, f.laddr.b[12] ^= 1;
 	assert_int_equal(eth_syncookie_check(&key, &f, T0, c, true, tsecr, &o), -EINVAL);
+	/* IPv6: every byte of the addresses is bound, not only the last four */
+	f = flow, f.raddr.b[0] = 0x20, f.raddr.b[10] = 0;
+	assert_int_equal(eth_syncookie_check(&key, &f, T0, c, true, tsecr, &o), -EINVAL);
+	f = flow, f.laddr.b[3] ^= 0x80;
+	assert_int_equal(eth_syncookie_check(&key, &f, T0, c, true, tsecr, &o), -EINVAL);
+	{
+		/* a v6 flow's cookie round-trips, and a v6 flow differing in a middle byte fails */
+		struct eth_syncookie_flow g = flow;
+		uint32_t c6;
+
+		memset(g.raddr.b, 0, 16);
+		memset(g.laddr.b, 0, 16);
+		g.raddr.b[0] = g.laddr.b[0] = 0x20, g.raddr.b[1] = g.laddr.b[1] = 0x01;
+		g.raddr.b[15] = 2, g.laddr.b[15] = 1;
+		c6 = eth_syncookie_make(&key, &g, T0, 1440, true, eth_syncookie_ts_bits(true, 7, true));
+		assert_int_equal(eth_syncookie_check(&key, &g, T0, c6, true, tsecr, &o), 0);
+		assert_int_equal(o.mss, 1440);
+		g.raddr.b[7] ^= 4;
+		assert_int_equal(eth_syncookie_check(&key, &g, T0, c6, true, tsecr, &o), -EINVAL);
+	}
 	f = flow, f.rport++;
 	assert_int_equal(eth_syncookie_check(&key, &f, T0, c, true, tsecr, &o), -EINVAL);
 	f = flow, f.lport++;

@@ -2,8 +2,9 @@
  * from HAProxy's doc/proxy-protocol.txt (section 2.2), the parser on those vectors, on every prefix of
  * them (it must ask for more, never accept or refuse early), and on hostile input: wrong signature,
  * version, command, family or protocol, lengths beyond the buffer or short of the address block,
- * TLVs that overrun the header, a CRC32C that does not match, headers above the size bound; plus
- * AF_UNSPEC and LOCAL, which are valid. */
+ * TLVs that overrun the header, a CRC32C that does not match, headers above the size bound, IPv6
+ * blocks cut short; plus AF_UNSPEC and LOCAL, which are valid. Both families: TCP over IPv6 when
+ * either end is IPv6 (the IPv4 one v4-mapped), and its 36-byte block parsed into struct xlt_ip. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
+#include "translate/ip.h"
 #include "translate/proxy_v2.h"
 
 #define SIG 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A
@@ -43,7 +45,37 @@ static const uint8_t v_tcp4_tlv[] = {
 	0xE1, 0x00, 0x10, 0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02,
 	0xE2, 0x00, 0x04, 0x00, 0x00, 0x00, 0x11,
 };
+
+/* PROXY, TCP over IPv6, [2001:db8::2]:40000 -> [2001:db8::1]:8000, route TLV "web". */
+static const uint8_t v_tcp6[] = {
+	SIG,
+	0x21,			/* version 2, PROXY */
+	0x21,			/* AF_INET6, STREAM */
+	0x00, 0x2A,		/* 36 + 6 = 42 bytes follow */
+	0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, /* 2001:db8::2 */
+	0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, /* 2001:db8::1 */
+	0x9C, 0x40,		/* 40000 */
+	0x1F, 0x40,		/* 8000 */
+	0xE0, 0x00, 0x03, 'w', 'e', 'b',
+};
+
+/* A mixed pair: 198.18.0.2:40000 (v4-mapped) -> [2001:db8::1]:8000, no TLVs. */
+static const uint8_t v_tcp6_mixed[] = {
+	SIG, 0x21, 0x21,
+	0x00, 0x24,		/* 36 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xC6, 0x12, 0x00, 0x02, /* ::ffff:198.18.0.2 */
+	0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01,
+	0x9C, 0x40, 0x1F, 0x40,
+};
 /* clang-format on */
+
+static struct xlt_ip xip(const char *s)
+{
+	struct xlt_ip a;
+
+	assert_int_equal(xlt_ip_parse(s, &a), 0);
+	return a;
+}
 
 /* LOCAL, AF_UNSPEC, nothing follows (what a health check sends). */
 static const uint8_t v_local[] = {SIG, 0x20, 0x00, 0x00, 0x00};
@@ -55,7 +87,7 @@ static void test_build_golden(void **state)
 {
 	(void)state;
 	uint8_t buf[XLT_PP2_MAX_LEN];
-	uint32_t src = inet_addr("198.18.0.2"), dst = inet_addr("198.18.0.1");
+	struct xlt_ip src = xip("198.18.0.2"), dst = xip("198.18.0.1"), none = {0};
 	static const uint8_t gid[16] = {0xFE, 0x80, [15] = 0x02};
 	static const uint8_t qpn[4] = {0, 0, 0, 0x11};
 	struct xlt_pp2_tlv tlv[] = {
@@ -66,21 +98,121 @@ static void test_build_golden(void **state)
 	};
 	int n;
 
-	n = xlt_pp2_build(buf, sizeof(buf), 1, src, 40000, dst, 8000, NULL, 0);
+	n = xlt_pp2_build(buf, sizeof(buf), &src, 40000, &dst, 8000, NULL, 0);
 	assert_int_equal(n, sizeof(v_tcp4));
 	assert_memory_equal(buf, v_tcp4, sizeof(v_tcp4));
-	n = xlt_pp2_build(buf, sizeof(buf), 1, src, 40000, dst, 8000, tlv, 4);
+	n = xlt_pp2_build(buf, sizeof(buf), &src, 40000, &dst, 8000, tlv, 4);
 	assert_int_equal(n, sizeof(v_tcp4_tlv));
 	assert_memory_equal(buf, v_tcp4_tlv, sizeof(v_tcp4_tlv));
-	n = xlt_pp2_build(buf, sizeof(buf), 0, 0, 0, 0, 0, &tlv[1], 1);
+	/* a source with no IP address (AF_IB): AF_UNSPEC, NULL or unspecified alike */
+	n = xlt_pp2_build(buf, sizeof(buf), NULL, 0, NULL, 0, &tlv[1], 1);
+	assert_int_equal(n, sizeof(v_unspec));
+	assert_memory_equal(buf, v_unspec, sizeof(v_unspec));
+	n = xlt_pp2_build(buf, sizeof(buf), &none, 5, &dst, 8000, &tlv[1], 1);
 	assert_int_equal(n, sizeof(v_unspec));
 	assert_memory_equal(buf, v_unspec, sizeof(v_unspec));
 	n = xlt_pp2_build_local(buf, sizeof(buf));
 	assert_int_equal(n, sizeof(v_local));
 	assert_memory_equal(buf, v_local, sizeof(v_local));
 	/* too small a buffer: nothing written past it */
-	assert_int_equal(xlt_pp2_build(buf, sizeof(v_tcp4_tlv) - 1, 1, src, 1, dst, 2, tlv, 4), -ENOSPC);
+	assert_int_equal(xlt_pp2_build(buf, sizeof(v_tcp4_tlv) - 1, &src, 1, &dst, 2, tlv, 4), -ENOSPC);
 	assert_int_equal(xlt_pp2_build_local(buf, 15), -ENOSPC);
+}
+
+/* IPv6: AF_INET6 when either end is IPv6, the 36-byte block, the IPv4 end v4-mapped. */
+static void test_build_v6(void **state)
+{
+	(void)state;
+	uint8_t buf[XLT_PP2_MAX_LEN];
+	struct xlt_ip s6 = xip("2001:db8::2"), d6 = xip("2001:db8::1"), s4 = xip("198.18.0.2"), none = {0};
+	struct xlt_pp2_tlv route = {XLT_PP2_TYPE_IBGW_ROUTE, 3, "web"};
+	struct xlt_pp2_info in;
+	int n;
+
+	n = xlt_pp2_build(buf, sizeof(buf), &s6, 40000, &d6, 8000, &route, 1);
+	assert_int_equal(n, sizeof(v_tcp6));
+	assert_memory_equal(buf, v_tcp6, sizeof(v_tcp6));
+	n = xlt_pp2_build(buf, sizeof(buf), &s4, 40000, &d6, 8000, NULL, 0);
+	assert_int_equal(n, sizeof(v_tcp6_mixed));
+	assert_memory_equal(buf, v_tcp6_mixed, sizeof(v_tcp6_mixed));
+	/* an IPv6 source to an IPv4 destination: IPv6 too, the destination mapped */
+	n = xlt_pp2_build(buf, sizeof(buf), &s6, 1, &s4, 2, NULL, 0);
+	assert_int_equal(n, 16 + 36);
+	assert_int_equal(buf[13], 0x21);
+	assert_int_equal(xlt_pp2_parse(buf, (size_t)n, &in), XLT_PP2_OK);
+	assert_true(xlt_ip_eq(&in.src_addr, &s6));
+	assert_true(xlt_ip_eq(&in.dst_addr, &s4));
+	/* an unspecified destination takes the source's family */
+	n = xlt_pp2_build(buf, sizeof(buf), &s6, 1, &none, 2, NULL, 0);
+	assert_int_equal(n, 16 + 36);
+	assert_true(xlt_pp2_parse(buf, (size_t)n, &in) == XLT_PP2_OK && xlt_ip_is_any(&in.dst_addr));
+	n = xlt_pp2_build(buf, sizeof(buf), &s4, 1, NULL, 2, NULL, 0);
+	assert_int_equal(n, 16 + 12);
+	/* the 36-byte block counts against the buffer */
+	assert_int_equal(xlt_pp2_build(buf, sizeof(v_tcp6) - 1, &s6, 40000, &d6, 8000, &route, 1), -ENOSPC);
+	assert_int_equal(xlt_pp2_build(buf, 16 + 36 - 1, &s4, 1, &d6, 2, NULL, 0), -ENOSPC);
+}
+
+static void test_parse_v6(void **state)
+{
+	(void)state;
+	struct xlt_pp2_info in;
+	struct xlt_ip s6 = xip("2001:db8::2"), d6 = xip("2001:db8::1"), s4 = xip("198.18.0.2");
+	uint8_t buf[256];
+	size_t off = 0;
+	uint8_t type;
+	const uint8_t *val;
+	uint16_t len;
+
+	assert_int_equal(xlt_pp2_parse(v_tcp6, sizeof(v_tcp6), &in), XLT_PP2_OK);
+	assert_int_equal(in.len, sizeof(v_tcp6));
+	assert_int_equal(in.family, XLT_PP2_AF_INET6);
+	assert_int_equal(in.proto, XLT_PP2_PROTO_STREAM);
+	assert_int_equal(in.addr_len, 36);
+	assert_true(xlt_ip_eq(&in.src_addr, &s6));
+	assert_true(xlt_ip_eq(&in.dst_addr, &d6));
+	assert_int_equal(in.src_port, 40000);
+	assert_int_equal(in.dst_port, 8000);
+	assert_int_equal(in.tlv_len, 6);
+	assert_true(xlt_pp2_tlv_next(&in, &off, &type, &val, &len));
+	assert_int_equal(type, XLT_PP2_TYPE_IBGW_ROUTE);
+	assert_memory_equal(val, "web", 3);
+	assert_false(xlt_pp2_tlv_next(&in, &off, &type, &val, &len));
+	/* a v4-mapped source in an IPv6 block reads as the IPv4 address it is */
+	assert_int_equal(xlt_pp2_parse(v_tcp6_mixed, sizeof(v_tcp6_mixed), &in), XLT_PP2_OK);
+	assert_true(xlt_ip_is_v4(&in.src_addr));
+	assert_true(xlt_ip_eq(&in.src_addr, &s4));
+	assert_int_equal(in.tlv_len, 0);
+	/* IPv4 headers fill the same fields, mapped */
+	assert_int_equal(xlt_pp2_parse(v_tcp4, sizeof(v_tcp4), &in), XLT_PP2_OK);
+	assert_true(xlt_ip_eq(&in.src_addr, &s4));
+	/* every strict prefix asks for more */
+	for (size_t k = 0; k < sizeof(v_tcp6); k++) {
+		assert_int_equal(xlt_pp2_parse(v_tcp6, k, &in), XLT_PP2_MORE);
+		assert_int_equal(in.len, k < 16 ? 16 : sizeof(v_tcp6));
+	}
+	/* truncated IPv6 blocks: a length field short of 36 is refused whatever follows, for every
+	 * length from 0 to 35 (12, an IPv4 block's, included), and over the TLV bytes that follow */
+	for (unsigned l = 0; l < 36; l++) {
+		memcpy(buf, v_tcp6, sizeof(v_tcp6));
+		buf[14] = 0, buf[15] = (uint8_t)l;
+		assert_int_equal(xlt_pp2_parse(buf, sizeof(v_tcp6), &in), XLT_PP2_ERR_LENGTH);
+		assert_int_equal(xlt_pp2_parse(buf, 16, &in), XLT_PP2_ERR_LENGTH);
+	}
+	/* an IPv4 header relabelled IPv6 (12 bytes of block): refused, never read past */
+	memcpy(buf, v_tcp4, sizeof(v_tcp4));
+	buf[13] = 0x21;
+	assert_int_equal(xlt_pp2_parse(buf, sizeof(v_tcp4), &in), XLT_PP2_ERR_LENGTH);
+	/* a length that promises the block but a buffer that stops inside it: more, not a guess */
+	memcpy(buf, v_tcp6, sizeof(v_tcp6));
+	assert_int_equal(xlt_pp2_parse(buf, 16 + 20, &in), XLT_PP2_MORE);
+	/* AF_INET6 over DGRAM has the block too; UNSPEC protocol has none */
+	buf[13] = 0x22;
+	assert_int_equal(xlt_pp2_parse(buf, sizeof(v_tcp6), &in), XLT_PP2_OK);
+	assert_int_equal(in.addr_len, 36);
+	buf[13] = 0x20;
+	assert_int_equal(xlt_pp2_parse(buf, sizeof(v_tcp6), &in),
+	                 XLT_PP2_ERR_TLV); /* the block reads as TLVs */
 }
 
 static void test_parse_golden(void **state)
@@ -98,8 +230,8 @@ static void test_parse_golden(void **state)
 	assert_int_equal(in.command, XLT_PP2_CMD_PROXY);
 	assert_int_equal(in.family, XLT_PP2_AF_INET);
 	assert_int_equal(in.proto, XLT_PP2_PROTO_STREAM);
-	assert_int_equal(in.src_addr, inet_addr("198.18.0.2"));
-	assert_int_equal(in.dst_addr, inet_addr("198.18.0.1"));
+	assert_int_equal(xlt_ip_to_v4(&in.src_addr), inet_addr("198.18.0.2"));
+	assert_int_equal(xlt_ip_to_v4(&in.dst_addr), inet_addr("198.18.0.1"));
 	assert_int_equal(in.src_port, 40000);
 	assert_int_equal(in.dst_port, 8000);
 	assert_int_equal(in.tlv_len, 0);
@@ -281,6 +413,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_build_golden),   cmocka_unit_test(test_parse_golden),
+	    cmocka_unit_test(test_build_v6),       cmocka_unit_test(test_parse_v6),
 	    cmocka_unit_test(test_parse_prefixes), cmocka_unit_test(test_parse_hostile),
 	    cmocka_unit_test(test_crc32c),         cmocka_unit_test(test_parse_random),
 	};

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# IPv6 through a tcp: route end to end (#16), kernel TCP peers in a namespace on both sides of ibgwd's
+# own engine (af_packet): an IPv6 client -> the dual-stack `listen = tcp:P` -> `connect =
+# tcp:[2001:db8:...]:P2`, and an IPv4 client to the same IPv6 destination, every byte checked by
+# sha256 at the client (the echo) and at the server (what it received); an allow list of both families
+# (2001:db8:0:1::2/128, 198.18.0.2/32) admits those clients and refuses an IPv6 and an IPv4 source
+# outside it, counted as rejected{reason="acl"}, with nothing reaching the server; the access log shows
+# the IPv6 addresses of client and backend; an IPv6 client to an IPv4 destination with proxy_protocol
+# = v2 sends a TCP-over-IPv6 header (parsed by pp_peer.py's own code) naming it.
+# Before #16 the config was refused (IPv6 destination and allow entry), and the engine served no TCP
+# over IPv6.
+# timeout: 120
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/ibgwd.sh
+. tests/eth/lib.sh
+eth_test_init
+m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+v6p() { eth_ns "$PY3" tests/gateway/v6_peer.py "$@"; }
+GW6=$ETH_GW_IP6
+C6=$ETH_PEER_IP6     # an allowed IPv6 client (2001:db8:0:1::2)
+C6X=2001:db8:0:1::3  # an IPv6 client outside the allow list
+S6=2001:db8:0:1::10  # the IPv6 server
+C4=$ETH_PEER_IP      # an allowed IPv4 client (198.18.0.2)
+C4X=$ETH_PEER_IP2    # an IPv4 client outside the list (198.18.0.3)
+
+eth_setup
+eth_peer_v6
+for a in $C6X $S6; do eth_ns ip -6 addr add "$a/64" dev "$ETH_PEER" nodad || fail "cannot add $a"; done
+ETH_GW_EXTRA="access_log = $tmp/access.log"
+eth_gw_start "$tmp/ibgw.conf" "address6 = $GW6/64
+$(gw_routes <<EOF
+r6	tcp:8200	tcp:[$S6]:5200	allow=$C6/128,$C4/32
+pp6	tcp:8201	tcp:$C4:5201	proxy_protocol=v2
+EOF
+)"
+eth_bg "$PY3" tests/gateway/v6_peer.py server "$S6" 5200 "$tmp/s6.log"
+eth_bg "$PY3" tests/eth/pp_peer.py server "$C4" 5201 "$tmp/pp.log" --quiet
+eth_wait_listen 5200
+eth_wait_listen 5201
+: >"$tmp/s6.log"
+: >"$tmp/pp.log"
+# the server's record of the connection from port $1 (ibgwd's own source port is not known: by order)
+srv() { sed -n "$1p" "$tmp/s6.log"; }
+srvwait() { for _ in $(seq 100); do [ "$(wc -l <"$tmp/s6.log")" -ge "$1" ] && return 0; sleep 0.1; done; fail "the server logged no connection #$1: $(cat "$tmp/s6.log")"; }
+
+# ---- an IPv6 client -> IPv6 destination, 20 MB; an IPv4 client -> the same destination, 5 MB ----
+out=$(v6p xfer "$GW6" 8200 20000000 --src "$C6" --sport 41000 2>&1) || fail "IPv6 client $C6 -> [$GW6]:8200 -> [$S6]:5200: $out"
+sent=$(echo "$out" | sed -n 's/^sent [0-9]* sha256 \([0-9a-f]*\),.*/\1/p')
+srvwait 1
+[ "$(srv 1 | jq -r '[.src, .bytes, .sha256, .error] | map(tostring) | join(" ")')" = "$GW6 20000000 $sent null" ] ||
+	fail "the IPv6 server's view of the IPv6 session: $(srv 1), expected 20000000 bytes from $GW6, sha256 $sent"
+ok "IPv6 client $C6 -> [$GW6]:8200 -> [$S6]:5200: 20 MB, sha256 equal at the server (from $GW6) and in the echo ($out)"
+out=$(v6p xfer "$ETH_GW_IP" 8200 5000000 --src "$C4" --sport 41001 2>&1) || fail "IPv4 client $C4 -> IPv6 destination: $out"
+sent=$(echo "$out" | sed -n 's/^sent [0-9]* sha256 \([0-9a-f]*\),.*/\1/p')
+srvwait 2
+[ "$(srv 2 | jq -r '[.src, .bytes, .sha256, .error] | map(tostring) | join(" ")')" = "$GW6 5000000 $sent null" ] ||
+	fail "the IPv6 server's view of the IPv4 client's session: $(srv 2)"
+ok "IPv4 client $C4 -> $ETH_GW_IP:8200 -> [$S6]:5200: 5 MB, sha256 equal at the server and in the echo"
+
+# ---- the allow list of both families refuses an IPv6 and an IPv4 source outside it ----
+acl0=$(m 'route_sessions_rejected_total{route="r6",reason="acl"}')
+out=$(v6p refused "$GW6" 8200 --src "$C6X" 2>&1) || fail "IPv6 client $C6X (not in the allow list) was served: $out"
+out=$(v6p refused "$ETH_GW_IP" 8200 --src "$C4X" 2>&1) || fail "IPv4 client $C4X (not in the allow list) was served: $out"
+acl1=$(m 'route_sessions_rejected_total{route="r6",reason="acl"}')
+[ "$acl1" = $((acl0 + 2)) ] || fail "acl rejections $acl0 -> $acl1, expected two more"
+sleep 0.3
+[ "$(wc -l <"$tmp/s6.log")" = 2 ] || fail "a refused client reached the server: $(cat "$tmp/s6.log")"
+ok "allow = $C6/128, $C4/32: $C6X and $C4X refused at once (rejected acl $acl0 -> $acl1), the server saw neither"
+
+# ---- PROXY v2 from an IPv6 client to an IPv4 destination: TCP over IPv6 ----
+out=$(v6p xfer "$GW6" 8201 1000000 --src "$C6" --sport 41002 2>&1) || fail "IPv6 client -> IPv4 destination with PROXY v2: $out"
+for _ in $(seq 50); do [ -s "$tmp/pp.log" ] && break; sleep 0.1; done
+[ "$(jq -r '[.fam, .proto, .src, .sport, .dst, .dport] | map(tostring) | join(" ")' "$tmp/pp.log")" = "2 1 $C6 41002 $GW6 8201" ] ||
+	fail "PROXY header of the IPv6 client: $(cat "$tmp/pp.log"), expected TCP over IPv6 [$C6]:41002 -> [$GW6]:8201"
+ok "IPv6 client -> IPv4 destination with proxy_protocol = v2: header TCP over IPv6 [$C6]:41002 -> [$GW6]:8201, 1 MB intact after it"
+
+# ---- the access log: IPv6 addresses as text, both ends ----
+for _ in $(seq 50); do [ "$(grep -c '"event":"end"' "$tmp/access.log" 2>/dev/null)" -ge 3 ] && break; sleep 0.1; done
+al() { jq -r "select(.client.port == $1) | [.route, .client.addr, .backend.addr, .backend.port, .client_to_backend.bytes, .backend_to_client.bytes, .reason] | map(tostring) | join(\" \")" "$tmp/access.log"; }
+[ "$(al 41000)" = "r6 $C6 $S6 5200 20000000 20000000 ok" ] || fail "access log of the IPv6 session: '$(al 41000)' ($(cat "$tmp/access.log"))"
+[ "$(al 41001)" = "r6 $C4 $S6 5200 5000000 5000000 ok" ] || fail "access log of the IPv4 client's session: '$(al 41001)'"
+[ "$(al 41002)" = "pp6 $C6 $C4 5201 1000000 1000000 ok" ] || fail "access log of the PROXY session: '$(al 41002)'"
+ok "access log: client $C6 -> backend $S6:5200 (20 MB each way), $C4 -> $S6, $C6 -> $C4; no brackets, no v4-mapped text"
+
+sleep 0.3
+[ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left: $(m 'worker_sessions_active{worker="0"}')"
+gw_stop || fail "ibgwd exited with $? (sanitizers)"
+ok "no session left; ibgwd (ASan build) stopped cleanly"
