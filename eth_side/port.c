@@ -52,6 +52,8 @@ const unsigned eth_port_n_metrics = sizeof(eth_port_metrics) / sizeof(eth_port_m
 /* af_packet's ring frame size (its default, and the bytes of each frame its header takes). */
 #define AF_PACKET_FRAMESZ    2048u
 #define AF_PACKET_FRAME_HDR  (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+/* virtio_user's ring size when its vdev string has no queue_size= (VIRTIO_USER_DEF_Q_SZ). */
+#define VIRTIO_USER_QUEUE_SIZE 256u
 
 /* The numeric value of KEY=N in a vdev argument string, or DEF when absent or not a number. */
 static unsigned vdev_arg(const char *vdev, const char *key, unsigned def)
@@ -160,7 +162,8 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t rx_desc = (uint16_t)c->rx_desc, tx_desc = (uint16_t)c->tx_desc;
 	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE, max_mtu;
-	bool af_packet;
+	struct rte_eth_txconf txconf, *tc = NULL; /* NULL: the device's defaults */
+	bool af_packet, virtio_user;
 	int ret;
 
 	if (!rte_eth_dev_is_valid_port((uint16_t)c->port)) {
@@ -183,6 +186,7 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		goto err;
 	}
 	af_packet = !strcmp(info.driver_name, "net_af_packet");
+	virtio_user = !strcmp(info.driver_name, "net_virtio_user");
 	if (n_queues > info.max_rx_queues || n_queues > info.max_tx_queues) {
 		snprintf(errbuf, errlen,
 			 "port %u (%s) has at most %u queue pairs but %u workers need one each "
@@ -244,6 +248,13 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		econf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 		p->offloads |= ETH_OFFLOAD_EXTMEM;
 	}
+	/* virtio_user puts each segment's virtual address in the ring, and its vhost translates those
+	 * of DPDK's memory segments only (their lists, as the memory table it is given): frames may
+	 * carry lent memory that lies in DPDK's heap (ETH_OFFLOAD_DEVMEM) */
+	if (virtio_user && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+		econf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+		p->offloads |= ETH_OFFLOAD_DEVMEM;
+	}
 	/* RX interrupts give an idle worker an fd to sleep on (af_packet has its ring socket instead);
 	 * a device without them is configured again without */
 	econf.intr_conf.rxq = !af_packet;
@@ -261,10 +272,23 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		snprintf(errbuf, errlen, "port %u: descriptors: %s", p->id, rte_strerror(-ret));
 		goto err;
 	}
+	if (p->offloads & ETH_OFFLOAD_DEVMEM) {
+		/* virtio frees sent frames only once fewer than tx_free_thresh descriptors are left (32
+		 * by default): until then up to a ring of them would keep the IB buffer sets they point
+		 * into from the pool. Freed at every burst instead (a frame costs one free either way). */
+		unsigned qsz = vdev_arg(c->vdev, "queue_size", VIRTIO_USER_QUEUE_SIZE);
+
+		txconf = info.default_txconf;
+		if (qsz > 8 && qsz <= UINT16_MAX) {
+			txconf.tx_free_thresh = (uint16_t)(qsz - 4);
+			tc = &txconf;
+		}
+	}
 	for (unsigned q = 0; q < n_queues; q++) {
 		ret = rte_eth_rx_queue_setup(p->id, (uint16_t)q, rx_desc, rte_eth_dev_socket_id(p->id), NULL, p->pool);
 		if (!ret)
-			ret = rte_eth_tx_queue_setup(p->id, (uint16_t)q, tx_desc, rte_eth_dev_socket_id(p->id), NULL);
+			ret = rte_eth_tx_queue_setup(p->id, (uint16_t)q, tx_desc,
+			                             rte_eth_dev_socket_id(p->id), tc);
 		if (ret) {
 			snprintf(errbuf, errlen, "port %u: queue %u setup: %s", p->id, q, rte_strerror(-ret));
 			goto err;

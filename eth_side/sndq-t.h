@@ -15,7 +15,8 @@ struct eth_sndq_ent {
 	void *hold;          /* lent: one reference, put when the stretch is acknowledged */
 	const struct xlt_hold_ops *hops;
 	uint32_t len;
-	uint32_t report; /* taken by write_lent: reported through on_sent once acknowledged */
+	uint16_t report; /* taken by write_lent: reported through on_sent once acknowledged */
+	uint16_t devmem; /* lent: in DPDK's memory (XLT_SEG_DEVMEM), which ETH_OFFLOAD_DEVMEM ports send */
 };
 
 /* Entries one connection's queue holds at most: one chunk of the worker's pool. */

@@ -17,10 +17,12 @@
  * stretches that could not be merged, e.g. many small segments of different holds) takes nothing
  * more until acknowledgements free entries.
  *
- * Attached mbufs are used only on ports whose driver reads frames with the CPU (ETH_OFFLOAD_EXTMEM:
- * af_packet copies each segment into its ring); other ports get the lent bytes copied into the
- * frame, counted in copied_out like every copy. Software checksums cover a chain whole
- * (rte_ipv4_udptcp_cksum_mbuf). */
+ * Attached mbufs are used only where the driver can read that memory: any memory on ports that
+ * read frames with the CPU (ETH_OFFLOAD_EXTMEM: af_packet copies each segment into its ring), memory
+ * in DPDK's heap (a lender's XLT_SEG_DEVMEM) on ports that address frames by virtual address within
+ * DPDK's memory segments (ETH_OFFLOAD_DEVMEM: virtio_user, whose vhost knows those segments and no
+ * other memory); elsewhere the lent bytes are copied into the frame, counted in copied_out like every
+ * copy. Software checksums cover a chain whole (rte_ipv4_udptcp_cksum_mbuf). */
 #include <errno.h>
 #include <string.h>
 
@@ -91,7 +93,7 @@ static void ring_drop(struct eth_tcb *t)
 
 /* Queues N copied bytes (already appended to sbuf) as an entry, merged into the last one when it
  * is a copy of the same kind. The caller checked there is room for an entry (copy_room). */
-static void add_copy(struct eth_tcb *t, uint32_t n, uint32_t report)
+static void add_copy(struct eth_tcb *t, uint32_t n, uint16_t report)
 {
 	struct eth_sndq *q = &t->sndq;
 	struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
@@ -104,7 +106,7 @@ static void add_copy(struct eth_tcb *t, uint32_t n, uint32_t report)
 	q->n++;
 }
 
-static bool copy_room(const struct eth_tcb *t, uint32_t report)
+static bool copy_room(const struct eth_tcb *t, uint16_t report)
 {
 	const struct eth_sndq *q = &t->sndq;
 	const struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
@@ -151,8 +153,9 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 
 		if (g->hold && g->hops) {
 			struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
+			uint16_t devmem = (g->flags & XLT_SEG_DEVMEM) != 0;
 
-			if (last && last->data && last->hold == g->hold &&
+			if (last && last->data && last->hold == g->hold && last->devmem == devmem &&
 			    last->data + last->len == g->data) {
 				last->len +=
 				    k; /* the lender's next bytes, under the reference already held */
@@ -163,6 +166,7 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 				    .hops = g->hops,
 				    .len = k,
 				    .report = 1,
+				    .devmem = devmem,
 				};
 				q->n++;
 				g->hops->get(g->hold);
@@ -244,7 +248,8 @@ static int append_ref(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **l
 	r->hold = e->hold;
 	r->hops = e->hops;
 	e->hops->get(e->hold);
-	/* the device reads it with the CPU (ETH_OFFLOAD_EXTMEM): no IO address needed; never written */
+	/* the device reads it with the CPU (ETH_OFFLOAD_EXTMEM) or by its virtual address in DPDK's memory
+	 * (ETH_OFFLOAD_DEVMEM, virtio_user): no IO address needed; never written */
 	rte_pktmbuf_attach_extbuf(s, (void *)(uintptr_t)data, RTE_BAD_IOVA, (uint16_t)len, &r->sh);
 	s->data_len = (uint16_t)len;
 	(*last)->next = s;
@@ -256,7 +261,7 @@ static int append_ref(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **l
 
 int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len)
 {
-	bool ext = t->st->c.offloads & ETH_OFFLOAD_EXTMEM;
+	bool ext = t->st->c.offloads & ETH_OFFLOAD_EXTMEM, dev = t->st->c.offloads & ETH_OFFLOAD_DEVMEM;
 	struct rte_mbuf *last = m;
 	uint32_t pos = 0, soff = 0;
 	int ret;
@@ -277,7 +282,7 @@ int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32
 		k = e->len - in < len ? e->len - in : len;
 		if (!e->data)
 			ret = append_copy(t, m, &last, NULL, soff + in, k);
-		else if (ext)
+		else if (ext || (dev && e->devmem))
 			ret = append_ref(t, m, &last, e, e->data + in, k);
 		else
 			ret = append_copy(t, m, &last, e->data + in, 0, k);

@@ -35,6 +35,9 @@ typedef void (*eth_listener_free_fn)(void *arg, void *user);
  * the IB side), since the driver reads every segment with the CPU (af_packet). Other ports get
  * those bytes copied into the frame. */
 #define ETH_OFFLOAD_EXTMEM 0x20u
+/* Likewise, but only for lent memory in DPDK's own heap (XLT_SEG_DEVMEM): the driver addresses
+ * frames by virtual address within DPDK's memory segments (virtio_user: vhost's memory table). */
+#define ETH_OFFLOAD_DEVMEM 0x40u
 /* Payload of one TSO frame at most: IPv4's 64 KiB less the largest IP and TCP headers. */
 #define ETH_TSO_MAX (65535u - 60u - 60u)
 

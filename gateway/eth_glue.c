@@ -157,12 +157,13 @@ int gw_eth_start(struct gw_daemon *d)
 		char a[INET_ADDRSTRLEN];
 		unsigned o = eth_port_offloads(d->port);
 
-		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s), idle workers %s, offloads:%s%s%s%s%s%s",
+		GW_INFO("Ethernet side: %s/%u, MTU %u, %u engine(s), idle workers %s, offloads:%s%s%s%s%s%s%s",
 			inet_ntop(AF_INET, &e->address.net, a, sizeof(a)), e->address.prefix, e->mtu, d->n_workers,
 			eth_port_rx_fd(d->workers[0].port, 0) >= 0 ? "wake on arriving frames" : "nap and poll",
 			o & ETH_OFFLOAD_TX_CSUM ? " tx-checksum" : "", o & ETH_OFFLOAD_TSO ? " tso" : "",
 			o & ETH_OFFLOAD_RX_CSUM ? " rx-checksum" : "", o & ETH_OFFLOAD_LRO ? " lro" : "",
-			o & ETH_OFFLOAD_EXTMEM ? " lent-memory-tx" : "", o ? "" : " none");
+			o & ETH_OFFLOAD_EXTMEM ? " lent-memory-tx" : "",
+			o & ETH_OFFLOAD_DEVMEM ? " lent-dpdk-memory-tx" : "", o ? "" : " none");
 	}
 	return 0;
 err:

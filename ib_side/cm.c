@@ -108,6 +108,7 @@ struct ib_ctl {
 	bool serving;
 	struct ib_ctl_stats st;
 	struct ib_extmem extmem; /* set before the first buffer set (ib_ctl_extmem) */
+	const struct ib_mem_ops *mops; /* buffer sets' memory (ib_ctl_bufmem); NULL: mmap */
 };
 
 /* A copy of an rdma_cm event, taken before the event is acknowledged. */
@@ -327,11 +328,18 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	b->pd = ibv_alloc_pd(dev->ctx);
 	if (!b->pd)
 		goto err_b;
-	/* fresh anonymous pages are zero: a new set holds nobody's bytes (heap memory could) */
+	/* a new set holds nobody's bytes: the gateway's memory comes zeroed, and so do fresh anonymous
+	 * pages (the C heap would not) */
 	b->len = bufs_len(rs, ss);
-	mem = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		goto err_pd;
+	mem = ctl->mops ? ctl->mops->alloc(ctl->mops->arg, b->len) : NULL;
+	if (mem) {
+		b->mops = ctl->mops;
+		b->seg_flags = ctl->mops->seg_flags;
+	} else {
+		mem = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED)
+			goto err_pd;
+	}
 	b->mem = mem;
 	b->dev = dev;
 	b->rbuf_size = rs;
@@ -351,12 +359,14 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	 * set copies what it is lent (extmem.c) */
 	ib_extmem_reg(&ctl->extmem, b, &ctl->st);
 	ctl->st.buf_bytes += bufs_len(rs, ss);
+	if (b->mops)
+		ctl->st.buf_mem_bytes += bufs_len(rs, ss);
 	ctl->st.buf_regs++;
 	return b;
 err_rmr:
 	ibv_dereg_mr(b->rmr);
 err_mem:
-	munmap(b->mem, b->len);
+	ib_bufs_unmap(b);
 err_pd:
 	ibv_dealloc_pd(b->pd);
 err_b:
@@ -367,6 +377,8 @@ err_b:
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 {
 	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
+	if (b->mops)
+		ctl->st.buf_mem_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
 	ib_bufs_release(b);
 }
 
@@ -1357,6 +1369,11 @@ int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len)
 	return ret;
 }
 
+void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops)
+{
+	ctl->mops = ops;
+}
+
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i)
 {
 	return &ctl->workers[i];
@@ -1403,6 +1420,8 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
 	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive + send rings)"),
 	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
+	G(buf_mem_bytes, "ib_buffer_dpdk_bytes",
+	  "of the IB buffer memory, what lies in DPDK's memory, where a virtio_user port sends from without a copy"),
 	G(buf_lent, "ib_buffer_lent_sets",
 	  "IB buffer sets whose connection ended while the Ethernet side still referenced their receive ring"),
 	C(buf_regs, "ib_buffer_registrations_total",

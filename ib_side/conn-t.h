@@ -107,8 +107,10 @@ struct ib_bufs {
 	struct ib_bufs *next;
 	struct ib_dev *dev;
 	struct ibv_pd *pd;
-	uint8_t *mem; /* mmap'ed: fresh pages are zero */
+	uint8_t *mem; /* zeroed: mmap'ed (fresh pages), or from mops */
 	size_t len;
+	const struct ib_mem_ops *mops; /* where mem came from (NULL: mmap) */
+	uint32_t seg_flags;            /* XLT_SEG_* of the receive ring's lent segments (mops') */
 	uint32_t rbuf_size, sbuf_size;
 	uint8_t *rbuf;
 	volatile struct ib_rs_sge *tsgl;

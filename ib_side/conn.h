@@ -50,6 +50,8 @@ void ib_bufs_lend_init(struct ib_bufs *b);
 /* Frees B's memory, registrations and protection domain (the control thread's accounting aside: an
  * orphan has none left). */
 void ib_bufs_release(struct ib_bufs *b);
+/* Gives B's memory back where it came from (B->mops, or the pages it mapped); any thread. */
+void ib_bufs_unmap(struct ib_bufs *b);
 
 /* Control thread: B's connection is destroyed. Returns true when no reference is out (the caller
  * pools or frees B now); else B waits on its device's lent list until the last one is put. */

@@ -4,6 +4,7 @@
 #define IB_IB_T_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../translate/ip-t.h"
@@ -130,6 +131,7 @@ struct ib_ctl_stats {
 	uint64_t extmem_bytes;	 /* gauge: external memory (Ethernet frames) each buffer set registers */
 	uint64_t extmem_regs;	 /* registrations of it (one per range and new buffer set) */
 	uint64_t extmem_reg_ns;	 /* time they took */
+	uint64_t buf_mem_bytes;  /* gauge: of buf_bytes, sets whose memory came from ib_mem_ops */
 };
 
 /* Worker counters: written by that worker only. */
@@ -154,6 +156,20 @@ struct ib_worker_stats {
 	uint64_t doorbells;	     /* ibv_post_send calls: each posts one work request or a chain */
 	uint64_t lent_tx;	     /* payload bytes written straight from lent memory (no copy) */
 	uint64_t lent_leaked;	     /* lent holds never put: their writes did not complete in time */
+};
+
+/* Where buffer sets' memory comes from (ib_ctl_bufmem), the gateway's: by default each set maps
+ * pages of its own. */
+struct ib_mem_ops {
+	void *arg;
+	/* Control thread: LEN bytes, zeroed, page aligned, or NULL when there is none (the set then maps
+	 * pages of its own). */
+	void *(*alloc)(void *arg, size_t len);
+	/* Any thread (the last reference of a set whose engine is gone frees it): gives MEM back. */
+	void (*free)(void *arg, void *mem, size_t len);
+	/* Flags (XLT_SEG_*) the receive ring's lent segments carry when the set's memory came from here:
+	 * what a destination may do with that memory besides reading it. */
+	uint32_t seg_flags;
 };
 
 #endif

@@ -58,6 +58,11 @@ const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
  * protection domain, local access only; a stream segment in it (XLT_SEG_EXTMEM) is then RDMA-written
  * without a copy. Returns 0, -EINVAL or -ENOSPC (too many separate ranges: the rest is copied). */
 int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len);
+/* Control thread, before any connection: buffer sets take their memory from OPS (which must outlive
+ * every set, including those the last reference of frees after ib_ctl_destroy); a set OPS has none
+ * for maps pages of its own, as without OPS. The receive ring of a set from OPS is lent with
+ * OPS->seg_flags. */
+void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops);
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 

@@ -18,6 +18,9 @@
  *    put that drops the last reference pushes it on the device's returned stack (lock-free, any
  *    thread), which the control thread empties on its tick (ib_ctl_tick). After ib_ctl_destroy a
  *    set still referenced is an orphan, freed whole by its last put.
+ *  - Segments carry the set's seg_flags: a set whose memory the gateway gave (ib_ctl_bufmem: DPDK's
+ *    heap, XLT_SEG_DEVMEM) may be sent from by a port that reaches only that memory (virtio_user);
+ *    a set in pages of its own is copied there.
  *  - The ring stays writable by the peer's key while its connection lives: a peer that writes into
  *    bytes it was not given space for (lent, not yet credited) changes only what its own stream
  *    sends, as it could by sending other bytes. Once the connection is gone its queue pair is
@@ -35,13 +38,22 @@ static void bufs_ref(void *hold)
 	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
 }
 
+void ib_bufs_unmap(struct ib_bufs *b)
+{
+	if (b->mops)
+		b->mops->free(b->mops->arg, b->mem, b->len);
+	else
+		munmap(b->mem, b->len);
+	b->mem = NULL;
+}
+
 void ib_bufs_release(struct ib_bufs *b)
 {
 	ib_extmem_dereg(b);
 	ibv_dereg_mr(b->smr);
 	ibv_dereg_mr(b->rmr);
 	ibv_dealloc_pd(b->pd);
-	munmap(b->mem, b->len);
+	ib_bufs_unmap(b);
 	free(b);
 }
 
@@ -95,6 +107,7 @@ unsigned ib_conn_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, u
 		segs[k++] = (struct xlt_seg){
 		    .data = c->bufs->rbuf + off,
 		    .len = n,
+		    .flags = c->bufs->seg_flags,
 		    .hold = c->bufs,
 		    .hops = &bufs_hops,
 		};

@@ -71,6 +71,9 @@ struct xlt_hold_ops {
 #define XLT_SEG_EXTMEM                                                                                       \
 	0x1u /* DATA lies in memory the gateway registered with the IB side as external                      \
 	      * memory (ib_side finds its local key in the connection's PD) */
+#define XLT_SEG_DEVMEM                                                                                       \
+	0x2u /* DATA lies in DPDK's own memory (its heap): a port that reaches only that memory              \
+	      * (virtio_user: vhost's memory table) may send frames pointing at it */
 
 struct xlt_seg {
 	const uint8_t *data;

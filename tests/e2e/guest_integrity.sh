@@ -49,8 +49,10 @@ check "wait_for 'log_has $T/rsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$s
 # Every byte of both transfers went IB -> TCP once and TCP -> IB once (2 x SIZE each way). The
 # copied-bytes metric must show every copy: ib_to_eth = none: the TCP send queue holds references
 # into the IB receive ring and frames carry that memory as external mbufs (a port that cannot take
-# them, "lent-memory-tx" missing from ibgwd's start-up line, copies into each frame sent:
-# ibgw_tcp_bytes_out_total, retransmits included); eth_to_ib is lent
+# them, both "lent-memory-tx" and "lent-dpdk-memory-tx" missing from ibgwd's start-up line, copies
+# into each frame sent: ibgw_tcp_bytes_out_total, retransmits included; on virtio_user,
+# "lent-dpdk-memory-tx", the IB buffer sets lie in DPDK's memory, which vhost-net reads, and every
+# one of them must be there: ibgw_ib_buffer_dpdk_bytes = ibgw_ib_buffer_bytes); eth_to_ib is lent
 # (issue #14): the payload stays in its frames and the RDMA writes gather from them (the RX mempool is
 # registered with each buffer set's PD), so only what the receive queue copies is counted: small
 # segments (under a quarter of a frame buffer) and in-order bytes queued behind such a copy or behind
@@ -70,7 +72,14 @@ msgs=$(($(ms 'ibgw_ib_messages_total{worker="0",dir="tx"}') + $(ms 'ibgw_ib_cont
 wpm=$(awk -v w="$wr" -v b="$wb" 'BEGIN { printf "%.1f", b ? w * 1e6 / b : 0 }')
 echo "    eth->ib: $wr RDMA writes, $db doorbells for $wb bytes: $wpm writes per MB; copies per byte: ib->eth $(awk -v c="$ci" -v s="$SIZE" 'BEGIN { printf "%.2f", c / (2 * s) }'), eth->ib $(awk -v c="$ce" -v s="$SIZE" 'BEGIN { printf "%.2f", c / (2 * s) }')"
 check "[ $wb = $((2 * SIZE)) ]" "eth->ib: the IB side sent exactly the $((2 * SIZE)) bytes that came from TCP"
-if grep -q 'offloads:.* lent-memory-tx' "$GW_LOG"; then
+if [ "${ETH_LINK:-}" = vhost ]; then
+	# virtio_user sends from DPDK's memory only: the IB buffer sets are there (gateway/extmem.c), and
+	# frames point into their receive rings all the same
+	bb=$(ms ibgw_ib_buffer_bytes) bd=$(ms ibgw_ib_buffer_dpdk_bytes)
+	check "grep -q 'offloads:.* lent-dpdk-memory-tx' $GW_LOG && grep -q 'buffer sets in DPDK.s memory' $GW_LOG && [ $bb -gt 0 ] && [ $bd = $bb ]" \
+		"virtio_user: every IB buffer set in DPDK's memory ($bd of $bb bytes)"
+	check "[ $ci = 0 ]" "copied ib_to_eth = 0 on virtio_user: the $((2 * SIZE)) bytes left in frames pointing at the IB receive ring"
+elif grep -q 'offloads:.* lent-memory-tx' "$GW_LOG"; then
 	check "[ $ci = 0 ]" "copied ib_to_eth = 0: the $((2 * SIZE)) bytes left in frames pointing at the IB receive ring"
 else
 	check "[ $ci = $to ]" "copied ib_to_eth = the $to bytes put into frames (the port takes no lent memory), none into the send queue"
@@ -106,6 +115,10 @@ check "[ $peak -ge $((N / 2)) ]" "the sessions overlapped ($peak open at once)"
 # ---- per-route metrics ----
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in_many\"}') = 0 ]" 20
 scrape # the rest reads this one sample: nothing moves any more
+if [ "${ETH_LINK:-}" = vhost ] || grep -q 'offloads:.* lent-memory-tx' "$GW_LOG"; then
+	check "[ \$(ms 'ibgw_copied_bytes_total{dir=\"ib_to_eth\",worker=\"0\"}') = 0 ]" \
+		"copied ib_to_eth still 0 after the $((2 * N)) concurrent sessions (every buffer set sent from in place)"
+fi
 for r in out in in_many ib_echo; do
 	check "[ \$(ms 'ibgw_route_sessions_active{route=\"$r\"}') = 0 ]" "route $r: no session left"
 done

@@ -29,7 +29,8 @@ EOF
 )"
 bg sink npeer tcp-sink 5000 "$T/sink.log" --progress "$T/sink.got"
 wait_for "grep -q listening $T/sink.out" 30 || fail "sink did not start"
-grep -q 'offloads:.* lent-memory-tx' "$GW_LOG" && ext=1 || ext=0
+# (virtio_user, ETH_LINK=vhost: lent-dpdk-memory-tx, the IB buffer sets in DPDK's memory)
+grep -qE 'offloads:.* lent-(dpdk-)?memory-tx' "$GW_LOG" && ext=1 || ext=0
 echo "    port takes lent memory: $ext ($(grep -o 'offloads:.*' "$GW_LOG" | head -1))"
 
 # the sink's ingress through an ifb, where netem drops what ibgwd sends it

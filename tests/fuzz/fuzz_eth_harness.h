@@ -243,9 +243,9 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 	EH_CHECK(n == m->nb_segs && len == m->pkt_len);
 	EH_CHECK(!(tx & ~EH_TX_FLAGS));
 	EH_CHECK(h->offloads || !tx);
-	/* (ETH_OFFLOAD_EXTMEM: lent payload in mbufs of its own, chained after the headers) */
+	/* (ETH_OFFLOAD_EXTMEM, _DEVMEM: lent payload in mbufs of its own, chained after the headers) */
 	if (!(tx & RTE_MBUF_F_TX_TCP_SEG))
-		EH_CHECK((m->nb_segs == 1 || (h->offloads & ETH_OFFLOAD_EXTMEM)) &&
+		EH_CHECK((m->nb_segs == 1 || (h->offloads & (ETH_OFFLOAD_EXTMEM | ETH_OFFLOAD_DEVMEM))) &&
 		         m->pkt_len <= RTE_ETHER_HDR_LEN + EH_MTU);
 	EH_CHECK(m->data_len >= RTE_ETHER_HDR_LEN);
 	EH_CHECK(!memcmp(eh->src_addr.addr_bytes, eh_gw_mac, 6));

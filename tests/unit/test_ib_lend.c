@@ -175,13 +175,32 @@ static void test_many_sets(void **state)
 		rm(c[i]);
 }
 
+/* Segments carry their set's flags: XLT_SEG_DEVMEM for a set whose memory the gateway gave (DPDK's
+ * heap, ib_ctl_bufmem), none for a set in pages of its own. */
+static void test_seg_flags(void **state)
+{
+	struct ib_conn *c = mk();
+	struct xlt_seg v[XLT_LEND_MAX];
+
+	(void)state;
+	c->rx.consumed = 1000;
+	c->rx.recvd = 1300;
+	assert_int_equal(ib_conn_lend(&c->s, 0, v, XLT_LEND_MAX), 2);
+	assert_int_equal(v[0].flags, 0);
+	assert_int_equal(v[1].flags, 0);
+	c->bufs->seg_flags = XLT_SEG_DEVMEM;
+	assert_int_equal(ib_conn_lend(&c->s, 0, v, XLT_LEND_MAX), 2);
+	assert_int_equal(v[0].flags, XLT_SEG_DEVMEM);
+	assert_int_equal(v[1].flags, XLT_SEG_DEVMEM);
+	rm(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_segments, setup),
-	    cmocka_unit_test_setup(test_end_of_stream, setup),
-	    cmocka_unit_test_setup(test_refcount, setup),
-	    cmocka_unit_test_setup(test_many_sets, setup),
+	    cmocka_unit_test_setup(test_segments, setup),  cmocka_unit_test_setup(test_end_of_stream, setup),
+	    cmocka_unit_test_setup(test_refcount, setup),  cmocka_unit_test_setup(test_many_sets, setup),
+	    cmocka_unit_test_setup(test_seg_flags, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
