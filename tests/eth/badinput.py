@@ -149,11 +149,17 @@ class Survivor:
         time.sleep(0.3)  # the kernel's delayed ACKs: the connection is quiet from now on
 
     def finish(self):
+        """Ends the connection; checks that every byte sent came back (sha256) and an orderly EOF."""
         self.s.shutdown(socket.SHUT_WR)
         with self.cv:
             self.cv.wait_for(lambda: self.eof, 30)
         self.s.close()
-        return self.n_sent, self.n_got, self.sent.hexdigest() == self.got.hexdigest(), self.eof
+        same = self.sent.hexdigest() == self.got.hexdigest()
+        if same and self.n_sent == self.n_got and self.eof is True:
+            ok(f"survivor: {self.n_sent} bytes sent and echoed back through all of it, sha256 equal, orderly EOF")
+        else:
+            bad(f"survivor: sent {self.n_sent}, got {self.n_got}, sha256 {'equal' if same else 'DIFFERS'}, "
+                f"end {self.eof}")
 
 
 def learn_state(sv, sport):
@@ -553,11 +559,7 @@ def main():
     sv.phase(200000)
     ok("survivor still echoes during the SYN flood (200000 more bytes)")
 
-    n_sent, n_got, same, eof = sv.finish()
-    if same and n_sent == n_got and eof is True:
-        ok(f"survivor: {n_sent} bytes sent and echoed back through all of it, sha256 equal, orderly EOF")
-    else:
-        bad(f"survivor: sent {n_sent}, got {n_got}, sha256 {'equal' if same else 'DIFFERS'}, end {eof}")
+    sv.finish()
     m = metrics()
     print("counters at the end: " + ", ".join(f"{k} {m.get(k, 0)}" for k in (
         "tcp_segments_in_total", "tcp_checksum_errors_total", "tcp_header_errors_total", "ip_header_errors_total",
@@ -567,9 +569,14 @@ def main():
     return 1 if failures else 0
 
 
-if __name__ == "__main__":
+def run(main):
+    """Exits with main()'s code; a stall or a broken connection is a failure, not a crash of the test."""
     try:
         sys.exit(main())
-    except Exception as e:  # a stall or a broken connection is a failure, not a crash of the test
+    except Exception as e:
         print(f"FAIL: {type(e).__name__}: {e}")
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run(main)

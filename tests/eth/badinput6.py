@@ -14,7 +14,6 @@ flood from an unanswering on-link address past syn_backlog (SYN cookies) with a 
 is validated. Prints one "ok:"/"FAIL:" line per check; exits 1 when any failed.
 """
 import os
-import socket
 import struct
 import sys
 import time
@@ -215,17 +214,9 @@ def main():
     sv.phase(100000)
     ok("survivor still echoes during the SYN flood")
 
-    n_sent, n_got, same, eof = sv.finish()
-    if same and n_sent == n_got and eof is True:
-        ok(f"survivor: {n_sent} bytes sent and echoed back through all of it, sha256 equal, orderly EOF")
-    else:
-        bad(f"survivor: sent {n_sent}, got {n_got}, sha256 {'equal' if same else 'DIFFERS'}, end {eof}")
+    sv.finish()
     return 1 if b.failures else 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception as e:  # a stall or a broken connection is a failure, not a crash of the test
-        print(f"FAIL: {type(e).__name__}: {e}")
-        sys.exit(1)
+    b.run(main)

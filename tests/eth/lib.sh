@@ -197,3 +197,94 @@ eth_cleanup() {
 	[ -n "$pid" ] && rm -rf "/var/run/dpdk/ibgwd-$pid" 2>/dev/null
 	true
 }
+
+# Shared checks of the IPv4 and IPv6 variants of a test: each takes the address (family) to use.
+#
+#   eth_m0 NAME               worker 0's counter ibgw_NAME
+#   eth_sha DST PORT [S [FILE]]
+#                             sends FILE (default $tmp/in) to DST:PORT from the namespace (nc, S seconds
+#                             at most, default 60) and prints the sha256 of what came back
+#   eth_xfer DST PORT S WHAT  eth_sha, compared with $want: fails "WHAT: came back different", else
+#                             ok "WHAT, sha256 equal (its seconds)"
+#   eth_loss_recovered [MORE] prints worker 0's loss-recovery counters (and MORE), fails unless
+#                             retransmits, fast retransmits and out-of-order segments all moved; the
+#                             retransmits stay in $rexmit
+#   eth_vanish DST ROUTES WHAT
+#                             (eth_setup_impaired) starts ibgwd with short user_timeout and keepalive
+#                             and ROUTES (echo on tcp:7), opens a busy and an idle connection to DST,
+#                             then blackholes the link: both must be timed out and freed; WHAT names
+#                             them in the ok line; stops ibgwd
+#   eth_nothing_left N        (after a settling pause) no connection and no session left on workers
+#                             0..N-1
+#   eth_survived RC DST       after an attack script that exited RC: ibgwd alive, RC 0, ping to DST
+#                             (either family) answered
+eth_m0() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
+
+eth_sha() { eth_ns timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp/in}" | sha256sum | cut -d' ' -f1; }
+
+eth_xfer() {
+	local t0
+	t0=$(date +%s.%N)
+	[ "$(eth_sha "$1" "$2" "$3")" = "$want" ] || fail "$4: came back different"
+	ok "$4, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+}
+
+eth_loss_recovered() {
+	local fast ooo rto
+	rexmit=$(eth_m0 tcp_retransmits_total) fast=$(eth_m0 tcp_fast_retransmits_total)
+	ooo=$(eth_m0 tcp_out_of_order_segments_total) rto=$(eth_m0 tcp_rto_expiries_total)
+	echo "retransmits $rexmit, fast retransmits $fast, RTO expiries $rto, out-of-order segments $ooo${1:+, $1}"
+	[ "$rexmit" -gt 0 ] && [ "$fast" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "loss recovery counters did not move"
+	ok "loss recovery seen in the counters"
+}
+
+eth_vanish() {
+	local dst=$1 routes=$2 what=$3 i to0 to1
+	eth_gw_start "$tmp/ibgw.conf" "user_timeout = 4s
+keepalive = 2s
+keepalive_interval = 500ms
+keepalive_probes = 3
+$routes"
+	kill -USR2 "$ETH_LINKEM" # clean link while they open
+	eth_bg "$PY3" tests/eth/tcp_peer.py hold "$dst" 7 1 60 >/dev/null
+	eth_bg "$PY3" -c "
+import socket, time
+s = socket.create_connection(('$dst', 7))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.send(b'z' * 20000)   # the echo cannot all come back: ibgwd keeps data in flight
+time.sleep(60)"
+	sleep 1.5
+	[ "$(eth_m0 tcp_connections_active)" = 2 ] || fail "expected 2 active connections, have $(eth_m0 tcp_connections_active)"
+	to0=$(eth_m0 tcp_connections_timed_out_total)
+	kill -USR1 "$ETH_LINKEM" # blackhole
+	for i in $(seq 100); do
+		[ "$(eth_m0 tcp_connections_active)" = 0 ] && break
+		sleep 0.2
+	done
+	[ "$(eth_m0 tcp_connections_active)" = 0 ] || fail "vanished peers not timed out: $(eth_m0 tcp_connections_active) still active"
+	to1=$(eth_m0 tcp_connections_timed_out_total)
+	[ $((to1 - to0)) -ge 2 ] || fail "tcp_connections_timed_out_total moved by $((to1 - to0)), expected 2"
+	[ "$(eth_m0 worker_sessions_active)" = 0 ] || fail "sessions left"
+	ok "$what to a vanished peer were timed out and freed ($(eth_m0 tcp_keepalive_probes_total) keepalive probes)"
+	gw_stop || fail "ibgwd exited with $?"
+	ok "clean shutdown"
+}
+
+eth_nothing_left() {
+	local w
+	sleep 0.5
+	for ((w = 0; w < $1; w++)); do
+		[ "$(gw_metric "$ETH_STATS" "ibgw_tcp_connections_active{worker=\"$w\"}")" = 0 ] || fail "connections left on worker $w"
+		[ "$(gw_metric "$ETH_STATS" "ibgw_worker_sessions_active{worker=\"$w\"}")" = 0 ] || fail "sessions left on worker $w"
+	done
+	ok "nothing left over"
+}
+
+eth_survived() {
+	local rc=$1 dst=$2 v=
+	kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd died under bad input"
+	[ "$rc" = 0 ] || fail "bad-input checks failed (see above)"
+	case $dst in *:*) v=" over IPv6" ;; esac
+	eth_ns ping ${v:+-6} -c 2 -i 0.2 -W 2 "$dst" >/dev/null || fail "ping after the attacks failed"
+	ok "ibgwd alive and answering ping$v after the attacks"
+}

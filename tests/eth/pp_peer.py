@@ -34,6 +34,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from peers import connect, flag, main, opt, read_bg  # noqa: E402
+
 SIG = b'\r\n\r\n\x00\r\nQUIT\n'
 
 
@@ -122,49 +125,14 @@ def server(addr, port, log, quiet=None):
         threading.Thread(target=serve_one, args=(c, log, lock, quiet != '--quiet'), daemon=True).start()
 
 
-def opt(args, name, default=None):
-    if name in args:
-        i = args.index(name)
-        v = args[i + 1]
-        del args[i:i + 2]
-        return v
-    return default
-
-
-def connect(host, port, src=None, sport=0):
-    c = socket.socket()
-    if src or sport:
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        c.bind((src or '0.0.0.0', int(sport)))
-    c.settimeout(30)
-    c.connect((host, int(port)))
-    return c
-
-
 def xfer(args):
     src, sport, pre = opt(args, '--src'), opt(args, '--sport', 0), bytes.fromhex(opt(args, '--pre', ''))
-    greet = b'' if '--plain' in args else b'OK\n'
+    greet = b'' if flag(args, '--plain') else b'OK\n'
     pause = float(opt(args, '--pause', 0))
-    if '--plain' in args:
-        args.remove('--plain')
     host, port, size = args[0], args[1], int(args[2])
     data = os.urandom(size)
     c = connect(host, port, src, sport)
-    got = bytearray()
-    err = []
-
-    def reader():
-        try:
-            while True:
-                b = c.recv(1 << 20)
-                if not b:
-                    return
-                got.extend(b)
-        except OSError as e:
-            err.append(e)
-
-    t = threading.Thread(target=reader)
-    t.start()
+    t, got, err = read_bg(c)
     if pause:
         c.sendall(pre[:8])
         time.sleep(pause)
@@ -191,9 +159,7 @@ def silent(args):
 
 def expect_reset(args):
     src = opt(args, '--src')
-    eof = '--eof' in args
-    if eof:
-        args.remove('--eof')
+    eof = flag(args, '--eof')
     host, port, raw, limit = args[0], args[1], bytes.fromhex(args[2]), float(args[3])
     c = connect(host, port, src)
     t0 = time.monotonic()
@@ -269,25 +235,6 @@ def header(args):
     print((SIG + bytes([ver << 4 | cmd, fam]) + struct.pack('!H', length) + body).hex())
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    cmd, args = sys.argv[1], sys.argv[2:]
-    if cmd == 'server':
-        server(*args)
-    elif cmd == 'xfer':
-        xfer(args)
-    elif cmd == 'silent':
-        silent(args)
-    elif cmd == 'expect-reset':
-        expect_reset(args)
-    elif cmd == 'flood':
-        flood(args)
-    elif cmd == 'header':
-        header(args)
-    else:
-        sys.exit(__doc__)
-
-
 if __name__ == '__main__':
-    main()
+    main(__doc__, {'server': lambda a: server(*a), 'xfer': xfer, 'silent': silent, 'expect-reset': expect_reset,
+                   'flood': flood, 'header': header})

@@ -27,10 +27,7 @@ EOF
 
 head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
-t0=$(date +%s.%N)
-eth_ns timeout 60 nc -N "$ETH_GW_IP6" 7 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "echo over IPv6 failed"
-[ "$(cat "$tmp/got")" = "$want" ] || fail "echo over IPv6: $SIZE came back different"
-ok "echo over IPv6: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+eth_xfer "$ETH_GW_IP6" 7 60 "echo over IPv6: $SIZE each way"
 
 gw_mac=$(cat "/sys/class/net/$ETH_IF/address")
 ll=$("$PY3" -c "
@@ -40,9 +37,9 @@ e = m[:3] + [0xff, 0xfe] + m[3:]
 print('fe80::' + ':'.join('%x' % (e[i] << 8 | e[i + 1]) for i in range(0, 8, 2)))")
 head -c 2M "$tmp/in" >"$tmp/small"
 want2=$(sha256sum <"$tmp/small" | cut -d' ' -f1)
-eth_ns timeout 30 nc -N "$ll%$ETH_PEER" 7 <"$tmp/small" | sha256sum | cut -d' ' -f1 >"$tmp/got6ll" &
+eth_sha "$ll%$ETH_PEER" 7 30 "$tmp/small" >"$tmp/got6ll" &
 p1=$!
-eth_ns timeout 30 nc -N "$ETH_GW_IP" 7 <"$tmp/small" | sha256sum | cut -d' ' -f1 >"$tmp/got4" &
+eth_sha "$ETH_GW_IP" 7 30 "$tmp/small" >"$tmp/got4" &
 p2=$!
 wait $p1 $p2
 [ "$(cat "$tmp/got6ll")" = "$want2" ] || fail "echo over the link-local address $ll: data differs"
@@ -69,10 +66,7 @@ except ConnectionRefusedError:
 sys.exit(1)" || fail "a connection to a closed port over IPv6 was not refused"
 ok "closed port over IPv6: connection refused (RST)"
 
-sleep 0.5
-[ "$(m "tcp_connections_active$w")" = 0 ] || fail "$(m "tcp_connections_active$w") connections still active"
-[ "$(m "worker_sessions_active$w")" = 0 ] || fail "sessions still active"
-ok "no connection or session left over"
+eth_nothing_left 1
 echo "IPv6 neighbour cache: $(m "nd_entries$w") entries, solicitations sent $(m 'nd_solicitations_total{worker="0",dir="out"}'), refused TCP $(m "ip6_tcp_refused_total$w"), unresolved drops $(m "nd_unresolved_drops_total$w")"
 [ "$(m "nd_entries$w")" -ge 1 ] || fail "no IPv6 neighbour entry"
 [ "$(m "nd_unresolved_drops_total$w")" = 0 ] || fail "packets dropped waiting for the peer's address"

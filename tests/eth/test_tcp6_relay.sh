@@ -34,10 +34,7 @@ eth_wait_listen 5001
 head -c 30M /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
 for dst in "$ETH_GW_IP6" "$ETH_GW_IP"; do
-	t0=$(date +%s.%N)
-	got=$(eth_ns timeout 60 nc -N "$dst" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1)
-	[ "$got" = "$want" ] || fail "relay from $dst to [$ETH_PEER_IP6]:5001: 30 MB came back different"
-	ok "relay from a client of $dst to the kernel server at [$ETH_PEER_IP6]:5001: 30 MB each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+	eth_xfer "$dst" 8000 60 "relay from a client of $dst to the kernel server at [$ETH_PEER_IP6]:5001: 30 MB each way"
 done
 out=$(peer conc "$ETH_GW_IP6" 8000 60 20000) || fail "60 concurrent relayed connections: $out"
 ok "60 concurrent connections relayed to the IPv6 server, each verified"
@@ -46,36 +43,31 @@ act=$(m 'tcp_connections_opened_total{worker="0",dir="active"}')
 ok "$act active opens over IPv6 counted"
 
 f0=$(m "tcp_connect_failures_total$w")
-eth_ns timeout 10 "$PY3" -c "
+# closed PORT: a client of [$ETH_GW_IP6]:PORT is closed (reset during the handshake or after it, or an
+# orderly close: the client is told)
+closed() {
+	eth_ns timeout 10 "$PY3" -c "
 import socket, sys
-try:  # (reset during the handshake or after it, or an orderly close: the client is told)
-    s = socket.create_connection(('$ETH_GW_IP6', 8001), timeout=5)
+try:
+    s = socket.create_connection(('$ETH_GW_IP6', $1), timeout=5)
     s.settimeout(5)
     sys.exit(0 if s.recv(1) == b'' else 1)
 except ConnectionResetError:
-    sys.exit(0)" || fail "a refused IPv6 backend did not close the client"
-eth_ns timeout 10 "$PY3" -c "
-import socket, sys
-try:  # (reset during the handshake or after it, or an orderly close: the client is told)
-    s = socket.create_connection(('$ETH_GW_IP6', 8002), timeout=5)
-    s.settimeout(5)
-    sys.exit(0 if s.recv(1) == b'' else 1)
-except ConnectionResetError:
-    sys.exit(0)" || fail "an unreachable IPv6 backend did not close the client"
+    sys.exit(0)"
+}
+closed 8001 || fail "a refused IPv6 backend did not close the client"
+closed 8002 || fail "an unreachable IPv6 backend did not close the client"
 sleep 0.3
 f1=$(m "tcp_connect_failures_total$w")
 [ $((f1 - f0)) -ge 1 ] || fail "the refused connect was not counted as a failure"
 ok "a refused IPv6 backend and an off-link one without gateway6 close the client"
-sleep 0.5
-[ "$(m "tcp_connections_active$w")" = 0 ] || fail "connections left"
-[ "$(m "worker_sessions_active$w")" = 0 ] || fail "sessions left"
-ok "nothing left over"
+eth_nothing_left 1
 gw_stop || fail "ibgwd exited with $?"
 ok "clean shutdown"
 
 ETH_WORKERS=2 ETH_VDEV_EXTRA=",qpairs=2" eth_gw_start "$tmp/ibgw.conf" "address6 = $ETH_GW_IP6/64
 $(echo "relay6 tcp:8000 tcp:[$ETH_PEER_IP6]:5001 max_sessions=128" | gw_routes)"
-got=$(eth_ns timeout 60 nc -N "$ETH_GW_IP6" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1)
+got=$(eth_sha "$ETH_GW_IP6" 8000)
 [ "$got" = "$want" ] || fail "two workers: 30 MB came back different"
 out=$(peer conc "$ETH_GW_IP6" 8000 100 20000) || fail "two workers: 100 concurrent relayed connections: $out"
 for i in 0 1; do

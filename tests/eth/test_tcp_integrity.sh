@@ -24,17 +24,11 @@ EOF
 head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
 
-t0=$(date +%s.%N)
-eth_ns timeout 120 nc -N "$ETH_GW_IP" 7 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "echo transfer failed"
-[ "$(cat "$tmp/got")" = "$want" ] || fail "echo: $SIZE came back different"
-ok "echo: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+eth_xfer "$ETH_GW_IP" 7 120 "echo: $SIZE each way"
 
 eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
-t0=$(date +%s.%N)
-eth_ns timeout 120 nc -N "$ETH_GW_IP" 8000 <"$tmp/in" | sha256sum | cut -d' ' -f1 >"$tmp/got" || fail "relay transfer failed"
-[ "$(cat "$tmp/got")" = "$want" ] || fail "relay: $SIZE came back different"
-ok "relay to a kernel server: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+eth_xfer "$ETH_GW_IP" 8000 120 "relay to a kernel server: $SIZE each way"
 size=$(stat -c %s "$tmp/in")
 rm -f "$tmp/in"
 
@@ -61,12 +55,7 @@ eth_wait_listen 5003
 out=$(peer expect-reset "$ETH_GW_IP" 8002) || fail "server reset through the relay: $out"
 ok "reset from the server reached the client through the relay"
 
-sleep 0.5
-active=$(gw_metric "$ETH_STATS" 'ibgw_tcp_connections_active{worker="0"}')
-sessions=$(gw_metric "$ETH_STATS" 'ibgw_worker_sessions_active{worker="0"}')
-[ "$active" = 0 ] || fail "$active connections still active"
-[ "$sessions" = 0 ] || fail "$sessions sessions still active"
-ok "no connection or session left over"
+eth_nothing_left 1
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
 w='{worker="0"}'
 bin=$(m "tcp_bytes_in_total$w") bout=$(m "tcp_bytes_out_total$w")

@@ -20,7 +20,9 @@ import os
 import socket
 import sys
 import threading
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from peers import echo  # noqa: E402
 
 
 def server(ident, addr, port, log):
@@ -31,17 +33,10 @@ def server(ident, addr, port, log):
     lock = threading.Lock()
 
     def serve(c):
-        h, n = hashlib.sha256(), 0
+        h = hashlib.sha256()
         try:
             c.sendall(b'backend-%s\n' % ident.encode())
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                h.update(b)
-                n += len(b)
-                c.sendall(b)
-            c.shutdown(socket.SHUT_WR)
+            n = echo(c, h)
         except OSError:
             return
         finally:

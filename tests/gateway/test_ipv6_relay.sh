@@ -45,17 +45,19 @@ srv() { sed -n "$1p" "$tmp/s6.log"; }
 srvwait() { for _ in $(seq 100); do [ "$(wc -l <"$tmp/s6.log")" -ge "$1" ] && return 0; sleep 0.1; done; fail "the server logged no connection #$1: $(cat "$tmp/s6.log")"; }
 
 # ---- an IPv6 client -> IPv6 destination, 20 MB; an IPv4 client -> the same destination, 5 MB ----
-out=$(v6p xfer "$GW6" 8200 20000000 --src "$C6" --sport 41000 2>&1) || fail "IPv6 client $C6 -> [$GW6]:8200 -> [$S6]:5200: $out"
-sent=$(echo "$out" | sed -n 's/^sent [0-9]* sha256 \([0-9a-f]*\),.*/\1/p')
-srvwait 1
-[ "$(srv 1 | jq -r '[.src, .bytes, .sha256, .error] | map(tostring) | join(" ")')" = "$GW6 20000000 $sent null" ] ||
-	fail "the IPv6 server's view of the IPv6 session: $(srv 1), expected 20000000 bytes from $GW6, sha256 $sent"
+# relayed N DST SIZE SRC SPORT WHAT: SIZE bytes from SRC:SPORT through DST:8200 echoed intact, and the
+# server's record #N shows them all from $GW6 with the same sha256 (the client's $out stays for the ok line)
+relayed() {
+	local sent
+	out=$(v6p xfer "$2" 8200 "$3" --src "$4" --sport "$5" 2>&1) || fail "$6: $out"
+	sent=$(echo "$out" | sed -n 's/^sent [0-9]* sha256 \([0-9a-f]*\),.*/\1/p')
+	srvwait "$1"
+	[ "$(srv "$1" | jq -r '[.src, .bytes, .sha256, .error] | map(tostring) | join(" ")')" = "$GW6 $3 $sent null" ] ||
+		fail "the IPv6 server's view of $6: $(srv "$1"), expected $3 bytes from $GW6, sha256 $sent"
+}
+relayed 1 "$GW6" 20000000 "$C6" 41000 "IPv6 client $C6 -> [$GW6]:8200 -> [$S6]:5200"
 ok "IPv6 client $C6 -> [$GW6]:8200 -> [$S6]:5200: 20 MB, sha256 equal at the server (from $GW6) and in the echo ($out)"
-out=$(v6p xfer "$ETH_GW_IP" 8200 5000000 --src "$C4" --sport 41001 2>&1) || fail "IPv4 client $C4 -> IPv6 destination: $out"
-sent=$(echo "$out" | sed -n 's/^sent [0-9]* sha256 \([0-9a-f]*\),.*/\1/p')
-srvwait 2
-[ "$(srv 2 | jq -r '[.src, .bytes, .sha256, .error] | map(tostring) | join(" ")')" = "$GW6 5000000 $sent null" ] ||
-	fail "the IPv6 server's view of the IPv4 client's session: $(srv 2)"
+relayed 2 "$ETH_GW_IP" 5000000 "$C4" 41001 "IPv4 client $C4 -> IPv6 destination"
 ok "IPv4 client $C4 -> $ETH_GW_IP:8200 -> [$S6]:5200: 5 MB, sha256 equal at the server and in the echo"
 
 # ---- the allow list of both families refuses an IPv6 and an IPv4 source outside it ----

@@ -19,33 +19,16 @@ import socket
 import sys
 import threading
 
-
-def family(addr):
-    return socket.AF_INET6 if ':' in addr else socket.AF_INET
-
-
-def opt(args, name, default=None):
-    if name in args:
-        i = args.index(name)
-        v = args[i + 1]
-        del args[i:i + 2]
-        return v
-    return default
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from peers import connect, echo, family, main, opt, read_bg  # noqa: E402
 
 
 def serve_one(c, peer, log, lock):
-    h, n, err = hashlib.sha256(), 0, None
+    h, err = hashlib.sha256(), None
     try:
-        while True:
-            b = c.recv(1 << 20)
-            if not b:
-                break
-            h.update(b)
-            n += len(b)
-            c.sendall(b)
-        c.shutdown(socket.SHUT_WR)
+        n = echo(c, h)
     except OSError as e:
-        err = str(e)
+        n, err = e.echoed, str(e)
     with lock, open(log, 'a') as f:
         f.write(json.dumps({'src': peer[0], 'sport': peer[1], 'bytes': n, 'sha256': h.hexdigest(),
                             'error': err}) + '\n')
@@ -63,45 +46,20 @@ def server(addr, port, log):
         threading.Thread(target=serve_one, args=(c, peer, log, lock), daemon=True).start()
 
 
-def connect(host, port, src, sport):
-    c = socket.socket(family(host))
-    if src or sport:
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        c.bind((src or ('::' if ':' in host else '0.0.0.0'), int(sport or 0)))
-    c.settimeout(30)
-    c.connect((host, int(port)))
-    return c
-
-
 def xfer(args):
     src, sport = opt(args, '--src'), opt(args, '--sport')
     host, port, size = args[0], args[1], int(args[2])
     data = os.urandom(size)
     c = connect(host, port, src, sport)
-    got = hashlib.sha256()
-    n, err = [0], []
-
-    def reader():
-        try:
-            while True:
-                b = c.recv(1 << 20)
-                if not b:
-                    return
-                got.update(b)
-                n[0] += len(b)
-        except OSError as e:
-            err.append(e)
-
-    t = threading.Thread(target=reader)
-    t.start()
+    t, got, err = read_bg(c)
     c.sendall(data)
     c.shutdown(socket.SHUT_WR)
     t.join(120)
     if err:
-        sys.exit(f'xfer: {err[0]} after {n[0]} bytes back')
-    want = hashlib.sha256(data).hexdigest()
-    print(f'sent {size} sha256 {want}, echoed {n[0]} sha256 {got.hexdigest()}')
-    sys.exit(0 if want == got.hexdigest() else 1)
+        sys.exit(f'xfer: {err[0]} after {len(got)} bytes back')
+    want, have = hashlib.sha256(data).hexdigest(), hashlib.sha256(got).hexdigest()
+    print(f'sent {size} sha256 {want}, echoed {len(got)} sha256 {have}')
+    sys.exit(0 if want == have else 1)
 
 
 def refused(args):
@@ -119,19 +77,5 @@ def refused(args):
     sys.exit(0 if not b else 1)
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    cmd, args = sys.argv[1], sys.argv[2:]
-    if cmd == 'server':
-        server(*args)
-    elif cmd == 'xfer':
-        xfer(args)
-    elif cmd == 'refused':
-        refused(args)
-    else:
-        sys.exit(__doc__)
-
-
 if __name__ == '__main__':
-    main()
+    main(__doc__, {'server': lambda a: server(*a), 'xfer': xfer, 'refused': refused})

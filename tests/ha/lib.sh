@@ -18,12 +18,19 @@
 #   ha_g_bg K CMD...            runs CMD in gateway host K in the background (killed by ha_cleanup)
 #   ha_bg_pid PID               adds PID to what ha_cleanup kills
 #   ha_cleanup                  kills what was started (by PID), removes the namespaces
+#
+# VRRP (keepalived with conf/ha-vrrp/ on the gateways' TAPs), the VIP $HA_VIP of either family (the
+# test sets it; an IPv6 one takes the place of the conf's 198.18.0.10/24, as a /64):
+#   ha_ka_start K               starts keepalived on gateway K (PID in HA_KA_PID[K], killed by ha_cleanup)
+#   ha_vip_on K                 true while the VIP is on gateway K's TAP
+#   ha_wait_vip K S             waits up to S s for the VIP on gateway K; prints the seconds it took
 HA_C=ibgw-hac-$$
 HA_STATS=9100
 HA_CLIENT_IP=198.18.0.100
 HA_TAP=ibk
 HA_BG=()
-declare -A HA_PID HA_LOG
+declare -A HA_PID HA_LOG HA_KA_PID
+HA_VIP=
 PY3=/usr/bin/python3
 
 ha_ns() { echo "ibgw-ha$1-$$"; }
@@ -39,6 +46,31 @@ ha_g_bg() {
 }
 ha_curl() { ha_g "$1" curl -s -m 5 "http://127.0.0.1:$HA_STATS$2"; }
 ha_metric() { ha_curl "$1" /metrics | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'; }
+
+ha_vip_family() { case $HA_VIP in *:*) echo 6 ;; *) echo 4 ;; esac; }
+
+ha_ka_start() {
+	local k=$1 len=24
+	[ "$(ha_vip_family)" = 6 ] && len=64
+	sed -e "s/interface ibgw0/interface $HA_TAP/" -e "s|198.18.0.10/24|$HA_VIP/$len|" \
+		"conf/ha-vrrp/keepalived-gw$k.conf" >"$tmp/ka$k.conf"
+	ip netns exec "$(ha_ns "$k")" keepalived -n -l -P -f "$tmp/ka$k.conf" -p "$tmp/ka$k.pid" \
+		-r "$tmp/ka$k-vrrp.pid" >>"$GW_ROOT/${BUILD:-build}/test-logs/$(basename "$0" .sh).ka$k-$$.log" 2>&1 &
+	HA_KA_PID[$k]=$!
+	ha_bg_pid "${HA_KA_PID[$k]}"
+}
+
+ha_vip_on() { ha_g "$1" ip "-$(ha_vip_family)" -o addr show dev "$HA_TAP" 2>/dev/null | grep -q " $HA_VIP/"; }
+
+ha_wait_vip() {
+	local k=$1 t0 i
+	t0=$(date +%s.%N)
+	for ((i = 0; i < $2 * 20; i++)); do
+		ha_vip_on "$k" && { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
 
 ha_init() {
 	tmp=$(mktemp -d)

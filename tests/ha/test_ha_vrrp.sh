@@ -14,32 +14,12 @@ cd "$(dirname "$0")/../.."
 . tests/ha/lib.sh
 command -v keepalived >/dev/null || { echo "SKIP: keepalived is not installed (make deps)"; exit 77; }
 ha_init
-VIP=198.18.0.10
-declare -A KA_PID
+HA_VIP=198.18.0.10
 
 routes=$(gw_routes <<R
 echo tcp:7 echo
 R
 )
-ka_start() {
-	local k=$1
-	sed "s/interface ibgw0/interface $HA_TAP/" "conf/ha-vrrp/keepalived-gw$k.conf" >"$tmp/ka$k.conf"
-	ip netns exec "$(ha_ns "$k")" keepalived -n -l -P -f "$tmp/ka$k.conf" -p "$tmp/ka$k.pid" \
-		-r "$tmp/ka$k-vrrp.pid" >>"$GW_ROOT/${BUILD:-build}/test-logs/test_ha_vrrp.ka$k-$$.log" 2>&1 &
-	KA_PID[$k]=$!
-	ha_bg_pid "${KA_PID[$k]}"
-}
-vip_on() { ha_g "$1" ip -4 -o addr show dev "$HA_TAP" 2>/dev/null | grep -q " $VIP/"; }
-# wait_vip K S: waits up to S s for the VIP on gateway K; prints the seconds it took
-wait_vip() {
-	local k=$1 t0 i
-	t0=$(date +%s.%N)
-	for ((i = 0; i < $2 * 20; i++)); do
-		vip_on "$k" && { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; return 0; }
-		sleep 0.05
-	done
-	return 1
-}
 gw_up() {
 	# as conf/ha-vrrp/: each names the other as its flow_peer
 	HA_ETH_EXTRA="flow_peer = $(ha_ip $((3 - $1)))" ha_gw_conf "$1" "$tmp/g$1.conf" "$routes"
@@ -47,25 +27,25 @@ gw_up() {
 }
 sessions() { ha_metric "$1" 'ibgw_route_sessions_total{route="echo"}'; }
 
-for k in 1 2; do ha_gw_add "$k"; gw_up "$k"; ka_start "$k"; done
-wait_vip 1 20 >/dev/null || fail "gateway 1 (priority 150) never took the VIP"
-vip_on 2 && fail "the VIP is on both gateways"
-r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 100000 10)
+for k in 1 2; do ha_gw_add "$k"; gw_up "$k"; ha_ka_start "$k"; done
+ha_wait_vip 1 20 >/dev/null || fail "gateway 1 (priority 150) never took the VIP"
+ha_vip_on 2 && fail "the VIP is on both gateways"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 100000 10)
 [ "$r" = ok ] && [ "$(sessions 1)" -ge 1 ] || fail "a session to the VIP through gateway 1: $r, $(sessions 1) sessions there"
 ok "gateway 1 is master: the VIP answers through its ibgwd (100 KB intact)"
 
 # 1) the master dies
-ha_c "$PY3" tests/ha/ha_client.py loop "$VIP" 7 65536 14 >"$tmp/loop1" &
+ha_c "$PY3" tests/ha/ha_client.py loop "$HA_VIP" 7 65536 14 >"$tmp/loop1" &
 loop=$!
 sleep 3
 t_kill=$(date +%s.%N)
 kill -KILL "${HA_PID[1]}"
 wait "${HA_PID[1]}" 2>/dev/null # (reaped here: bash reports no "Killed" line)
 rm -rf "/var/run/dpdk/ibgwd-${HA_PID[1]}" # (EAL's runtime directory: a killed ibgwd leaves it)
-moved=$(wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
+moved=$(ha_wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
 # a new connection right away (the loop's session in flight at the kill waits out its own timeout:
 # its segments now go to the dead gateway, its flow peer)
-r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 65536 5)
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 65536 5)
 [ "$r" = ok ] || fail "a new session right after the VIP moved: $r"
 newconn=$(awk -v a="$t_kill" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 wait $loop
@@ -78,26 +58,26 @@ n_bad=$(awk -v m="$moved" '$1 > 3 + m + 6 && $3 != "ok"' "$tmp/loop1" | wc -l)
 ok "master SIGKILLed: VIP on gateway 2 after ${moved}s, a new session intact ${newconn}s after the kill, $n_ok later sessions of the loop intact, none failed"
 
 # gateway 1 back (keepalived restarted with it): it takes the VIP back (priority, preemption)
-kill "${KA_PID[1]}"; wait "${KA_PID[1]}" 2>/dev/null
+kill "${HA_KA_PID[1]}"; wait "${HA_KA_PID[1]}" 2>/dev/null
 gw_up 1
-ka_start 1
-wait_vip 1 20 >/dev/null || fail "gateway 1 did not take the VIP back"
-for i in $(seq 40); do vip_on 2 || break; sleep 0.1; done
-vip_on 2 && fail "the VIP stayed on gateway 2 too"
+ha_ka_start 1
+ha_wait_vip 1 20 >/dev/null || fail "gateway 1 did not take the VIP back"
+for i in $(seq 40); do ha_vip_on 2 || break; sleep 0.1; done
+ha_vip_on 2 && fail "the VIP stayed on gateway 2 too"
 s1=$(sessions 1)
-r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 100000 10)
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 100000 10)
 [ "$r" = ok ] && [ "$(sessions 1)" -gt "$s1" ] || fail "a session through gateway 1 after its return: $r"
 ok "gateway 1 restarted: master again"
 
 # 2) the master drains
-ha_c "$PY3" tests/ha/ha_client.py slow "$VIP" 7 4000000 8 >"$tmp/slow" &
+ha_c "$PY3" tests/ha/ha_client.py slow "$HA_VIP" 7 4000000 8 >"$tmp/slow" &
 slow=$!
-ha_c "$PY3" tests/ha/ha_client.py loop "$VIP" 7 65536 10 >"$tmp/loop2" &
+ha_c "$PY3" tests/ha/ha_client.py loop "$HA_VIP" 7 65536 10 >"$tmp/loop2" &
 loop=$!
 sleep 2
 s2=$(sessions 2)
 kill -TERM "${HA_PID[1]}"
-moved=$(wait_vip 2 10) || fail "the VIP did not move to gateway 2 while gateway 1 drained"
+moved=$(ha_wait_vip 2 10) || fail "the VIP did not move to gateway 2 while gateway 1 drained"
 kill -0 "${HA_PID[1]}" 2>/dev/null || fail "gateway 1 stopped before the VIP moved"
 [ "$(ha_g 1 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HA_STATS/health")" = 503 ] ||
 	fail "the draining gateway's /health is not 503"

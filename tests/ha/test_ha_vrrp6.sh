@@ -13,9 +13,8 @@ cd "$(dirname "$0")/../.."
 . tests/ha/lib.sh
 command -v keepalived >/dev/null || { echo "SKIP: keepalived is not installed (make deps)"; exit 77; }
 ha_init
-VIP6=2001:db8::10
+HA_VIP=2001:db8::10
 C6=2001:db8::100
-declare -A KA_PID
 ha_c sysctl -qw net.ipv6.conf.br0.disable_ipv6=0
 ha_c ip -6 addr add "$C6/64" dev br0 nodad || fail "cannot address the client"
 
@@ -23,27 +22,6 @@ routes=$(gw_routes <<R
 echo tcp:7 echo
 R
 )
-ka_start() {
-	local k=$1
-	# conf/ha-vrrp/keepalived-gwK.conf with the IPv6 VIP instead of the IPv4 one
-	sed -e "s/interface ibgw0/interface $HA_TAP/" -e "s|198.18.0.10/24|$VIP6/64|" \
-		"conf/ha-vrrp/keepalived-gw$k.conf" >"$tmp/ka$k.conf"
-	ip netns exec "$(ha_ns "$k")" keepalived -n -l -P -f "$tmp/ka$k.conf" -p "$tmp/ka$k.pid" \
-		-r "$tmp/ka$k-vrrp.pid" >>"$GW_ROOT/${BUILD:-build}/test-logs/test_ha_vrrp6.ka$k-$$.log" 2>&1 &
-	KA_PID[$k]=$!
-	ha_bg_pid "${KA_PID[$k]}"
-}
-vip_on() { ha_g "$1" ip -6 -o addr show dev "$HA_TAP" 2>/dev/null | grep -q " $VIP6/"; }
-# wait_vip K S: waits up to S s for the VIP on gateway K; prints the seconds it took
-wait_vip() {
-	local k=$1 t0 i
-	t0=$(date +%s.%N)
-	for ((i = 0; i < $2 * 20; i++)); do
-		vip_on "$k" && { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; return 0; }
-		sleep 0.05
-	done
-	return 1
-}
 sessions() { ha_metric "$1" 'ibgw_route_sessions_total{route="echo"}'; }
 
 for k in 1 2; do
@@ -54,18 +32,18 @@ for k in 1 2; do
 	ha_g "$k" sysctl -qw "net.ipv6.conf.$HA_TAP.accept_dad=0"
 	ha_g "$k" sysctl -qw "net.ipv6.conf.$HA_TAP.disable_ipv6=0"
 	ha_g "$k" ip -6 addr add "2001:db8::1$k/64" dev "$HA_TAP" nodad || fail "cannot give TAP $k its IPv6 address"
-	ka_start "$k"
+	ha_ka_start "$k"
 done
-wait_vip 1 20 >/dev/null || fail "gateway 1 (priority 150) never took the VIP"
-vip_on 2 && fail "the VIP is on both gateways"
-r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 100000 10)
+ha_wait_vip 1 20 >/dev/null || fail "gateway 1 (priority 150) never took the VIP"
+ha_vip_on 2 && fail "the VIP is on both gateways"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 100000 10)
 [ "$r" = ok ] && [ "$(sessions 1)" -ge 1 ] || fail "a session to the VIP through gateway 1: $r, $(sessions 1) sessions there"
-ok "gateway 1 is master of $VIP6: its ibgwd serves it (100 KB intact)"
+ok "gateway 1 is master of $HA_VIP: its ibgwd serves it (100 KB intact)"
 
 ha_c timeout 10 "$PY3" -c "
 from scapy.all import sniff, ICMPv6ND_NA, Ether
 p = sniff(iface='br0', timeout=8, count=1,
-          lfilter=lambda p: ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == '$VIP6' and p[ICMPv6ND_NA].S == 0)
+          lfilter=lambda p: ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == '$HA_VIP' and p[ICMPv6ND_NA].S == 0)
 print(p[0][Ether].src if p else 'none')" >"$tmp/na" 2>/dev/null &
 sniffer=$!
 sleep 1
@@ -73,18 +51,18 @@ t_kill=$(date +%s.%N)
 kill -KILL "${HA_PID[1]}"
 wait "${HA_PID[1]}" 2>/dev/null # (reaped here: bash reports no "Killed" line)
 rm -rf "/var/run/dpdk/ibgwd-${HA_PID[1]}"
-moved=$(wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
-r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP6" 7 100000 5)
+moved=$(ha_wait_vip 2 10) || fail "the VIP did not move to gateway 2 after gateway 1 was killed"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 100000 5)
 [ "$r" = ok ] || fail "a new session right after the VIP moved: $r"
 newconn=$(awk -v a="$t_kill" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 [ "$(sessions 2)" -ge 1 ] || fail "the session after the move was not gateway 2's"
 awk -v lim=3.0 -v m="$moved" 'BEGIN { exit !(m <= lim) }' || fail "the VIP took ${moved}s to move (limit 3 s)"
 wait $sniffer
 mac2=$(ha_g 2 cat /sys/class/net/gp/address)
-[ "$(cat "$tmp/na")" = "$mac2" ] || fail "no unsolicited neighbour advertisement of $VIP6 from gateway 2 ($mac2): $(cat "$tmp/na")"
+[ "$(cat "$tmp/na")" = "$mac2" ] || fail "no unsolicited neighbour advertisement of $HA_VIP from gateway 2 ($mac2): $(cat "$tmp/na")"
 adv=$(ha_metric 2 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
 [ "$adv" -ge 10 ] || fail "only $adv frames reached gateway 2's kernel (VRRP advertisements)"
-ok "gateway 1's ibgwd SIGKILLed: $VIP6 on gateway 2 after ${moved}s, announced, a new session intact ${newconn}s after the kill ($adv frames to gateway 2's kernel)"
+ok "gateway 1's ibgwd SIGKILLed: $HA_VIP on gateway 2 after ${moved}s, announced, a new session intact ${newconn}s after the kill ($adv frames to gateway 2's kernel)"
 
 kill -TERM "${HA_PID[2]}"
 ha_gw_wait_exit 2 20 || fail "ibgwd 2 exited with $?"
