@@ -256,6 +256,27 @@ def cookies():
            'tcp_connections_opened_total{dir="passive"}': 0}, forged)
 
 
+def closed_ports(seg, l3, what=""):
+    """Segments to closed ports, built by seg(dport, sport=, **TCP fields) over network layer l3: the SYN
+    must get RST+ACK (ack = seq+1), the ACK RST (seq = its ack), the RST nothing (badinput6.py: IPv6)."""
+    def closed():
+        sn = sniffer(lfilter=lambda p: TCP in p and l3 in p and p[TCP].sport in (9999, 9998))
+        time.sleep(0.2)
+        send([seg(9999, sport=41700, flags="S", seq=5000),
+              seg(9998, sport=41701, flags="A", seq=6000, ack=777777),
+              seg(9997, sport=41702, flags="R", seq=1)])
+        time.sleep(0.3)
+        got = sn.stop()
+        r1 = [p for p in got if p[TCP].sport == 9999 and p[TCP].flags == "RA" and p[TCP].ack == 5001]
+        r2 = [p for p in got if p[TCP].sport == 9998 and p[TCP].flags == "R" and p[TCP].seq == 777777]
+        if not r1 or not r2:
+            bad(f"closed ports{what}: RST+ACK to the SYN {'seen' if r1 else 'missing'}, RST to the ACK "
+                f"{'seen' if r2 else 'missing'}")
+        else:
+            ok(f"closed ports{what}: the SYN got RST+ACK (ack = seq+1), the ACK got RST (seq = its ack)")
+    check(f"segments to closed ports{what}", {"tcp_rsts_out_total": 2, "tcp_rsts_in_total": 1}, closed)
+
+
 def main():
     global GW_MAC
     sv = Survivor(SPORT)
@@ -388,22 +409,7 @@ def main():
           {"tcp_header_errors_total": 0, "tcp_segments_in_total": ("ge", 2), "tcp_rsts_in_total": 1}, odd_opts, 0.6)
 
     # --- closed ports ---
-    def closed():
-        sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport in (9999, 9998))
-        time.sleep(0.2)
-        send([tcp_to(9999, sport=41700, flags="S", seq=5000),
-              tcp_to(9998, sport=41701, flags="A", seq=6000, ack=777777),
-              tcp_to(9997, sport=41702, flags="R", seq=1)])
-        time.sleep(0.3)
-        got = sn.stop()
-        r1 = [p for p in got if p[TCP].sport == 9999 and p[TCP].flags == "RA" and p[TCP].ack == 5001]
-        r2 = [p for p in got if p[TCP].sport == 9998 and p[TCP].flags == "R" and p[TCP].seq == 777777]
-        if not r1 or not r2:
-            bad(f"closed ports: RST+ACK to the SYN {'seen' if r1 else 'missing'}, RST to the ACK "
-                f"{'seen' if r2 else 'missing'}")
-        else:
-            ok("closed ports: the SYN got RST+ACK (ack = seq+1), the ACK got RST (seq = its ack)")
-    check("segments to closed ports", {"tcp_rsts_out_total": 2, "tcp_rsts_in_total": 1}, closed)
+    closed_ports(tcp_to, IP)
 
     # --- ARP garbage ---
     def arp_raw(hw=1, pro=0x0800, hlen=6, plen=4, op=1, sha=None, spa=PEER, tha="00:00:00:00:00:00", tpa=GW,

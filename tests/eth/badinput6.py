@@ -118,20 +118,7 @@ def main():
           {"tcp_header_errors_total": len(bogus), "tcp_checksum_errors_total": 0, "tcp_segments_in_total": 0,
            "tcp_connections_syn_received": 0}, opts)
 
-    def closed():
-        sn = sniffer(lfilter=lambda p: TCP in p and IPv6 in p and p[TCP].sport in (9999, 9998))
-        time.sleep(0.2)
-        send([tcp6(9999, sport=41700, flags="S", seq=5000), tcp6(9998, sport=41701, flags="A", seq=6000, ack=777777),
-              tcp6(9997, sport=41702, flags="R", seq=1)])
-        time.sleep(0.3)
-        got = sn.stop()
-        r1 = [p for p in got if p[TCP].sport == 9999 and p[TCP].flags == "RA" and p[TCP].ack == 5001]
-        r2 = [p for p in got if p[TCP].sport == 9998 and p[TCP].flags == "R" and p[TCP].seq == 777777]
-        if not r1 or not r2:
-            bad(f"closed ports: RST+ACK {'seen' if r1 else 'missing'}, RST {'seen' if r2 else 'missing'}")
-        else:
-            ok("closed ports over IPv6: the SYN got RST+ACK (ack = seq+1), the ACK got RST (seq = its ack)")
-    check("segments to closed ports over IPv6", {"tcp_rsts_out_total": 2, "tcp_rsts_in_total": 1}, closed)
+    b.closed_ports(tcp6, IPv6, " over IPv6")
 
     def refused():
         send([Ether(src=b.PEER_MAC, dst="33:33:00:00:00:01") / IPv6(src=PEER6, dst="ff02::1") /

@@ -35,7 +35,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
-from peers import connect, flag, main, opt, read_bg  # noqa: E402
+from peers import connect, flag, main, opt, read_bg, serve  # noqa: E402
 
 SIG = b'\r\n\r\n\x00\r\nQUIT\n'
 
@@ -115,14 +115,8 @@ def serve_one(c, log, lock, greet):
 
 
 def server(addr, port, log, quiet=None):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((addr, int(port)))
-    s.listen(64)
     lock = threading.Lock()
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=serve_one, args=(c, log, lock, quiet != '--quiet'), daemon=True).start()
+    serve(addr, port, lambda c, _: serve_one(c, log, lock, quiet != '--quiet'))
 
 
 def xfer(args):

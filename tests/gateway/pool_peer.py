@@ -22,17 +22,13 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
-from peers import echo  # noqa: E402
+from peers import echo, serve  # noqa: E402
 
 
 def server(ident, addr, port, log):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((addr, port))
-    ls.listen(256)
     lock = threading.Lock()
 
-    def serve(c):
+    def backend(c, _):
         h = hashlib.sha256()
         try:
             c.sendall(b'backend-%s\n' % ident.encode())
@@ -45,9 +41,7 @@ def server(ident, addr, port, log):
             with lock, open(log, 'a') as f:
                 f.write('session %d %s\n' % (n, h.hexdigest()))
 
-    while True:
-        c, _ = ls.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+    serve(addr, port, backend, 256)
 
 
 def read_ident(s, buf):

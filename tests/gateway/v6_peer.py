@@ -20,7 +20,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
-from peers import connect, echo, family, main, opt, read_bg  # noqa: E402
+from peers import connect, echo, main, opt, read_bg, serve  # noqa: E402
 
 
 def serve_one(c, peer, log, lock):
@@ -36,14 +36,8 @@ def serve_one(c, peer, log, lock):
 
 
 def server(addr, port, log):
-    s = socket.socket(family(addr))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((addr, int(port)))
-    s.listen(64)
     lock = threading.Lock()
-    while True:
-        c, peer = s.accept()
-        threading.Thread(target=serve_one, args=(c, peer, log, lock), daemon=True).start()
+    serve(addr, port, lambda c, peer: serve_one(c, peer, log, lock))
 
 
 def xfer(args):

@@ -39,6 +39,18 @@ def connect(host, port, src=None, sport=0, timeout=30):
     return c
 
 
+def serve(addr, port, handle, backlog=64):
+    """Listens on addr:port (either family) and runs handle(conn, peer address) in a thread for each
+    connection; never returns."""
+    s = socket.socket(family(addr))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, int(port)))
+    s.listen(backlog)
+    while True:
+        c, peer = s.accept()
+        threading.Thread(target=handle, args=(c, peer), daemon=True).start()
+
+
 def echo(c, h):
     """Sends back every byte c receives until its EOF, hashing them into h (a hashlib object), then
     ends our side; returns the byte count. An OSError passes to the caller, the count so far in its
