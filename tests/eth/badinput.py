@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from scapy.all import ARP, ICMP, IP, TCP, AsyncSniffer, Ether, Raw, conf, fragment
+from scapy.all import ARP, ICMP, IP, TCP, AsyncSniffer, Ether, IPv6, Raw, conf, fragment
 from scapy.utils import checksum
 
 IFACE, GW, PEER, PEER2, STATS, ROOTNS, BACKLOG = sys.argv[1:8]
@@ -163,14 +163,16 @@ class Survivor:
 
 
 def learn_state(sv, sport):
-    """Sniffs a small data phase of SV; returns (rcv_nxt, snd_nxt, peer_tsval) of ibgwd's side."""
-    sn = sniffer(lfilter=lambda p: TCP in p and IP in p and sport in (p[TCP].sport, p[TCP].dport))
+    """Sniffs a small data phase of SV; returns (rcv_nxt, snd_nxt, peer_tsval) of ibgwd's side (over
+    IPv6 when GW is an IPv6 address: badinput6.py)."""
+    l3 = IPv6 if ":" in GW else IP
+    sn = sniffer(lfilter=lambda p: TCP in p and l3 in p and sport in (p[TCP].sport, p[TCP].dport))
     time.sleep(0.3)
     sv.phase(3000)
     time.sleep(0.3)
     pkts = sn.stop()
-    from_gw = [p for p in pkts if p[IP].src == GW]
-    to_gw = [p for p in pkts if p[IP].dst == GW]
+    from_gw = [p for p in pkts if p[l3].src == GW]
+    to_gw = [p for p in pkts if p[l3].dst == GW]
     if not from_gw or not to_gw:
         raise RuntimeError(f"sniffed {len(from_gw)} / {len(to_gw)} packets of the survivor")
     last = from_gw[-1]
@@ -254,6 +256,15 @@ def cookies():
     check("forged cookie ACKs (wrong ACK number, changed option bits, timestamps missing)",
           {"tcp_syncookies_validated_total": 0, "tcp_syncookies_failed_total": 3,
            'tcp_connections_opened_total{dir="passive"}': 0}, forged)
+
+
+def survivor_acks(frames, rcv, l3=IP):
+    """Sends frames; returns the pure ACKs (ack = rcv, no payload) ibgwd sent the survivor meanwhile."""
+    sn = sniffer(lfilter=lambda p: TCP in p and l3 in p and p[TCP].sport == ECHO and p[TCP].dport == SPORT)
+    time.sleep(0.2)
+    send(frames)
+    time.sleep(0.3)
+    return [p for p in sn.stop() if p[TCP].flags == "A" and p[TCP].ack == rcv and not len(p[TCP].payload)]
 
 
 def closed_ports(seg, l3, what=""):
@@ -469,14 +480,7 @@ def main():
         n = len(pkts) if n is None else n
 
         def run():
-            sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
-                              p[TCP].dport == SPORT)
-            time.sleep(0.2)
-            send(pkts)
-            time.sleep(0.3)
-            got = sn.stop()
-            acks = [p for p in got if p[TCP].flags == "A" and p[TCP].ack == rcv and p[TCP].seq == snd and
-                    not len(p[TCP].payload)]
+            acks = [p for p in survivor_acks(pkts, rcv) if p[TCP].seq == snd]
             if len(acks) != n:
                 bad(f"{what}: {len(acks)} challenge ACKs (ack = rcv_nxt) seen for {len(pkts)} segments, "
                     f"expected {n}")
@@ -525,12 +529,8 @@ def main():
     # of one receive burst leave as one
     def oow_burst(payload, n_acks):
         def run():
-            sn = sniffer(lfilter=lambda p: TCP in p and p[TCP].sport == ECHO and
-                              p[TCP].dport == SPORT)
-            time.sleep(0.2)
-            send([on_sv(flags="A", seq=(rcv + (1 << 30) + i) & 0xffffffff, ack=snd) / payload for i in range(10)])
-            time.sleep(0.3)
-            acks = [p for p in sn.stop() if p[TCP].flags == "A" and p[TCP].ack == rcv and not len(p[TCP].payload)]
+            acks = survivor_acks([on_sv(flags="A", seq=(rcv + (1 << 30) + i) & 0xffffffff, ack=snd) / payload
+                                  for i in range(10)], rcv)
             if not n_acks[0] <= len(acks) <= n_acks[1]:
                 bad(f"10 out-of-window segments ({len(payload)} bytes): {len(acks)} ACKs seen, expected {n_acks}")
             else:

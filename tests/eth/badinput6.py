@@ -51,19 +51,6 @@ def tcp6_raw(sport, dport, flags, seq, ack, opts=b"", payload=b""):
     return eth() / IPv6(src=PEER6, dst=GW6, nh=6) / Raw(seg[:16] + struct.pack("!H", ck) + seg[18:])
 
 
-def learn_state6(sv):
-    """Sniffs a small data phase of SV; returns (rcv_nxt, snd_nxt) of ibgwd's side."""
-    sn = sniffer(lfilter=lambda p: TCP in p and IPv6 in p and SPORT in (p[TCP].sport, p[TCP].dport))
-    time.sleep(0.3)
-    sv.phase(3000)
-    time.sleep(0.3)
-    from_gw = [p for p in sn.stop() if p[IPv6].src == GW6]
-    if not from_gw:
-        raise RuntimeError("sniffed nothing of the survivor")
-    last = from_gw[-1]
-    return last[TCP].ack, (last[TCP].seq + len(last[TCP].payload)) & 0xffffffff
-
-
 def main():
     sv = Survivor(SPORT)
     sv.phase(200000)
@@ -130,7 +117,7 @@ def main():
     sv.phase(100000)
     ok("survivor still echoes after the header attacks")
 
-    rcv, snd = learn_state6(sv)
+    rcv, snd, _ = b.learn_state(sv, SPORT)
     ok(f"survivor state sniffed: ibgwd rcv_nxt {rcv}, snd_nxt {snd}")
     junk = b"\xee" * 500
 
@@ -153,11 +140,7 @@ def main():
 
     def challenge(pkt, what):
         def run():
-            sn = sniffer(lfilter=lambda p: TCP in p and IPv6 in p and p[TCP].sport == ECHO and p[TCP].dport == SPORT)
-            time.sleep(0.2)
-            send([pkt])
-            time.sleep(0.3)
-            acks = [p for p in sn.stop() if p[TCP].flags == "A" and p[TCP].ack == rcv and not len(p[TCP].payload)]
+            acks = b.survivor_acks([pkt], rcv, IPv6)
             if len(acks) != 1:
                 bad(f"{what}: {len(acks)} challenge ACKs seen, expected 1")
             else:
