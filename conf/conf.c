@@ -732,6 +732,14 @@ static const char *parse_allow(const char *tok, struct xlt_cidr *c)
 		                         : "IPv6 prefix length must be 0 to 128";
 	if (!xlt_ip_eq(&ip, &c->net))
 		return "host bits set after the prefix length";
+	/* ::/1 .. ::/96 hold the IPv4-mapped range too: an IPv6 net that admits every IPv4 source is a
+	 * slip, not an intent (::/0 says "everyone" outright) */
+	if (!xlt_ip_is_v4(&ip) && c->prefix > 0) {
+		struct xlt_ip any4 = xlt_ip_v4(0);
+
+		if (xlt_cidr_match(c, &any4))
+			return "this IPv6 net covers every IPv4 address (::ffff:0:0/96): write ::/0 for everyone, IPv4 nets as a.b.c.d/prefix";
+	}
 	return NULL;
 }
 

@@ -53,6 +53,8 @@ static inline bool xlt_cidr_match(const struct xlt_cidr *c, const struct xlt_ip 
 {
 	unsigned int full = c->prefix / 8, rest = c->prefix % 8;
 
+	if (c->prefix > 128) /* never made by xlt_cidr_make/parse; a stray value must not read past b[] */
+		return false;
 	if (memcmp(c->net.b, ip->b, full) != 0)
 		return false;
 	return rest == 0 || ((c->net.b[full] ^ ip->b[full]) & (uint8_t)(0xff00 >> rest)) == 0;

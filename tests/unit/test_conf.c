@@ -267,11 +267,30 @@ static void test_allow_mixed(void **state)
 	conf_free(c);
 
 	/* a net that contains :: is not "everyone": a source with no address stays out */
-	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = ::/1\n", &e);
+	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = ::/120\n", &e);
 	assert_non_null(c);
-	assert_true(allows(&c->routes[0], "2001:db8::1"));
+	assert_true(allows(&c->routes[0], "::7"));
+	assert_false(allows(&c->routes[0], "2001:db8::1"));
 	assert_false(conf_route_allows(&c->routes[0], &none));
 	conf_free(c);
+
+	/* an IPv6 net that would hold the IPv4-mapped range (every IPv4 source) is refused, naming it */
+	{
+		static const char *const wide[] = {"::/1", "::/80", "::fffe:0:0/95"};
+		size_t i;
+
+		for (i = 0; i < sizeof(wide) / sizeof(wide[0]); i++) {
+			snprintf(buf, sizeof(buf), "[route r]\nlisten = ib:1\nconnect = echo\nallow = %s\n", wide[i]);
+			c = load_str(buf, &e);
+			assert_null(c);
+			assert_int_equal(e.n, 1);
+			assert_non_null(strstr(e.msg[0], "t.conf:4: allow: this IPv6 net covers every IPv4 address"));
+		}
+		c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = ::/97\n", &e);
+		assert_non_null(c); /* ::/97 ends before ::ffff:0:0 */
+		assert_false(allows(&c->routes[0], "198.18.0.1"));
+		conf_free(c);
+	}
 
 	/* the -t summary lists the nets as written */
 	c = load_str("[route r]\nlisten = ib:1\nconnect = echo\nallow = 198.18.4.0/22 2001:db8:100::/48\n",
