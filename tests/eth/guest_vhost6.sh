@@ -7,7 +7,7 @@ export ETH_LINK=vhost IBGWD=$PWD/${BUILD:-build}/release/ibgwd # ASan cannot run
 . tests/eth/lib.sh
 # the tests' nc is OpenBSD's (-N), which the VM has under its own name (busybox's nc comes first)
 mkdir -p /tmp/vhost-bin && ln -sf "$(command -v nc.openbsd)" /tmp/vhost-bin/nc && export PATH=/tmp/vhost-bin:$PATH
-SIZE=${ETH_V6_SIZE:-50M}
+SIZE=${ETH_V6_SIZE:-20M}
 
 # TCP over IPv6 with the offloads: negotiated, used both ways (TSO frames out, merged frames in),
 # every byte intact, the MSS of IPv6 on the wire (as guest_vhost.sh's offload_run for IPv4)
