@@ -38,6 +38,9 @@ eth_ns ip link add ifblend type ifb
 eth_ns ip link set ifblend up
 eth_ns tc qdisc add dev "$ETH_PEER" handle ffff: ingress
 eth_ns tc filter add dev "$ETH_PEER" parent ffff: matchall action mirred egress redirect dev ifblend
+# paced until the black-out: on a fast port (vhost-net) the whole transfer would otherwise be over
+# before the black-out begins (16 Mbit/s: 8 MB take 4 s)
+eth_ns tc qdisc add dev ifblend root netem rate 16mbit || fail "netem"
 # bytes the sink read so far: at least what its kernel acknowledged once it has read all that arrived
 # (it reads as fast as it can; during the black-out nothing arrives)
 peer_got() { cat "$T/sink.got" 2>/dev/null; }
@@ -46,7 +49,7 @@ peer_got() { cat "$T/sink.got" 2>/dev/null; }
 rx0=$(m 'ibgw_tcp_retransmits_total{worker="0"}')
 bg snd "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" send "$SIZE"
 wait_for "[ \$(m 'ibgw_route_bytes_total{route=\"out\",dir=\"ib_to_eth\"}') -gt 0 ]" 60 || fail "the transfer did not start"
-eth_ns tc qdisc add dev ifblend root netem loss 100% || fail "netem"
+eth_ns tc qdisc change dev ifblend root netem loss 100% || fail "netem"
 eth_ns tc qdisc show dev ifblend
 sleep 4 # the IB peer sends all it is allowed meanwhile; the TCP side retransmits into the void
 got1=$(peer_got) ib1=$(m 'ibgw_ib_bytes_total{worker="0",dir="rx"}')

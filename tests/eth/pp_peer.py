@@ -155,16 +155,17 @@ def expect_reset(args):
     src = opt(args, '--src')
     eof = flag(args, '--eof')
     host, port, raw, limit = args[0], args[1], bytes.fromhex(args[2]), float(args[3])
-    c = connect(host, port, src)
     t0 = time.monotonic()
-    if raw:
-        c.sendall(raw)
-    if eof:
-        c.shutdown(socket.SHUT_WR)
-    c.settimeout(limit)
     try:
+        # a connection refused at accept may be reset before the header is out, or connect() returns
+        c = connect(host, port, src)
+        c.settimeout(limit)
+        if raw:
+            c.sendall(raw)
+        if eof:
+            c.shutdown(socket.SHUT_WR)
         b = c.recv(100)
-    except ConnectionResetError:
+    except (ConnectionResetError, BrokenPipeError):
         b = b''
     except socket.timeout:
         sys.exit(f'expect-reset: still open after {limit}s')

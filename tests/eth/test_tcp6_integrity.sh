@@ -29,7 +29,7 @@ head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
 eth_xfer "$ETH_GW_IP6" 7 60 "echo over IPv6: $SIZE each way"
 
-gw_mac=$(cat "/sys/class/net/$ETH_IF/address")
+gw_mac=$ETH_GW_MAC
 ll=$("$PY3" -c "
 m = [int(x, 16) for x in '$gw_mac'.split(':')]
 m[0] ^= 2
