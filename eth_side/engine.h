@@ -62,6 +62,9 @@ static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 {
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
 }
+/* The worker owning the IPv6 frame M (at its Ethernet header; a chain too): the flow's owner for TCP,
+ * else ST's own worker. (Exported for the unit test: it runs one worker.) */
+unsigned eth_frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m);
 
 bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a);
 /* Whether A (either family) is ours: ETH_LOCAL_UP ([eth] address, address6 or the link-local one, or
