@@ -38,6 +38,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"eth_tx_drops_total", XLT_COUNTER, ST(tx_drops), "frames dropped because the device queue stayed full", NULL},
 	{"eth_steered_total", XLT_COUNTER, ST(steered_out), "frames handed to the worker owning their flow", NULL},
 	{"eth_steer_drops_total", XLT_COUNTER, ST(steer_drops), "frames dropped because the owner's ring was full", NULL},
+	{"eth_clones_skipped_total", XLT_COUNTER, ST(clones_skipped), "ARP and neighbour discovery copies not handed to a worker whose ring was half full", NULL},
 	{"eth_nombuf_total", XLT_COUNTER, ST(nombuf), "packet buffer allocation failures", NULL},
 	{"arp_in_total", XLT_COUNTER, ST(arp_in), "ARP packets received", NULL},
 	{"arp_out_total", XLT_COUNTER, ST(arp_out), "ARP packets sent", NULL},
@@ -377,13 +378,19 @@ unsigned eth_frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
 						rte_be_to_cpu_16(th->dst_port)));
 }
 
-/* Hands a copy of M (not steered: received here) to every other worker, which learns from it only. */
+/* Hands a copy of M (not steered: received here) to every other worker, which learns from it only;
+ * not to one whose ring is half full: it shares the ring with steered TCP, which matters more than a
+ * neighbour message (that worker asks for the neighbour itself when it needs it). */
 static void clone_to_others(struct eth_stack *st, struct rte_mbuf *m)
 {
 	for (unsigned i = 0; i < st->c.n_workers; i++) {
 		struct rte_mbuf *c;
 		if (i == st->c.worker)
 			continue;
+		if (rte_ring_free_count(st->to[i]) < rte_ring_get_capacity(st->to[i]) / 2) {
+			ETH_INC(st, clones_skipped);
+			continue;
+		}
 		c = rte_pktmbuf_clone(m, st->c.pool);
 		if (c)
 			steer(st, i, c);
@@ -454,7 +461,9 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 			unsigned owner;
 
 			if (nd) {
-				clone_to_others(st, m); /* every worker's neighbour cache learns */
+				/* every worker's neighbour cache learns, from what passes the checks only */
+				if (eth_ipv6_nd_learnable(st, m))
+					clone_to_others(st, m);
 			} else if ((owner = eth_frame_owner6(st, m)) != st->c.worker) {
 				steer(st, owner, m);
 				return;

@@ -1882,6 +1882,68 @@ static void test_nd_flood_keeps_used(void **state)
 	eh_forget(&h);
 }
 
+/* Whether a frame is worth a copy for every other worker: eth_ipv6_nd_learnable on one buffer. */
+static bool learnable(const uint8_t *frame, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+	bool r;
+
+	assert_non_null(m);
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), frame, len);
+	r = eth_ipv6_nd_learnable(h.st, m);
+	rte_pktmbuf_free(m);
+	return r;
+}
+
+/* Neighbour discovery is cloned to the other workers only when it passes RFC 4861's checks and
+ * would teach a cache something. */
+static void test_nd_clone_checks(void **state)
+{
+	static const uint8_t other[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 0x44};
+	static const uint8_t far[16] = {0x20, 0x01, 0x0d, 0xb9, [15] = 0x44};
+	uint8_t ns[32] = {135}, na[32] = {136, 0, 0, 0, 0x60}, f[200];
+	size_t n;
+
+	(void)state;
+	memcpy(ns + 8, eh_gw_ip6, 16);
+	ns[24] = 1, ns[25] = 1;
+	memcpy(ns + 26, eh_peer_mac, 6);
+	memcpy(na + 8, other, 16);
+	na[24] = 2, na[25] = 1;
+	memcpy(na + 26, eh_peer_mac, 6);
+	assert_true(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	assert_true(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	/* forwarded (hop limit), a bad checksum, a code */
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 254)));
+	n = frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255);
+	f[n - 1] ^= 1;
+	assert_false(learnable(f, n));
+	ns[1] = 1;
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	ns[1] = 0;
+	/* a solicitation without the sender's address, for another node, from off-link, from :: */
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, 24, 255)));
+	memcpy(ns + 8, other, 16);
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	memcpy(ns + 8, eh_gw_ip6, 16);
+	assert_false(learnable(f, frame6(f, far, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	assert_false(learnable(
+	    f, frame6(f, (const uint8_t[16]){0}, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	/* an advertisement without the target's address, of one of ours; a truncated option */
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, 24, 255)));
+	memcpy(na + 8, eh_gw_ip6, 16);
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	memcpy(na + 8, other, 16);
+	na[25] = 2;
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	/* an echo request is no neighbour discovery */
+	{
+		uint8_t echo[8] = {128};
+
+		assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, echo, 8, 64)));
+	}
+}
+
 /* The owner eth_frame_owner6 gives the IPv6 frame FRAME (LEN bytes) as a chain cut at CUT (0: one
  * buffer). */
 static unsigned owner_cut(const uint8_t *frame, size_t len, size_t cut)
@@ -2076,6 +2138,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_owner_chain, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_flood_keeps_used, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_clone_checks, setup, teardown),
 	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
 	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 	};
