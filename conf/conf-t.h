@@ -186,6 +186,11 @@ struct conf_route {
 	uint64_t half_closed_timeout_ms; /* one direction ended, the other silent */
 	uint32_t proxy_protocol; /* enum conf_proxy: header sent to a tcp: destination */
 	uint32_t accept_proxy;	 /* enum conf_proxy: header expected from tcp: clients */
+	/* accept_proxy: the real TCP peers (balancers) whose PROXY header is believed, both families in
+	 * one list; n_proxy_from 0 (unset) = any peer. Right after its array, as n_allow after allow
+	 * (the T_CIDRS parser finds the count there). */
+	struct xlt_cidr proxy_from[CONF_MAX_ALLOW];
+	uint32_t n_proxy_from;
 	unsigned line; /* line of the [route NAME] header, for messages */
 };
 

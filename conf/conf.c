@@ -282,6 +282,11 @@ static const struct conf_key conf_keys[] = {
 	{R(accept_proxy), .type = T_PROXY, .def = "off",
 	 .doc = "v2 (tcp: listeners): clients must open with a PROXY protocol v2 header, whose source "
 		"replaces the peer's for allow and logs; none within 5s, or a malformed one, resets the connection"},
+	{R(proxy_from), .type = T_CIDRS, .def = "",
+	 .doc = "accept_proxy: the real TCP peers (the balancers) allowed to send a PROXY header, IPv4 and "
+		"IPv6 networks in one list as allow; a connection from any other peer is reset before its "
+		"header is read (counted as reason untrusted). Unset: any peer, with a warning at start-up and "
+		"from -t (set ::/0 to say so on purpose)"},
 };
 
 #pragma GCC diagnostic pop
@@ -738,24 +743,33 @@ static const char *parse_allow(const char *tok, struct xlt_cidr *c)
 	return NULL;
 }
 
-static const char *parse_cidrs(const char *v, struct conf_route *r)
+/* A CIDR list into LIST (CONF_MAX_ALLOW entries), its length into *N. */
+static const char *parse_cidrs(const char *v, struct xlt_cidr *list, uint32_t *n)
 {
 	char buf[CONF_STR_MAX], *save = NULL, *tok;
 
 	if (strlen(v) >= sizeof(buf))
 		return "list too long";
 	snprintf(buf, sizeof(buf), "%s", v);
-	r->n_allow = 0;
+	*n = 0;
 	for (tok = strtok_r(buf, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
 		const char *e;
-		if (r->n_allow == CONF_MAX_ALLOW)
+		if (*n == CONF_MAX_ALLOW)
 			return "too many entries (at most 32)";
-		if ((e = parse_allow(tok, &r->allow[r->n_allow])))
+		if ((e = parse_allow(tok, &list[*n])))
 			return e;
-		r->n_allow++;
+		(*n)++;
 	}
-	return r->n_allow ? NULL : "empty list (use ::/0 to allow everyone)";
+	return *n ? NULL : "empty list (use ::/0 to allow everyone)";
 }
+
+/* T_CIDRS fields are an array of CONF_MAX_ALLOW followed by their count (conf_key.size: the array) */
+_Static_assert(offsetof(struct conf_route, n_allow) ==
+                   offsetof(struct conf_route, allow) + sizeof(((struct conf_route *)0)->allow),
+               "n_allow must follow allow");
+_Static_assert(offsetof(struct conf_route, n_proxy_from) ==
+                   offsetof(struct conf_route, proxy_from) + sizeof(((struct conf_route *)0)->proxy_from),
+               "n_proxy_from must follow proxy_from");
 
 /* ---- what the config may hand to DPDK ----
  * eal_args and vdev go to rte_eal_init as root. Refused: what loads code (-d), adds devices besides
@@ -963,7 +977,7 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 		}
 		return parse_ifaddr6(v, dst);
 	case T_CIDRS:
-		return parse_cidrs(v, base);
+		return parse_cidrs(v, dst, (uint32_t *)((char *)dst + k->size));
 	case T_HOSTPORT:
 		return parse_hostport(v, dst);
 	case T_LOGLEVEL:
@@ -1316,6 +1330,9 @@ static void check(struct parser *p)
 		if (r->accept_proxy && r->listen.kind != CONF_EP_TCP)
 			perr(p, route_key_line(p, i, "accept_proxy"), "route '%s': accept_proxy needs a tcp: listener",
 			     r->name);
+		if (r->n_proxy_from && !r->accept_proxy)
+			perr(p, route_key_line(p, i, "proxy_from"),
+			     "route '%s': proxy_from applies to accept_proxy = v2 only", r->name);
 		for (uint32_t j = 0; j < i; j++)
 			if (c->routes[j].listen.kind == r->listen.kind && c->routes[j].listen.port == r->listen.port)
 				perr(p, route_key_line(p, i, "listen"),
@@ -1469,6 +1486,36 @@ bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr)
 	return false;
 }
 
+bool conf_route_proxy_from(const struct conf_route *r, const struct xlt_ip *peer)
+{
+	if (!r->n_proxy_from)
+		return true;
+	/* a TCP peer always has an address; :: would match ::/1 and the like: only ::/0 takes it */
+	for (uint32_t i = 0; i < r->n_proxy_from; i++)
+		if (xlt_ip_is_any(peer) ? !r->proxy_from[i].prefix : xlt_cidr_match(&r->proxy_from[i], peer))
+			return true;
+	return false;
+}
+
+void conf_warn(const struct conf *c, conf_error_fn warn, void *arg)
+{
+	char msg[CONF_PATH_MAX + 256];
+
+	for (uint32_t i = 0; i < c->n_routes; i++) {
+		const struct conf_route *r = &c->routes[i];
+
+		if (!r->accept_proxy || r->n_proxy_from)
+			continue;
+		snprintf(
+		    msg, sizeof(msg),
+		    "%s:%u: warning: route '%s': accept_proxy without proxy_from: any peer that reaches "
+		    "the port may claim any source in its PROXY header (set proxy_from to the balancers' "
+		    "addresses, or ::/0 to accept any peer on purpose)",
+		    c->path, r->line, r->name);
+		warn(arg, msg);
+	}
+}
+
 bool conf_route_allows_all(const struct conf_route *r)
 {
 	for (uint32_t i = 0; i < r->n_allow; i++)
@@ -1514,7 +1561,9 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       a->check_timeout_ms == b->check_timeout_ms && a->rise == b->rise && a->fall == b->fall &&
 	       !memcmp(&a->check_send, &b->check_send, sizeof(a->check_send)) &&
 	       !memcmp(&a->check_expect, &b->check_expect, sizeof(a->check_expect)) &&
-	       a->proxy_protocol == b->proxy_protocol && a->accept_proxy == b->accept_proxy;
+	       a->proxy_protocol == b->proxy_protocol && a->accept_proxy == b->accept_proxy &&
+	       a->n_proxy_from == b->n_proxy_from &&
+	       !memcmp(a->proxy_from, b->proxy_from, sizeof(a->proxy_from[0]) * a->n_proxy_from);
 }
 
 static const char *human_size(uint64_t v, char *buf, size_t len)
@@ -1530,17 +1579,18 @@ static const char *human_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-/* R's allow list as the file would say it ("198.18.0.0/15 2001:db8::/32"), "::/0 (all)" for ::/0 alone. */
-static const char *allow_str(const struct conf_route *r, char *buf, size_t len)
+/* A CIDR list (N entries) as the file would say it ("198.18.0.0/15 2001:db8::/32"), "::/0 (all)" for
+ * ::/0 alone. */
+static const char *cidrs_str(const struct xlt_cidr *list, uint32_t count, char *buf, size_t len)
 {
 	size_t off = 0;
 
 	buf[0] = 0;
-	if (r->n_allow == 1 && r->allow[0].prefix == 0)
+	if (count == 1 && list[0].prefix == 0)
 		return snprintf(buf, len, "::/0 (all)"), buf;
-	for (uint32_t i = 0; i < r->n_allow && off < len; i++) {
+	for (uint32_t i = 0; i < count && off < len; i++) {
 		char a[XLT_IP_STRLEN];
-		const struct xlt_cidr *n = &r->allow[i];
+		const struct xlt_cidr *n = &list[i];
 		bool v4 = xlt_ip_is_v4(&n->net) && n->prefix >= 96;
 		int k = snprintf(buf + off, len - off, "%s%s/%u", i ? " " : "", xlt_ip_fmt(&n->net, a),
 		                 v4 ? n->prefix - 96u : n->prefix);
@@ -1553,7 +1603,7 @@ static const char *allow_str(const struct conf_route *r, char *buf, size_t len)
 void conf_print_summary(const struct conf *c, FILE *out)
 {
 	char a[CONF_EP_STRLEN], b[CONF_EP_STRLEN + 32], s1[CONF_EP_STRLEN], s2[24], s3[24], s4[24];
-	char allow[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)];
+	char allow[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)], pfrom[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)];
 	uint64_t total = 0;
 
 	fprintf(out, "config %s: OK\n", c->path);
@@ -1592,11 +1642,12 @@ void conf_print_summary(const struct conf *c, FILE *out)
 			conf_endpoint_str(&r->connect, b, sizeof(b));
 		fprintf(out,
 			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %s, "
-			"up to %" PRIu64 " MiB%s%s\n",
+			"up to %" PRIu64 " MiB%s%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), b,
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
-			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), allow_str(r, allow, sizeof(allow)),
-			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2" : "",
+			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), cidrs_str(r->allow, r->n_allow, allow, sizeof(allow)),
+			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2 from " : "",
+			!r->accept_proxy ? "" : r->n_proxy_from ? cidrs_str(r->proxy_from, r->n_proxy_from, pfrom, sizeof(pfrom)) : "any peer",
 			r->proxy_protocol ? ", sends PROXY v2" : "");
 	}
 	fprintf(out, "memory: up to %" PRIu64 " MiB of session buffers, limit %s\n", (total + MB - 1) / MB,

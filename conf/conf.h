@@ -32,6 +32,12 @@ void conf_print_reference(FILE *out);
  * (xlt_ip_is_any: a source with no IP address, such as an AF_IB peer) is admitted only by a list that
  * admits everyone. */
 bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr);
+/* True when PEER, the real TCP peer of a connection to an accept_proxy route, may send it a PROXY
+ * header: R has no proxy_from (any peer), or PEER is inside one of its entries. */
+bool conf_route_proxy_from(const struct conf_route *r, const struct xlt_ip *peer);
+/* Reports through WARN ("FILE:LINE: warning: ...", one call each) what C allows but is likely a
+ * mistake: an accept_proxy route without proxy_from. Called by `ibgwd -t`, at start-up and reload. */
+void conf_warn(const struct conf *c, conf_error_fn warn, void *arg);
 /* True when R's allow list admits every source, of both families and none (a ::/0 entry, the default);
  * 0.0.0.0/0 is every IPv4 source only. */
 bool conf_route_allows_all(const struct conf_route *r);

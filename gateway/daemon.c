@@ -54,6 +54,12 @@ static void log_conf_error(void *arg, const char *msg)
 	GW_ERR("%s", msg);
 }
 
+static void log_conf_warning(void *arg, const char *msg)
+{
+	(void)arg;
+	GW_WARN("%s", msg);
+}
+
 /* Buffers the routes of C may hold at once (conf_load checks the same sum against C's memory_limit). */
 static uint64_t routes_need(const struct conf *c)
 {
@@ -142,6 +148,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 			GW_ERR("reload: cannot read %s: %s", d->conf_path, strerror(errno));
 		goto err;
 	}
+	conf_warn(c, log_conf_warning, NULL);
 	need = routes_need(c);
 	if (need > d->cap_memory) {
 		GW_ERR("%s: routes need up to %" PRIu64 " MiB of buffers, above the %" PRIu64
@@ -300,6 +307,7 @@ int gw_daemon_run(struct gw_daemon *d)
 	/* a stats client that resets mid-reply must cost an EPIPE, not the daemon */
 	signal(SIGPIPE, SIG_IGN);
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	conf_warn(d->conf, log_conf_warning, NULL);
 	d->base = event_base_new();
 	if (!d->base) {
 		GW_ERR("cannot create the event loop");

@@ -360,7 +360,8 @@ struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const 
  * hands it to the session as the first bytes of its far side. 0 or -errno.
  * gw_proxy_wait (worker): a listener of route R (accept_proxy = v2) accepted S: it waits for its
  * header, then goes to gw_session_accept with the address the header gave; a bad or late header
- * resets it (counted). Returns 0 (S is taken), or -ENOBUFS: too many waiting, the caller resets S.
+ * resets it (counted). Returns 0 (S is taken), or -EACCES: S's real peer is not in R's proxy_from
+ * (counted, logged rate-limited), or -ENOBUFS: too many waiting; the caller resets S.
  * gw_proxy_poll (worker, every loop): resets connections whose header is late. Returns the work done.
  * gw_proxy_init/fini (control, before the workers run / after they stopped): the waiting pools.
  * gw_proxy_metrics (control): ibgw_proxy_header_errors_total. */

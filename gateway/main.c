@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (test) {
+		conf_warn(d.conf, print_conf_error, stderr);
 		conf_print_summary(d.conf, stdout);
 		conf_free(d.conf);
 		return 0;

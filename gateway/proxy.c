@@ -23,14 +23,24 @@
  * Waiting connections come from a fixed per-worker pool (GW_PP_WAITERS): no allocation on the
  * datapath, and a client that opens connections and sends nothing holds at most that many slots, each
  * for GW_PP_WAIT_NS; beyond, new connections are reset at once (reason "overload"). Worker only,
- * except init/fini and the metrics (control thread). */
+ * except init/fini and the metrics (control thread).
+ *
+ * Who may send a header (route key proxy_from): the header's source is believed, so only the
+ * balancers may speak it. A connection whose real TCP peer is outside proxy_from is reset at once,
+ * before a byte of it is read and without taking a waiting slot (reason "untrusted"): the port's
+ * reachability (a firewall for one family only, a dual-stack listener) is then no part of the
+ * allow list's protection. Logged at most once per GW_PP_LOG_NS per worker, with the count of the
+ * lines left out: a peer can make as many as it likes. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../translate/proxy_v2.h"
 #include "../translate/session.h"
+#include "../conf/conf.h"
 #include "gw.h"
+#include "log.h"
 #include "metrics.h"
 
 /* 5 s: the spec asks receivers to wait at least 3 s, to cover a retransmission of the segment that
@@ -38,6 +48,7 @@
  * balancer sends its header with its first segment, so a legitimate one never comes near it. */
 #define GW_PP_WAIT_NS (5ull * 1000000000ull)
 #define GW_PP_WAITERS 1024
+#define GW_PP_LOG_NS  (1000000000ull)
 
 /* Reasons beyond the parser's results (which index the same array). */
 enum {
@@ -45,6 +56,7 @@ enum {
 	PP_TRUNCATED,
 	PP_UNSUPPORTED,
 	PP_OVERLOAD,
+	PP_UNTRUSTED,
 	PP_REASONS,
 };
 _Static_assert(PP_REASONS <= GW_PP_REASONS, "GW_PP_REASONS too small");
@@ -58,6 +70,7 @@ static const char *reason_name(unsigned k)
 	    [PP_TRUNCATED - XLT_PP2_RESULT_COUNT] = "truncated",
 	    [PP_UNSUPPORTED - XLT_PP2_RESULT_COUNT] = "unsupported",
 	    [PP_OVERLOAD - XLT_PP2_RESULT_COUNT] = "overload",
+	    [PP_UNTRUSTED - XLT_PP2_RESULT_COUNT] = "untrusted",
 	};
 
 	if (k >= XLT_PP2_RESULT_COUNT)
@@ -80,6 +93,8 @@ static struct {
 	struct pp_wait *pool;
 	struct pp_wait *free;
 	struct pp_wait *head, *tail;
+	uint64_t untrusted_log_ns; /* when the last "untrusted" line was written; 0: never */
+	uint64_t untrusted_quiet;  /* refusals not logged since */
 } waits[GW_MAX_WORKERS];
 
 /* ---- sending ---- */
@@ -252,10 +267,33 @@ static void on_closed(void *arg, int err)
 	gw_route_put(r);
 }
 
+/* S's real peer is not in R's proxy_from: counted, logged within the rate limit. */
+static void untrusted(struct gw_worker *w, struct gw_route *r, const struct xlt_stream *s)
+{
+	uint64_t now = gw_now_ns();
+	char a[XLT_IP_STRLEN];
+
+	count(r, PP_UNTRUSTED);
+	if (waits[w->id].untrusted_log_ns && now - waits[w->id].untrusted_log_ns < GW_PP_LOG_NS) {
+		waits[w->id].untrusted_quiet++;
+		return;
+	}
+	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
+	        "believed (%" PRIu64 " more not logged)",
+	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, waits[w->id].untrusted_quiet);
+	waits[w->id].untrusted_log_ns = now;
+	waits[w->id].untrusted_quiet = 0;
+}
+
 int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 {
 	struct pp_wait *p = waits[w->id].free;
 
+	/* the real peer, before anything it sent is looked at */
+	if (!conf_route_proxy_from(&r->conf, &s->peer_addr)) {
+		untrusted(w, r, s);
+		return -EACCES;
+	}
 	if (!p) {
 		count(r, PP_OVERLOAD);
 		return -ENOBUFS;
@@ -318,7 +356,7 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    "connections to accept_proxy listeners reset because of their PROXY header: malformed "
 	    "(signature, version, command, family, length, too_long, tlv, crc), unsupported (PROXY for "
 	    "other than TCP over IPv4 or IPv6), truncated (the client ended first), timeout (none within "
-	    "5 s), overload (too many waiting)");
+	    "5 s), overload (too many waiting), untrusted (the TCP peer is not in the route's proxy_from)");
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i];
 		uint64_t sum[PP_REASONS] = {0};

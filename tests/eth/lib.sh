@@ -24,7 +24,9 @@
 #   eth_tap_adopt TAP NAME    (ETH_LINK=vhost) moves virtio_user's tap into the namespace as NAME
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
 #   eth_peer_v6               IPv6 on the peer's end: $ETH_PEER_IP6/64 (no DAD); ibgwd's [eth] address6 is
-#                             then $ETH_GW_IP6/64 (eth_conf's EXTRA: "address6 = $ETH_GW_IP6/64")
+#                             then $ETH_GW_IP6/64 (eth_conf's EXTRA: "address6 = $ETH_GW_IP6/64"). With
+#                             ETH_LINK=vhost before the link exists: done by eth_gw_start once it does
+#   $ETH_GW_MAC               ibgwd's port MAC (both setups; with ETH_LINK=vhost once eth_gw_start returned)
 ETH_NS=ibgw-eth-$$
 ETH_IF=ibe$$a
 ETH_PEER=ibe$$b
@@ -34,6 +36,8 @@ ETH_PEER_IP2=198.18.0.3
 ETH_GW_IP6=2001:db8:0:1::1 # (IPv6: 2001:db8::/32 only)
 ETH_PEER_IP6=2001:db8:0:1::2
 ETH_STATS=
+ETH_GW_MAC=
+ETH_V6=
 mkdir -p "${GW_ROOT}/${BUILD:-build}/test-logs"
 PY3=/usr/bin/python3 # Debian's, which has python3-scapy (a python3 earlier in PATH may not)
 
@@ -89,6 +93,7 @@ eth_setup() {
 	ip link add "$ETH_IF" type veth peer name "$ETH_PEER" netns "$ETH_NS" || fail "cannot create veth"
 	sysctl -qw "net.ipv6.conf.$ETH_IF.disable_ipv6=1" >/dev/null 2>&1
 	ip link set "$ETH_IF" up
+	ETH_GW_MAC=$(cat "/sys/class/net/$ETH_IF/address")
 	ethtool -K "$ETH_IF" gro off gso off tso off >/dev/null 2>&1
 	eth_peer_up
 }
@@ -105,6 +110,8 @@ eth_peer_up() {
 	[ "${ETH_LINK:-}" = vhost ] ||
 		eth_ns ethtool -K "$ETH_PEER" tx off gro off >/dev/null || fail "ethtool tx off failed"
 	[ -n "$ETH_STATS" ] || ETH_STATS=$(gw_free_port)
+	# (a vhost tap is new with each ibgwd start: IPv6 again on it if the test asked for it)
+	[ -z "$ETH_V6" ] || eth_peer_v6
 }
 
 # Like eth_setup, but the link crosses tests/eth/linkem.py (user-space netem: this host kernel has no
@@ -131,6 +138,8 @@ eth_setup_impaired() {
 }
 
 eth_peer_v6() {
+	ETH_V6=1
+	eth_ns ip link show "$ETH_PEER" >/dev/null 2>&1 || return 0 # (vhost: eth_gw_start makes it)
 	eth_ns sysctl -qw "net.ipv6.conf.$ETH_PEER.disable_ipv6=0" || fail "cannot enable IPv6 in the namespace"
 	eth_ns ip -6 addr add "$ETH_PEER_IP6/64" dev "$ETH_PEER" nodad || fail "cannot add $ETH_PEER_IP6"
 }
@@ -182,6 +191,7 @@ eth_tap_adopt() {
 	for i in $(seq 50); do ip link show "$1" >/dev/null 2>&1 && break; sleep 0.1; done
 	ip link set "$1" netns "$ETH_NS" || fail "cannot move the tap $1 into $ETH_NS"
 	[ "$1" = "$2" ] || eth_ns ip link set "$1" name "$2" || fail "cannot rename the tap"
+	ETH_GW_MAC=$(eth_ns cat "/sys/class/net/$2/address")
 	# virtio_user gives the tap the port's own MAC: the kernel end needs another one
 	eth_ns ip link set "$2" address 02:00:00:00:00:02
 }

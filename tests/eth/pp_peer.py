@@ -132,10 +132,11 @@ def opt(args, name, default=None):
 
 
 def connect(host, port, src=None, sport=0):
-    c = socket.socket()
+    v6 = ':' in host
+    c = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET)
     if src or sport:
         c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        c.bind((src or '0.0.0.0', int(sport)))
+        c.bind((src or ('::' if v6 else '0.0.0.0'), int(sport)))
     c.settimeout(30)
     c.connect((host, int(port)))
     return c
@@ -195,16 +196,17 @@ def expect_reset(args):
     if eof:
         args.remove('--eof')
     host, port, raw, limit = args[0], args[1], bytes.fromhex(args[2]), float(args[3])
-    c = connect(host, port, src)
     t0 = time.monotonic()
-    if raw:
-        c.sendall(raw)
-    if eof:
-        c.shutdown(socket.SHUT_WR)
-    c.settimeout(limit)
     try:
+        # a connection refused at accept may be reset before the header is out, or connect() returns
+        c = connect(host, port, src)
+        c.settimeout(limit)
+        if raw:
+            c.sendall(raw)
+        if eof:
+            c.shutdown(socket.SHUT_WR)
         b = c.recv(100)
-    except ConnectionResetError:
+    except (ConnectionResetError, BrokenPipeError):
         b = b''
     except socket.timeout:
         sys.exit(f'expect-reset: still open after {limit}s')

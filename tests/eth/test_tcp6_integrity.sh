@@ -32,7 +32,7 @@ eth_ns timeout 60 nc -N "$ETH_GW_IP6" 7 <"$tmp/in" | sha256sum | cut -d' ' -f1 >
 [ "$(cat "$tmp/got")" = "$want" ] || fail "echo over IPv6: $SIZE came back different"
 ok "echo over IPv6: $SIZE each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
 
-gw_mac=$(cat "/sys/class/net/$ETH_IF/address")
+gw_mac=$ETH_GW_MAC
 ll=$("$PY3" -c "
 m = [int(x, 16) for x in '$gw_mac'.split(':')]
 m[0] ^= 2

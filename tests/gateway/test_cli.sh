@@ -86,6 +86,27 @@ grep -qx "$tmp/v6.conf:6: route 'v6': backend tcp:\[2001:db8::10\]:80 is IPv6 bu
 	fail "missing address6 not reported: $(cat "$tmp/out")"
 ok "-t: an IPv6 destination and a mixed allow list in the summary; a bare IPv6 destination and one without address6 named FILE:LINE"
 
+# accept_proxy without proxy_from: accepted (existing configs keep working), with a warning naming
+# FILE:LINE on stderr; with proxy_from: no warning, the summary says whose headers are believed
+cat >"$tmp/pp.conf" <<'EOF2'
+[eth]
+vdev = net_null0
+address = 198.18.0.1/24
+[route lb]
+listen = tcp:8000
+connect = tcp:198.18.0.10:80
+accept_proxy = v2
+EOF2
+"$IBGWD" -t -c "$tmp/pp.conf" >"$tmp/out" 2>"$tmp/err" || fail "accept_proxy without proxy_from rejected: $(cat "$tmp/out" "$tmp/err")"
+grep -q "^$tmp/pp.conf:4: warning: route 'lb': accept_proxy without proxy_from: any peer" "$tmp/err" ||
+	fail "no proxy_from warning: $(cat "$tmp/err")"
+grep -q "lb .*accepts PROXY v2 from any peer" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+echo "proxy_from = 198.18.0.5/32, 2001:db8::5" >>"$tmp/pp.conf"
+"$IBGWD" -t -c "$tmp/pp.conf" >"$tmp/out" 2>"$tmp/err" || fail "proxy_from rejected: $(cat "$tmp/out" "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "a warning with proxy_from set: $(cat "$tmp/err")"
+grep -q "lb .*accepts PROXY v2 from 198.18.0.5/32 2001:db8::5/128" "$tmp/out" || fail "summary with proxy_from: $(cat "$tmp/out")"
+ok "-t: accept_proxy without proxy_from warns with FILE:LINE; with it, no warning and the summary lists the peers"
+
 "$IBGWD" --config-reference >"$tmp/ref.md"
 awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{f=0}f' README.md >"$tmp/readme.md"
 diff -u "$tmp/ref.md" "$tmp/readme.md" >"$tmp/diff" || fail "README config reference differs from the keyword table (regenerate with: build/ibgwd --config-reference):

@@ -568,6 +568,79 @@ static void test_proxy_keys(void **state)
 	conf_free(b);
 }
 
+/* proxy_from: the real peers whose PROXY header is believed. Unset: any peer, and conf_warn says so
+ * (file:line of the route); set: both families in one list, as allow, and part of the route's
+ * identity. The refusals are in conf-bad/42-proxy-from.conf. */
+static void test_proxy_from(void **state)
+{
+	struct errors e, w;
+	static const char *const head = "[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n";
+	char text[512];
+	struct conf *a, *b, *c;
+	struct xlt_ip p, none = {0};
+
+	(void)state;
+	snprintf(text, sizeof(text),
+	         "%s[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:1\naccept_proxy = v2\n", head);
+	a = load_str(text, &e);
+	assert_non_null(a);
+	assert_int_equal(a->routes[0].n_proxy_from, 0);
+	p = xip("2001:db8::66");
+	assert_true(conf_route_proxy_from(&a->routes[0], &p)); /* unset: any peer... */
+	memset(&w, 0, sizeof(w));
+	conf_warn(a, collect, &w); /* ...with a warning naming the route's line */
+	assert_int_equal(w.n, 1);
+	assert_non_null(strstr(w.msg[0], "t.conf:4: warning: route 'r': accept_proxy without proxy_from"));
+
+	snprintf(text, sizeof(text),
+	         "%s[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:1\naccept_proxy = v2\n"
+	         "proxy_from = 198.18.0.8/29, 2001:db8:1::/48 2001:db8::5\n",
+	         head);
+	b = load_str(text, &e);
+	assert_int_equal(e.n, 0);
+	assert_non_null(b);
+	assert_int_equal(b->routes[0].n_proxy_from, 3);
+	assert_int_equal(b->routes[0].n_allow, 1); /* allow keeps its own list (::/0) */
+	p = xip("198.18.0.15");
+	assert_true(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("198.18.0.16");
+	assert_false(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("198.18.0.7");
+	assert_false(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("2001:db8:1:ffff::1");
+	assert_true(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("2001:db8::5");
+	assert_true(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("2001:db8::6");
+	assert_false(conf_route_proxy_from(&b->routes[0], &p));
+	p = xip("::ffff:198.18.0.16");
+	assert_false(conf_route_proxy_from(&b->routes[0], &p));
+	assert_false(conf_route_proxy_from(&b->routes[0], &none));
+	memset(&w, 0, sizeof(w));
+	conf_warn(b, collect, &w);
+	assert_int_equal(w.n, 0);
+	assert_false(
+	    conf_route_equal(&a->routes[0], &b->routes[0])); /* a reload that sets it changes the route */
+
+	/* ::/0 on purpose: any peer, no warning */
+	snprintf(
+	    text, sizeof(text),
+	    "%s[route r]\nlisten = tcp:1\nconnect = tcp:198.18.0.2:1\naccept_proxy = v2\nproxy_from = ::/0\n",
+	    head);
+	c = load_str(text, &e);
+	assert_non_null(c);
+	p = xip("2001:db8::66");
+	assert_true(conf_route_proxy_from(&c->routes[0], &p));
+	p = xip("198.18.0.99");
+	assert_true(conf_route_proxy_from(&c->routes[0], &p));
+	memset(&w, 0, sizeof(w));
+	conf_warn(c, collect, &w);
+	assert_int_equal(w.n, 0);
+	conf_free(a);
+	conf_free(b);
+	conf_free(c);
+}
+
 static void test_missing_file(void **state)
 {
 	(void)state;
@@ -760,6 +833,7 @@ int main(void)
 	    cmocka_unit_test(test_comments_and_spacing),
 	    cmocka_unit_test(test_allow),
 	    cmocka_unit_test(test_allow_mixed),
+	    cmocka_unit_test(test_proxy_from),
 	    cmocka_unit_test(test_connect_v6),
 	    cmocka_unit_test(test_ib_route_queues),
 	    cmocka_unit_test(test_endpoint_str),
