@@ -177,8 +177,13 @@ static bool is_gateway(const struct eth_stack *st, const struct eth_nbr_cache *c
 }
 
 /* A slot for IP: a free one among the probed, else the least recently used, never the pinned
- * gateway (it occupies one of the ARP_PROBE slots at most, so there is always another). */
-static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip)
+ * gateway (it occupies one of the ARP_PROBE slots at most, so there is always another). FROM_NS: for
+ * the sender of a neighbour solicitation, which takes only a free slot or one another solicitation
+ * made and output never used: in a /64 a peer has endless sources, and its solicitations must not
+ * evict the neighbours traffic goes to (their packets dropped, asked for again). NULL then when there
+ * is none. */
+static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip,
+                                    bool from_ns)
 {
 	unsigned s = slot_of(st, ip);
 	struct eth_arp_entry *victim = NULL;
@@ -189,13 +194,16 @@ static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *
 			victim = e;
 			break;
 		}
-		if (!e->pinned && (!victim || e->used_ms < victim->used_ms))
+		if (!e->pinned && (!from_ns || e->from_ns) && (!victim || e->used_ms < victim->used_ms))
 			victim = e;
 	}
+	if (!victim)
+		return NULL;
 	if (victim->state != ETH_ARP_FREE)
 		entry_free(st, c, victim);
 	victim->ip = *ip;
 	victim->pinned = is_gateway(st, c, ip);
+	victim->from_ns = from_ns;
 	victim->used_ms = st->now_ms;
 	NB_ADD(st, c, entries, 1);
 	return victim;
@@ -286,6 +294,7 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 
 	if (e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE)) {
 		e->used_ms = st->now_ms;
+		e->from_ns = false; /* in use: no solicitation evicts it now */
 		if (e->state == ETH_ARP_REACHABLE && st->now_ms >= e->expire_ms) {
 			e->state = ETH_ARP_STALE;
 			e->tries = 0;
@@ -295,7 +304,7 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 		return;
 	}
 	if (!e) {
-		e = insert(st, c, nexthop);
+		e = insert(st, c, nexthop, false);
 		e->state = ETH_ARP_INCOMPLETE;
 		e->tries = 0;
 		request(st, c, e);
@@ -378,7 +387,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto done;
 	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
 		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
-		e = insert(st, c, &sip6);
+		e = insert(st, c, &sip6, false);
 		learn(st, c, e, sha);
 	}
 	if (op == RTE_ARP_OP_REQUEST && !learn_only)
@@ -405,7 +414,11 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 	if (!e) {
 		if (is_gateway(st, c, &ip))
 			return; /* (made and asked for by eth_arp_tick, pinned) */
-		e = insert(st, c, &ip);
+		e = insert(st, c, &ip, true);
+		if (!e) {
+			ETH_INC(st, nd_learn_refused); /* (answered all the same: it learns ours) */
+			return;
+		}
 	}
 	learn(st, c, e, sll);
 }
@@ -467,7 +480,7 @@ static void tick_cache(struct eth_stack *st, struct eth_nbr_cache *c)
 
 	if (gw && !lookup(st, c, gw)) {
 		/* resolve the gateway before traffic needs it, and hold its entry for good */
-		struct eth_arp_entry *g = insert(st, c, gw);
+		struct eth_arp_entry *g = insert(st, c, gw, false);
 		g->state = ETH_ARP_INCOMPLETE;
 		g->tries = 0;
 		request(st, c, g);

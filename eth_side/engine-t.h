@@ -88,6 +88,7 @@ struct eth_tcb {
 	struct eth_listener *lis; /* passive opens: a reference */
 	struct eth_timer timer;
 	uint32_t hash;
+	uint32_t flow_label;    /* IPv6: keyed apart from HASH, which must not leak (it picks the bucket) */
 	struct xlt_ip raddr;    /* either family (IPv4 held mapped: one compare, one hash) */
 	struct xlt_ip laddr;    /* ours: [eth] address, a kernel TAP address, address6 or the link-local */
 	uint16_t rport, lport;	/* host order */
@@ -155,6 +156,7 @@ struct eth_arp_entry {
 	uint8_t tries;
 	uint8_t n_pending;  /* of the instance's arp_q */
 	bool pinned;	    /* the configured gateway: never evicted, changed only by replies we asked for */
+	bool from_ns;       /* made by a neighbour solicitation, not used by output yet (arp.c: insert) */
 	uint64_t expire_ms; /* REACHABLE until / next retry at */
 	uint64_t used_ms;
 };

@@ -62,6 +62,9 @@ static inline unsigned eth_flow_owner(const struct eth_stack *st, uint64_t h)
 {
 	return st->c.n_workers > 1 ? (unsigned)((h >> 32) % st->c.n_workers) : 0;
 }
+/* The worker owning the IPv6 frame M (at its Ethernet header; a chain too): the flow's owner for TCP,
+ * else ST's own worker. (Exported for the unit test: it runs one worker.) */
+unsigned eth_frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m);
 
 bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a);
 /* Whether A (either family) is ours: ETH_LOCAL_UP ([eth] address, address6 or the link-local one, or
@@ -130,6 +133,11 @@ int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nh, uint32_t *off);
 /* Whether the IPv6 frame M (at its Ethernet header, one buffer) is a neighbour solicitation or
  * advertisement every worker's cache should see. */
 bool eth_ipv6_is_nd(const struct rte_mbuf *m);
+/* Whether that message (M, one buffer) would teach a neighbour cache: it passes RFC 4861's checks
+ * (hop limit 255, code 0, checksum), a solicitation is for one of our addresses from an on-link source
+ * with its link-layer address, an advertisement of another node's address carries the target's. Only
+ * such a message is worth a copy for every other worker (stack.c). */
+bool eth_ipv6_nd_learnable(const struct eth_stack *st, const struct rte_mbuf *m);
 /* The neighbour carrying traffic to DST: on-link (link-local or address6's prefix) DST itself, else
  * [eth] gateway6. False: no route (no IPv6, or off-link without gateway6). */
 bool eth_ipv6_nexthop(const struct eth_stack *st, const struct xlt_ip *dst, struct xlt_ip *nh);

@@ -358,6 +358,33 @@ static int nd_options(const uint8_t *p, uint32_t len, uint8_t want, const uint8_
 	return 0;
 }
 
+bool eth_ipv6_nd_learnable(const struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	const struct nd_msg *nd = (const struct nd_msg *)(ip + 1);
+	const uint8_t *ll;
+	uint32_t plen;
+
+	/* (the checks icmp6_input, nd_solicit and nd_advert make before a cache learns anything) */
+	if (m->nb_segs > 1 || !eth_ipv6_is_nd(m))
+		return false;
+	plen = rte_be_to_cpu_16(ip->payload_len);
+	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len || plen < sizeof(*nd) ||
+	    ip->hop_limits != 255 || nd->h.code != 0 || nd->target[0] == 0xff || cksum6(ip, nd, plen) != 0)
+		return false;
+	if (nd->h.type == ND_NEIGHBOR_SOLICIT)
+		return !is_unspecified(ip->src_addr) && on_link(st, ip->src_addr) &&
+		       lstate(st, nd->target) == ETH_LOCAL_UP &&
+		       !nd_options((const uint8_t *)(nd + 1), plen - (uint32_t)sizeof(*nd),
+		                   ND_OPT_SOURCE_LLADDR, &ll) &&
+		       ll;
+	return lstate(st, nd->target) == ETH_LOCAL_NONE &&
+	       !nd_options((const uint8_t *)(nd + 1), plen - (uint32_t)sizeof(*nd), ND_OPT_TARGET_LLADDR,
+	                   &ll) &&
+	       ll;
+}
+
 /* LO: learn only (a clone from another worker: it answered and counted). */
 static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, const struct rte_ipv6_hdr *ip,
                        const struct nd_msg *ns, uint32_t len, bool lo)

@@ -129,6 +129,8 @@ struct eth_stack_stats {
 	uint64_t nd_errors;	    /* neighbour discovery messages that fail RFC 4861's checks */
 	uint64_t nd_conflicts;	    /* advertisements of one of our addresses by another node */
 	uint64_t nd_dad_defended;   /* duplicate address probes for one of our addresses, answered */
+	uint64_t nd_learn_refused;  /* solicitations whose sender got no entry (arp.c: insert) */
+	uint64_t clones_skipped;    /* ARP/ND copies not given to a worker whose ring was half full */
 	uint64_t tcp_segments_in;
 	uint64_t tcp_segments_out;
 	uint64_t tcp_bytes_in;	    /* payload accepted in order */

@@ -38,6 +38,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"eth_tx_drops_total", XLT_COUNTER, ST(tx_drops), "frames dropped because the device queue stayed full", NULL},
 	{"eth_steered_total", XLT_COUNTER, ST(steered_out), "frames handed to the worker owning their flow", NULL},
 	{"eth_steer_drops_total", XLT_COUNTER, ST(steer_drops), "frames dropped because the owner's ring was full", NULL},
+	{"eth_clones_skipped_total", XLT_COUNTER, ST(clones_skipped), "ARP and neighbour discovery copies not handed to a worker whose ring was half full", NULL},
 	{"eth_nombuf_total", XLT_COUNTER, ST(nombuf), "packet buffer allocation failures", NULL},
 	{"arp_in_total", XLT_COUNTER, ST(arp_in), "ARP packets received", NULL},
 	{"arp_out_total", XLT_COUNTER, ST(arp_out), "ARP packets sent", NULL},
@@ -77,6 +78,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"nd_errors_total", XLT_COUNTER, ST(nd_errors), "neighbour discovery messages failing RFC 4861's checks", NULL},
 	{"nd_conflicts_total", XLT_COUNTER, ST(nd_conflicts), "advertisements of one of our IPv6 addresses by another node", NULL},
 	{"nd_dad_defended_total", XLT_COUNTER, ST(nd_dad_defended), "duplicate address probes for one of our IPv6 addresses, answered", NULL},
+	{"nd_learn_refused_total", XLT_COUNTER, ST(nd_learn_refused), "IPv6 neighbour solicitations whose sender got no cache entry: its slots held neighbours in use", NULL},
 	{"tcp_segments_in_total", XLT_COUNTER, ST(tcp_segments_in), "valid TCP segments received", NULL},
 	{"tcp_segments_out_total", XLT_COUNTER, ST(tcp_segments_out), "TCP segments sent", NULL},
 	{"tcp_bytes_in_total", XLT_COUNTER, ST(tcp_bytes_in), "TCP payload bytes received in order", NULL},
@@ -346,23 +348,29 @@ static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m
 						rte_be_to_cpu_16(th->dst_port)));
 }
 
-/* The same for an IPv6 frame: TCP behind the extension headers input skips. */
-static unsigned frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
+/* The same for an IPv6 frame: TCP behind the extension headers input skips. A chain (LRO: merged
+ * segments) is steered like IPv4's: input takes one whose headers lie in its first buffer, so the
+ * walk reads that buffer only, as input's does. */
+unsigned eth_frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_ipv6_hdr *ip =
 	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	const struct rte_tcp_hdr *th;
 	struct xlt_ip src;
-	uint32_t plen, off;
+	uint32_t plen, head, off;
 	uint8_t nh;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
 		return st->c.worker;
 	plen = rte_be_to_cpu_16(ip->payload_len);
-	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len)
-		return st->c.worker; /* (a chain, or bad: the input drops it) */
+	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
+		return st->c.worker; /* (bad: the input drops it) */
+	head = m->data_len - (uint32_t)(RTE_ETHER_HDR_LEN + sizeof(*ip));
+	if (head > plen)
+		head = plen;
 	nh = ip->proto;
-	if (eth_ipv6_walk((const uint8_t *)(ip + 1), plen, &nh, &off) || nh != IPPROTO_TCP || plen - off < 4)
+	/* (the ports at OFF + 4 must lie in the first buffer too) */
+	if (eth_ipv6_walk((const uint8_t *)(ip + 1), head, &nh, &off) || nh != IPPROTO_TCP || head - off < 4)
 		return st->c.worker;
 	th = (const struct rte_tcp_hdr *)((const uint8_t *)(ip + 1) + off);
 	memcpy(src.b, ip->src_addr, 16);
@@ -370,13 +378,19 @@ static unsigned frame_owner6(const struct eth_stack *st, const struct rte_mbuf *
 						rte_be_to_cpu_16(th->dst_port)));
 }
 
-/* Hands a copy of M (not steered: received here) to every other worker, which learns from it only. */
+/* Hands a copy of M (not steered: received here) to every other worker, which learns from it only;
+ * not to one whose ring is half full: it shares the ring with steered TCP, which matters more than a
+ * neighbour message (that worker asks for the neighbour itself when it needs it). */
 static void clone_to_others(struct eth_stack *st, struct rte_mbuf *m)
 {
 	for (unsigned i = 0; i < st->c.n_workers; i++) {
 		struct rte_mbuf *c;
 		if (i == st->c.worker)
 			continue;
+		if (rte_ring_free_count(st->to[i]) < rte_ring_get_capacity(st->to[i]) / 2) {
+			ETH_INC(st, clones_skipped);
+			continue;
+		}
 		c = rte_pktmbuf_clone(m, st->c.pool);
 		if (c)
 			steer(st, i, c);
@@ -447,8 +461,10 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 			unsigned owner;
 
 			if (nd) {
-				clone_to_others(st, m); /* every worker's neighbour cache learns */
-			} else if ((owner = frame_owner6(st, m)) != st->c.worker) {
+				/* every worker's neighbour cache learns, from what passes the checks only */
+				if (eth_ipv6_nd_learnable(st, m))
+					clone_to_others(st, m);
+			} else if ((owner = eth_frame_owner6(st, m)) != st->c.worker) {
 				steer(st, owner, m);
 				return;
 			}

@@ -135,6 +135,11 @@ void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 	struct eth_tcb **b = &t->st->htab[(uint32_t)h & t->st->hmask];
 
 	t->hash = (uint32_t)h;
+	/* a PRF of H under another key with a tag of its own: the label a peer sees tells it nothing of
+	 * the bucket (colliding ports would let it build long chains) */
+	t->flow_label =
+	    (uint32_t)eth_siphash_3u32(&t->st->isn_key, (uint32_t)h, (uint32_t)(h >> 32), 0x666c6fu) &
+	    0xfffffu;
 	t->hnext = *b;
 	*b = t;
 	t->hashed = true;

@@ -171,8 +171,8 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	th->cksum = 0;
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
-	/* (IPv6: the flow label is the flow's table hash, stable for the connection) */
-	eth_tcp_finish(st, m, th, &t->laddr, &t->raddr, (uint32_t)(sizeof(*th) + optlen + len), t->hash,
+	/* (IPv6: the flow label is the connection's own, stable for its life; never the table hash) */
+	eth_tcp_finish(st, m, th, &t->laddr, &t->raddr, (uint32_t)(sizeof(*th) + optlen + len), t->flow_label,
 	               len > segsz ? (uint16_t)segsz : 0);
 	if (flags & RTE_TCP_ACK_FLAG) {
 		t->last_ack_sent = t->rcv_nxt;

@@ -23,6 +23,7 @@
 #include "tests/fuzz/fuzz_eth_harness.h"
 
 #include "eth_side/engine-t.h" /* (one white-box look: the challenge-ACK budget) */
+#include "eth_side/engine.h"   /* (eth_frame_owner6, eth_flow_hash: steering without workers) */
 #include "eth_side/tcp_opt.h"
 #include "eth_side/tcp_seq.h"
 
@@ -1667,7 +1668,7 @@ static void test_tcp6_echo(void **state)
 	uint8_t f[1600], opt[12] = {0};
 	const struct rte_ipv6_hdr *ip[4];
 	struct out v[4];
-	uint32_t gseq, pseq = 1000;
+	uint32_t gseq, pseq = 1000, label;
 	uint64_t ck0;
 
 	(void)state;
@@ -1688,6 +1689,16 @@ static void test_tcp6_echo(void **state)
 	assert_memory_equal(ip[0]->src_addr, eh_gw_ip6, 16);
 	assert_memory_equal(ip[0]->dst_addr, peer_ip6, 16);
 	assert_int_equal(ip[0]->hop_limits, 64);
+	/* the flow label is no bits of the keyed table hash (a peer would aim at one bucket) */
+	{
+		struct xlt_ip peer;
+
+		memcpy(peer.b, peer_ip6, 16);
+		label = rte_be_to_cpu_32(ip[0]->vtc_flow) & 0xfffffu;
+		assert_int_not_equal(label,
+		                     (uint32_t)eth_flow_hash(h.st, &peer, 40000, EH_ECHO_PORT) & 0xfffffu);
+		assert_int_not_equal(label, 0);
+	}
 	gseq = v[0].seq + 1;
 	pseq++;
 	eh_forget(&h);
@@ -1696,7 +1707,8 @@ static void test_tcp6_echo(void **state)
 	             0, "hello, v6", 9));
 	eh_poll(&h);
 	eh_advance_ms(&h, 50);
-	assert_int_equal(sent6(v, NULL, 4), 1);
+	assert_int_equal(sent6(v, ip, 4), 1);
+	assert_int_equal(rte_be_to_cpu_32(ip[0]->vtc_flow) & 0xfffffu, label); /* (the connection's own) */
 	assert_int_equal(v[0].len, 9);
 	assert_memory_equal(v[0].data, "hello, v6", 9);
 	assert_int_equal(v[0].ack, pseq + 9);
@@ -1778,6 +1790,216 @@ static void test_tcp6_tso(void **state)
 	             NULL, 0));
 	eh_poll(&h);
 	eh_forget(&h);
+}
+
+/* Solicitations from a flood of on-link sources (a /64 has endless ones) take free slots and each
+ * other's, never the entry of a neighbour output uses: the connection's segments still go straight to
+ * the peer, nothing asked again; the refusals are counted. */
+static void test_nd_flood_keeps_used(void **state)
+{
+	static const uint8_t tag[] = {0x0a, 0x0b};
+	uint8_t f[1600];
+	struct out v[4];
+	uint32_t gseq, pseq = 700;
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	gseq = v[0].seq + 1;
+	pseq++;
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
+	eh_advance_ms(&h, 1000); /* (the flood's entries are newer: a plain LRU would take the peer's) */
+	eh_forget(&h);
+	for (unsigned i = 0; i < 8 * 256; i++) {
+		uint8_t m[32] = {135}, src[16] = {0x20, 0x01, 0x0d, 0xb8, [11] = 1};
+		uint8_t mac[6] = {0x02, 0, 0, 1, (uint8_t)(i >> 8), (uint8_t)i};
+
+		src[14] = (uint8_t)(i >> 8), src[15] = (uint8_t)i;
+		memcpy(m + 8, eh_gw_ip6, 16);
+		m[24] = 1, m[25] = 1;
+		memcpy(m + 26, mac, 6);
+		eh_feed(&h, f, frame6(f, src, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+	assert_int_equal(S()->nd_learn_refused, 0); /* (one entry in use: the others were the flood's) */
+	assert_true(S()->nd_entries <= 256);
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, NULL,
+	             0, tag, sizeof(tag)));
+	eh_poll(&h);
+	eh_advance_ms(&h, 50);
+	assert_int_equal(solicitations(peer_ip6), 0);
+	assert_int_equal(sent6(v, NULL, 4), 1); /* (to the peer's MAC: sent6 checks it) */
+	assert_int_equal(v[0].len, sizeof(tag));
+	assert_memory_equal(v[0].data, tag, sizeof(tag));
+	eh_feed(
+	    &h, f,
+	    tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq + 2, gseq + 2, RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+	/* output to many on-link neighbours fills every slot (entries in use, being asked for): a
+	 * solicitation from yet another source is refused, counted, and answered all the same */
+	for (unsigned i = 0; i < 2 * 256; i++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+		struct rte_ipv6_hdr *ip;
+		struct xlt_ip dst = {.b = {0x20, 0x01, 0x0d, 0xb8, [11] = 2}}, src;
+
+		assert_non_null(m);
+		dst.b[14] = (uint8_t)(i >> 8), dst.b[15] = (uint8_t)i;
+		memcpy(src.b, eh_gw_ip6, 16);
+		ip = (struct rte_ipv6_hdr *)rte_pktmbuf_append(m, sizeof(*ip));
+		eth_ipv6_fill(ip, &src, &dst, 59 /* no next header */, 0, 0);
+		eth_nbr_output(h.st, m, &dst);
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+	assert_int_equal(S()->nd_entries, 256);
+	{
+		uint8_t m[32] = {135}, src[16] = {0x20, 0x01, 0x0d, 0xb8, [11] = 3, [15] = 1};
+		uint64_t ns0 = S()->nd_na_out;
+
+		memcpy(m + 8, eh_gw_ip6, 16);
+		m[24] = 1, m[25] = 1;
+		memcpy(m + 26, eh_peer_mac, 6);
+		eh_feed(&h, f, frame6(f, src, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+		eh_poll(&h);
+		assert_int_equal(S()->nd_learn_refused, 1);
+		assert_int_equal(S()->nd_na_out, ns0 + 1);
+	}
+	eh_forget(&h);
+}
+
+/* Whether a frame is worth a copy for every other worker: eth_ipv6_nd_learnable on one buffer. */
+static bool learnable(const uint8_t *frame, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+	bool r;
+
+	assert_non_null(m);
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), frame, len);
+	r = eth_ipv6_nd_learnable(h.st, m);
+	rte_pktmbuf_free(m);
+	return r;
+}
+
+/* Neighbour discovery is cloned to the other workers only when it passes RFC 4861's checks and
+ * would teach a cache something. */
+static void test_nd_clone_checks(void **state)
+{
+	static const uint8_t other[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 0x44};
+	static const uint8_t far[16] = {0x20, 0x01, 0x0d, 0xb9, [15] = 0x44};
+	uint8_t ns[32] = {135}, na[32] = {136, 0, 0, 0, 0x60}, f[200];
+	size_t n;
+
+	(void)state;
+	memcpy(ns + 8, eh_gw_ip6, 16);
+	ns[24] = 1, ns[25] = 1;
+	memcpy(ns + 26, eh_peer_mac, 6);
+	memcpy(na + 8, other, 16);
+	na[24] = 2, na[25] = 1;
+	memcpy(na + 26, eh_peer_mac, 6);
+	assert_true(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	assert_true(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	/* forwarded (hop limit), a bad checksum, a code */
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 254)));
+	n = frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255);
+	f[n - 1] ^= 1;
+	assert_false(learnable(f, n));
+	ns[1] = 1;
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	ns[1] = 0;
+	/* a solicitation without the sender's address, for another node, from off-link, from :: */
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, 24, 255)));
+	memcpy(ns + 8, other, 16);
+	assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	memcpy(ns + 8, eh_gw_ip6, 16);
+	assert_false(learnable(f, frame6(f, far, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	assert_false(learnable(
+	    f, frame6(f, (const uint8_t[16]){0}, NULL, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255)));
+	/* an advertisement without the target's address, of one of ours; a truncated option */
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, 24, 255)));
+	memcpy(na + 8, eh_gw_ip6, 16);
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	memcpy(na + 8, other, 16);
+	na[25] = 2;
+	assert_false(learnable(f, frame6(f, other, NULL, 0, NULL, 0, IPPROTO_ICMPV6, na, sizeof(na), 255)));
+	/* an echo request is no neighbour discovery */
+	{
+		uint8_t echo[8] = {128};
+
+		assert_false(learnable(f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, echo, 8, 64)));
+	}
+}
+
+/* The owner eth_frame_owner6 gives the IPv6 frame FRAME (LEN bytes) as a chain cut at CUT (0: one
+ * buffer). */
+static unsigned owner_cut(const uint8_t *frame, size_t len, size_t cut)
+{
+	struct rte_mbuf *a = rte_pktmbuf_alloc(eh_pool), *b;
+	unsigned o;
+
+	assert_non_null(a);
+	if (!cut)
+		cut = len;
+	memcpy(rte_pktmbuf_append(a, (uint16_t)cut), frame, cut);
+	if (cut < len) {
+		b = rte_pktmbuf_alloc(eh_pool);
+		assert_non_null(b);
+		memcpy(rte_pktmbuf_append(b, (uint16_t)(len - cut)), frame + cut, len - cut);
+		assert_int_equal(rte_pktmbuf_chain(a, b), 0);
+	}
+	o = eth_frame_owner6(h.st, a);
+	rte_pktmbuf_free(a);
+	return o;
+}
+
+/* Steering with four workers (the instance's count changed in place: only the owner is computed): an
+ * IPv6 TCP frame goes to its flow's owner whether it is one buffer or a chain (LRO), behind extension
+ * headers too; a chain whose ports lie past its first buffer stays (input drops it). */
+static void test_tcp6_owner_chain(void **state)
+{
+	static const uint8_t dstopts[8] = {IPPROTO_TCP, 0, 1, 4, 0, 0, 0, 0};
+	static uint8_t f[1600];
+	struct xlt_ip peer;
+	unsigned want = 0, n_workers = h.st->c.n_workers;
+	uint16_t port;
+	size_t len;
+
+	(void)state;
+	memcpy(peer.b, peer_ip6, 16);
+	h.st->c.n_workers = 4;
+	for (port = 41000; port < 41100 && !want; port++)
+		want = eth_flow_owner(h.st, eth_flow_hash(h.st, &peer, port, EH_ECHO_PORT));
+	port--;
+	assert_int_not_equal(want, 0); /* (a flow some other worker owns) */
+	len = tcp6(f, dstopts, sizeof(dstopts), port, EH_ECHO_PORT, 1, 1, RTE_TCP_ACK_FLAG, NULL, 0, payload,
+	           1200);
+	assert_int_equal(owner_cut(f, len, 0), want);
+	/* an LRO chain: headers in the first buffer */
+	assert_int_equal(owner_cut(f, len, RTE_ETHER_HDR_LEN + 40 + 8 + 20), want);
+	/* the ports just in the first buffer, then just not */
+	assert_int_equal(owner_cut(f, len, RTE_ETHER_HDR_LEN + 40 + 8 + 4), want);
+	assert_int_equal(owner_cut(f, len, RTE_ETHER_HDR_LEN + 40 + 8 + 3), 0);
+	/* the extension header cut: not walked past the first buffer */
+	assert_int_equal(owner_cut(f, len, RTE_ETHER_HDR_LEN + 40 + 4), 0);
+	/* a payload length past the chain: bad, stays */
+	f[RTE_ETHER_HDR_LEN + 4] = (uint8_t)((len - RTE_ETHER_HDR_LEN - 40 + 1) >> 8);
+	f[RTE_ETHER_HDR_LEN + 5] = (uint8_t)(len - RTE_ETHER_HDR_LEN - 40 + 1);
+	assert_int_equal(owner_cut(f, len, RTE_ETHER_HDR_LEN + 40 + 8 + 20), 0);
+	h.st->c.n_workers = n_workers;
 }
 
 /* RFC 4861 7.2.5 for an entry we have: an advertisement without the override flag does not change
@@ -1914,6 +2136,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tcp6_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp6_owner_chain, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_flood_keeps_used, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_clone_checks, setup, teardown),
 	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
 	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 	};
