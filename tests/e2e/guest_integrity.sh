@@ -109,8 +109,8 @@ echk "[ $rc_in = 0 ] && grep -q '^ok $N' $T/inm.out" "inbound: $N concurrent ses
 wait_for "log_has $T/tsrv.log $((N + 1))" 20
 good=$(awk -v n="$EACH" '$2 == "in=" n && $4 == "out=" n { split($3, a, "="); split($5, b, "="); if (a[2] == b[2]) k++ } END { print k + 0 }' "$T/tsrv.log")
 check "[ $good = $N ]" "outbound: the TCP server saw $good of $N concurrent sessions complete and intact"
-echo "    200 sessions in ${dt} s, up to $peak open at once"
-check "[ $peak -ge $((N / 2)) ]" "the sessions overlapped ($peak open at once)"
+# (the access log check below finds how many were open at once exactly: this sample is a hint)
+echo "    200 sessions in ${dt} s, up to $peak seen open at once in the samples"
 
 # ---- per-route metrics ----
 wait_for "[ \$(m 'ibgw_route_sessions_active{route=\"out\"}') = 0 ] && [ \$(m 'ibgw_route_sessions_active{route=\"in_many\"}') = 0 ]" 20
@@ -147,7 +147,7 @@ done
 check "[ \$(ms ibgw_ib_connections_active) = 0 ] && [ \$(ms 'ibgw_tcp_connections_active{worker=\"0\"}') = 0 ]" "no IB or TCP connection left"
 wait_for "[ \$(wc -l <$T/access.log) -ge $((3 * N + 2)) ]" 10
 sleep 0.3
-check "$PY3 tests/gateway/alog_check.py e2e $T/access.log $IB $SIZE $N $EACH" "access log: one line per session with the IB peer's GID and QPN, bytes as moved"
+check "$PY3 tests/gateway/alog_check.py e2e $T/access.log $IB $SIZE $N $EACH" "access log: one line per session with the IB peer's GID and QPN, bytes as moved, the concurrent sessions overlapping"
 echo "    e.g. $(grep -m1 '"route":"out"' "$T/access.log")"
 echo "    e.g. $(grep -m1 '"route":"in"' "$T/access.log")"
 echo "    RSS $(rss) KiB"

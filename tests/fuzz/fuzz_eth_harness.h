@@ -89,16 +89,16 @@ struct eh {
 static struct rte_mempool *eh_pool;
 static char eh_echo_tok, eh_discard_tok; /* listener user pointers: which service a connection gets */
 
-/* The EAL keeps a runtime directory (its multi-process socket) even without shared config: gone at
- * exit, so runs leave nothing behind in /var/run/dpdk. */
-static inline void eh_eal_cleanup(void)
+/* The EAL creates a runtime directory even without shared config, where nothing uses it: removed as
+ * soon as the EAL is up, not at exit, because libFuzzer leaves by _Exit on some paths (timeouts, -runs
+ * reached in a forked job) and runs left empty ibgw-eh-PID directories behind in /var/run/dpdk. */
+static inline void eh_runtime_dir_remove(void)
 {
 	const char *dir = rte_eal_get_runtime_dir();
 	struct dirent *de;
 	char path[PATH_MAX];
 	DIR *d;
 
-	rte_eal_cleanup();
 	if (!dir || !*dir || !(d = opendir(dir)))
 		return;
 	while ((de = readdir(d)))
@@ -107,6 +107,12 @@ static inline void eh_eal_cleanup(void)
 			unlink(path);
 	closedir(d);
 	rmdir(dir);
+}
+
+static inline void eh_eal_cleanup(void)
+{
+	rte_eal_cleanup();
+	eh_runtime_dir_remove();
 }
 
 /* Starts the EAL and the pool once per process. Returns 0 or -errno. */
@@ -122,6 +128,7 @@ static inline int eh_eal_init(void)
 	snprintf(prefix, sizeof(prefix), "ibgw-eh-%d", (int)getpid());
 	if (rte_eal_init(argc, argv) < 0)
 		return -EIO;
+	eh_runtime_dir_remove();
 	atexit(eh_eal_cleanup);
 	eh_pool =
 	    rte_pktmbuf_pool_create("eh_pool", EH_MBUFS, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);

@@ -9,7 +9,9 @@
   e2e LOG IB_ADDR SIZE N EACH
       tests/e2e/guest_integrity.sh's sessions: routes out (N + 1), in (1), in_many (N), ib_echo (N),
       all ended ok, IB clients and IB backends with their address, GID, QPN and credit stalls, bytes
-      as moved
+      as moved; the N small sessions of routes out and in_many overlapped: at least N / 2 open at
+      once (from each line's end time and duration: exact, where sampling the metrics while they run
+      misses short sessions on a fast host)
   disk LOG EXPECT.json NLINES
       after a full disk: LOG holds NLINES whole lines (what ibgwd counted as written), at most one
       line cut short, and a line for every session of EXPECT (those after space came back)
@@ -18,6 +20,7 @@
       uid, times and byte counts never going backwards
 Prints what it checked; exits 1 naming the first problem.
 """
+import datetime
 import json
 import re
 import sys
@@ -165,8 +168,27 @@ def e2e(log, ib, size, n, each):
         die('route in_many: the IB backend without its address, GID, QPN or credit stalls')
     if any(o['backend']['side'] != 'echo' for o in by['ib_echo']):
         die('route ib_echo: backend is not echo')
+    peak = overlap([o for o in by['out'] if moved(o) == (each, each)] + by['in_many'])
+    if peak < n // 2:
+        die(f'the {2 * n} concurrent sessions did not overlap: at most {peak} open at once')
     print(f'ok: {len(lines)} access log lines, one per session of each route, IB clients and backends with GID and QPN, '
-          f'byte counts equal to what the clients moved')
+          f'byte counts equal to what the clients moved; up to {peak} of the {2 * n} concurrent sessions open at once')
+
+
+def stamp(o):
+    """A line's end time in ms since the epoch (its time has millisecond precision)."""
+    t = datetime.datetime.strptime(o['time'], '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp() * 1000
+
+
+def overlap(sessions):
+    """The most sessions open at the same time, each open from its end minus its duration to its end."""
+    ev = sorted([(stamp(o) - o['duration_ms'], 1) for o in sessions] + [(stamp(o), -1) for o in sessions])
+    cur = peak = 0
+    for _, d in ev:
+        cur += d
+        peak = max(peak, cur)
+    return peak
 
 
 def disk(log, expect_path, nlines):
