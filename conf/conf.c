@@ -129,7 +129,9 @@ static const struct conf_key conf_keys[] = {
 	 .max = 3600 * 1000, .def = "10s",
 	 .doc = "on SIGTERM, how long sessions may finish before they are aborted"},
 	{G(memory_limit), .type = T_SIZE, .min = MB, .max = 1024 * GB, .def = "1G",
-	 .doc = "upper bound of all session buffers (sum over routes of max_sessions x buffers)"},
+	 .doc = "upper bound of all session buffers (sum over routes of max_sessions x buffers; a route "
+		"between IB and TCP counts its two receive buffers and two small copy areas, `ibgwd -t` says "
+		"which a route gets)"},
 	{G(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "10000",
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
@@ -151,7 +153,8 @@ static const struct conf_key conf_keys[] = {
 	{I(rbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
 	 .doc = "default receive buffer of an IB connection (what the peer may write ahead)"},
 	{I(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
-	 .doc = "default send buffer of an IB connection"},
+	 .doc = "default send buffer of an IB connection: the bytes in flight; a route between IB and TCP "
+		"allocates only a 16K copy area of it (it sends from the TCP frames)"},
 	{I(sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
 	 .doc = "deepest send queue of a connection (a route's default: one entry per KiB of its IB send buffer, 16 at least, this at most)"},
 	{I(rq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
@@ -182,7 +185,8 @@ static const struct conf_key conf_keys[] = {
 	{E(rbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "256K",
 	 .doc = "default TCP receive buffer (the largest window advertised)"},
 	{E(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "256K",
-	 .doc = "default TCP send buffer (bytes in flight or queued)"},
+	 .doc = "default TCP send buffer (bytes in flight or queued); a route between IB and TCP allocates "
+		"only a 16K copy area of it (it sends from the IB receive ring)"},
 	{E(time_wait_ms), .key = "time_wait", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 240 * 1000,
 	 .def = "60s", .doc = "TIME_WAIT duration of closed TCP connections"},
 	{E(syn_backlog), .type = T_UINT, .min = 1, .max = 65536, .def = "1024",
@@ -1223,18 +1227,54 @@ static unsigned route_key_line(struct parser *p, uint32_t ri, const char *key)
 	return l ? l : p->c->routes[ri].line;
 }
 
+static bool route_has_ib(const struct conf_route *r)
+{
+	return r->listen.kind == CONF_EP_IB || r->connect.kind == CONF_EP_IB;
+}
+
+/* TCP connections of one session: a TCP relay (tcp -> tcp) holds two */
+static unsigned route_n_tcp(const struct conf_route *r)
+{
+	return (r->listen.kind == CONF_EP_TCP) + (r->connect.kind == CONF_EP_TCP);
+}
+
+bool conf_route_lends(const struct conf_route *r)
+{
+	return route_has_ib(r) && route_n_tcp(r) == 1;
+}
+
+uint64_t conf_route_ib_copy_bytes(const struct conf_route *r)
+{
+	if (!route_has_ib(r))
+		return 0;
+	if (conf_route_lends(r) && r->ib_sbuf_size > CONF_LENT_IB_COPY)
+		return CONF_LENT_IB_COPY;
+	return r->ib_sbuf_size;
+}
+
 uint64_t conf_route_session_bytes(const struct conf_route *r)
 {
-	bool ib = r->listen.kind == CONF_EP_IB || r->connect.kind == CONF_EP_IB;
-	bool tcp = r->listen.kind == CONF_EP_TCP || r->connect.kind == CONF_EP_TCP;
-	/* a TCP relay (tcp -> tcp) holds two TCP connections */
-	unsigned n_tcp = (r->listen.kind == CONF_EP_TCP) + (r->connect.kind == CONF_EP_TCP);
-	/* between IB and TCP, the TCP send queue holds references into the IB receive ring, not copies
-	 * (eth_side/sndq.c): tcp_sbuf only bounds it; of its own it holds a chunk of entries and one of
-	 * copies (a PROXY header), CONF_LENT_SBUF */
-	uint64_t sbuf = ib && n_tcp == 1 ? CONF_LENT_SBUF : r->tcp_sbuf_size;
+	unsigned n_tcp = route_n_tcp(r);
+	uint64_t sbuf = conf_route_lends(r) ? CONF_LENT_SBUF : r->tcp_sbuf_size;
 
-	return (ib ? r->ib_rbuf_size + r->ib_sbuf_size : 0) + (tcp ? n_tcp * (r->tcp_rbuf_size + sbuf) : 0);
+	return (route_has_ib(r) ? r->ib_rbuf_size + conf_route_ib_copy_bytes(r) : 0) +
+	       n_tcp * (r->tcp_rbuf_size + sbuf);
+}
+
+static const char *human_size(uint64_t v, char *buf, size_t len);
+
+const char *conf_route_relay_str(const struct conf_route *r, char *buf, size_t len)
+{
+	char a[24], b[24];
+
+	if (conf_route_lends(r))
+		snprintf(buf, len, "relays by reference (copy areas ib %s, tcp %s)",
+		         human_size(conf_route_ib_copy_bytes(r), a, sizeof(a)), human_size(CONF_LENT_SBUF, b, sizeof(b)));
+	else if (r->connect.kind == CONF_EP_ECHO || r->connect.kind == CONF_EP_DISCARD)
+		snprintf(buf, len, "relays by copy (%s)", r->connect.kind == CONF_EP_ECHO ? "echo" : "discard");
+	else
+		snprintf(buf, len, "relays by copy (tcp -> tcp)");
+	return buf;
 }
 
 /* Derived queue depth: one entry per KiB of buffer (a message smaller than that is rare in bulk and
@@ -1604,6 +1644,7 @@ void conf_print_summary(const struct conf *c, FILE *out)
 {
 	char a[CONF_EP_STRLEN], b[CONF_EP_STRLEN + 32], s1[CONF_EP_STRLEN], s2[24], s3[24], s4[24];
 	char allow[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)], pfrom[CONF_MAX_ALLOW * (XLT_IP_STRLEN + 5)];
+	char relay[96];
 	uint64_t total = 0;
 
 	fprintf(out, "config %s: OK\n", c->path);
@@ -1641,11 +1682,12 @@ void conf_print_summary(const struct conf *c, FILE *out)
 		else
 			conf_endpoint_str(&r->connect, b, sizeof(b));
 		fprintf(out,
-			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, allow %s, "
+			"  %-16s %-10s -> %-24s max %u sessions, buffers ib %s/%s tcp %s/%s, %s, allow %s, "
 			"up to %" PRIu64 " MiB%s%s%s\n",
 			r->name, conf_endpoint_str(&r->listen, a, sizeof(a)), b,
 			r->max_sessions, human_size(r->ib_rbuf_size, s1, sizeof(s1)), human_size(r->ib_sbuf_size, s2, sizeof(s2)),
-			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)), cidrs_str(r->allow, r->n_allow, allow, sizeof(allow)),
+			human_size(r->tcp_rbuf_size, s3, sizeof(s3)), human_size(r->tcp_sbuf_size, s4, sizeof(s4)),
+			conf_route_relay_str(r, relay, sizeof(relay)), cidrs_str(r->allow, r->n_allow, allow, sizeof(allow)),
 			(bytes + MB - 1) / MB, r->accept_proxy ? ", accepts PROXY v2 from " : "",
 			!r->accept_proxy ? "" : r->n_proxy_from ? cidrs_str(r->proxy_from, r->n_proxy_from, pfrom, sizeof(pfrom)) : "any peer",
 			r->proxy_protocol ? ", sends PROXY v2" : "");

@@ -28,6 +28,7 @@ struct eth_sndq {
 	struct eth_chunk *ring; /* ETH_SNDQ_ENTS entries, the oldest at head (NULL: none) */
 	uint16_t head, n;
 	uint32_t lent;     /* bytes of lent entries (the rest of the queue is in sbuf) */
+	uint32_t copy_cap; /* sbuf's bytes at most (eth_tcp_params.copy_size), within sbuf.cap */
 	uint32_t sent_due; /* acknowledged bytes that write_lent took, for the next on_sent */
 };
 

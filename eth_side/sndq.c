@@ -12,7 +12,8 @@
  * peer, so that costs nothing but the duplicate it always was.)
  *
  * Bounds are those of the copying queue: copied and lent bytes together stay within the configured
- * send buffer (sbuf.cap), so a peer that stops reading makes write_lent take nothing, and the
+ * send buffer (sbuf.cap), and copies alone within copy_cap (a lending route's connection is budgeted
+ * only a chunk of them, conf.h), so a peer that stops reading makes write_lent take nothing, and the
  * session sees the direction blocked, with the lender's space (credits) withheld. A full ring (254
  * stretches that could not be merged, e.g. many small segments of different holds) takes nothing
  * more until acknowledgements free entries.
@@ -119,8 +120,8 @@ uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
 	struct eth_stack *st = t->st;
 	uint32_t n;
 
-	if (len > eth_sndq_space(t))
-		len = eth_sndq_space(t);
+	if (len > eth_sndq_copy_space(t))
+		len = eth_sndq_copy_space(t);
 	if (t->sndq.ring && !copy_room(t, 0))
 		return 0;
 	n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
@@ -175,8 +176,12 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 			}
 			q->lent += k;
 		} else {
-			/* memory valid only during this call: copied */
-			if (!copy_room(t, 1))
+			/* memory valid only during this call: copied, within the copy cap */
+			uint32_t cap = eth_sndq_copy_space(t);
+
+			if (k > cap)
+				k = cap;
+			if (!k || !copy_room(t, 1))
 				break;
 			k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
 			if (k)

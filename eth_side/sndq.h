@@ -23,6 +23,15 @@ static inline uint32_t eth_sndq_space(const struct eth_tcb *t)
 	return t->sbuf.cap > eth_sndq_len(t) ? t->sbuf.cap - eth_sndq_len(t) : 0;
 }
 
+/* Bytes a copy may add now: room in the send buffer and under its copy cap. */
+static inline uint32_t eth_sndq_copy_space(const struct eth_tcb *t)
+{
+	uint32_t cap = t->sndq.copy_cap > t->sbuf.len ? t->sndq.copy_cap - t->sbuf.len : 0;
+	uint32_t space = eth_sndq_space(t);
+
+	return cap < space ? cap : space;
+}
+
 /* write(): copies up to LEN bytes in; returns how many fit. */
 uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len);
 

@@ -45,6 +45,8 @@ typedef void (*eth_listener_free_fn)(void *arg, void *user);
 struct eth_tcp_params {
 	uint32_t rbuf_size;	      /* receive buffer = the largest window advertised */
 	uint32_t sbuf_size;	      /* send buffer: unacknowledged + queued bytes */
+	uint32_t copy_size;	      /* of them, bytes copied into the connection's chunks at most (0:
+				       * sbuf_size): a session that lends (write_lent) needs few */
 	uint64_t connect_timeout_ms;  /* active opens: give up with -ETIMEDOUT after this */
 };
 

@@ -450,6 +450,7 @@ void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 {
 	eth_bufq_init(&t->rbuf, p->rbuf_size);
 	eth_bufq_init(&t->sbuf, p->sbuf_size);
+	t->sndq.copy_cap = p->copy_size && p->copy_size < p->sbuf_size ? p->copy_size : p->sbuf_size;
 	t->rto_ms = ETH_TCP_RTO_INIT_MS;
 	t->ts_offset = eth_tcp_ts_offset(t->st, &t->raddr, t->rport);
 	t->last_rcv_ms = t->st->now_ms;

@@ -70,6 +70,17 @@ static uint64_t routes_need(const struct conf *c)
 	return need;
 }
 
+/* One line for route R: how its sessions relay and the buffers that costs (conf.h). */
+static void log_route_buffers(const char *what, const struct conf_route *r)
+{
+	char relay[96];
+	uint64_t per = conf_route_session_bytes(r);
+
+	GW_INFO("%sroute %s: %s: %" PRIu64 " KiB of buffers a session, up to %" PRIu64 " MiB for %u", what,
+	        r->name, conf_route_relay_str(r, relay, sizeof(relay)), per >> 10,
+	        ((uint64_t)r->max_sessions * per + (1u << 20) - 1) >> 20, r->max_sessions);
+}
+
 /* Reports what changed between OLD (running) and NEW (the file). Returns the number of differences
  * needing a restart. */
 static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *old, const struct conf *new)
@@ -120,6 +131,8 @@ static unsigned diff_and_report(const struct gw_daemon *d, const struct conf *ol
 			GW_NOTICE("reload: route %s added (%s)", r->name, conf_endpoint_str(&r->listen, a, sizeof(a)));
 		else if (!conf_route_equal(o, r))
 			GW_NOTICE("reload: route %s changed; new sessions use the new settings", r->name);
+		if (!o || !conf_route_equal(o, r))
+			log_route_buffers("reload: ", r);
 	}
 	for (uint32_t j = 0; j < old->n_routes; j++) {
 		bool kept = false;
@@ -364,6 +377,8 @@ int gw_daemon_run(struct gw_daemon *d)
 	}
 	gw_eth_routes(d);
 	gw_ib_routes(d);
+	for (uint32_t i = 0; i < d->conf->n_routes; i++)
+		log_route_buffers("", &d->conf->routes[i]);
 	gw_backends_publish(d);
 	if ((ret = gw_health_start(d))) {
 		GW_ERR("cannot start health checks: %s", strerror(-ret));

@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "../conf/conf.h"
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
 #include "../translate/ip.h"
@@ -82,6 +83,8 @@ static struct eth_tcp_params params_of(const struct gw_route *r)
 	return (struct eth_tcp_params){
 		.rbuf_size = (uint32_t)r->conf.tcp_rbuf_size,
 		.sbuf_size = (uint32_t)r->conf.tcp_sbuf_size,
+		/* what the session budget counts (conf.h): where the route lends, copies are a PROXY header */
+		.copy_size = conf_route_lends(&r->conf) ? CONF_LENT_TCP_COPY : 0,
 		.connect_timeout_ms = r->conf.connect_timeout_ms,
 	};
 }

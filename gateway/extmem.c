@@ -30,6 +30,7 @@
 #include <rte_memory.h>
 #include <rte_mempool.h>
 
+#include "../conf/conf.h"
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
 #include "../ib_side/ib.h"
@@ -67,8 +68,8 @@ static void on_chunk(struct rte_mempool *mp, void *opaque, struct rte_mempool_me
 #define MIB            ((uint64_t)1 << 20)
 #define BUFMEM_RESERVE (16 * MIB) /* of DPDK's memory, left to DPDK's own allocations after start */
 #define BUFMEM_ALIGN   4096u      /* a set's memory starts on a page, as the pages it maps would */
-/* A set's bytes beyond its two rings: the target SGL and control slots, the heap element's header and
- * alignment (an estimate for the start-up comparison only). */
+/* A set's bytes beyond what the session budget counts (conf_route_session_bytes: its receive ring and
+ * copy area): the heap element's header and alignment (an estimate for the start-up comparison only). */
 #define BUFMEM_SET_EXTRA (8 * 1024u)
 #define BUFMEM_LOG_NS    (60 * 1000000000ull) /* one line a minute at most when the room ran out */
 #define HUGE_SIZES       4
@@ -190,7 +191,7 @@ static uint64_t ib_need(const struct conf *c)
 
 		if (r->listen.kind == CONF_EP_IB || r->connect.kind == CONF_EP_IB)
 			need += (uint64_t)r->max_sessions *
-			        (r->ib_rbuf_size + r->ib_sbuf_size + BUFMEM_SET_EXTRA);
+			        (r->ib_rbuf_size + conf_route_ib_copy_bytes(r) + BUFMEM_SET_EXTRA);
 	}
 	return need;
 }
@@ -227,9 +228,12 @@ void gw_extmem_start(struct gw_daemon *d)
 		bufmem_start(d);
 	rte_mempool_mem_iter(eth_port_pool(d->port), on_chunk, &w);
 	if (w.err) {
-		GW_WARN(
-		    "IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are copied",
-		    strerror(-w.err));
+		/* the sets keep the size the budget gave them: a route that relays by reference copies
+		 * through its small copy area, correct and strict, only slower */
+		GW_WARN("IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are "
+		        "copied, through the copy area of each buffer set (routes relaying by reference have "
+		        "a small one: that direction is slower)",
+		        strerror(-w.err));
 		return;
 	}
 	for (unsigned i = 0; i < d->n_workers; i++)

@@ -292,24 +292,40 @@ static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
 
 /* ---- buffer pool ---- */
 
-static size_t bufs_len(uint32_t rs, uint32_t ss)
+/* A set of RS bytes of receive ring and CS of copy_size is exactly RS + CS bytes (whole pages when
+ * both are, as the gateway's sizes are): the target_sgl and the control slots come out of CS, the
+ * send ring is the rest. */
+static size_t bufs_len(uint32_t rs, uint32_t cs)
 {
-	return (size_t)rs + IB_TSGL_BYTES + ss + IB_CTRL_BYTES;
+	return (size_t)rs + cs;
+}
+
+static uint32_t bufs_ring(uint32_t cs)
+{
+	return cs - IB_TSGL_BYTES - IB_CTRL_BYTES;
+}
+
+/* The copy_size C's set gets: the route's (0: its send window), within IB_COPY_MIN .. the window. */
+static uint32_t copy_size_of(const struct ib_conn *c)
+{
+	uint32_t cs = c->copy_size && c->copy_size < c->sbuf_size ? c->copy_size : c->sbuf_size;
+
+	return cs < IB_COPY_MIN ? IB_COPY_MIN : cs;
 }
 
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b);
 
-static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t ss)
+static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t cs)
 {
 	struct ib_bufs **pp, *b;
 	void *mem;
 
 	for (pp = &dev->pool; *pp; pp = &(*pp)->next)
-		if ((*pp)->rbuf_size == rs && (*pp)->sbuf_size == ss) {
+		if ((*pp)->rbuf_size == rs && (*pp)->len == bufs_len(rs, cs)) {
 			struct ibv_mr *mr;
 			b = *pp;
 			*pp = b->next;
-			ctl->st.buf_idle_bytes -= bufs_len(rs, ss);
+			ctl->st.buf_idle_bytes -= b->len;
 			/* a new key for the next connection: the one the last peer was given dies here
 			 * (registered before the old one goes, so it cannot be the same value) */
 			mr = ibv_reg_mr(b->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -330,7 +346,7 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 		goto err_b;
 	/* a new set holds nobody's bytes: the gateway's memory comes zeroed, and so do fresh anonymous
 	 * pages (the C heap would not) */
-	b->len = bufs_len(rs, ss);
+	b->len = bufs_len(rs, cs);
 	mem = ctl->mops ? ctl->mops->alloc(ctl->mops->arg, b->len) : NULL;
 	if (mem) {
 		b->mops = ctl->mops;
@@ -343,24 +359,24 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	b->mem = mem;
 	b->dev = dev;
 	b->rbuf_size = rs;
-	b->sbuf_size = ss;
+	b->sbuf_size = bufs_ring(cs);
 	b->rbuf = b->mem;
 	b->tsgl = (volatile struct ib_rs_sge *)(b->mem + rs);
 	b->sbuf = b->mem + rs + IB_TSGL_BYTES;
-	b->ctrl = b->sbuf + ss;
+	b->ctrl = b->sbuf + b->sbuf_size;
 	/* the peer writes into the receive ring and our target_sgl; nobody but us touches the rest */
 	b->rmr = ibv_reg_mr(b->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!b->rmr)
 		goto err_mem;
-	b->smr = ibv_reg_mr(b->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	b->smr = ibv_reg_mr(b->pd, b->sbuf, b->sbuf_size + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	if (!b->smr)
 		goto err_rmr;
 	/* the Ethernet frames to send from, once per set (a pooled set keeps them); without them the
 	 * set copies what it is lent (extmem.c) */
 	ib_extmem_reg(&ctl->extmem, b, &ctl->st);
-	ctl->st.buf_bytes += bufs_len(rs, ss);
+	ctl->st.buf_bytes += b->len;
 	if (b->mops)
-		ctl->st.buf_mem_bytes += bufs_len(rs, ss);
+		ctl->st.buf_mem_bytes += b->len;
 	ctl->st.buf_regs++;
 	return b;
 err_rmr:
@@ -376,9 +392,9 @@ err_b:
 
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 {
-	ctl->st.buf_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
+	ctl->st.buf_bytes -= b->len;
 	if (b->mops)
-		ctl->st.buf_mem_bytes -= bufs_len(b->rbuf_size, b->sbuf_size);
+		ctl->st.buf_mem_bytes -= b->len;
 	ib_bufs_release(b);
 }
 
@@ -391,17 +407,17 @@ static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 		n++;
 	/* idle sets are a cache: an eighth of the memory budget at most, and only while all registered
 	 * memory fits the budget (sessions hold theirs against it from their connect request on) */
-	if (n >= POOL_MAX || ctl->st.buf_idle_bytes + bufs_len(b->rbuf_size, b->sbuf_size) > ctl->mem_limit / 8 ||
+	if (n >= POOL_MAX || ctl->st.buf_idle_bytes + b->len > ctl->mem_limit / 8 ||
 	    ctl->st.buf_bytes > ctl->mem_limit) {
 		bufs_free(ctl, b);
 		return;
 	}
 	/* the next connection must find none of this one's bytes: a peer that claims more than it
 	 * wrote would be relayed what lies in the ring */
-	memset(b->mem, 0, bufs_len(b->rbuf_size, b->sbuf_size));
+	memset(b->mem, 0, b->len);
 	b->next = b->dev->pool;
 	b->dev->pool = b;
-	ctl->st.buf_idle_bytes += bufs_len(b->rbuf_size, b->sbuf_size);
+	ctl->st.buf_idle_bytes += b->len;
 }
 
 /* Pools (with PUT) the sets whose last lent reference went since the last call (lend.c). */
@@ -502,7 +518,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	 * object's */
 	c->sq_depth = clamp_depth(sq < ctl->params.sq_depth ? sq : ctl->params.sq_depth, max_wr);
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
-	c->bufs = bufs_get(ctl, dev, c->rbuf_size, c->sbuf_size);
+	c->bufs = bufs_get(ctl, dev, c->rbuf_size, copy_size_of(c));
 	if (!c->bufs)
 		return -ENOMEM;
 	ib_bufs_lend_init(c->bufs);
@@ -756,6 +772,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	c->peer_qpn = e->param.qp_num;
 	c->rbuf_size = l->rp.rbuf_size;
 	c->sbuf_size = l->rp.sbuf_size;
+	c->copy_size = l->rp.copy_size;
 	c->route_sq = l->rp.sq_depth;
 	c->route_rq = l->rp.rq_depth;
 	ret = conn_setup(ctl, c, dev);
@@ -1418,7 +1435,7 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	G(listeners, "ib_listeners", "rsocket listeners open"),
 	C(listen_errors, "ib_listen_errors_total", "rsocket listeners that could not be opened"),
 	C(cm_events, "ib_cm_events_total", "rdma_cm events handled"),
-	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive + send rings)"),
+	G(buf_bytes, "ib_buffer_bytes", "registered IB buffer memory (receive rings + copy areas)"),
 	G(buf_idle_bytes, "ib_buffer_idle_bytes", "registered IB buffer memory idle in the pool"),
 	G(buf_mem_bytes, "ib_buffer_dpdk_bytes",
 	  "of the IB buffer memory, what lies in DPDK's memory, where a virtio_user port sends from without a copy"),

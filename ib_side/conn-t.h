@@ -37,10 +37,12 @@ struct ib_extmem {
 };
 
 /* One segment a destination took by reference (write_lent): bytes [tpos, tpos + len) of the send
- * stream (tx.queued's count; their room in sbuf stays unused) lie at ADDR, under LKEY; LPOS is its
- * place among the bytes write_lent took (what on_sent reports). */
+ * stream (tx.queued's count: they count against the send window, and take no room in the send ring)
+ * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports);
+ * LBEFORE counts the stream's lent bytes before it (the copied bytes before it are tpos - lbefore:
+ * where the send ring's copies stand there). */
 struct ib_lent {
-	uint64_t tpos, lpos;
+	uint64_t tpos, lpos, lbefore;
 	const uint8_t *addr;
 	uint32_t len, lkey;
 	void *hold;
@@ -97,7 +99,9 @@ struct ib_cq {
 };
 
 /* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control
- * message slots (local). Pooled per device: registered once, reused by later connections. Each set
+ * message slots (local), rbuf_size + the connection's copy_size bytes in all (the send ring is what is
+ * left of copy_size: copies only, lent bytes are sent from where they lie). Pooled per device:
+ * registered once, reused by later connections. Each set
  * has a protection domain of its own, which holds its MRs and the queue pair of the one connection
  * using it: its rkey works through that queue pair only, so no other peer (another tenant, or an
  * earlier connection of the same peer that learnt the key) can write into it. A set goes back to
@@ -111,7 +115,7 @@ struct ib_bufs {
 	size_t len;
 	const struct ib_mem_ops *mops; /* where mem came from (NULL: mmap) */
 	uint32_t seg_flags;            /* XLT_SEG_* of the receive ring's lent segments (mops') */
-	uint32_t rbuf_size, sbuf_size;
+	uint32_t rbuf_size, sbuf_size; /* the receive ring; the send ring (copies) */
 	uint8_t *rbuf;
 	volatile struct ib_rs_sge *tsgl;
 	uint8_t *sbuf;
@@ -199,7 +203,7 @@ struct ib_conn {
 	uint16_t dst_port;
 	/* the route's values it is set up with (struct ib_route_params; active: written by the worker
 	 * before CONNECT) */
-	uint32_t rbuf_size, sbuf_size;
+	uint32_t rbuf_size, sbuf_size, copy_size;
 	uint32_t route_sq, route_rq; /* queue depths, 0: the engine's */
 	uint64_t timeout_ms;
 
@@ -235,6 +239,9 @@ struct ib_conn {
 	uint16_t send_sge;   /* (handed over) scatter entries a data write may use */
 	uint16_t lent_head, lent_n;
 	uint64_t lt_taken;    /* bytes write_lent took */
+	uint64_t lt_lent;     /* bytes of the send stream queued as lent segments (the rest are copies in
+			       * the send ring: tx.queued - lt_lent of them so far) */
+	uint64_t cp_done;     /* copied bytes whose writes completed: their room in the ring is free */
 	uint64_t lt_reported; /* ... and reported through on_sent */
 	uint64_t lent_until;  /* released with writes from lent memory in flight: wait for them until then */
 	bool lent_flushing;   /* the queue pair was moved to the error state to flush them */

@@ -332,10 +332,17 @@ static int post_data(struct ib_conn *c)
 		wr->num_sge = (int)n_sge;
 		bump(&c->w->st.lent_tx, n_lent);
 	} else {
+		/* copies only: every lent byte lies before tx.posted, the copies from there on are in the
+		 * send ring from ib_copy_queued()'s count at tx.posted (which may wrap) */
+		uint32_t ring = b->sbuf_size, off = (uint32_t)((c->tx.posted - c->lt_lent) % ring), seg0;
+
 		ib_tx_next(&c->tx, b->tsgl, &tw);
-		sge[0] = (struct ibv_sge){.addr = (uintptr_t)(b->sbuf + tw.off), .length = tw.seg0, .lkey = b->smr->lkey};
-		sge[1] = (struct ibv_sge){.addr = (uintptr_t)b->sbuf, .length = tw.len - tw.seg0, .lkey = b->smr->lkey};
-		wr->num_sge = tw.seg0 < tw.len ? 2 : 1;
+		seg0 = tw.len < ring - off ? tw.len : ring - off;
+		sge[0] = (struct ibv_sge){
+		    .addr = (uintptr_t)(b->sbuf + off), .length = seg0, .lkey = b->smr->lkey};
+		sge[1] = (struct ibv_sge){
+		    .addr = (uintptr_t)b->sbuf, .length = tw.len - seg0, .lkey = b->smr->lkey};
+		wr->num_sge = seg0 < tw.len ? 2 : 1;
 	}
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr->send_flags = IBV_SEND_SIGNALED;
@@ -463,7 +470,7 @@ static void op_consume(struct xlt_stream *s, size_t n)
 static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 {
 	struct ib_conn *c = (struct ib_conn *)s;
-	uint32_t space, n, off, first;
+	uint32_t n;
 
 	if (c->ws != IB_W_OPEN || s->local_done || c->qp_dead)
 		return 0;
@@ -474,15 +481,11 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 			closing(c, -ECONNRESET, IB_CLOSE_RESET);
 		return 0;
 	}
-	space = ib_tx_space(&c->tx);
-	n = len < space ? (uint32_t)len : space;
-	if (n) {
-		off = ib_tx_queue(&c->tx, n);
-		first = c->tx.size - off < n ? c->tx.size - off : n;
-		memcpy(c->bufs->sbuf + off, data, first);
-		memcpy(c->bufs->sbuf, data + first, n - first);
-		bump(&c->w->st.copied_tx, n);
-	}
+	n = ib_copy_space(c);
+	if (len < n)
+		n = (uint32_t)len;
+	if (n)
+		ib_copy_in(c, data, n);
 	if (n < len)
 		c->want_writable = true;
 	work(c); /* posted in the flush phase, merged with the round's other writes */
@@ -587,8 +590,9 @@ int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn
 void ib_conn_proto_init(struct ib_conn *c)
 {
 	ib_rx_init(&c->rx, c->bufs->rbuf_size, c->rq_depth, c->ends);
-	/* data messages may use every send slot but the IB_RS_CTRL_SLOTS kept for control */
-	ib_tx_init(&c->tx, c->bufs->sbuf_size, c->sq_depth - IB_RS_CTRL_SLOTS, 0);
+	/* data messages may use every send slot but the IB_RS_CTRL_SLOTS kept for control; the window
+	 * is the route's sbuf_size, whatever part of it the set's send ring holds (copies) */
+	ib_tx_init(&c->tx, c->sbuf_size, c->sq_depth - IB_RS_CTRL_SLOTS, 0);
 	c->bufs->tsgl[0] = (struct ib_rs_sge){0};
 	c->bufs->tsgl[1] = (struct ib_rs_sge){0};
 }
@@ -1176,6 +1180,7 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct ib_route_
 	c->timeout_ms = rp->connect_timeout_ms;
 	c->rbuf_size = rp->rbuf_size;
 	c->sbuf_size = rp->sbuf_size;
+	c->copy_size = rp->copy_size;
 	c->route_sq = rp->sq_depth;
 	c->route_rq = rp->rq_depth;
 	c->ws = IB_W_CONNECTING;

@@ -3,6 +3,7 @@
 #define IB_CONN_H
 
 #include "conn-t.h"
+#include "proto.h"
 #include "../translate/ip.h"
 
 extern const struct xlt_stream_ops ib_conn_ops;
@@ -12,6 +13,27 @@ static inline uint64_t ib_wr_id(enum ib_wr_kind kind, const struct ib_conn *c, u
 	return (uint64_t)kind << IB_WR_KIND_SHIFT | (uint64_t)c->slot << IB_WR_SLOT_SHIFT |
 	       (uint64_t)(c->gen & IB_WR_GEN_MASK) << IB_WR_GEN_SHIFT | (len & IB_WR_LEN_MASK);
 }
+
+/* The send side holds two bounds (extmem.c): the send window (tx: bytes taken and not completed,
+ * lent or copied, at most sbuf_size) and the send ring (copied bytes not completed, at most the
+ * set's sbuf_size). Copies go into the ring in stream order, so the next one lands at
+ * ib_copy_queued() modulo the ring. */
+static inline uint64_t ib_copy_queued(const struct ib_conn *c)
+{
+	return c->tx.queued - c->lt_lent;
+}
+
+/* Bytes a copying write may take now: room in the send window and in the send ring. */
+static inline uint32_t ib_copy_space(const struct ib_conn *c)
+{
+	uint32_t win = ib_tx_space(&c->tx);
+	uint32_t ring = (uint32_t)(c->bufs->sbuf_size - (ib_copy_queued(c) - c->cp_done));
+
+	return win < ring ? win : ring;
+}
+
+/* Copies N bytes (N <= ib_copy_space) of DATA into the send ring and queues them in the window. */
+void ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n);
 
 /* Posts N empty receives (they only catch immediate data). Control thread before the hand-over,
  * the worker afterwards. Returns 0 or -errno. */
@@ -32,7 +54,8 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n);
 /* Worker: the bytes from tx.posted, MAX at most, that one write can carry in C's send_sge scatter
  * entries (filled into SGE when not NULL, their count in *N_SGE; *N_LENT: of them, lent bytes). */
 uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent);
-/* Worker, after tx.done moved: puts the holds of the lent segments written completely. */
+/* Worker, after tx.done moved: puts the holds of the lent segments written completely and frees
+ * the send ring's room of the copies written completely. */
 void ib_lent_done(struct ib_conn *c);
 /* Worker: the bytes write_lent took that may be reported sent (a count of them). */
 uint64_t ib_lent_reportable(struct ib_conn *c);

@@ -112,6 +112,17 @@ static struct ib_lent *lent_at(struct ib_conn *c, unsigned i)
 	return &c->lent[(c->lent_head + i) % IB_LENT_MAX];
 }
 
+void ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
+{
+	uint32_t ring = c->bufs->sbuf_size, off = (uint32_t)(ib_copy_queued(c) % ring);
+	uint32_t first = ring - off < n ? ring - off : n;
+
+	memcpy(c->bufs->sbuf + off, data, first);
+	memcpy(c->bufs->sbuf, data + first, n - first);
+	ib_tx_queue(&c->tx, n);
+	__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + n, __ATOMIC_RELAXED);
+}
+
 size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 {
 	size_t taken = 0;
@@ -124,9 +135,11 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			break;
 		if ((g->flags & XLT_SEG_EXTMEM) && g->hold && g->hops && c->lent_n < IB_LENT_MAX &&
 		    lkey_of(c->bufs, g->data, k, &lkey)) {
+			/* by reference: room in the send window only */
 			struct ib_lent *e = lent_at(c, c->lent_n);
 			*e = (struct ib_lent){.tpos = c->tx.queued,
 			                      .lpos = c->lt_taken,
+			                      .lbefore = c->lt_lent,
 			                      .addr = g->data,
 			                      .len = k,
 			                      .lkey = lkey,
@@ -134,13 +147,16 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			                      .hops = g->hops};
 			g->hops->get(g->hold);
 			c->lent_n++;
+			c->lt_lent += k;
 			ib_tx_queue(&c->tx, k);
 		} else {
-			uint32_t off = ib_tx_queue(&c->tx, k),
-			         first = c->tx.size - off < k ? c->tx.size - off : k;
-			memcpy(c->bufs->sbuf + off, g->data, first);
-			memcpy(c->bufs->sbuf, g->data + first, k - first);
-			__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + k, __ATOMIC_RELAXED);
+			/* copied: room in the send ring too, which a full ring makes the source wait for */
+			space = ib_copy_space(c);
+			if (k > space)
+				k = space;
+			if (!k)
+				break;
+			ib_copy_in(c, g->data, k);
 		}
 		c->lt_taken += k;
 		taken += k;
@@ -153,7 +169,7 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent)
 {
 	uint64_t start = c->tx.posted, pos = start, end = start + max;
-	uint32_t sbuf_lkey = c->bufs->smr->lkey;
+	uint32_t sbuf_lkey = c->bufs->smr->lkey, ring = c->bufs->sbuf_size;
 	unsigned used = 0, i = 0;
 
 	*n_lent = 0;
@@ -163,7 +179,7 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 		i++; /* written already, waiting for their completion */
 	while (pos < end && used < c->send_sge) {
 		struct ib_lent *e = i < c->lent_n ? lent_at(c, i) : NULL;
-		uint64_t stop;
+		uint64_t stop, lbefore;
 
 		if (e && e->tpos <= pos) {
 			uint64_t k = e->tpos + e->len - pos;
@@ -179,10 +195,12 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 			i++;
 			continue;
 		}
-		/* copied bytes up to the next lent segment: in the send ring, which may wrap */
+		/* copied bytes up to the next lent segment: in the send ring, which may wrap; every lent
+		 * byte before POS lies before that segment (or is one of those already taken) */
 		stop = e && e->tpos < end ? e->tpos : end;
+		lbefore = e ? e->lbefore : c->lt_lent;
 		while (pos < stop && used < c->send_sge) {
-			uint32_t off = (uint32_t)(pos % c->tx.size), k = c->tx.size - off;
+			uint32_t off = (uint32_t)((pos - lbefore) % ring), k = ring - off;
 			if (k > stop - pos)
 				k = (uint32_t)(stop - pos);
 			if (sge)
@@ -198,6 +216,8 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 
 void ib_lent_done(struct ib_conn *c)
 {
+	uint64_t lent;
+
 	while (c->lent_n) {
 		struct ib_lent *e = lent_at(c, 0);
 		if (e->tpos + e->len > c->tx.done)
@@ -206,6 +226,15 @@ void ib_lent_done(struct ib_conn *c)
 		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
 		c->lent_n--;
 	}
+	/* the lent bytes among the first tx.done: those of the segments gone, and of the oldest one left
+	 * its part before tx.done (only the oldest can start before it) */
+	if (!c->lent_n) {
+		lent = c->lt_lent;
+	} else {
+		const struct ib_lent *e = lent_at(c, 0);
+		lent = e->lbefore + (e->tpos < c->tx.done ? c->tx.done - e->tpos : 0);
+	}
+	c->cp_done = c->tx.done - lent;
 }
 
 uint64_t ib_lent_reportable(struct ib_conn *c)

@@ -13,7 +13,9 @@
 #      while the sender waits on it, and an IB sender killed while its bytes wait for a stalled
 #      sink, in turn. Afterwards ibgwd is alive, holds no session or connection, and every IB buffer
 #      set is back in its pool (registered bytes = idle bytes, none kept for references); ibgwd
-#      drains and exits 0 (the ASan build where the image has libasan).
+#      drains and exits 0 (the ASan build where the image has libasan). Each buffer set registered
+#      was the receive ring and a 16K copy area (conf.h CONF_LENT_IB_COPY), not ib_rbuf + ib_sbuf: the
+#      routes relay by reference.
 # Settings are the defaults a user gets (the check's bound is the [ib] rbuf_size default).
 set -u
 cd "$(dirname "$0")/../.."
@@ -120,4 +122,9 @@ check "[ \$(m ibgw_ib_connections_active) = 0 ] && [ \$(m 'ibgw_tcp_connections_
 check "[ \$(m ibgw_ib_buffer_bytes) = \$(m ibgw_ib_buffer_idle_bytes) ] && [ \$(m ibgw_ib_buffer_lent_sets) = 0 ]" \
 	"every IB buffer set back in its pool, none kept for references"
 check "[ \$(m 'ibgw_tcp_buffer_bytes{worker=\"0\"}') = 0 ]" "no TCP buffer held (send queues and their entries freed)"
+# (no set was freed: the pool keeps up to 256 per device)
+sets=$(m ibgw_ib_buffer_registrations_total) bb=$(m ibgw_ib_buffer_bytes)
+per=$((sets > 0 ? bb / sets : 0))
+check "[ $sets -gt 0 ] && [ $bb = $((sets * (RBUF + 16384))) ]" \
+	"$sets IB buffer set(s) of $per bytes each: the receive ring and a 16K copy area (ib_sbuf's 128K not allocated)"
 e2e_done

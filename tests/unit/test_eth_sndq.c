@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "eth_side/engine.h"
 #include "tests/fuzz/fuzz_eth_harness.h"
 
 #define PEER_ISN 0x10000000u
@@ -312,6 +313,42 @@ static void test_bound(void **state)
 	eh_forget(&h);
 }
 
+/* A connection that lends (a route between IB and TCP: eth_tcp_params.copy_size) copies within its
+ * copy cap, while references still fill the whole send buffer; acknowledged copies give the room
+ * back. */
+static void test_copy_cap(void **state)
+{
+	struct conn c = open_conn(42008);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+
+	(void)state;
+	t->sndq.copy_cap = 1000; /* (what eth_tcb_init_params sets from copy_size) */
+	eh_forget(&h);
+	in_op = 1;
+	assert_int_equal(se->s->ops->write(se->s, mem, 600), 600);
+	in_op = 0;
+	assert_int_equal(lend(mem + 600, 300, true), 300);
+	assert_int_equal(lend(mem + 900, 600, false), 400); /* copied: up to the cap */
+	in_op = 1;
+	assert_int_equal(se->s->ops->write(se->s, mem, 10), 0);
+	in_op = 0;
+	assert_int_equal(lend(mem + 1300, 100, false), 0);
+	assert_int_equal(t->sbuf.len, 1000);
+	assert_int_equal(lend(mem + 1300, SBUF, true), SBUF - 1300); /* references: the rest of sbuf */
+	assert_int_equal(lend(mem, 1, true), 0);
+	for (unsigned i = 0; i < 20 && reported < SBUF - 600; i++) {
+		eh_poll(&h);
+		ack_kept(&c);
+		eh_advance_ms(&h, 300);
+	}
+	assert_int_equal(reported, SBUF - 600); /* all but write()'s 600 */
+	assert_int_equal(t->sbuf.len, 0);
+	assert_int_equal(lend(mem, 2000, false), 1000);
+	eh_poll(&h);
+	ack_kept(&c);
+	eh_forget(&h);
+}
+
 /* An abort with references in flight: the queue puts its, reports nothing more; queued frames hold
  * theirs until freed. */
 static void test_abort_in_flight(void **state)
@@ -399,6 +436,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_retransmit_after_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mixed_copies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_copy_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_abort_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_reset_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devmem_port, setup_devmem, teardown),

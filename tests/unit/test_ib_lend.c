@@ -195,12 +195,196 @@ static void test_seg_flags(void **state)
 	rm(c);
 }
 
+/* ---- the send side: a send window for every byte, a smaller send ring for the copies ---- */
+
+#define WIN  1024u /* the route's sbuf_size */
+#define RING 256u  /* the set's send ring (a lending route's small copy area) */
+
+static uint8_t frames[4096]; /* "the Ethernet frames": registered external memory */
+static unsigned holds;       /* references the IB side holds on them */
+
+static void fr_get(void *hold)
+{
+	(void)hold;
+	holds++;
+}
+
+static void fr_put(void *hold)
+{
+	(void)hold;
+	assert_true(holds > 0);
+	holds--;
+}
+
+static const struct xlt_hold_ops fr_hops = {.get = fr_get, .put = fr_put};
+
+static struct ibv_mr xmr = {.addr = frames, .length = sizeof(frames), .lkey = 77};
+static struct ibv_mr smr = {.lkey = 55};
+
+static struct ib_conn *mk_tx(void)
+{
+	struct ib_conn *c = mk();
+
+	c->bufs->sbuf = calloc(1, RING);
+	assert_non_null(c->bufs->sbuf);
+	c->bufs->sbuf_size = RING;
+	c->bufs->smr = &smr;
+	c->bufs->xmr[0] = &xmr;
+	c->bufs->n_xmr = 1;
+	c->send_sge = IB_LENT_SGE;
+	c->sbuf_size = WIN;
+	ib_tx_init(&c->tx, WIN, 8, 100);
+	holds = 0;
+	return c;
+}
+
+static void rm_tx(struct ib_conn *c)
+{
+	free(c->bufs->sbuf);
+	rm(c);
+}
+
+static struct xlt_seg lent_seg(uint32_t off, uint32_t len)
+{
+	return (struct xlt_seg){
+	    .data = frames + off, .len = len, .flags = XLT_SEG_EXTMEM, .hold = frames, .hops = &fr_hops};
+}
+
+static struct xlt_seg copy_seg(const uint8_t *data, uint32_t len)
+{
+	return (struct xlt_seg){.data = data, .len = len}; /* no hold: valid during the call only */
+}
+
+/* The writes' completion up to stream byte DONE (in order, as an RC queue pair completes them). */
+static void complete_to(struct ib_conn *c, uint64_t done)
+{
+	ib_tx_done(&c->tx, (uint32_t)(done - c->tx.done));
+	ib_lent_done(c);
+}
+
+/* Lent bytes take room in the window only: far more than the ring holds go out by reference, while
+ * copies stop at the ring's size (the source waits) and go on once their writes completed. */
+static void test_send_ring(void **state)
+{
+	struct ib_conn *c = mk_tx();
+	uint8_t src[600];
+	struct xlt_seg g[3];
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	/* 600 lent (beyond the ring's 256), then copies: only the ring's 256 of them */
+	g[0] = lent_seg(0, 600);
+	g[1] = copy_seg(src, 300);
+	assert_int_equal(ib_lent_take(c, g, 2), 856);
+	assert_int_equal(holds, 1);
+	assert_int_equal(c->lt_lent, 600);
+	assert_int_equal(ib_copy_queued(c), 256);
+	assert_int_equal(ib_copy_space(c), 0);
+	assert_memory_equal(c->bufs->sbuf, src, 256);
+	/* the ring full: a copy takes nothing (op_write too), a lent segment what the window has left */
+	g[0] = copy_seg(src, 10);
+	assert_int_equal(ib_lent_take(c, g, 1), 0);
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 10), 0);
+	assert_true(c->want_writable);
+	g[0] = lent_seg(1000, 300);
+	assert_int_equal(ib_lent_take(c, g, 1), WIN - 856);
+	assert_int_equal(ib_tx_space(&c->tx), 0);
+	/* one write carries it all, in stream order, each kind from where it lies */
+	assert_int_equal(ib_lent_walk(c, 4096, sge, &n_sge, &n_lent), WIN);
+	assert_int_equal(n_sge, 3);
+	assert_int_equal(n_lent, WIN - 256);
+	assert_int_equal(sge[0].addr, (uintptr_t)frames);
+	assert_int_equal(sge[0].length, 600);
+	assert_int_equal(sge[0].lkey, 77);
+	assert_int_equal(sge[1].addr, (uintptr_t)c->bufs->sbuf);
+	assert_int_equal(sge[1].length, 256);
+	assert_int_equal(sge[1].lkey, 55);
+	assert_int_equal(sge[2].addr, (uintptr_t)(frames + 1000));
+	assert_int_equal(sge[2].length, WIN - 856);
+	c->tx.posted = WIN;
+	/* the first 700 bytes complete: the first segment's hold goes, 100 copies' room comes back */
+	complete_to(c, 700);
+	assert_int_equal(holds, 1);
+	assert_int_equal(c->cp_done, 100);
+	assert_int_equal(ib_copy_space(c), 100);
+	/* everything: the ring is empty again, no hold left */
+	complete_to(c, WIN);
+	assert_int_equal(holds, 0);
+	assert_int_equal(c->cp_done, 256);
+	assert_int_equal(ib_copy_space(c), RING);
+	rm_tx(c);
+}
+
+/* Copies wrap around the ring at their own count, whatever lent bytes lie between them, and a
+ * write's scatter list follows them across the wrap. */
+static void test_send_ring_wrap(void **state)
+{
+	struct ib_conn *c = mk_tx();
+	uint8_t src[RING], got[RING];
+	struct xlt_seg g[2];
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent, at = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(255 - i);
+	/* 200 copies, 100 lent; all written and completed */
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 200), 200);
+	g[0] = lent_seg(0, 100);
+	assert_int_equal(ib_lent_take(c, g, 1), 100);
+	c->tx.posted = 300;
+	complete_to(c, 300);
+	assert_int_equal(c->cp_done, 200);
+	/* 150 copies now land at ring offset 200: 56 there, 94 from the start */
+	g[0] = copy_seg(src, 150);
+	g[1] = lent_seg(500, 50);
+	assert_int_equal(ib_lent_take(c, g, 2), 200);
+	assert_memory_equal(c->bufs->sbuf + 200, src, 56);
+	assert_memory_equal(c->bufs->sbuf, src + 56, 94);
+	assert_int_equal(ib_lent_walk(c, 4096, sge, &n_sge, &n_lent), 200);
+	assert_int_equal(n_sge, 3);
+	assert_int_equal(n_lent, 50);
+	assert_int_equal(sge[0].addr, (uintptr_t)(c->bufs->sbuf + 200));
+	assert_int_equal(sge[0].length, 56);
+	assert_int_equal(sge[1].addr, (uintptr_t)c->bufs->sbuf);
+	assert_int_equal(sge[1].length, 94);
+	assert_int_equal(sge[2].addr, (uintptr_t)(frames + 500));
+	for (unsigned i = 0; i < 2; i++) {
+		memcpy(got + at, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+		at += sge[i].length;
+	}
+	assert_memory_equal(got, src, 150);
+	/* a write that stops inside the copies: the next one starts where it stopped, in the ring */
+	assert_int_equal(ib_lent_walk(c, 100, sge, &n_sge, &n_lent), 100);
+	assert_int_equal(n_sge, 2);
+	c->tx.posted += 100;
+	assert_int_equal(ib_lent_walk(c, 4096, sge, &n_sge, &n_lent), 100);
+	assert_int_equal(sge[0].addr, (uintptr_t)(c->bufs->sbuf + 44));
+	assert_int_equal(sge[0].length, 50);
+	assert_int_equal(sge[1].addr, (uintptr_t)(frames + 500));
+	c->tx.posted += 100;
+	complete_to(c, c->tx.posted);
+	assert_int_equal(c->cp_done, 350);
+	assert_int_equal(holds, 0);
+	assert_int_equal(ib_copy_space(c), RING);
+	rm_tx(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_segments, setup),  cmocka_unit_test_setup(test_end_of_stream, setup),
-	    cmocka_unit_test_setup(test_refcount, setup),  cmocka_unit_test_setup(test_many_sets, setup),
+	    cmocka_unit_test_setup(test_segments, setup),
+	    cmocka_unit_test_setup(test_end_of_stream, setup),
+	    cmocka_unit_test_setup(test_refcount, setup),
+	    cmocka_unit_test_setup(test_many_sets, setup),
 	    cmocka_unit_test_setup(test_seg_flags, setup),
+	    cmocka_unit_test_setup(test_send_ring, setup),
+	    cmocka_unit_test_setup(test_send_ring_wrap, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
