@@ -38,11 +38,9 @@ struct ib_extmem {
 
 /* One segment a destination took by reference (write_lent): bytes [tpos, tpos + len) of the send
  * stream (tx.queued's count: they count against the send window, and take no room in the send ring)
- * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports);
- * LBEFORE counts the stream's lent bytes before it (the copied bytes before it are tpos - lbefore:
- * where the send ring's copies stand there). */
+ * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports). */
 struct ib_lent {
-	uint64_t tpos, lpos, lbefore;
+	uint64_t tpos, lpos;
 	const uint8_t *addr;
 	uint32_t len, lkey;
 	void *hold;
@@ -239,9 +237,12 @@ struct ib_conn {
 	uint16_t send_sge;   /* (handed over) scatter entries a data write may use */
 	uint16_t lent_head, lent_n;
 	uint64_t lt_taken;    /* bytes write_lent took */
+	/* the send ring's copies, counted apart from the stream (they are in it in stream order) */
 	uint64_t lt_lent;     /* bytes of the send stream queued as lent segments (the rest are copies in
 			       * the send ring: tx.queued - lt_lent of them so far) */
-	uint64_t cp_done;     /* copied bytes whose writes completed: their room in the ring is free */
+	uint64_t cp_posted;   /* copied bytes before tx.posted: the next write's copies start there */
+	uint64_t cp_done;     /* copied bytes before tx.done: their room in the ring is free */
+	uint64_t lt_done;     /* tx.done when ib_lent_done last looked */
 	uint64_t lt_reported; /* ... and reported through on_sent */
 	uint64_t lent_until;  /* released with writes from lent memory in flight: wait for them until then */
 	bool lent_flushing;   /* the queue pair was moved to the error state to flush them */

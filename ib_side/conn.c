@@ -329,14 +329,15 @@ static int post_data(struct ib_conn *c)
 		c->tx.posted -= tw.len; /* (the walk starts at the write's first byte) */
 		ib_lent_walk(c, tw.len, sge, &n_sge, &n_lent);
 		c->tx.posted += tw.len;
+		c->cp_posted += tw.len - n_lent;
 		wr->num_sge = (int)n_sge;
 		bump(&c->w->st.lent_tx, n_lent);
 	} else {
-		/* copies only: every lent byte lies before tx.posted, the copies from there on are in the
-		 * send ring from ib_copy_queued()'s count at tx.posted (which may wrap) */
-		uint32_t ring = b->sbuf_size, off = (uint32_t)((c->tx.posted - c->lt_lent) % ring), seg0;
+		/* copies only: the send ring's next ones (which may wrap) */
+		uint32_t ring = b->sbuf_size, off = (uint32_t)(c->cp_posted % ring), seg0;
 
 		ib_tx_next(&c->tx, b->tsgl, &tw);
+		c->cp_posted += tw.len;
 		seg0 = tw.len < ring - off ? tw.len : ring - off;
 		sge[0] = (struct ibv_sge){
 		    .addr = (uintptr_t)(b->sbuf + off), .length = seg0, .lkey = b->smr->lkey};

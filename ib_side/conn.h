@@ -52,7 +52,8 @@ void ib_extmem_dereg(struct ib_bufs *b);
 /* Worker, the write_lent op's body (C open and writable): takes a prefix of SEGS[N]. */
 size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n);
 /* Worker: the bytes from tx.posted, MAX at most, that one write can carry in C's send_sge scatter
- * entries (filled into SGE when not NULL, their count in *N_SGE; *N_LENT: of them, lent bytes). */
+ * entries (filled into SGE when not NULL, their count in *N_SGE; *N_LENT: of them, lent bytes; the
+ * poster adds the rest, the copies, to cp_posted). */
 uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent);
 /* Worker, after tx.done moved: puts the holds of the lent segments written completely and frees
  * the send ring's room of the copies written completely. */

@@ -139,7 +139,6 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			struct ib_lent *e = lent_at(c, c->lent_n);
 			*e = (struct ib_lent){.tpos = c->tx.queued,
 			                      .lpos = c->lt_taken,
-			                      .lbefore = c->lt_lent,
 			                      .addr = g->data,
 			                      .len = k,
 			                      .lkey = lkey,
@@ -168,7 +167,7 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 
 uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsigned *n_sge, uint32_t *n_lent)
 {
-	uint64_t start = c->tx.posted, pos = start, end = start + max;
+	uint64_t start = c->tx.posted, pos = start, end = start + max, cpos = c->cp_posted;
 	uint32_t sbuf_lkey = c->bufs->smr->lkey, ring = c->bufs->sbuf_size;
 	unsigned used = 0, i = 0;
 
@@ -179,7 +178,7 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 		i++; /* written already, waiting for their completion */
 	while (pos < end && used < c->send_sge) {
 		struct ib_lent *e = i < c->lent_n ? lent_at(c, i) : NULL;
-		uint64_t stop, lbefore;
+		uint64_t stop;
 
 		if (e && e->tpos <= pos) {
 			uint64_t k = e->tpos + e->len - pos;
@@ -195,12 +194,10 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 			i++;
 			continue;
 		}
-		/* copied bytes up to the next lent segment: in the send ring, which may wrap; every lent
-		 * byte before POS lies before that segment (or is one of those already taken) */
+		/* copied bytes up to the next lent segment: the send ring's next ones, which may wrap */
 		stop = e && e->tpos < end ? e->tpos : end;
-		lbefore = e ? e->lbefore : c->lt_lent;
 		while (pos < stop && used < c->send_sge) {
-			uint32_t off = (uint32_t)((pos - lbefore) % ring), k = ring - off;
+			uint32_t off = (uint32_t)(cpos % ring), k = ring - off;
 			if (k > stop - pos)
 				k = (uint32_t)(stop - pos);
 			if (sge)
@@ -208,6 +205,7 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 				    .addr = (uintptr_t)(c->bufs->sbuf + off), .length = k, .lkey = sbuf_lkey};
 			used++;
 			pos += k;
+			cpos += k;
 		}
 	}
 	*n_sge = used;
@@ -216,8 +214,22 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 
 void ib_lent_done(struct ib_conn *c)
 {
-	uint64_t lent;
+	uint64_t from = c->lt_done, to = c->tx.done, lent = 0;
 
+	/* of the bytes completed since the last call, the lent ones: the segments starting before TO
+	 * (those popped now, and one a write ended in the middle of) */
+	for (unsigned i = 0; i < c->lent_n; i++) {
+		const struct ib_lent *e = lent_at(c, i);
+		uint64_t a = e->tpos > from ? e->tpos : from,
+		         b = e->tpos + e->len < to ? e->tpos + e->len : to;
+
+		if (e->tpos >= to)
+			break;
+		if (b > a)
+			lent += b - a;
+	}
+	c->cp_done += to - from - lent; /* the rest were copies: their room in the ring is free */
+	c->lt_done = to;
 	while (c->lent_n) {
 		struct ib_lent *e = lent_at(c, 0);
 		if (e->tpos + e->len > c->tx.done)
@@ -226,15 +238,6 @@ void ib_lent_done(struct ib_conn *c)
 		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
 		c->lent_n--;
 	}
-	/* the lent bytes among the first tx.done: those of the segments gone, and of the oldest one left
-	 * its part before tx.done (only the oldest can start before it) */
-	if (!c->lent_n) {
-		lent = c->lt_lent;
-	} else {
-		const struct ib_lent *e = lent_at(c, 0);
-		lent = e->lbefore + (e->tpos < c->tx.done ? c->tx.done - e->tpos : 0);
-	}
-	c->cp_done = c->tx.done - lent;
 }
 
 uint64_t ib_lent_reportable(struct ib_conn *c)
