@@ -488,14 +488,21 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 		else
 			nd_advert(st, ip, (const struct nd_msg *)ic, len, lo);
 		break;
-	default:
-		/* errors, router discovery, MLD: nothing we act on; the kernel's, when it has a TAP (its
-		 * flows' errors, its routers) */
+	default: {
+		struct eth_icmp_quote q;
+
+		/* "packet too big" for one of our connections: path MTU discovery */
+		if (!lo && eth_icmp6_quote(l4, len, &q) && !memcmp(q.local.b, ip->dst_addr, 16) &&
+		    eth_pmtu_input(st, &q, true))
+			break;
+		/* other errors, router discovery, MLD: nothing we act on; the kernel's, when it has a
+		 * TAP (its flows' errors, its routers) */
 		if (!lo && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE) {
 			if (eth_exc_punt(st, m))
 				return;
 		}
 		break;
+	}
 	}
 drop:
 	rte_pktmbuf_free(m);
