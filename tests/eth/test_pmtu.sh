@@ -10,7 +10,8 @@
 #     way, sha256 equal;
 #   - a relay whose destination is a far server (ibgwd's active open over the narrow path), IPv4 and
 #     IPv6;
-#   - the counters: messages taken, connections lowered, none ignored.
+#   - the counters: messages taken, connections lowered;
+#   - the same with two workers (messages steered to the worker owning the quoted connection).
 # The router's ICMP rate limit (1 message per second and destination, a burst of 6) is Linux's default.
 # ASan build. Addresses: 198.18.0.0/15 and 2001:db8::/32 only.
 # timeout: 120
@@ -86,5 +87,28 @@ echo "too-big messages $tb, ignored $ign, connections lowered $low, retransmits 
 [ "$tb" -ge "$low" ] || fail "$tb messages for $low connections lowered"
 ok "every connection over the narrow link learnt its path MTU ($low lowered by $tb messages, $ign ignored: the router's burst for segments already in flight)"
 eth_nothing_left 1
+gw_stop || fail "ibgwd exited with $?"
+ok "clean shutdown"
+
+# two workers: the kernel spreads frames over both queues by their addresses, so a router's message
+# often reaches the worker that does not own the connection it quotes; it is steered to the owner
+ETH_WORKERS=2 ETH_VDEV_EXTRA=",qpairs=2" eth_gw_start "$tmp/ibgw.conf" "address6 = $ETH_GW_IP6/64
+gateway = $ETH_PEER_IP
+gateway6 = $ETH_PEER_IP6
+$(gw_routes <<EOF
+echo	tcp:7		echo
+relay	tcp:8000	tcp:$FAR_IP:5001
+EOF
+)"
+for i in 1 2 3; do
+	xfer far "$ETH_GW_IP" 7 "two workers, IPv4 client $i"
+	xfer far "$ETH_GW_IP6" 7 "two workers, IPv6 client $i"
+	xfer eth_ns "$ETH_GW_IP" 8000 "two workers, relay $i"
+done
+l0=$(m 'tcp_pmtu_lowered_total{worker="0"}') l1=$(m 'tcp_pmtu_lowered_total{worker="1"}')
+echo "connections lowered: worker 0 $l0, worker 1 $l1"
+[ $((l0 + l1)) -ge 9 ] || fail "two workers: only $((l0 + l1)) of 9 connections learnt the path MTU"
+ok "two workers: all 9 connections learnt the path MTU, each on its own worker"
+eth_nothing_left 2
 gw_stop || fail "ibgwd exited with $?"
 ok "clean shutdown"
