@@ -122,6 +122,8 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+/* The same for IPv6 (M starts at the IPv6 header), to [eth] flow_peer6. */
+bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 /* IPv6 (ipv6.c): M starts at its Ethernet header. LEARN_ONLY: a neighbour discovery message cloned
  * from the worker that received it (stack.c): only the neighbour cache takes it, nothing is answered
  * or counted. */

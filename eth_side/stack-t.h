@@ -63,6 +63,7 @@ struct eth_stack_conf {
 	uint8_t addr6[16];	  /* our IPv6 address (prefix6 0: no IPv6) */
 	uint8_t prefix6;
 	uint8_t gateway6[16];	  /* IPv6 default gateway; :: = none */
+	uint8_t flow_peer6[16];	  /* flow_peer for IPv6 VIPs; :: = none: see ipv6.c */
 	uint32_t mtu;		  /* IP MTU */
 	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;
