@@ -165,7 +165,9 @@ static const struct conf_key conf_keys[] = {
 	{E(vdev), .type = T_VDEV, .def = "",
 	 .doc = "DPDK virtual device, e.g. net_af_packet0,iface=eth1,qdisc_bypass=1 (empty: no Ethernet port)"},
 	{E(eal_args), .type = T_EALARGS, .def = "--no-pci --in-memory",
-	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers); options that load code or reach other devices or files are refused: -d, --vdev (use vdev), --trace*, --create-uio-dev, --telemetry, --proc-type other than primary, a --file-prefix with a path"},
+	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers; hugepage files are "
+		"unlinked once mapped, so they go back to the system when ibgwd exits, unless --in-memory, "
+		"--no-huge or --huge-unlink is given); options that load code or reach other devices or files are refused: -d, --vdev (use vdev), --trace*, --create-uio-dev, --telemetry, --proc-type other than primary, a --file-prefix with a path"},
 	{E(port), .type = T_UINT, .min = 0, .max = 31, .def = "0", .doc = "DPDK port id to use"},
 	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
 	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
