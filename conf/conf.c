@@ -168,7 +168,9 @@ static const struct conf_key conf_keys[] = {
 	{E(vdev), .type = T_VDEV, .def = "",
 	 .doc = "DPDK virtual device, e.g. net_af_packet0,iface=eth1,qdisc_bypass=1 (empty: no Ethernet port)"},
 	{E(eal_args), .type = T_EALARGS, .def = "--no-pci --in-memory",
-	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers); options that load code or reach other devices or files are refused: -d, --vdev (use vdev), --trace*, --create-uio-dev, --telemetry, --proc-type other than primary, a --file-prefix with a path"},
+	 .doc = "extra DPDK EAL arguments (lcores are derived from [gateway] workers; hugepage files are "
+		"unlinked once mapped, so they go back to the system when ibgwd exits, unless --in-memory, "
+		"--no-huge or --huge-unlink is given); options that load code or reach other devices or files are refused: -d, --vdev (use vdev), --trace*, --create-uio-dev, --telemetry, --proc-type other than primary, a --file-prefix with a path"},
 	{E(port), .type = T_UINT, .min = 0, .max = 31, .def = "0", .doc = "DPDK port id to use"},
 	{E(address), .type = T_IFADDR, .def = "", .doc = "IPv4 address/prefix of the gateway on the port"},
 	{E(gateway), .type = T_IPV4, .def = "0.0.0.0", .doc = "IPv4 default gateway (0.0.0.0 = none)"},
@@ -216,6 +218,9 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "the other gateway of a pair (its [eth] address; 0.0.0.0 = none): a TCP segment for a listener's "
 		"port on an address from the kernel TAP (a VIP) that matches no connection here and opens none is "
 		"passed to it once, so connections it still drains finish after the VIP moved here"},
+	{E(flow_peer6), .type = T_IPV6, .def = "::",
+	 .doc = "the same for IPv6 VIPs: the other gateway's address6 (:: = none); the segment passed on is "
+		"marked with hop limit 0, which no router forwards, so it never comes back"},
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true,
