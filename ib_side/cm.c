@@ -292,36 +292,35 @@ static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
 
 /* ---- buffer pool ---- */
 
-/* A set of RS bytes of receive ring and CS of copy_size is exactly RS + CS bytes (whole pages when
- * both are, as the gateway's sizes are): the target_sgl and the control slots come out of CS, the
- * send ring is the rest. */
-static size_t bufs_len(uint32_t rs, uint32_t cs)
+/* A set: the receive ring (RS bytes) and our target_sgl, the send ring (SS bytes: copies) and the
+ * control slots. */
+static size_t bufs_len(uint32_t rs, uint32_t ss)
 {
-	return (size_t)rs + cs;
+	return (size_t)rs + IB_TSGL_BYTES + ss + IB_CTRL_BYTES;
 }
 
-static uint32_t bufs_ring(uint32_t cs)
+/* The send ring C's set gets. A copy area smaller than the send window (the route's copy_size,
+ * where it relays by reference) holds the target_sgl and control slots too, so that the set is
+ * exactly rbuf_size + copy_size bytes, what the gateway budgets; otherwise the ring is the whole
+ * window, as every byte sent may be a copy (echo), and those slots come on top. */
+static uint32_t ring_size_of(const struct ib_conn *c)
 {
+	uint32_t cs = c->copy_size < IB_COPY_MIN ? IB_COPY_MIN : c->copy_size;
+
+	if (!c->copy_size || cs >= c->sbuf_size)
+		return c->sbuf_size;
 	return cs - IB_TSGL_BYTES - IB_CTRL_BYTES;
-}
-
-/* The copy_size C's set gets: the route's (0: its send window), within IB_COPY_MIN .. the window. */
-static uint32_t copy_size_of(const struct ib_conn *c)
-{
-	uint32_t cs = c->copy_size && c->copy_size < c->sbuf_size ? c->copy_size : c->sbuf_size;
-
-	return cs < IB_COPY_MIN ? IB_COPY_MIN : cs;
 }
 
 static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b);
 
-static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t cs)
+static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t ss)
 {
 	struct ib_bufs **pp, *b;
 	void *mem;
 
 	for (pp = &dev->pool; *pp; pp = &(*pp)->next)
-		if ((*pp)->rbuf_size == rs && (*pp)->len == bufs_len(rs, cs)) {
+		if ((*pp)->rbuf_size == rs && (*pp)->sbuf_size == ss) {
 			struct ibv_mr *mr;
 			b = *pp;
 			*pp = b->next;
@@ -346,7 +345,7 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 		goto err_b;
 	/* a new set holds nobody's bytes: the gateway's memory comes zeroed, and so do fresh anonymous
 	 * pages (the C heap would not) */
-	b->len = bufs_len(rs, cs);
+	b->len = bufs_len(rs, ss);
 	mem = ctl->mops ? ctl->mops->alloc(ctl->mops->arg, b->len) : NULL;
 	if (mem) {
 		b->mops = ctl->mops;
@@ -359,16 +358,16 @@ static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t
 	b->mem = mem;
 	b->dev = dev;
 	b->rbuf_size = rs;
-	b->sbuf_size = bufs_ring(cs);
+	b->sbuf_size = ss;
 	b->rbuf = b->mem;
 	b->tsgl = (volatile struct ib_rs_sge *)(b->mem + rs);
 	b->sbuf = b->mem + rs + IB_TSGL_BYTES;
-	b->ctrl = b->sbuf + b->sbuf_size;
+	b->ctrl = b->sbuf + ss;
 	/* the peer writes into the receive ring and our target_sgl; nobody but us touches the rest */
 	b->rmr = ibv_reg_mr(b->pd, b->rbuf, rs + IB_TSGL_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!b->rmr)
 		goto err_mem;
-	b->smr = ibv_reg_mr(b->pd, b->sbuf, b->sbuf_size + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	b->smr = ibv_reg_mr(b->pd, b->sbuf, ss + IB_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	if (!b->smr)
 		goto err_rmr;
 	/* the Ethernet frames to send from, once per set (a pooled set keeps them); without them the
@@ -518,7 +517,7 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	 * object's */
 	c->sq_depth = clamp_depth(sq < ctl->params.sq_depth ? sq : ctl->params.sq_depth, max_wr);
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
-	c->bufs = bufs_get(ctl, dev, c->rbuf_size, copy_size_of(c));
+	c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(c));
 	if (!c->bufs)
 		return -ENOMEM;
 	ib_bufs_lend_init(c->bufs);

@@ -97,8 +97,8 @@ struct ib_cq {
 };
 
 /* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control
- * message slots (local), rbuf_size + the connection's copy_size bytes in all (the send ring is what is
- * left of copy_size: copies only, lent bytes are sent from where they lie). Pooled per device:
+ * message slots (local). The send ring holds copies only (lent bytes are sent from where they lie):
+ * the whole send window, or a smaller copy area (cm.c ring_size_of). Pooled per device:
  * registered once, reused by later connections. Each set
  * has a protection domain of its own, which holds its MRs and the queue pair of the one connection
  * using it: its rkey works through that queue pair only, so no other peer (another tenant, or an

@@ -37,11 +37,12 @@ struct ib_route_params {
 	uint32_t rbuf_size;          /* each connection's receive ring, bytes */
 	uint32_t sbuf_size;          /* each connection's send window: bytes taken by write/write_lent
 				      * and not yet written and completed */
-	uint32_t copy_size;          /* each connection's buffer set beyond the receive ring: the ring
-				      * that copied bytes go through, and control slots (0: sbuf_size;
-				      * at least IB_COPY_MIN). A connection whose destination lends it
-				      * registered memory (write_lent) needs only a small one: lent bytes
-				      * count against sbuf_size and take no room in it. */
+	uint32_t copy_size;          /* 0, or below sbuf_size: each connection's buffer set beyond the
+				      * receive ring (at least IB_COPY_MIN), the ring copied bytes go
+				      * through and the control slots; 0: a ring of sbuf_size (slots on
+				      * top). A connection whose destination lends it registered memory
+				      * (write_lent) needs only a small one: lent bytes count against
+				      * sbuf_size and take no room in it. */
 	uint32_t sq_depth;           /* send queue depth, 0: ib_params.sq_depth; capped at that */
 	uint32_t rq_depth;           /* receive queue depth, 0: ib_params.rq_depth (active opens: capped at
 				      * it, the spare objects' size) */

@@ -7,9 +7,7 @@ cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
 ECHO_BYTES=${ECHO_BYTES:-100M}
 P="$TOOLS/rs_peer -t 200"
-# registered bytes of one connection of this echo route (it relays by copy): rbuf + sbuf, our target_sgl
-# and control slots carved out of sbuf's pages (ib_side/cm.c bufs_len)
-ONE_CONN=$((131072 + 131072))
+ONE_CONN=$((131072 + 131072 + 64 + 64)) # registered bytes of one connection: rbuf + sbuf + our target_sgl and control slots
 
 ib_gw_start "[ib]
 bind = $IB_ADDR_B
@@ -51,8 +49,8 @@ sed 's/^/    /' /tmp/hold.out
 per_buf=$(((buf1 - buf0) / 100)) per_st=$(((st1 - st0) / 100)) per_rss=$(((rss1 - rss0) / 100)) per_vq=$(((vq1 - vq0) / 100))
 echo "    0 connections: RSS $rss0 B (verbs queues $vq0 B), registered buffers $buf0 B, connection state $st0 B"
 echo "    $act connections: RSS $rss1 B (verbs queues $vq1 B), registered buffers $buf1 B, connection state $st1 B"
-echo "    per connection: registered $per_buf B = configured rbuf 131072 + sbuf 131072 (of it, 128 B our target_sgl"
-echo "    and 4 control slots); state $per_st B; RSS $per_rss B, of which verbs queues $per_vq B, the rest $((per_rss - per_vq)) B"
+echo "    per connection: registered $per_buf B = configured rbuf 131072 + sbuf 131072 + 128 B (our target_sgl,"
+echo "    4 control slots); state $per_st B; RSS $per_rss B, of which verbs queues $per_vq B, the rest $((per_rss - per_vq)) B"
 check "[ $hrc = 0 ] && [ $act = 100 ]" "100 IB connections open at once, none closed while idle"
 check "[ $((buf1 - buf0)) = $((100 * ONE_CONN)) ]" "registered memory grew by exactly 100 x the configured buffers"
 check "[ $regs = 100 ]" "100 buffer sets registered"
