@@ -222,8 +222,8 @@ void eth_stack_destroy(struct eth_stack *st)
 			eth_sndq_free(t, true);
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
-		if (st->listeners[i].port && st->c.on_listener_free)
-			st->c.on_listener_free(st->c.cb_arg, st->listeners[i].user);
+		if (st->listeners[i].port)
+			eth_listener_user_put(st, st->listeners[i].user);
 	eth_arp_flush(st);
 	for (unsigned i = 0; i < ETH_MAX_WORKERS; i++) {
 		if (st->from[i])
@@ -546,7 +546,10 @@ static unsigned dispatch(struct eth_stack *st)
 			continue;
 		if (e & ETH_EV_ACCEPT) {
 			t->accepted = true;
-			st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
+			if (!st->c.hooks)
+				st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
+			else if (st->c.hooks->accept(st->c.cb_arg, t->lis->user, &t->s))
+				eth_tcp_reject(&t->s);
 			if (t->released)
 				continue;
 			if (eth_rcvq_len(t) || t->fin_rcvd)

@@ -330,9 +330,16 @@ void eth_listener_put(struct eth_stack *st, struct eth_listener *l)
 {
 	if (--l->refs)
 		return;
-	if (st->c.on_listener_free)
-		st->c.on_listener_free(st->c.cb_arg, l->user);
+	eth_listener_user_put(st, l->user);
 	memset(l, 0, sizeof(*l));
+}
+
+void eth_listener_user_put(struct eth_stack *st, void *user)
+{
+	if (st->c.hooks)
+		st->c.hooks->route_put(user);
+	else if (st->c.on_listener_free)
+		st->c.on_listener_free(st->c.cb_arg, user);
 }
 
 int eth_tcp_unlisten(struct eth_stack *st, uint16_t port)
@@ -366,8 +373,7 @@ int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_par
 		void *old = l->user;
 		l->params = *p;
 		l->user = user;
-		if (st->c.on_listener_free)
-			st->c.on_listener_free(st->c.cb_arg, old);
+		eth_listener_user_put(st, old);
 		return 0;
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS && !l; i++)

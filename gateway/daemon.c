@@ -31,6 +31,12 @@
 
 #define DRAIN_POLL_US 100000
 
+/* Ethernet first: the IB side registers the Ethernet frames when it starts (gw.h). */
+const struct gw_side_ops *const gw_sides[GW_N_SIDES] = {
+    [GW_SIDE_ETH] = &gw_eth_side,
+    [GW_SIDE_IB] = &gw_ib_side,
+};
+
 uint64_t gw_now_ns(void)
 {
 	struct timespec ts;
@@ -181,8 +187,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	conf_free(d->conf);
 		d->conf = c;
 	gw_backends_publish(d); /* the pools' new backends, in a snapshot of the new values */
-	gw_eth_routes(d);
-	gw_ib_routes(d);
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->routes(d);
 	d->reloads_ok++;
 	GW_NOTICE("reload done: %u route(s)%s", c->n_routes,
 	          d->restart_pending ? "; some changes need a restart (see above)" : "");
@@ -220,7 +226,10 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
 	uint64_t active = gw_sessions_active(d);
-	uint64_t busy = active + gw_ib_connections(d);
+	uint64_t busy = active;
+
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		busy += gw_sides[i]->conns(d);
 
 	(void)fd;
 	(void)what;
@@ -303,6 +312,7 @@ static void stop_workers(struct gw_daemon *d)
 int gw_daemon_run(struct gw_daemon *d)
 {
 	int ret, status = 1;
+	unsigned started = 0; /* sides started (gw_sides[] order) */
 
 	/* a stats client that resets mid-reply must cost an EPIPE, not the daemon */
 	signal(SIGPIPE, SIG_IGN);
@@ -354,16 +364,13 @@ int gw_daemon_run(struct gw_daemon *d)
 			GW_ERR("cannot set up the access log: %s", strerror(-ret));
 		goto err;
 	}
-	if ((ret = gw_eth_start(d))) {
-		GW_ERR("Ethernet side: cannot start: %s", strerror(-ret));
-		goto err;
-	}
-	if ((ret = gw_ib_start(d))) {
-		GW_ERR("IB side: cannot start: %s", strerror(-ret));
-		goto err_eth;
-	}
-	gw_eth_routes(d);
-	gw_ib_routes(d);
+	for (; started < GW_N_SIDES; started++)
+		if ((ret = gw_sides[started]->start(d))) {
+			GW_ERR("%s: cannot start: %s", gw_sides[started]->name, strerror(-ret));
+			goto err_sides;
+		}
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->routes(d);
 	gw_backends_publish(d);
 	if ((ret = gw_health_start(d))) {
 		GW_ERR("cannot start health checks: %s", strerror(-ret));
@@ -391,9 +398,9 @@ int gw_daemon_run(struct gw_daemon *d)
 err_workers:
 	stop_workers(d);
 	gw_health_stop(d);
-	gw_ib_stop(d);
-err_eth:
-	gw_eth_stop(d);
+err_sides:
+	while (started)
+		gw_sides[--started]->stop(d);
 err:
 	gw_alog_fini(d); /* the workers are stopped: what they logged last is written */
 	gw_sessions_fini(d);

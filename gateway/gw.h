@@ -259,19 +259,54 @@ int gw_daemon_run(struct gw_daemon *d);
 uint64_t gw_now_ns(void);
 uint64_t gw_sessions_active(const struct gw_daemon *d);
 
-/* Engine glue: each side of the gateway plugs into the daemon through these hooks.
- * eth_glue.c drives eth_side (the TCP/IP engine on the DPDK port), ib_glue.c drives ib_side (rdma_cm and
- * the rsocket engine). _start runs on the control thread before the workers launch; _rx, _relay and
- * _flush on each worker, in the phases of its round (worker.c; each returns the amount of work done, 0
- * when idle); _routes on the control thread at start and
- * after every reload, _metrics while rendering /metrics and /stats, _stop after the workers stopped. */
-int gw_eth_start(struct gw_daemon *d);
-unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns);
-unsigned gw_eth_relay(struct gw_worker *w);
-unsigned gw_eth_flush(struct gw_worker *w);
-void gw_eth_routes(struct gw_daemon *d);
-void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m);
-void gw_eth_stop(struct gw_daemon *d);
+/* The two sides of the gateway, one interface (HAProxy style: a table of named operations).
+ * eth_glue.c implements it for eth_side (the TCP/IP engine on the DPDK port), ib_glue.c for ib_side
+ * (rdma_cm and the rsocket engine). The daemon (daemon.c, stats.c) and the workers (worker.c) call
+ * both sides through it, in the order of gw_sides[]: Ethernet first, since the IB side registers the
+ * Ethernet frames as its external memory when it starts (gw_extmem_start); stop goes in reverse.
+ * Calls are per round or per event, never per packet. A side without its engine (no port, no RDMA
+ * device) still answers every operation: it does nothing and reports no work. */
+struct gw_side_ops {
+	const char *name; /* "Ethernet side", "IB side": for the log */
+	/* Control thread. start: before the workers launch, 0 or -errno (on failure the side stopped
+	 * itself). routes: at start and after every reload (after gw_routes_apply): the side's listeners
+	 * follow d->routes. metrics: its families of /metrics and /stats. conns: connections of the
+	 * engine that still exist and that a drain waits for (one just closed may still have its last
+	 * message to send). stop: after the workers stopped (also after a failed start of a later side). */
+	int (*start)(struct gw_daemon *d);
+	void (*routes)(struct gw_daemon *d);
+	void (*metrics)(struct gw_daemon *d, struct gw_metrics *m);
+	uint64_t (*conns)(const struct gw_daemon *d);
+	void (*stop)(struct gw_daemon *d);
+	/* Worker, the phases of its round (worker.c), each returning the amount of work done (0: idle):
+	 * rx takes what the devices have (no stream event fires), relay fires the stream events (ops
+	 * only queue), flush hands what was queued to the devices. */
+	unsigned (*rx)(struct gw_worker *w, uint64_t now_ns);
+	unsigned (*relay)(struct gw_worker *w);
+	unsigned (*flush)(struct gw_worker *w);
+	/* Worker, sleeping without missing work: arm fills at most MAX of FDS with the fds that turn
+	 * readable when the side has work, armed, and returns how many; *COVERED is false when some of
+	 * its work has no fd (then the worker naps and polls). woken, after the sleep, gets back the N
+	 * fds arm filled, with revents (none fired: 0), and consumes or disarms them. */
+	int (*arm)(struct gw_worker *w, struct pollfd *fds, unsigned max, bool *covered);
+	void (*woken)(struct gw_worker *w, const struct pollfd *fds, unsigned n);
+	/* Worker: a far side of route R to ADDR:PORT, for the session code and health checks. Returns a
+	 * CONNECTING (or OPEN) stream whose events report the outcome, or NULL with *ERR set
+	 * (-ENETUNREACH without the engine). */
+	struct xlt_stream *(*connect)(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+	                              uint16_t port, int *err);
+};
+
+enum { GW_SIDE_ETH, GW_SIDE_IB, GW_N_SIDES };
+extern const struct gw_side_ops gw_eth_side, gw_ib_side;
+extern const struct gw_side_ops *const gw_sides[GW_N_SIDES]; /* in start order (daemon.c) */
+
+/* The side that serves endpoints of KIND: CONF_EP_TCP or CONF_EP_IB. */
+static inline const struct gw_side_ops *gw_side_of(enum conf_endpoint_kind kind)
+{
+	return kind == CONF_EP_TCP ? &gw_eth_side : &gw_ib_side;
+}
+
 /* kernel.c: the exception TAP ([eth] kernel_tap) and the addresses on it, control thread.
  * _tap_create makes the TAP (before the engines, which punt to it), _start opens the rtnetlink socket
  * and the service timer, _stop closes them; the TAP itself goes with gw_kernel_tap_destroy. */
@@ -280,29 +315,11 @@ int gw_kernel_start(struct gw_daemon *d);
 void gw_kernel_stop(struct gw_daemon *d);
 void gw_kernel_tap_destroy(struct gw_daemon *d);
 void gw_kernel_metrics(struct gw_daemon *d, struct gw_metrics *m);
-int gw_ib_start(struct gw_daemon *d);
-unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns);
-unsigned gw_ib_relay(struct gw_worker *w);
-unsigned gw_ib_flush(struct gw_worker *w);
-void gw_ib_routes(struct gw_daemon *d);
-void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 
-/* extmem.c: the Ethernet frames as IB external memory (after gw_eth_start, within gw_ib_start,
- * before any IB connection). */
+/* extmem.c: the Ethernet frames as IB external memory (after the Ethernet side started, within the IB
+ * side's start, before any IB connection). */
 void gw_extmem_start(struct gw_daemon *d);
 void gw_extmem_metrics(struct gw_daemon *d, struct gw_metrics *m);
-/* Control thread: IB connections that still exist (a session's, or on their way out). */
-uint64_t gw_ib_connections(const struct gw_daemon *d);
-void gw_ib_stop(struct gw_daemon *d);
-/* Sleeping without missing work (worker.c): each side names the fds that turn readable when it has
- * work. gw_eth_arm: the fd of the worker's RX queue, armed (eth_port_rx_arm), or -1; *SOLE is true
- * when nothing else feeds the worker frames (one queue: no steering ring from other workers);
- * gw_eth_woken disarms it after the sleep. gw_ib_arm: as ib_worker_arm (0 without IB), gw_ib_woken:
- * as ib_worker_woken. */
-int gw_eth_arm(struct gw_worker *w, bool *sole);
-void gw_eth_woken(struct gw_worker *w);
-int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
-void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 
 /* route_table.c: the route table (control thread).
  * gw_routes_apply (control): builds d->routes from C's routes, keeping unchanged routes (and their
@@ -327,7 +344,7 @@ void gw_route_put(struct gw_route *r);
  * rejection. Use it to refuse early (IB CONNECT_REQUEST); gw_session_accept checks again. */
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);
 /* Worker: a listener of route R accepted stream S (OPEN, peer_addr set). Admits it (allow list,
- * limits), opens the far side (echo/discard here, tcp via gw_eth_connect, ib via gw_ib_connect) and
+ * limits), opens the far side (echo/discard here, tcp and ib through their side's connect) and
  * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
  * not taken, the caller must reset and release it. */
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
@@ -348,13 +365,6 @@ void gw_session_abort_all(struct gw_worker *w);
  * d->conf (gw_routes_apply). 0 or -ENOMEM. gw_sessions_fini, after they stopped: frees both. */
 int gw_sessions_init(struct gw_daemon *d);
 void gw_sessions_fini(struct gw_daemon *d);
-/* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
- * whose events report the outcome, or NULL with *ERR set. */
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                  uint16_t port, int *err);
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                 uint16_t port, int *err);
-
 /* proxy.c: PROXY protocol v2.
  * gw_proxy_send (worker): builds session S's header (its client A, uid, route, IB identity) and
  * hands it to the session as the first bytes of its far side. 0 or -errno.

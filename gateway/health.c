@@ -6,8 +6,8 @@
  *
  *   control (a 100 ms tick)                         worker 0 (every round, gw_health_poll)
  *   backend due and no check out: its record  --req ring-->  opens a stream to the backend with the
- *   struct gw_check (the backend's, reused),                route's parameters (gw_eth_connect /
- *   with a reference on the route                           gw_ib_connect), like a session's far side;
+ *   struct gw_check (the backend's, reused),                route's parameters (gw_side_of(kind)->
+ *   with a reference on the route                           connect), like a session's far side;
  *                                                           passes on connect (tcp: then check_send
  *                                                           written and check_expect matched),
  *   results: rise/fall counts, up/down,   <--res ring--     fails on refusal, reset, mismatch or
@@ -149,8 +149,7 @@ static bool start(struct gw_worker *w, struct gw_check *c, uint64_t now)
 	const struct conf_endpoint *ep = &c->b->ep;
 	int err = 0;
 
-	c->s = ep->kind == CONF_EP_TCP ? gw_eth_connect(w, c->r, &ep->addr, ep->port, &err)
-	                               : gw_ib_connect(w, c->r, &ep->addr, ep->port, &err);
+	c->s = gw_side_of(ep->kind)->connect(w, c->r, &ep->addr, ep->port, &err);
 	if (!c->s) {
 		if (transient(err) && now < c->deadline_ns)
 			return true; /* no connection object ready this instant: next round */

@@ -155,8 +155,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
 			return NULL;
 		}
-		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, &b->ep.addr, b->ep.port, err)
-		                               : gw_ib_connect(w, r, &b->ep.addr, b->ep.port, err);
+		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;

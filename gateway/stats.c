@@ -108,8 +108,8 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_backend_metrics(d, m);
 	gw_proxy_metrics(d, m);
 	gw_alog_metrics(d, m);
-	gw_eth_metrics(d, m);
-	gw_ib_metrics(d, m);
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->metrics(d, m);
 }
 
 static void conn_free(struct stats_conn *c)

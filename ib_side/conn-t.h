@@ -257,7 +257,7 @@ struct ib_worker {
 	struct ib_ctl *ctl;
 	unsigned id;
 	void *arg;
-	const struct ib_hooks *hooks;
+	const struct xlt_listen_hooks *hooks;
 	struct rte_ring *in;	 /* control -> worker messages */
 	struct rte_ring *out;	 /* worker -> control messages */
 	struct rte_ring *spares; /* control -> worker: ready connection objects */
