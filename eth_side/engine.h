@@ -22,17 +22,13 @@
 
 #include "engine-t.h"
 #include "local-t.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 
-/* Single-writer counters: relaxed stores, so the control thread reads whole values. */
-#define ETH_ADD(st, f, n) __atomic_store_n(&(st)->stats.f, (st)->stats.f + (uint64_t)(n), __ATOMIC_RELAXED)
-#define ETH_INC(st, f)	  ETH_ADD(st, f, 1)
-#define ETH_DEC(st, f)	  __atomic_store_n(&(st)->stats.f, (st)->stats.f - 1, __ATOMIC_RELAXED)
-#define ETH_SET(st, f, v) __atomic_store_n(&(st)->stats.f, (uint64_t)(v), __ATOMIC_RELAXED)
 /* A segment of connection T sent again: the instance's counter and T's own (access log) */
 #define ETH_REXMIT(t)                                                                                        \
 	do {                                                                                                 \
-		ETH_INC((t)->st, tcp_retransmits);                                                           \
+		xlt_counter_add(&(t)->st->stats.tcp_retransmits, 1);                                         \
 		(t)->n_rexmit++;                                                                             \
 	} while (0)
 

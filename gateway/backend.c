@@ -286,7 +286,7 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	if (i < 0)
 		return NULL;
 	*idx = (unsigned)i;
-	gw_bump(&p->b[i]->st[w->id].sessions_total, 1);
+	xlt_counter_add(&p->b[i]->st[w->id].sessions_total, 1);
 	return p->b[i];
 }
 
@@ -294,7 +294,7 @@ void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 {
 	__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
 	if (failed)
-		gw_bump(&b->st[w->id].connect_failures, 1);
+		xlt_counter_add(&b->st[w->id].connect_failures, 1);
 }
 
 /* ---- control: publication, admin state, lifetime ---- */
@@ -438,7 +438,7 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	for (b = d->backends; b; b = b->next) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
-			n += __atomic_load_n(&b->st[w].sessions_total, __ATOMIC_RELAXED);
+			n += xlt_counter_read(&b->st[w].sessions_total);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
 	gw_metrics_family(
@@ -448,7 +448,7 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	for (b = d->backends; b; b = b->next) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
-			n += __atomic_load_n(&b->st[w].connect_failures, __ATOMIC_RELAXED);
+			n += xlt_counter_read(&b->st[w].connect_failures);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
 	gw_metrics_family(m, "backend_checks_total", XLT_COUNTER, "health checks of the backend, by result");

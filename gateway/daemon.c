@@ -50,7 +50,7 @@ uint64_t gw_sessions_active(const struct gw_daemon *d)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < d->n_workers; i++)
-		n += __atomic_load_n(&d->workers[i].st.sessions_active, __ATOMIC_RELAXED);
+		n += xlt_counter_read(&d->workers[i].st.sessions_active);
 	return n;
 }
 

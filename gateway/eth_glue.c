@@ -282,7 +282,7 @@ static unsigned eth_rx(struct gw_worker *w, uint64_t now_ns)
 	work = eth_stack_rx(w->eth, now_ns) + n;
 	seen = eth_stack_stats(w->eth)->frames_in;
 	if (seen != g->frames_seen) {
-		gw_bump(&w->st.rx_packets, seen - g->frames_seen);
+		xlt_counter_add(&w->st.rx_packets, seen - g->frames_seen);
 		g->frames_seen = seen;
 	}
 	g->work = work;

@@ -13,6 +13,7 @@
 
 #include "../conf/conf-t.h"
 #include "../eth_side/local-t.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 #include "../translate/metric-t.h"
 #include "../translate/session-t.h"
@@ -219,12 +220,6 @@ struct gw_daemon {
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };
-
-/* Adds N to a counter that only the calling thread writes; readers on other threads load it relaxed. */
-static inline void gw_bump(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
 
 /* live.c: publication of struct gw_live.
  * gw_live_make (control): a new snapshot of C's values, capped at the sizes fixed at start; NULL

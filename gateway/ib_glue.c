@@ -304,8 +304,8 @@ static void ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		snprintf(ids[i], sizeof(ids[i]), "%u", i);
 		labels[i] = ids[i];
 		bases[i] = st;
-		stall += (double)__atomic_load_n(&st->credit_stall_ns, __ATOMIC_RELAXED) / 1e9;
-		withheld += (double)__atomic_load_n(&st->credit_withheld_ns, __ATOMIC_RELAXED) / 1e9;
+		stall += (double)xlt_counter_read(&st->credit_stall_ns) / 1e9;
+		withheld += (double)xlt_counter_read(&st->credit_withheld_ns) / 1e9;
 	}
 	gw_metrics_table(m, ib_worker_metrics, ib_worker_n_metrics, bases, d->n_workers, "worker", labels);
 	gw_metrics_family(m, "ib_credit_stall_seconds_total", XLT_COUNTER,

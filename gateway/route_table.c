@@ -128,7 +128,7 @@ static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats 
 	const uint64_t *v = (const uint64_t *)s;
 
 	for (size_t k = 0; k < sizeof(*s) / sizeof(uint64_t); k++)
-		a[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+		a[k] += xlt_counter_read(&v[k]);
 }
 
 /* SUM += everything R counted: its workers' counters and those of the freed predecessors it carries

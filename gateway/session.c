@@ -123,7 +123,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	x->gen++;
 	s->next_free = w->free_sessions;
 	w->free_sessions = s;
-	gw_bump(&w->st.sessions_active, (uint64_t)-1);
+	xlt_counter_add(&w->st.sessions_active, (uint64_t)-1);
 }
 
 /* Far-side connect retries: an engine may lack a ready connection object for a moment (ib_side keeps
@@ -254,8 +254,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		b = far_connect(w, s, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1,
-			                 __ATOMIC_RELAXED);
+			xlt_counter_add(&r->st[w->id].ends[why], 1);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -268,7 +267,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
-	gw_bump(&w->st.sessions_active, 1);
+	xlt_counter_add(&w->st.sessions_active, 1);
 	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
 	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
 		xlt_session_abort(&s->x, XLT_END_ABORTED); /* cannot happen: the header always fits */

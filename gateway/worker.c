@@ -76,11 +76,10 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			uint64_t v = 0;
 			char id[12];
 
-			/* single writer each (the worker); relaxed loads never tear on x86-64 */
 			if (es)
-				v += __atomic_load_n(k ? &es->copied_in : &es->copied_out, __ATOMIC_RELAXED);
+				v += xlt_counter_read(k ? &es->copied_in : &es->copied_out);
 			if (is && k)
-				v += __atomic_load_n(&is->copied_tx, __ATOMIC_RELAXED);
+				v += xlt_counter_read(&is->copied_tx);
 			snprintf(id, sizeof(id), "%u", i);
 			gw_metrics_sample(m, (double)v, "dir", dirs[k], "worker", id, NULL);
 		}
@@ -123,9 +122,9 @@ int gw_worker_main(void *arg)
 		for (unsigned i = 0; i < GW_N_SIDES; i++)
 			work += gw_sides[i]->flush(w);
 
-		gw_bump(&w->st.loops, 1);
+		xlt_counter_add(&w->st.loops, 1);
 		if (work) {
-			gw_bump(&w->st.busy_loops, 1);
+			xlt_counter_add(&w->st.busy_loops, 1);
 			nap_us = 0;
 			armed = false;
 			continue;
@@ -157,7 +156,7 @@ int gw_worker_main(void *arg)
 		for (unsigned i = 0; i < GW_N_SIDES; i++)
 			gw_sides[i]->woken(w, fds + side_fds[i], side_fds[i + 1] - side_fds[i]);
 		armed = false;
-		gw_bump(&w->st.idle_sleeps, 1);
+		xlt_counter_add(&w->st.idle_sleeps, 1);
 	}
 	return 0;
 }
