@@ -150,9 +150,10 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 		errno = EINVAL;
 		return NULL;
 	}
-	st = calloc(1, sizeof(*st));
+	st = aligned_alloc(alignof(struct eth_stack), sizeof(*st));
 	if (!st)
 		return NULL;
+	memset(st, 0, sizeof(*st));
 	st->c = *c;
 	st->netmask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
 	st->flow_key.k0 = c->flow_key[0];

@@ -57,9 +57,10 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 		errno = ENOSPC;
 		return NULL;
 	}
-	b = calloc(1, sizeof(*b));
+	b = aligned_alloc(alignof(struct gw_backend), sizeof(*b)); /* (struct gw_backend_wstats) */
 	if (!b)
 		return NULL;
+	memset(b, 0, sizeof(*b));
 	snprintf(b->route, sizeof(b->route), "%s", route);
 	snprintf(b->name, sizeof(b->name), "%s%s%s:%u", v4 ? "" : "[", xlt_ip_fmt(&cb->ep.addr, a),
 	         v4 ? "" : "]", cb->ep.port);
@@ -165,10 +166,10 @@ static bool usable(const struct gw_live *l, const struct gw_backend *b)
 static bool reserve(struct gw_pool *p, unsigned i)
 {
 	struct gw_backend *b = p->b[i];
-	uint32_t n = __atomic_add_fetch(&b->active, 1, __ATOMIC_RELAXED);
+	uint32_t n = atomic_fetch_add_explicit(&b->active, 1, memory_order_relaxed) + 1;
 
 	if (p->max[i] && n > p->max[i]) {
-		__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub_explicit(&b->active, 1, memory_order_relaxed);
 		return false;
 	}
 	return true;
@@ -177,7 +178,7 @@ static bool reserve(struct gw_pool *p, unsigned i)
 static bool candidate(const struct gw_live *l, const struct gw_pool *p, unsigned i, uint64_t tried)
 {
 	return !(tried & (1ull << i)) && usable(l, p->b[i]) &&
-	       (!p->max[i] || __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED) < p->max[i]);
+	       (!p->max[i] || atomic_load_explicit(&p->b[i]->active, memory_order_relaxed) < p->max[i]);
 }
 
 static int pick_rr(const struct gw_live *l, struct gw_pool *p, unsigned w, uint64_t tried)
@@ -209,7 +210,7 @@ static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w
 			uint64_t a;
 			if (!candidate(l, p, i, tried_now))
 				continue;
-			a = __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED);
+			a = atomic_load_explicit(&p->b[i]->active, memory_order_relaxed);
 			/* a / weight[i] < best_a / weight[best], without division */
 			if (best < 0 || a * p->weight[best] < best_a * p->weight[i]) {
 				best = (int)i;
@@ -292,7 +293,7 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 {
-	__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&b->active, 1, memory_order_relaxed);
 	if (failed)
 		xlt_counter_add(&b->st[w->id].connect_failures, 1);
 }
@@ -379,7 +380,7 @@ void gw_backends_sweep(struct gw_daemon *d)
 
 	while (*pp) {
 		struct gw_backend *b = *pp;
-		if (!b->refs && !b->checking && !__atomic_load_n(&b->active, __ATOMIC_ACQUIRE)) {
+		if (!b->refs && !b->checking && !atomic_load_explicit(&b->active, memory_order_acquire)) {
 			*pp = b->next;
 			GW_INFO("route %s: backend %s removed", b->route, b->name);
 			backend_free(d, b);
@@ -431,8 +432,8 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			                  gw_backend_state_names[k], NULL);
 	gw_metrics_family(m, "backend_sessions_active", XLT_GAUGE, "sessions on the backend now");
 	for (b = d->backends; b; b = b->next)
-		gw_metrics_sample(m, __atomic_load_n(&b->active, __ATOMIC_RELAXED), "route", b->route,
-		                  "backend", b->name, NULL);
+		gw_metrics_sample(m, atomic_load_explicit(&b->active, memory_order_relaxed), "route",
+		                  b->route, "backend", b->name, NULL);
 	gw_metrics_family(m, "backend_sessions_total", XLT_COUNTER,
 	                  "sessions sent to the backend (failed connects included)");
 	for (b = d->backends; b; b = b->next) {

@@ -241,7 +241,7 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 		d->drain_aborted += active;
 		d->drain_aborting = true;
 		for (unsigned i = 0; i < d->n_workers; i++)
-			__atomic_store_n(&d->workers[i].abort_all, true, __ATOMIC_RELEASE);
+			atomic_store_explicit(&d->workers[i].abort_all, true, memory_order_release);
 		d->drain_deadline_ns = gw_now_ns() + 2000000000ull;
 		return;
 	}
@@ -264,7 +264,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
-	__atomic_store_n(&d->state, GW_DRAINING, __ATOMIC_RELEASE);
+	atomic_store_explicit(&d->state, GW_DRAINING, memory_order_release);
 	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
 	d->drain_timer = event_new(d->base, -1, EV_PERSIST, drain_tick, d);
 	if (!d->drain_timer || event_add(d->drain_timer, &tv)) {
@@ -305,7 +305,7 @@ static int start_workers(struct gw_daemon *d)
 static void stop_workers(struct gw_daemon *d)
 {
 	for (unsigned i = 0; i < d->n_workers; i++)
-		__atomic_store_n(&d->workers[i].stop, true, __ATOMIC_RELEASE);
+		atomic_store_explicit(&d->workers[i].stop, true, memory_order_release);
 	rte_eal_mp_wait_lcore();
 }
 
@@ -385,7 +385,7 @@ int gw_daemon_run(struct gw_daemon *d)
 		goto err_workers;
 	if (start_workers(d))
 		goto err_workers;
-	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);
+	atomic_store_explicit(&d->state, GW_SERVING, memory_order_release);
 	GW_NOTICE("serving: %u worker(s), %u route(s)", d->n_workers, d->conf->n_routes);
 	if (d->ready_fd >= 0) {
 		ret = (int)write(d->ready_fd, "1", 1);

@@ -40,9 +40,10 @@ struct glue_listener {
 	struct gw_route *r;
 };
 
-/* Per worker: written by that worker only, except ctl (control enqueues, the worker dequeues). */
+/* Per worker: written by that worker only, except ctl (control enqueues, the worker dequeues). Cache
+ * line aligned: the workers' entries of glue[] share no line. */
 struct glue_worker {
-	struct rte_ring *ctl;
+	alignas(64) struct rte_ring *ctl;
 	struct glue_listener lis[CONF_MAX_ROUTES];
 	unsigned n_lis;
 	bool drained;
@@ -273,7 +274,7 @@ static unsigned eth_rx(struct gw_worker *w, uint64_t now_ns)
 		else
 			apply_listen(w, g, msgs[i]);
 	}
-	if (!g->drained && __atomic_load_n(&w->d->state, __ATOMIC_ACQUIRE) >= GW_DRAINING) {
+	if (!g->drained && atomic_load_explicit(&w->d->state, memory_order_acquire) >= GW_DRAINING) {
 		eth_tcp_unlisten_all(w->eth); /* drain: no new connections, the established ones go on */
 		g->n_lis = 0;
 		g->drained = true;

@@ -7,6 +7,8 @@
 #ifndef GW_GW_H
 #define GW_GW_H
 
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -74,16 +76,26 @@ struct gw_worker_stats {
 extern const struct xlt_metric_desc gw_worker_metrics[];
 extern const unsigned gw_worker_n_metrics;
 
+/* One worker's counters of a route: written by that worker only (translate/counter.h), read by
+ * control; on cache lines of their own, so workers relaying on one route do not share a line. */
+struct gw_route_wstats {
+	alignas(64) struct xlt_route_stats s;
+};
+
 /* A route of the running config. Routes outlive reloads while anything uses them: a reload that drops
  * or changes a route marks the old object removed (its listeners close, its sessions finish) and the
  * control thread frees it once nothing holds it. Whoever keeps a struct gw_route pointer beyond a call
  * (a listener, a connection on its way to a worker, a session) holds a reference: gw_route_get/put. */
 struct gw_route {
 	struct conf_route conf; /* immutable */
-	bool removed;		/* written by control (atomic), read by anyone */
-	uint32_t refs;		/* atomic */
-	uint32_t active;	/* admitted sessions, atomic */
-	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	/* any thread: atomic read-modify-writes */
+	_Atomic uint32_t refs;
+	_Atomic uint32_t active;                      /* admitted sessions */
+	_Atomic uint64_t rejected[3];                 /* by enum gw_reject */
+	_Atomic uint64_t proxy_errors[GW_PP_REASONS]; /* accept_proxy connections reset for their header,
+	                                               * by reason (proxy.c) */
+	/* written by control (release), read by anyone (acquire) */
+	_Atomic bool removed;
 	/* a removed route that a reload replaced by one of the same name and listener: that one
 	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
 	 * under the new config instead of being refused. Written by control before `removed`. */
@@ -94,11 +106,8 @@ struct gw_route {
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
 	uint64_t past_rejected[3];
 	struct xlt_route_stats past;
-	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
-	/* accept_proxy connections reset for their header, by reason (proxy.c): atomic adds from the
-	 * workers; past_: control thread, as past_rejected */
-	uint64_t proxy_errors[GW_PP_REASONS];
 	uint64_t past_proxy_errors[GW_PP_REASONS];
+	struct gw_route_wstats st[GW_MAX_WORKERS]; /* st[i]: worker i's */
 };
 
 enum gw_reject {
@@ -135,32 +144,36 @@ struct gw_session {
 
 struct pollfd;
 
+/* One worker. Its fields are grouped by writer, each group on its own cache lines (and the workers
+ * of d->workers[] never share one): what the control thread writes while the worker runs does not
+ * sit beside what the worker writes every round. */
 struct gw_worker {
-	unsigned id;	   /* also the port queue it owns */
+	/* set by the control thread before launch, read-only while the worker runs */
+	unsigned id; /* also the port queue it owns */
 	unsigned lcore;
-	bool stop;	   /* written by control, read by the worker (atomic) */
-	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
-	 * older than the one published with that epoch. Written by the worker (release), read by control
-	 * (acquire). */
-	uint64_t qs_epoch;
-	unsigned n_sessions;   /* size of the session pool (d->cap_sessions), set before launch */
+	unsigned n_sessions;   /* size of the session pool (d->cap_sessions) */
 	struct eth_port *port; /* NULL: no Ethernet port */
 	struct gw_daemon *d;
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
-	struct gw_worker_stats st;
-	/* access log records (access_log.h): this worker produces, the control thread consumes;
-	 * allocated before launch */
+	/* access log records (access_log.h): this worker produces, the control thread consumes */
 	struct gw_alog_ring *alog;
+	/* written by control (release), read by the worker (acquire) */
+	alignas(64) _Atomic bool stop;
+	_Atomic bool abort_all; /* abort every session (drain timeout); the worker clears it */
+	/* written by the worker, read by control */
+	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
+	 * older than the one published with that epoch (release; control loads acquire) */
+	alignas(64) _Atomic uint64_t qs_epoch;
+	struct gw_worker_stats st; /* translate/counter.h */
 	/* worker only: */
-	const struct gw_live *live;  /* this round's snapshot (gw_live_enter) */
+	alignas(64) const struct gw_live *live; /* this round's snapshot (gw_live_enter) */
 	struct gw_session *sessions; /* pool of n_sessions */
 	struct gw_session *free_sessions;
 	struct xlt_session_owner owner;
 	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
 	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
-	uint64_t uid_next;	    /* the next session's uid (count part) */
-	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
+	uint64_t uid_next;          /* the next session's uid (count part) */
 };
 
 enum gw_state {
@@ -189,20 +202,23 @@ struct gw_daemon {
 	uint32_t cap_sessions; /* [gateway] max_sessions at start */
 	uint64_t cap_memory;   /* [gateway] memory_limit at start */
 	/* RCU-style publication (live.c): written by control (release), read by everyone (acquire) */
-	struct gw_live *live;
-	uint64_t live_epoch;
+	_Atomic(struct gw_live *) live;
+	_Atomic uint64_t live_epoch;
+	/* written by control (release), read by the workers (acquire) */
+	_Atomic enum gw_state state;
+	/* any thread (atomic read-modify-writes): admitted sessions, all routes */
+	_Atomic uint32_t sessions_admitted;
+	/* control thread only: */
 	struct gw_live *live_retired; /* control only: replaced snapshots in their grace period */
 	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
 	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
 
-	enum gw_state state; /* written by control; read by workers (atomic) */
 	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
 	/* routes of the running config (control thread writes; see struct gw_route) */
 	unsigned n_routes;
 	struct gw_route *routes[CONF_MAX_ROUTES];
 	struct gw_route *removed_routes; /* still referenced; freed by gw_routes_sweep */
 	struct event *sweep_timer;
-	uint32_t sessions_admitted; /* all routes, atomic */
 	struct eth_port *port;
 	/* backend pools (backend.c, health.c), control thread only */
 	struct gw_backend *backends;
@@ -237,10 +253,10 @@ void gw_live_fini(struct gw_daemon *d);
  * the epoch reported; the release store orders this worker's reads of older snapshots before it. */
 static inline const struct gw_live *gw_live_enter(struct gw_worker *w)
 {
-	uint64_t e = __atomic_load_n(&w->d->live_epoch, __ATOMIC_ACQUIRE);
+	uint64_t e = atomic_load_explicit(&w->d->live_epoch, memory_order_acquire);
 
-	w->live = __atomic_load_n(&w->d->live, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&w->qs_epoch, e, __ATOMIC_RELEASE);
+	w->live = atomic_load_explicit(&w->d->live, memory_order_acquire);
+	atomic_store_explicit(&w->qs_epoch, e, memory_order_release);
 	return w->live;
 }
 

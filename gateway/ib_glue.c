@@ -121,7 +121,7 @@ static void close_listener(unsigned i)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
-	bool serving = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GW_SERVING;
+	bool serving = atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING;
 
 	(void)fd;
 	(void)what;

@@ -140,7 +140,7 @@ int gw_proxy_send(struct gw_session *s, struct xlt_stream *a)
 
 static void count(struct gw_route *r, unsigned reason)
 {
-	__atomic_fetch_add(&r->proxy_errors[reason], 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->proxy_errors[reason], 1, memory_order_relaxed);
 }
 
 static void unlink_wait(struct pp_wait *p)
@@ -367,13 +367,14 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		for (const struct gw_route *o = d->removed_routes; o; o = o->next_removed)
 			if (!strcmp(o->conf.name, r->conf.name))
 				for (unsigned k = 0; k < PP_REASONS; k++)
-					sum[k] += __atomic_load_n(&o->proxy_errors[k], __ATOMIC_RELAXED) +
-					          o->past_proxy_errors[k];
+					sum[k] +=
+					    atomic_load_explicit(&o->proxy_errors[k], memory_order_relaxed) +
+					    o->past_proxy_errors[k];
 		for (unsigned k = 0; k < PP_REASONS; k++) {
 			if (!reason_name(k))
 				continue;
-			sum[k] +=
-			    __atomic_load_n(&r->proxy_errors[k], __ATOMIC_RELAXED) + r->past_proxy_errors[k];
+			sum[k] += atomic_load_explicit(&r->proxy_errors[k], memory_order_relaxed) +
+			          r->past_proxy_errors[k];
 			gw_metrics_sample(m, (double)sum[k], "route", r->conf.name, "reason", reason_name(k),
 			                  NULL);
 		}

@@ -25,27 +25,29 @@
 
 void gw_route_get(struct gw_route *r)
 {
-	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 }
 
 void gw_route_put(struct gw_route *r)
 {
-	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
+	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
 }
 
 struct gw_route *gw_route_current(struct gw_route *r)
 {
-	while (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) && r->successor)
+	while (atomic_load_explicit(&r->removed, memory_order_acquire) && r->successor)
 		r = r->successor;
 	return r;
 }
 
 static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
 {
-	struct gw_route *r = calloc(1, sizeof(*r));
+	/* aligned: its per-worker counters have cache lines of their own (struct gw_route_wstats) */
+	struct gw_route *r = aligned_alloc(alignof(struct gw_route), sizeof(*r));
 
 	if (!r)
 		return NULL;
+	memset(r, 0, sizeof(*r));
 	r->conf = *c;
 	r->refs = 1; /* the route table's */
 	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
@@ -63,7 +65,7 @@ static void route_free(struct gw_route *r)
 
 static void route_retire(struct gw_daemon *d, struct gw_route *r)
 {
-	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->removed, true, memory_order_release);
 	r->next_removed = d->removed_routes;
 	d->removed_routes = r;
 	gw_route_put(r); /* the table's reference */
@@ -136,12 +138,13 @@ static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats 
 static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
 {
 	sum->name = r->conf.name;
-	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
+	sum->active += atomic_load_explicit(&r->active, memory_order_relaxed);
 	for (unsigned k = 0; k < 3; k++)
-		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
+		sum->rejected[k] +=
+		    atomic_load_explicit(&r->rejected[k], memory_order_relaxed) + r->past_rejected[k];
 	stats_add(&sum->st, &r->past);
 	for (unsigned w = 0; w < n_workers; w++)
-		stats_add(&sum->st, &r->st[w]);
+		stats_add(&sum->st, &r->st[w].s);
 }
 
 /* R (removed, unreferenced) is about to be freed: its counters go to the route object that carries its
@@ -158,7 +161,7 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
 	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
+		if (o != r && atomic_load_explicit(&o->refs, memory_order_acquire) &&
 		    !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
@@ -180,7 +183,7 @@ void gw_routes_sweep(struct gw_daemon *d)
 
 	while (*pp) {
 		struct gw_route *r = *pp;
-		if (__atomic_load_n(&r->refs, __ATOMIC_ACQUIRE) == 0) {
+		if (atomic_load_explicit(&r->refs, memory_order_acquire) == 0) {
 			*pp = r->next_removed;
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);

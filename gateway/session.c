@@ -32,7 +32,7 @@
  * round (live.c); on the control thread, until the next reload. */
 static uint32_t max_sessions(const struct gw_daemon *d)
 {
-	return __atomic_load_n(&d->live, __ATOMIC_ACQUIRE)->max_sessions;
+	return atomic_load_explicit(&d->live, memory_order_acquire)->max_sessions;
 }
 
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
@@ -41,15 +41,15 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 	if (!conf_route_allows(&r->conf, addr))
 		why = GW_REJECT_ACL;
-	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
-	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
-	         __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= max_sessions(d))
+	else if (atomic_load_explicit(&r->removed, memory_order_acquire) ||
+	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING ||
+	         atomic_load_explicit(&d->sessions_admitted, memory_order_relaxed) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL;
-	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
+	else if (atomic_load_explicit(&r->active, memory_order_relaxed) >= r->conf.max_sessions)
 		why = GW_REJECT_LIMIT;
 	else
 		return 0;
-	__atomic_fetch_add(&r->rejected[why], 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->rejected[why], 1, memory_order_relaxed);
 	return why == GW_REJECT_ACL ? -EACCES : -EBUSY;
 }
 
@@ -60,15 +60,15 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 	if (ret)
 		return ret;
-	if (__atomic_add_fetch(&r->active, 1, __ATOMIC_RELAXED) > r->conf.max_sessions) {
-		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&r->rejected[GW_REJECT_LIMIT], 1, __ATOMIC_RELAXED);
+	if (atomic_fetch_add_explicit(&r->active, 1, memory_order_relaxed) + 1 > r->conf.max_sessions) {
+		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_LIMIT], 1, memory_order_relaxed);
 		return -EBUSY;
 	}
-	if (__atomic_add_fetch(&d->sessions_admitted, 1, __ATOMIC_RELAXED) > max_sessions(d)) {
-		__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&r->rejected[GW_REJECT_GLOBAL], 1, __ATOMIC_RELAXED);
+	if (atomic_fetch_add_explicit(&d->sessions_admitted, 1, memory_order_relaxed) + 1 > max_sessions(d)) {
+		atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_GLOBAL], 1, memory_order_relaxed);
 		return -EBUSY;
 	}
 	gw_route_get(r);
@@ -77,8 +77,8 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r)
 {
-	__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
 	gw_route_put(r);
 }
 
@@ -254,7 +254,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		b = far_connect(w, s, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			xlt_counter_add(&r->st[w->id].ends[why], 1);
+			xlt_counter_add(&r->st[w->id].s.ends[why], 1);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -268,7 +268,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
 	xlt_counter_add(&w->st.sessions_active, 1);
-	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
+	xlt_session_start(&s->x, kind, a, b, &r->st[w->id].s, &w->owner, &lim);
 	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
 		xlt_session_abort(&s->x, XLT_END_ABORTED); /* cannot happen: the header always fits */
 	if (kind == XLT_SESSION_RELAY && !b) {

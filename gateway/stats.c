@@ -241,7 +241,7 @@ static void handle(struct stats_conn *c, char *line)
 		evbuffer_add_printf(body, "method not allowed\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: GET, HEAD\r\n", body, false);
 	} else if (!strcmp(target, "/health")) {
-		bool ok = __atomic_load_n(&d->state, __ATOMIC_RELAXED) == GW_SERVING;
+		bool ok = atomic_load_explicit(&d->state, memory_order_relaxed) == GW_SERVING;
 		evbuffer_add_printf(body, "%s\n", ok ? "ok" : "draining");
 		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
 	} else {

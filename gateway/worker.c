@@ -101,12 +101,12 @@ int gw_worker_main(void *arg)
 	unsigned n_fds = 0;
 	bool armed = false, covered = false;
 
-	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
 		const struct gw_live *live = gw_live_enter(w); /* quiescent point: see live.c */
 		uint64_t now = gw_now_ns();
 
-		if (__atomic_load_n(&w->abort_all, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
+		if (atomic_load_explicit(&w->abort_all, memory_order_acquire)) {
+			atomic_store_explicit(&w->abort_all, false, memory_order_relaxed);
 			gw_session_abort_all(w);
 		}
 		unsigned work = 0;

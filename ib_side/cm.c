@@ -1276,7 +1276,10 @@ struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void
 	}
 	if ((ret = open_devices(ctl)))
 		goto err;
-	ctl->workers = calloc(n_workers, sizeof(ctl->workers[0]));
+	/* aligned: each worker's groups have cache lines of their own (struct ib_worker) */
+	ctl->workers = aligned_alloc(alignof(struct ib_worker), n_workers * sizeof(ctl->workers[0]));
+	if (ctl->workers)
+		memset(ctl->workers, 0, n_workers * sizeof(ctl->workers[0]));
 	ctl->pend = calloc(n_workers, sizeof(ctl->pend[0]));
 	if (!ctl->workers || !ctl->pend) {
 		ret = -ENOMEM;
