@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "../conf/conf-t.h"
@@ -121,14 +122,14 @@ struct gw_session {
 	struct xlt_session x; /* first */
 	struct gw_route *route;
 	struct gw_worker *w;
-	struct gw_session *next_free;
+	SLIST_ENTRY(gw_session) free_link; /* w->free_sessions */
 	/* daemon-unique id of this session (worker id in the top 8 bits, that worker's count below):
 	 * names the session in the access log, /stats and PROXY v2's UNIQUE_ID TLV */
 	uint64_t uid;
 	/* far side not opened yet (transient shortage, e.g. no spare IB connection object): retried
 	 * from gw_sessions_poll until the route's connect_timeout */
 	bool pending;
-	struct gw_session *next_pending;
+	LIST_ENTRY(gw_session) pending_link; /* w->pending, while pending */
 	uint64_t retry_ns, deadline_ns; /* deadline: the route's connect_timeout from the session's start */
 	/* the pool's backend the far side is (being) connected to (NULL: none now), its index, the
 	 * backends whose connect failed for this session (bit i), and the last failure */
@@ -169,9 +170,9 @@ struct gw_worker {
 	/* worker only: */
 	alignas(64) const struct gw_live *live; /* this round's snapshot (gw_live_enter) */
 	struct gw_session *sessions; /* pool of n_sessions */
-	struct gw_session *free_sessions;
+	SLIST_HEAD(, gw_session) free_sessions;
 	struct xlt_session_owner owner;
-	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
+	LIST_HEAD(, gw_session) pending; /* sessions waiting to retry their far-side connect */
 	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
 	uint64_t uid_next;          /* the next session's uid (count part) */
 };

@@ -104,10 +104,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 
 	if (s->pending) {
 		/* A went away while its far side was still to be opened */
-		struct gw_session **pp = &w->pending;
-		while (*pp != s)
-			pp = &(*pp)->next_pending;
-		*pp = s->next_pending;
+		LIST_REMOVE(s, pending_link);
 		s->pending = false;
 	}
 
@@ -121,8 +118,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	gw_session_unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
-	s->next_free = w->free_sessions;
-	w->free_sessions = s;
+	SLIST_INSERT_HEAD(&w->free_sessions, s, free_link);
 	xlt_counter_add(&w->st.sessions_active, (uint64_t)-1);
 }
 
@@ -191,8 +187,7 @@ static bool owner_retry(void *arg, struct xlt_session *x, int err)
 		return false;
 	s->pending = true;
 	s->retry_ns = 0;
-	s->next_pending = w->pending;
-	w->pending = s;
+	LIST_INSERT_HEAD(&w->pending, s, pending_link);
 	return true;
 }
 
@@ -230,7 +225,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	struct gw_session *s;
 	int ret, err = 0;
 
-	s = w->free_sessions;
+	s = SLIST_FIRST(&w->free_sessions);
 	if (!s) {
 		ret = -ENOMEM; /* cannot happen: the global limit never exceeds the pool; kept as a guard */
 		goto err;
@@ -263,7 +258,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		ret = -EINVAL;
 		goto err;
 	}
-	w->free_sessions = s->next_free;
+	SLIST_REMOVE_HEAD(&w->free_sessions, free_link);
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
@@ -275,8 +270,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		uint64_t now = gw_now_ns();
 		s->pending = true;
 		s->retry_ns = now + RETRY_NS;
-		s->next_pending = w->pending;
-		w->pending = s;
+		LIST_INSERT_HEAD(&w->pending, s, pending_link);
 	}
 	return 0;
 err:
@@ -286,25 +280,23 @@ err:
 
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 {
-	struct gw_session **pp = &w->pending;
+	struct gw_session *next;
 	unsigned work = gw_proxy_poll(w, now);
 
-	while (*pp) {
-		struct gw_session *s = *pp;
+	for (struct gw_session *s = LIST_FIRST(&w->pending); s; s = next) {
 		struct xlt_stream *b = NULL;
 		int err = -ETIMEDOUT;
 
-		if (now < s->retry_ns) {
-			pp = &s->next_pending;
+		/* (ending S below ends no other session: its successor stays listed) */
+		next = LIST_NEXT(s, pending_link);
+		if (now < s->retry_ns)
 			continue;
-		}
 		if (now < s->deadline_ns && !(b = far_connect(w, s, &err)) && transient(err)) {
 			s->retry_ns = now + RETRY_NS;
-			pp = &s->next_pending;
 			continue;
 		}
 		/* leave the list before the session can end (owner_done unlinks pending ones) */
-		*pp = s->next_pending;
+		LIST_REMOVE(s, pending_link);
 		s->pending = false;
 		work++;
 		if (b)
@@ -354,8 +346,7 @@ int gw_sessions_init(struct gw_daemon *d)
 		w->n_sessions = cap;
 		for (unsigned k = cap; k-- > 0;) {
 			w->sessions[k].x.id = k;
-			w->sessions[k].next_free = w->free_sessions;
-			w->free_sessions = &w->sessions[k];
+			SLIST_INSERT_HEAD(&w->free_sessions, &w->sessions[k], free_link);
 		}
 		w->owner = (struct xlt_session_owner){.arg = w,
 		                                      .now_ns = owner_now,
@@ -375,7 +366,7 @@ void gw_sessions_fini(struct gw_daemon *d)
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		free(d->workers[i].sessions);
 		d->workers[i].sessions = NULL;
-		d->workers[i].free_sessions = NULL;
+		SLIST_INIT(&d->workers[i].free_sessions);
 		d->workers[i].n_sessions = 0;
 	}
 }
