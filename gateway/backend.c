@@ -35,7 +35,9 @@ const char *const gw_backend_state_names[4] = {"up", "down", "drain", "maint"};
 
 static struct gw_backend *backend_find(struct gw_daemon *d, const char *route, const struct conf_endpoint *ep)
 {
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link)
 		if (!strcmp(b->route, route) && b->ep.kind == ep->kind && xlt_ip_eq(&b->ep.addr, &ep->addr) &&
 		    b->ep.port == ep->port)
 			return b;
@@ -77,8 +79,7 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
 	b->up = true;
 	d->bk_slot_used[slot] = 1;
-	b->next = d->backends;
-	d->backends = b;
+	LIST_INSERT_HEAD(&d->backends, b, link);
 	d->bk_dirty = true;
 	return b;
 }
@@ -302,7 +303,9 @@ void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 
 void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
 {
-	for (const struct gw_backend *b = d->backends; b; b = b->next) {
+	const struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link) {
 		l->bk_serial[b->slot] = b->serial;
 		l->bk_usable[b->slot] = b->up && b->admin == CONF_BACKEND_READY;
 	}
@@ -325,7 +328,9 @@ void gw_backends_publish(struct gw_daemon *d)
 
 void gw_backends_routes(struct gw_daemon *d)
 {
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link)
 		b->checked = false;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		struct gw_route *r = d->routes[i];
@@ -334,7 +339,7 @@ void gw_backends_routes(struct gw_daemon *d)
 		for (unsigned k = 0; k < r->pool->n; k++)
 			r->pool->b[k]->checked = r->conf.check_interval_ms > 0;
 	}
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		if (!b->checked && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
@@ -376,25 +381,23 @@ static void backend_free(struct gw_daemon *d, struct gw_backend *b)
 
 void gw_backends_sweep(struct gw_daemon *d)
 {
-	struct gw_backend **pp = &d->backends;
+	struct gw_backend *next;
 
-	while (*pp) {
-		struct gw_backend *b = *pp;
+	for (struct gw_backend *b = LIST_FIRST(&d->backends); b; b = next) {
+		next = LIST_NEXT(b, link);
 		if (!b->refs && !b->checking && !atomic_load_explicit(&b->active, memory_order_acquire)) {
-			*pp = b->next;
+			LIST_REMOVE(b, link);
 			GW_INFO("route %s: backend %s removed", b->route, b->name);
 			backend_free(d, b);
-		} else {
-			pp = &b->next;
 		}
 	}
 }
 
 void gw_backends_free(struct gw_daemon *d)
 {
-	while (d->backends) {
-		struct gw_backend *b = d->backends;
-		d->backends = b->next;
+	while (!LIST_EMPTY(&d->backends)) {
+		struct gw_backend *b = LIST_FIRST(&d->backends);
+		LIST_REMOVE(b, link);
 		backend_free(d, b);
 	}
 }
@@ -414,29 +417,29 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	const struct gw_backend *b;
 
-	if (!d->backends)
+	if (LIST_EMPTY(&d->backends))
 		return;
 	gw_metrics_family(
 	    m, "backend_up", XLT_GAUGE,
 	    "1 while the backend's health checks pass (always 1 when its route runs none; 0 in maint)");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, b->up && b->admin != CONF_BACKEND_MAINT, "route", b->route, "backend",
 		                  b->name, NULL);
 	gw_metrics_family(
 	    m, "backend_state", XLT_GAUGE,
 	    "1 for the backend's state: up (takes sessions), down (checks failed), drain (takes no new "
 	    "session, its sessions finish), maint (drain, and no checks)");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		for (unsigned k = 0; k < 4; k++)
 			gw_metrics_sample(m, state_of(b) == k, "route", b->route, "backend", b->name, "state",
 			                  gw_backend_state_names[k], NULL);
 	gw_metrics_family(m, "backend_sessions_active", XLT_GAUGE, "sessions on the backend now");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, atomic_load_explicit(&b->active, memory_order_relaxed), "route",
 		                  b->route, "backend", b->name, NULL);
 	gw_metrics_family(m, "backend_sessions_total", XLT_COUNTER,
 	                  "sessions sent to the backend (failed connects included)");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
 			n += xlt_counter_read(&b->st[w].sessions_total);
@@ -446,14 +449,14 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    m, "backend_connect_failures_total", XLT_COUNTER,
 	    "sessions' far-side connects to the backend that failed (retried on another backend "
 	    "while the route's connect_timeout allowed)");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
 			n += xlt_counter_read(&b->st[w].connect_failures);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
 	gw_metrics_family(m, "backend_checks_total", XLT_COUNTER, "health checks of the backend, by result");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		gw_metrics_sample(m, (double)b->checks_passed, "route", b->route, "backend", b->name,
 		                  "result", "passed", NULL);
 		gw_metrics_sample(m, (double)b->checks_failed, "route", b->route, "backend", b->name,
@@ -461,13 +464,13 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	}
 	gw_metrics_family(m, "backend_check_seconds", XLT_GAUGE,
 	                  "duration of the backend's last passed check");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, (double)b->check_ns_last / 1e9, "route", b->route, "backend", b->name,
 		                  NULL);
 	gw_metrics_family(
 	    m, "backend_check_seconds_total", XLT_COUNTER,
 	    "total duration of the backend's passed checks (divide by checks_total{result=\"passed\"})");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, (double)b->check_ns_sum / 1e9, "route", b->route, "backend", b->name,
 		                  NULL);
 }

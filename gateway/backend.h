@@ -62,7 +62,7 @@ struct gw_backend {
 	uint64_t checks_passed, checks_failed;
 	uint64_t check_ns_last, check_ns_sum;        /* latency of passed checks (connect, send, expect) */
 	struct gw_check *chk;                        /* health.c's record, allocated on the first check */
-	struct gw_backend *next;                     /* d->backends list */
+	LIST_ENTRY(gw_backend) link;                 /* d->backends */
 	struct gw_backend_wstats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
 };
 

@@ -101,7 +101,7 @@ struct gw_route {
 	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
 	 * under the new config instead of being refused. Written by control before `removed`. */
 	struct gw_route *successor;
-	struct gw_route *next_removed; /* control thread */
+	LIST_ENTRY(gw_route) removed_link; /* d->removed_routes; control thread */
 	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
@@ -218,11 +218,11 @@ struct gw_daemon {
 	/* routes of the running config (control thread writes; see struct gw_route) */
 	unsigned n_routes;
 	struct gw_route *routes[CONF_MAX_ROUTES];
-	struct gw_route *removed_routes; /* still referenced; freed by gw_routes_sweep */
+	LIST_HEAD(, gw_route) removed_routes; /* still referenced; freed by gw_routes_sweep */
 	struct event *sweep_timer;
 	struct eth_port *port;
 	/* backend pools (backend.c, health.c), control thread only */
-	struct gw_backend *backends;
+	LIST_HEAD(, gw_backend) backends;
 	uint32_t bk_serial_next;
 	bool bk_dirty; /* a usable bit changed and is not published yet */
 	uint8_t bk_slot_used[GW_MAX_BACKENDS];

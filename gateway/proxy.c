@@ -358,13 +358,13 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    "other than TCP over IPv4 or IPv6), truncated (the client ended first), timeout (none within "
 	    "5 s), overload (too many waiting), untrusted (the TCP peer is not in the route's proxy_from)");
 	for (unsigned i = 0; i < d->n_routes; i++) {
-		const struct gw_route *r = d->routes[i];
+		const struct gw_route *r = d->routes[i], *o;
 		uint64_t sum[PP_REASONS] = {0};
 
 		if (r->conf.listen.kind != CONF_EP_TCP)
 			continue;
 		/* a changed route's predecessors (draining, or freed into r's past) add up under its name */
-		for (const struct gw_route *o = d->removed_routes; o; o = o->next_removed)
+		LIST_FOREACH(o, &d->removed_routes, removed_link)
 			if (!strcmp(o->conf.name, r->conf.name))
 				for (unsigned k = 0; k < PP_REASONS; k++)
 					sum[k] +=

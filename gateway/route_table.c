@@ -66,8 +66,7 @@ static void route_free(struct gw_route *r)
 static void route_retire(struct gw_daemon *d, struct gw_route *r)
 {
 	atomic_store_explicit(&r->removed, true, memory_order_release);
-	r->next_removed = d->removed_routes;
-	d->removed_routes = r;
+	LIST_INSERT_HEAD(&d->removed_routes, r, removed_link);
 	gw_route_put(r); /* the table's reference */
 }
 
@@ -155,13 +154,13 @@ static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned 
 static void route_fold(struct gw_daemon *d, struct gw_route *r)
 {
 	struct route_sum sum = {0};
-	struct gw_route *to = NULL;
+	struct gw_route *to = NULL, *o;
 
 	for (unsigned i = 0; i < d->n_routes && !to; i++)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
-	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && atomic_load_explicit(&o->refs, memory_order_acquire) &&
+	LIST_FOREACH(o, &d->removed_routes, removed_link)
+		if (!to && o != r && atomic_load_explicit(&o->refs, memory_order_acquire) &&
 		    !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
@@ -179,19 +178,17 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 
 void gw_routes_sweep(struct gw_daemon *d)
 {
-	struct gw_route **pp = &d->removed_routes;
+	struct gw_route *next;
 
-	while (*pp) {
-		struct gw_route *r = *pp;
+	for (struct gw_route *r = LIST_FIRST(&d->removed_routes); r; r = next) {
+		next = LIST_NEXT(r, removed_link);
 		if (atomic_load_explicit(&r->refs, memory_order_acquire) == 0) {
-			*pp = r->next_removed;
+			LIST_REMOVE(r, removed_link);
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);
 			if (r->successor)
 				gw_route_put(r->successor);
 			route_free(r);
-		} else {
-			pp = &r->next_removed;
 		}
 	}
 }
@@ -202,9 +199,9 @@ void gw_routes_free(struct gw_daemon *d)
 		route_retire(d, d->routes[i]);
 	d->n_routes = 0;
 	/* workers are stopped: whatever they held is gone with them */
-	while (d->removed_routes) {
-		struct gw_route *r = d->removed_routes;
-		d->removed_routes = r->next_removed;
+	while (!LIST_EMPTY(&d->removed_routes)) {
+		struct gw_route *r = LIST_FIRST(&d->removed_routes);
+		LIST_REMOVE(r, removed_link);
 		route_free(r);
 	}
 	gw_backends_free(d);
@@ -242,7 +239,9 @@ void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		dir_names(dir[0][n], dir[1][n], r);
 		sum_route(&sums[n++], r, d->n_workers);
 	}
-	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
+	const struct gw_route *r;
+
+	LIST_FOREACH(r, &d->removed_routes, removed_link) {
 		unsigned i;
 		for (i = 0; i < n && strcmp(sums[i].name, r->conf.name); i++)
 			;
