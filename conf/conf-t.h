@@ -153,6 +153,7 @@ struct conf_eth {
 	uint32_t kernel_tap_rate;    /* frames per second each way through it at most */
 	uint32_t removed_addr_reset; /* 1: connections to an address that left the TAP are reset */
 	struct in_addr flow_peer;    /* the other gateway of a pair: unknown flows to a VIP go there */
+	struct in6_addr flow_peer6;  /* ... to an IPv6 VIP (:: = none) */
 };
 
 struct conf_route {

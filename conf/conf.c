@@ -212,6 +212,9 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "the other gateway of a pair (its [eth] address; 0.0.0.0 = none): a TCP segment for a listener's "
 		"port on an address from the kernel TAP (a VIP) that matches no connection here and opens none is "
 		"passed to it once, so connections it still drains finish after the VIP moved here"},
+	{E(flow_peer6), .type = T_IPV6, .def = "::",
+	 .doc = "the same for IPv6 VIPs: the other gateway's address6 (:: = none); the segment passed on is "
+		"marked with hop limit 0, which no router forwards, so it never comes back"},
 
 	/* [route NAME] */
 	{R(listen), .type = T_LISTEN, .required = true,

@@ -111,6 +111,7 @@ struct eth_tcb {
 	uint32_t cwnd, ssthresh, recover, high_rxt, bytes_acked;
 	uint16_t mss;		/* payload per segment (options excluded) */
 	uint16_t peer_mss;
+	uint16_t pmtu;		/* path MTU an ICMP error taught us (pmtu.c); 0: the link's */
 	uint32_t rtseq;		/* segment being timed (no timestamps) */
 	uint64_t rttime_ms;
 	uint32_t srtt_us, rttvar_us, rto_ms;

@@ -9,6 +9,7 @@
  *   syncookie.c the cookies themselves (pure: encoding and checking)
  *   tcp_out.c   segment building, output decisions, resets
  *   tcp_timer.c timers, RTT estimation (RFC 6298), keepalive, persist
+ *   pmtu.c      path MTU discovery: ICMP "fragmentation needed" / ICMPv6 "packet too big" for our TCP
  *   exception.c the kernel TAP's rings and rate limits (exception.h): what the engine punts to it
  * Frames handed between them always start at the IP header (the Ethernet header is stripped on
  * input and prepended by arp.c on output). Every function here runs on the instance's worker. */
@@ -117,6 +118,8 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+/* The same for IPv6 (M starts at the IPv6 header), to [eth] flow_peer6. */
+bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 /* IPv6 (ipv6.c): M starts at its Ethernet header. LEARN_ONLY: a neighbour discovery message cloned
  * from the worker that received it (stack.c): only the neighbour cache takes it, nothing is answered
  * or counted. */
@@ -196,6 +199,23 @@ uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *radd
 uint8_t eth_tcp_wscale_for(uint32_t rbuf);
 void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p);
 void eth_tcb_set_mss(struct eth_tcb *t);
+
+/* What an ICMP error quotes of a TCP segment we sent (pmtu.c): our end, the peer's, its sequence
+ * number, and the MTU the message reports. */
+struct eth_icmp_quote {
+	struct xlt_ip local, remote;
+	uint16_t lport, rport;
+	uint32_t seq;
+	uint32_t mtu;
+};
+/* Reads an ICMP "fragmentation needed" (IC: the ICMP header, LEN bytes of message) or an ICMPv6
+ * "packet too big" quoting TCP into Q. Returns false for any other message or a quote too short. */
+bool eth_icmp4_quote(const uint8_t *ic, uint32_t len, struct eth_icmp_quote *q);
+bool eth_icmp6_quote(const uint8_t *ic, uint32_t len, struct eth_icmp_quote *q);
+/* Q's connection learns the smaller path MTU, when the message passes RFC 5927's checks. Returns
+ * false when Q matches no connection of ours (the message may be the kernel's), true when it was
+ * taken or ignored. */
+bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v6);
 extern const struct xlt_stream_ops eth_tcp_stream_ops;
 
 /* tcp_in.c */

@@ -94,7 +94,13 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 		goto drop;
 	}
 	if (ic->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || ic->icmp_code != 0) {
-		/* errors and the rest: nothing we act on, but the kernel's own flows may (PMTU) */
+		struct eth_icmp_quote q;
+
+		/* "fragmentation needed" for one of our connections: path MTU discovery */
+		if (eth_icmp4_quote((const uint8_t *)ic, len, &q) && xlt_ip_to_v4(&q.local) == ip->dst_addr &&
+		    eth_pmtu_input(st, &q, false))
+			goto drop;
+		/* other errors and the rest: nothing we act on, but the kernel's own flows may (PMTU) */
 		if (eth_exc_punt_l3(st, m))
 			return;
 		goto drop;

@@ -197,6 +197,24 @@ void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const stru
 	memcpy(ip->dst_addr, dst->b, 16);
 }
 
+bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
+{
+	static const uint8_t zero[16];
+	struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *);
+	struct xlt_ip peer;
+
+	/* hop limit 0: passed here by the peer already (no router forwards it, no host sends it), so it
+	 * never goes back; not for address6 or the link-local address (no VIP), not a chain (LRO) */
+	if (!memcmp(st->c.flow_peer6, zero, 16) || ip->hop_limits == 0 || !memcmp(ip->dst_addr, st->c.addr6, 16) ||
+	    !memcmp(ip->dst_addr, st->ll6, 16) || m->nb_segs > 1)
+		return false;
+	ip->hop_limits = 0;
+	xlt_counter_add(&st->stats.flow_peer_out, 1);
+	memcpy(peer.b, st->c.flow_peer6, 16);
+	eth_nbr_output(st, m, &peer);
+	return true;
+}
+
 void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst)
 {
 	struct xlt_ip nh;
@@ -490,14 +508,21 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 		else
 			nd_advert(st, ip, (const struct nd_msg *)ic, len, lo);
 		break;
-	default:
-		/* errors, router discovery, MLD: nothing we act on; the kernel's, when it has a TAP (its
-		 * flows' errors, its routers) */
+	default: {
+		struct eth_icmp_quote q;
+
+		/* "packet too big" for one of our connections: path MTU discovery */
+		if (!lo && eth_icmp6_quote(l4, len, &q) && !memcmp(q.local.b, ip->dst_addr, 16) &&
+		    eth_pmtu_input(st, &q, true))
+			break;
+		/* other errors, router discovery, MLD: nothing we act on; the kernel's, when it has a
+		 * TAP (its flows' errors, its routers) */
 		if (!lo && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE) {
 			if (eth_exc_punt(st, m))
 				return;
 		}
 		break;
+	}
 	}
 drop:
 	rte_pktmbuf_free(m);

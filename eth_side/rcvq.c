@@ -238,7 +238,10 @@ unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, uns
 		segs[k++] = (struct xlt_seg){
 		    .data = r->data + in,
 		    .len = r->len - in,
-		    .flags = st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0,
+		    /* (a received frame's own buffer lies in DPDK's heap: a virtio_user port sends
+		     * from it, so an echo or a TCP -> TCP relay copies nothing there either) */
+		    .flags = (st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0) |
+		             (RTE_MBUF_DIRECT(r->m) ? XLT_SEG_DEVMEM : 0),
 		    .hold = r->m,
 		    .hops = &mbuf_hops,
 		};

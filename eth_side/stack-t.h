@@ -63,6 +63,7 @@ struct eth_stack_conf {
 	uint8_t addr6[16];	  /* our IPv6 address (prefix6 0: no IPv6) */
 	uint8_t prefix6;
 	uint8_t gateway6[16];	  /* IPv6 default gateway; :: = none */
+	uint8_t flow_peer6[16];	  /* flow_peer for IPv6 VIPs; :: = none: see ipv6.c */
 	uint32_t mtu;		  /* IP MTU */
 	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;
@@ -114,6 +115,9 @@ struct eth_stack_stats {
 	uint64_t icmp_in;
 	uint64_t icmp_echo_replies;
 	uint64_t icmp_errors;
+	uint64_t icmp_too_big_in;      /* ICMP(v6) "too big" quoting a connection of ours (pmtu.c) */
+	uint64_t icmp_too_big_ignored; /* ... failing RFC 5927's checks, or not lowering the MTU */
+	uint64_t tcp_pmtu_lowered;     /* connections whose segments shrank after one */
 	uint64_t ip6_in;
 	uint64_t ip6_header_errors; /* bad version/length, extension-header chain too long or cut */
 	uint64_t ip6_not_for_us;

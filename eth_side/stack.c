@@ -57,6 +57,9 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
 	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
 	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
+	{"icmp_too_big_total", XLT_COUNTER, ST(icmp_too_big_in), "ICMP fragmentation-needed and ICMPv6 packet-too-big messages quoting one of our TCP connections", NULL},
+	{"icmp_too_big_ignored_total", XLT_COUNTER, ST(icmp_too_big_ignored), "... of which ignored: a sequence number we did not send or the peer acknowledged (RFC 5927), or an MTU no lower than the connection's", NULL},
+	{"tcp_pmtu_lowered_total", XLT_COUNTER, ST(tcp_pmtu_lowered), "connections whose segments shrank to a smaller path MTU (path MTU discovery)", NULL},
 	{"ip6_packets_in_total", XLT_COUNTER, ST(ip6_in), "IPv6 packets received", NULL},
 	{"ip6_header_errors_total", XLT_COUNTER, ST(ip6_header_errors), "IPv6 packets with a bad header, length or extension-header chain", NULL},
 	{"ip6_not_for_us_total", XLT_COUNTER, ST(ip6_not_for_us), "IPv6 packets addressed elsewhere (or no IPv6 configured)", NULL},
@@ -329,7 +332,20 @@ uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, u
 
 static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m);
 
-/* The worker owning the frame's flow (ours for anything that is not a plain TCP packet). */
+/* The worker owning the connection an ICMP(v6) "too big" message quotes (IC: LEN bytes of the
+ * message in the frame's first buffer); ours for any other message. (Its checks are pmtu.c's, on
+ * the owner.) */
+static unsigned quote_owner(const struct eth_stack *st, const uint8_t *ic, uint32_t len, bool v6)
+{
+	struct eth_icmp_quote q;
+
+	if (v6 ? !eth_icmp6_quote(ic, len, &q) : !eth_icmp4_quote(ic, len, &q))
+		return st->c.worker;
+	return eth_flow_owner(st, eth_flow_hash(st, &q.remote, q.rport, q.lport));
+}
+
+/* The worker owning the frame's flow (ours for anything that is not a plain TCP packet, or an ICMP
+ * error about one). */
 static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
@@ -337,12 +353,15 @@ static unsigned frame_owner(const struct eth_stack *st, const struct rte_mbuf *m
 	struct xlt_ip src;
 	unsigned ihl;
 
-	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) || ip->next_proto_id != IPPROTO_TCP)
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) ||
+	    (ip->next_proto_id != IPPROTO_TCP && ip->next_proto_id != IPPROTO_ICMP))
 		return st->c.worker;
 	ihl = (ip->version_ihl & 0xf) * 4u;
 	if (ihl < sizeof(*ip) || m->data_len < RTE_ETHER_HDR_LEN + ihl + 4 ||
 	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK | RTE_IPV4_HDR_MF_FLAG)))
 		return st->c.worker;
+	if (ip->next_proto_id == IPPROTO_ICMP)
+		return quote_owner(st, (const uint8_t *)ip + ihl, m->data_len - RTE_ETHER_HDR_LEN - ihl, false);
 	th = (const struct rte_tcp_hdr *)((const uint8_t *)ip + ihl);
 	src = xlt_ip_v4(ip->src_addr);
 	return eth_flow_owner(st, eth_flow_hash(st, &src, rte_be_to_cpu_16(th->src_port),
@@ -371,7 +390,11 @@ unsigned eth_frame_owner6(const struct eth_stack *st, const struct rte_mbuf *m)
 		head = plen;
 	nh = ip->proto;
 	/* (the ports at OFF + 4 must lie in the first buffer too) */
-	if (eth_ipv6_walk((const uint8_t *)(ip + 1), head, &nh, &off) || nh != IPPROTO_TCP || head - off < 4)
+	if (eth_ipv6_walk((const uint8_t *)(ip + 1), head, &nh, &off) || head - off < 4)
+		return st->c.worker;
+	if (nh == IPPROTO_ICMPV6)
+		return quote_owner(st, (const uint8_t *)(ip + 1) + off, head - off, true);
+	if (nh != IPPROTO_TCP)
 		return st->c.worker;
 	th = (const struct rte_tcp_hdr *)((const uint8_t *)(ip + 1) + off);
 	memcpy(src.b, ip->src_addr, 16);

@@ -465,6 +465,8 @@ void eth_tcb_set_mss(struct eth_tcb *t)
 {
 	uint32_t mss = eth_tcp_mss_for(t->st, t->v6);
 
+	if (t->pmtu && t->pmtu - eth_ip_hlen(t->v6) - sizeof(struct rte_tcp_hdr) < mss)
+		mss = t->pmtu - eth_ip_hlen(t->v6) - (uint32_t)sizeof(struct rte_tcp_hdr);
 	if (t->peer_mss && t->peer_mss < mss)
 		mss = t->peer_mss;
 	if (t->ts_ok)

@@ -1152,9 +1152,9 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		goto drop;
 	}
 	if (!t) {
-		if (no_connection(st, &sg, h) && ((v4 && !has(&sg, RTE_TCP_SYN_FLAG) &&
+		if (no_connection(st, &sg, h) && ((!has(&sg, RTE_TCP_SYN_FLAG) &&
 		                                   eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
-		                                   eth_ipv4_to_flow_peer(st, m)) ||
+		                                   (v4 ? eth_ipv4_to_flow_peer(st, m) : eth_ipv6_to_flow_peer(st, m))) ||
 		                                  eth_exc_punt_l3(st, m)))
 			return;
 	} else if (t->state == ETH_TCP_TIME_WAIT &&

@@ -149,6 +149,7 @@ static int eth_start(struct gw_daemon *d)
 		memcpy(c.mac, eth_port_mac(d->port), 6);
 		memcpy(c.addr6, &e->address6.addr, 16);
 		memcpy(c.gateway6, &e->gateway6, 16);
+		memcpy(c.flow_peer6, &e->flow_peer6, 16);
 		w->eth = eth_stack_create(&c);
 		if (!w->eth) {
 			ret = -errno;

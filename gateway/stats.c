@@ -10,6 +10,7 @@
  * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total time (its
  * timeout restarts with every byte read, so one byte every 9 s held a connection for hours). A client that
  * resets mid-reply costs an EPIPE (SIGPIPE is ignored, daemon.c). */
+#include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -156,6 +157,30 @@ static bool from_management(const struct stats_conn *c)
 	return (a >> 24) == 127 || (c->peer.s_addr && c->peer.s_addr == c->d->conf->gateway.stats.addr.s_addr);
 }
 
+/* Decodes the %XX escapes of a path segment in place (curl users write [2001:db8::10]:80 as
+ * %5B2001:db8::10%5D:80 unless they pass -g). Returns 0, or -1 for a bad escape or an encoded NUL. */
+static int pct_decode(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '%') {
+			int hi, lo;
+			if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]))
+				return -1;
+			hi = isdigit((unsigned char)s[1]) ? s[1] - '0' : (tolower((unsigned char)s[1]) - 'a' + 10);
+			lo = isdigit((unsigned char)s[2]) ? s[2] - '0' : (tolower((unsigned char)s[2]) - 'a' + 10);
+			if (!(*o++ = (char)(hi << 4 | lo)))
+				return -1;
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+	return 0;
+}
+
 /* POST /backends/ROUTE/BACKEND?state=ready|drain|maint (PATH is what follows /backends/). */
 static void backend_call(struct stats_conn *c, const char *method, char *path, const char *query,
 			 struct evbuffer *body)
@@ -186,12 +211,13 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		if (!strncmp(v, names[k], n) && (v[n] == 0 || v[n] == '&'))
 			s = k;
 	}
-	if (!backend || s < 0) {
+	if (backend)
+		*backend++ = 0;
+	if (!backend || s < 0 || pct_decode(path) || pct_decode(backend)) {
 		evbuffer_add_printf(body, "bad request: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
 		reply(c, 400, "Bad Request", text, "", body, false);
 		return;
 	}
-	*backend++ = 0;
 	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s);
 	if (ret) {
 		evbuffer_add_printf(body, "no backend %s in route %s\n", backend, path);

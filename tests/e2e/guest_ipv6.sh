@@ -33,27 +33,8 @@ bg rsrv peer rs-serve "$IB" 7600 "$T/rsrv.log"
 wait_for "grep -q listening $T/tsrv.out && grep -q listening $T/rsrv.out" 30 || fail "peers did not start"
 
 # ---- SIZE each way through both routes at once ----
-t0=$(date +%s)
-bg outc "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" echo "$SIZE"
-bg inc npeer tcp-client "$GW6" 9000 "$SIZE" --src "$PEER6"
-reap outc
-rc_out=$?
-reap inc
-rc_in=$?
-dt=$(($(date +%s) - t0))
-out=$(cat "$T/outc.out") in=$(cat "$T/inc.out")
-echo "    outbound: $out"
-echo "    inbound:  $in"
-sha_out=$(echo "$out" | sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p')
-sha_in=$(echo "$in" | sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p')
-check "[ $rc_out = 0 ] && echo \"\$out\" | grep -q '^ok .*sent=$SIZE recv=$SIZE '" \
-	"outbound: $SIZE bytes IB -> TCP over IPv6 and back, echo identical at the rsocket client (${dt} s for both)"
-check "[ -n '$sha_out' ] && wait_for 'log_has $T/tsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_out out=$SIZE \" $T/tsrv.log" \
-	"outbound: the kernel TCP server on $PEER6 received exactly the client's bytes"
-check "[ $rc_in = 0 ] && echo \"\$in\" | grep -q '^ok sent=$SIZE got=$SIZE '" \
-	"inbound: $SIZE bytes from $PEER6 over IPv6 -> IB and back, echo identical at the TCP client"
-check "[ -n '$sha_in' ] && wait_for 'log_has $T/rsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_in out=$SIZE \" $T/rsrv.log" \
-	"inbound: the rsocket server received exactly the client's bytes"
+ECHO_TCP_GW=$GW6 ECHO_TCP_SRC=$PEER6 echo_both outc inc "$SIZE" -t 300
+echo_verify outc inc "$SIZE" "$T/tsrv.log" "$T/rsrv.log" "" " over IPv6"
 
 # ---- the allow list: an IPv6 /128 ----
 rej() { m "ibgw_route_sessions_rejected_total{route=\"in6\",reason=\"acl\"}"; }

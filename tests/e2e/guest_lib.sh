@@ -16,7 +16,12 @@
 #   echo_both OUT IN SIZE [RS_PEER_OPTION...]
 #                             SIZE bytes echoed each way at once: rs_peer through ib:7000 (background
 #                             command OUT) and a kernel TCP client through tcp:9000 (IN); waits for both,
-#                             sets rc_out and rc_in (their exit statuses) and dt (seconds for both)
+#                             sets rc_out and rc_in (their exit statuses) and dt (seconds for both);
+#                             the TCP client goes to $ECHO_TCP_GW (default $ETH_GW_IP), from
+#                             $ECHO_TCP_SRC if set
+#   echo_verify OUT IN SIZE TSRV_LOG RSRV_LOG [LABEL [VIA]]
+#                             the checks of an echo_both run: both echoes identical, both far
+#                             servers got exactly the clients' bytes (SHA-256)
 #   rss                       ibgwd's resident memory in KiB (VmRSS)
 #   mf NAME                   like m, as a number (floats kept)
 #   scrape; ms NAME           one fetch of /metrics, then samples read from it
@@ -88,12 +93,33 @@ echo_both() {
 	shift 3
 	t0=$(date +%s)
 	bg "$out" "$TOOLS/rs_peer" "$@" -p 7000 "$IB" echo "$size"
-	bg "$in" npeer tcp-client "$ETH_GW_IP" 9000 "$size"
+	bg "$in" npeer tcp-client "${ECHO_TCP_GW:-$ETH_GW_IP}" 9000 "$size" ${ECHO_TCP_SRC:+--src "$ECHO_TCP_SRC"}
 	reap "$out"
 	rc_out=$?
 	reap "$in"
 	rc_in=$?
 	dt=$(($(date +%s) - t0))
+}
+
+# echo_verify OUT IN SIZE TSRV_LOG RSRV_LOG [LABEL [VIA]]: the four checks of an echo_both run: each
+# echo identical at its client, and the far servers (tcp-serve logging to TSRV_LOG, rs-serve to
+# RSRV_LOG) received exactly the clients' bytes (their SHA-256). LABEL prefixes the check lines,
+# VIA follows "TCP" in them (e.g. " over IPv6"). Sets sha_out and sha_in.
+echo_verify() {
+	local o i
+	o=$(cat "$T/$1.out") i=$(cat "$T/$2.out")
+	echo "    outbound: $o"
+	echo "    inbound:  $i"
+	sha_out=$(echo "$o" | sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p')
+	sha_in=$(echo "$i" | sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p')
+	check "[ $rc_out = 0 ] && grep -q '^ok .*sent=$3 recv=$3 ' $T/$1.out" \
+		"${6:-}outbound: $3 bytes IB -> TCP${7:-} and back, echo identical at the rsocket client (${dt} s for both)"
+	check "[ -n '$sha_out' ] && wait_for 'log_has $4 1' 10 && grep -q \"^conn in=$3 sha_in=$sha_out out=$3 \" $4" \
+		"${6:-}outbound: the kernel TCP server received exactly the client's bytes (sha256 $(echo "$sha_out" | cut -c1-12))"
+	check "[ $rc_in = 0 ] && grep -q '^ok sent=$3 got=$3 ' $T/$2.out" \
+		"${6:-}inbound: $3 bytes TCP${7:-} -> IB and back, echo identical at the TCP client"
+	check "[ -n '$sha_in' ] && wait_for 'log_has $5 1' 10 && grep -q \"^conn in=$3 sha_in=$sha_in out=$3 \" $5" \
+		"${6:-}inbound: the rsocket server received exactly the client's bytes (sha256 $(echo "$sha_in" | cut -c1-12))"
 }
 
 # like check, but its status says whether the check passed (for "echk ... || show details")

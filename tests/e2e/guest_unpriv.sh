@@ -83,17 +83,7 @@ wait_for "grep -q listening $T/tsrv.out && grep -q listening $T/rsrv.out" 30 || 
 
 # ---- both route kinds at once, after the drop ----
 echo_both outc inc "$SIZE" -t 300
-out=$(cat "$T/outc.out") in=$(cat "$T/inc.out")
-sha_out=$(echo "$out" | sed -n 's/.* sha_sent=\([0-9a-f]*\).*/\1/p')
-sha_in=$(echo "$in" | sed -n 's/.* sha=\([0-9a-f]*\).*/\1/p')
-check "[ $rc_out = 0 ] && echo \"\$out\" | grep -q '^ok .*sent=$SIZE recv=$SIZE '" \
-	"outbound: $SIZE bytes IB -> TCP and back, echo identical at the rsocket client (${dt} s for both)"
-check "wait_for 'log_has $T/tsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_out out=$SIZE \" $T/tsrv.log" \
-	"outbound: the kernel TCP server received exactly the client's bytes (sha256 $(echo "$sha_out" | cut -c1-12))"
-check "[ $rc_in = 0 ] && echo \"\$in\" | grep -q '^ok sent=$SIZE got=$SIZE '" \
-	"inbound: $SIZE bytes TCP -> IB and back, echo identical at the TCP client"
-check "wait_for 'log_has $T/rsrv.log 1' 10 && grep -q \"^conn in=$SIZE sha_in=$sha_in out=$SIZE \" $T/rsrv.log" \
-	"inbound: the rsocket server received exactly the client's bytes (sha256 $(echo "$sha_in" | cut -c1-12))"
+echo_verify outc inc "$SIZE" "$T/tsrv.log" "$T/rsrv.log"
 
 # ---- concurrent sessions: new IB connections and TCP sessions, all after the drop ----
 bg outm "$TOOLS/rs_peer" -t 300 -p 7000 "$IB" conns "$N" "$EACH"

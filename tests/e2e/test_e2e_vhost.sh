@@ -14,9 +14,11 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
-# 40 MB each way, not guest_integrity's 100 MB: test_e2e_integrity moves those on af_packet already,
-# and this run's point is the offloads and the lent memory, which 40 MB exercise as well (make check's time)
-export E2E_SIZE=${E2E_SIZE:-40000000}
+# Smaller than the af_packet runs (make check's time): 20 MB each way, not guest_integrity's 100 MB, and
+# 50 concurrent sessions each way, not 100 (test_e2e_integrity moves those on af_packet already); 6 s
+# stalls, not 10 (the buffers fill within the first second); 3 lending loops, not 6. This run's point
+# is the offloads and the lent memory in DPDK's heap, which these exercise as well.
+export E2E_SIZE=${E2E_SIZE:-20000000} E2E_CONC=${E2E_CONC:-50} E2E_STALL=${E2E_STALL:-6} E2E_LEND_LOOPS=${E2E_LEND_LOOPS:-3}
 VM_DPDK_PMDS='net_virtio mempool_ring bus_vdev' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES E2E_BP_SIZE E2E_STALL E2E_FAULT_SIZE E2E_MAX_WRITES_PER_MB E2E_LEND_SIZE E2E_LEND_LOOPS' \
 	vm_test "end-to-end integrity, backpressure, faults and lending on virtio_user/vhost-net" -T loop -t 780 \
 	'export ETH_LINK=vhost; bash tests/e2e/guest_integrity.sh && bash tests/e2e/guest_backpressure.sh && bash tests/e2e/guest_faults.sh && bash tests/e2e/guest_lend.sh'

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every fuzz target briefly (FUZZ_SMOKE_SECONDS, default 10 s each) over its seed corpus: a crash,
+# Runs every fuzz target briefly (FUZZ_SMOKE_SECONDS, default 4 s each) over its seed corpus: a crash,
 # leak or sanitizer report fails the test. `make fuzz` runs them longer.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-secs=${FUZZ_SMOKE_SECONDS:-10}
+secs=${FUZZ_SMOKE_SECONDS:-4}
 n=0
 for f in "$BUILD"/fuzz/fuzz_*; do
 	[ -x "$f" ] || continue

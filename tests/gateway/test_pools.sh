@@ -298,7 +298,15 @@ st=$(curl -s "http://127.0.0.1:$ETH_STATS/stats" |
 code=$(curl -g -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/v6/$V6B?state=drain")
 [ "$code" = 200 ] || fail "POST drain of $V6B: $code"
 [ "$(m "backend_state{route=\"v6\",backend=\"$V6B\",state=\"drain\"}")" = 1 ] || fail "v6: the POST did not drain $V6B"
-ok "IPv6 backend named $V6B in /metrics and /stats, set to drain by a POST with that name; 10 sessions all on backend 1, verified"
+# the same name percent-encoded (what curl sends without -g, and other clients always): decoded
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/v6/%5B2001:db8:7::12%5D:80?state=maint")
+[ "$code" = 200 ] && [ "$(m "backend_state{route=\"v6\",backend=\"$V6B\",state=\"maint\"}")" = 1 ] ||
+	fail "POST maint of %5B2001:db8:7::12%5D:80: $code"
+for bad in '%5B2001:db8:7::12%5:80' '%zz' '%00x'; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ETH_STATS/backends/v6/$bad?state=ready")
+	[ "$code" = 400 ] || fail "POST to a backend name with a bad escape ($bad): $code, expected 400"
+done
+ok "IPv6 backend named $V6B in /metrics and /stats, set to drain by a POST with that name and back to maint with it percent-encoded (bad escapes: 400); 10 sessions all on backend 1, verified"
 
 sleep 0.5
 [ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"

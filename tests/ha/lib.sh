@@ -24,6 +24,9 @@
 #   ha_ka_start K               starts keepalived on gateway K (PID in HA_KA_PID[K], killed by ha_cleanup)
 #   ha_vip_on K                 true while the VIP is on gateway K's TAP
 #   ha_wait_vip K S             waits up to S s for the VIP on gateway K; prints the seconds it took
+#   ha_master_back              gateway 1 (priority 150) back after its ibgwd died: its keepalived
+#                               restarted, ibgwd started again by the test's own `gw_up 1`; waits
+#                               until the VIP is on gateway 1 again and no longer on gateway 2
 HA_C=ibgw-hac-$$
 HA_STATS=9100
 HA_CLIENT_IP=198.18.0.100
@@ -170,4 +173,15 @@ ha_cleanup() {
 	for k in 1 2; do ip netns del "$(ha_ns "$k")" 2>/dev/null; done
 	ip netns del "$HA_C" 2>/dev/null
 	true
+}
+
+ha_master_back() {
+	local i
+	kill "${HA_KA_PID[1]}"
+	wait "${HA_KA_PID[1]}" 2>/dev/null
+	gw_up 1
+	ha_ka_start 1
+	ha_wait_vip 1 20 >/dev/null || fail "gateway 1 did not take the VIP back"
+	for i in $(seq 40); do ha_vip_on 2 || break; sleep 0.1; done
+	ha_vip_on 2 && fail "the VIP stayed on gateway 2 too"
 }

@@ -1046,6 +1046,99 @@ static void test_fast_retransmit_sack_on_data(void **state)
 	assert_int_equal(S()->tcp_rto_expiries, 0);
 }
 
+/* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
+ * port GPORT to the peer's PPORT with sequence number SEQ, reporting next-hop MTU. */
+static void feed_frag_needed(uint16_t pport, uint16_t gport, uint32_t seq, uint16_t mtu)
+{
+	uint8_t msg[8 + 20 + 8] = {3, 4}, f[100];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ipv4_hdr *q = (struct rte_ipv4_hdr *)(msg + 8);
+	uint8_t *tcp = msg + 28;
+
+	msg[6] = (uint8_t)(mtu >> 8), msg[7] = (uint8_t)mtu;
+	q->version_ihl = RTE_IPV4_VHL_DEF;
+	q->total_length = rte_cpu_to_be_16(1500);
+	q->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	q->time_to_live = 63;
+	q->next_proto_id = IPPROTO_TCP;
+	q->src_addr = EH_GW_IP;
+	q->dst_addr = EH_PEER_IP;
+	q->hdr_checksum = rte_ipv4_cksum(q);
+	tcp[0] = (uint8_t)(gport >> 8), tcp[1] = (uint8_t)gport, tcp[2] = (uint8_t)(pport >> 8), tcp[3] = (uint8_t)pport;
+	tcp[4] = (uint8_t)(seq >> 24), tcp[5] = (uint8_t)(seq >> 16), tcp[6] = (uint8_t)(seq >> 8), tcp[7] = (uint8_t)seq;
+	ic->icmp_cksum = 0;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	eh_forget(&h);
+	eh_feed(&h, f, eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0));
+	eh_poll(&h);
+}
+
+/* Checks the N segments in V: back to back from SEQ, each of LEN bytes but the last (at most LEN). */
+static void check_resent(const struct out *v, unsigned n, uint32_t seq, uint32_t len, uint32_t total)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(v[i].seq, seq + sum);
+		assert_true(v[i].len == len || (i == n - 1 && v[i].len < len));
+		sum += v[i].len;
+	}
+	assert_int_equal(sum, total);
+}
+
+/* Path MTU discovery: a "fragmentation needed" quoting a segment in flight shrinks the connection's
+ * segments to the path's MTU (less 40 bytes of headers and 12 of timestamps) and sends what was in
+ * flight again at once; one quoting a sequence number we never sent or the peer acknowledged
+ * (RFC 5927: an off-path attacker's guess) or an MTU no lower is ignored; an MTU below 552 is taken
+ * as 552 (a forged one cannot make us send tiny segments); one about no connection of ours is not
+ * counted (the kernel's flows may have sent it: punted where a TAP is). */
+static void test_pmtu_frag_needed(void **state)
+{
+	static uint8_t blob[8 * 1448];
+	struct conn c = established_echo(41070);
+	struct eh_session *se = session_of(41070);
+	struct out v[32];
+	unsigned n;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent(v, 32);
+	check_resent(v, n, c.gnxt, 1448, sizeof(blob));
+	feed_frag_needed(41071, EH_ECHO_PORT, c.gnxt, 1400);
+	assert_int_equal(S()->icmp_too_big_in, 0);
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt + sizeof(blob) + 5000, 1400);
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt - 1, 1400);
+	assert_int_equal(S()->icmp_too_big_in, 2);
+	assert_int_equal(S()->icmp_too_big_ignored, 2);
+	assert_int_equal(S()->tcp_pmtu_lowered, 0);
+	assert_int_equal(sent(v, 32), 0);
+	/* the router's: every byte in flight again, in segments of 1400 - 52 */
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt + 1448, 1400);
+	assert_int_equal(S()->tcp_pmtu_lowered, 1);
+	check_resent(v, sent(v, 32), c.gnxt, 1348, sizeof(blob));
+	/* the same again (a second router's copy): no lower, ignored, nothing sent */
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt, 1400);
+	assert_int_equal(S()->icmp_too_big_ignored, 3);
+	assert_int_equal(sent(v, 32), 0);
+	/* a tiny MTU: 552 */
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt, 296);
+	assert_int_equal(S()->tcp_pmtu_lowered, 2);
+	check_resent(v, sent(v, 32), c.gnxt, 500, sizeof(blob));
+	/* RFC 791's 68 is the least an MTU may be: below it, the message is bogus */
+	feed_frag_needed(41070, EH_ECHO_PORT, c.gnxt, 40);
+	assert_int_equal(S()->icmp_too_big_ignored, 4);
+	/* acknowledged: nothing left to send, no timeout fires later */
+	c.gnxt += sizeof(blob);
+	ack_all(&c, 65535);
+	eh_forget(&h);
+	eh_advance_ms(&h, 5000);
+	assert_int_equal(S()->tcp_rto_expiries, 0);
+	assert_int_equal(sent(v, 32), 0);
+}
+
+
 /* The peer vanishes with data outstanding: retransmission timeouts back off, and after
  * user_timeout (30 s here) the connection is reset and freed with its buffers. */
 static void test_vanished_peer(void **state)
@@ -1755,6 +1848,61 @@ static void test_tcp6_echo(void **state)
 	eh_forget(&h);
 }
 
+/* Path MTU discovery over IPv6: an ICMPv6 "packet too big" quoting a segment in flight shrinks the
+ * connection's segments; an MTU below 1280 is taken as 1280, the least every IPv6 link carries
+ * (RFC 8200 5). The peer sent no timestamps: segments of MTU - 60. */
+static void test_pmtu_too_big6(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xa0, 4, 2, 1, 3, 3, 7};
+	static uint8_t blob[4 * 1440];
+	uint8_t f[1600], opt[12] = {0}, msg[8 + 40 + 20] = {2, 0};
+	struct rte_ipv6_hdr *q = (struct rte_ipv6_hdr *)(msg + 8);
+	struct eh_session *se;
+	const struct rte_ipv6_hdr *ip[16];
+	struct out v[16];
+	uint32_t gseq, pseq = 5000;
+	unsigned n;
+
+	(void)state;
+	nd_ns_from_peer();
+	eh_poll(&h);
+	memcpy(opt, syn_opts, sizeof(syn_opts));
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40100, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, opt, 12, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, ip, 16), 1);
+	gseq = v[0].seq + 1;
+	pseq++;
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40100, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	se = session_of(40100);
+	assert_non_null(se);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent6(v, ip, 16);
+	check_resent(v, n, gseq, 1440, sizeof(blob));
+	/* the router quotes what it could not forward: our IPv6 header and the TCP header */
+	q->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	q->payload_len = rte_cpu_to_be_16(1460);
+	q->proto = IPPROTO_TCP;
+	q->hop_limits = 63;
+	memcpy(q->src_addr, eh_gw_ip6, 16);
+	memcpy(q->dst_addr, peer_ip6, 16);
+	memcpy(msg + 48, ip[1] + 1, 20);
+	msg[4] = 0, msg[5] = 0, msg[6] = 0x03, msg[7] = 0xe8; /* MTU 1000: below IPv6's minimum */
+	eh_forget(&h);
+	eh_feed(&h, f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, msg, sizeof(msg), 64));
+	eh_poll(&h);
+	assert_int_equal(S()->icmp_too_big_in, 1);
+	assert_int_equal(S()->tcp_pmtu_lowered, 1);
+	check_resent(v, sent6(v, ip, 16), gseq, 1280 - 60, sizeof(blob));
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40100, EH_ECHO_PORT, pseq, gseq + sizeof(blob), RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* A device with TSO: three segments received at once come back as one IPv6 TSO frame (segments of
  * MTU - 60 bytes, the device's checksum over the IPv6 pseudo-header: eh_check_frame). */
 static void test_tcp6_tso(void **state)
@@ -2121,6 +2269,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
@@ -2134,6 +2283,7 @@ int main(void)
 	    /* (the same with the device's checksums) */
 	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_tso, setup_ofl, teardown),
+	    cmocka_unit_test_setup_teardown(test_pmtu_too_big6, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_owner_chain, setup, teardown),
