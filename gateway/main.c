@@ -66,6 +66,7 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	static const char *const lcore_opts[] = {"-l", "-c", "--lcores", NULL};
 	static const char *const prefix_opts[] = {"--file-prefix", NULL};
 	static const char *const log_opts[] = {"--log-level", NULL};
+	static const char *const mem_opts[] = {"--in-memory", "--no-huge", "--huge-unlink", NULL};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int argc = 0;
 	char *tok, *save = NULL, copy[CONF_STR_MAX];
@@ -91,6 +92,11 @@ static int build_eal_args(const struct conf *c, char *buf, size_t len, char **ar
 	if (!has_arg(&c->eth, log_opts))
 		ADD("--log-level=%s", c->gateway.log_level >= CONF_LOG_DEBUG ? "info" : "warning");
 	ADD("--no-telemetry");
+	/* Hugepages named by files that outlive the process hold their memory after ibgwd exits (until
+	 * the next start clears them), the more so after a crash: unlinked once mapped, they go back to
+	 * the system with the process. Nothing else maps them (no secondary processes). */
+	if (!has_arg(&c->eth, mem_opts))
+		ADD("--huge-unlink");
 	if (c->eth.vdev[0])
 		ADD("--vdev=%s", c->eth.vdev);
 	else
