@@ -78,9 +78,15 @@ struct eth_stack_conf {
 	struct eth_exc *exc;      /* the exception path (exception.h), or NULL: none */
 	eth_tx_fn tx;		  /* NULL: rte_eth_tx_burst on port_id/queue */
 	void *tx_arg;
+	/* What listeners hand to the gateway (translate/stream-t.h): accept (with cb_arg as its WARG;
+	 * a refusal resets the connection) and route_put (a closed listener's USER, once its last
+	 * connection is released). NULL: the two callbacks below instead. */
+	const struct xlt_listen_hooks *hooks;
+	void *cb_arg; /* the worker's argument: hooks->accept's WARG */
+	/* The older spelling of the same (the fuzz harness's; unused with hooks): on_accept binds or
+	 * rejects S itself, on_listener_free stands for route_put. */
 	eth_accept_fn on_accept;
 	eth_listener_free_fn on_listener_free;
-	void *cb_arg;
 };
 
 /* Counters of one engine instance: written by its worker only, read by the control thread. */

@@ -3,6 +3,7 @@
 #define IB_CONN_H
 
 #include "conn-t.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 
 extern const struct xlt_stream_ops ib_conn_ops;

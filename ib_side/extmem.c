@@ -140,7 +140,7 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			         first = c->tx.size - off < k ? c->tx.size - off : k;
 			memcpy(c->bufs->sbuf + off, g->data, first);
 			memcpy(c->bufs->sbuf, g->data + first, k - first);
-			__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + k, __ATOMIC_RELAXED);
+			xlt_counter_add(&c->w->st.copied_tx, k);
 		}
 		c->lt_taken += k;
 		taken += k;
@@ -244,7 +244,7 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 	}
 	if (now < c->lent_until)
 		return true;
-	__atomic_store_n(&c->w->st.lent_leaked, c->w->st.lent_leaked + c->lent_n, __ATOMIC_RELAXED);
+	xlt_counter_add(&c->w->st.lent_leaked, c->lent_n);
 	c->lent_n = 0;
 	return false;
 }
