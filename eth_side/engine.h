@@ -183,7 +183,7 @@ void eth_tcb_event(struct eth_tcb *t, unsigned ev);
 void eth_tcb_output_later(struct eth_tcb *t);
 struct eth_listener *eth_listener_find(struct eth_stack *st, uint16_t port);
 void eth_listener_put(struct eth_stack *st, struct eth_listener *l);
-/* Gives back USER, a listener's route reference (hooks->route_put, or on_listener_free). */
+/* Gives back USER, a listener's route reference (hooks->route_put). */
 void eth_listener_user_put(struct eth_stack *st, void *user);
 /* Half-open connections one open listener may keep (its share of the instance's syn_backlog). */
 uint32_t eth_listener_share(const struct eth_stack *st);

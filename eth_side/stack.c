@@ -149,7 +149,8 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	int ret;
 
 	if (!c->pool || !c->addr || c->prefix > 32 || !c->n_workers || c->worker >= c->n_workers ||
-	    c->n_workers > ETH_MAX_WORKERS || c->max_conns == 0 || c->mtu < 576) {
+	    c->n_workers > ETH_MAX_WORKERS || c->max_conns == 0 || c->mtu < 576 || !c->hooks ||
+	    !c->hooks->accept || !c->hooks->route_put) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -570,9 +571,7 @@ static unsigned dispatch(struct eth_stack *st)
 			continue;
 		if (e & ETH_EV_ACCEPT) {
 			t->accepted = true;
-			if (!st->c.hooks)
-				st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
-			else if (st->c.hooks->accept(st->c.cb_arg, t->lis->user, &t->s))
+			if (st->c.hooks->accept(st->c.cb_arg, t->lis->user, &t->s))
 				eth_tcp_reject(&t->s);
 			if (t->released)
 				continue;

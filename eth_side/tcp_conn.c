@@ -336,10 +336,7 @@ void eth_listener_put(struct eth_stack *st, struct eth_listener *l)
 
 void eth_listener_user_put(struct eth_stack *st, void *user)
 {
-	if (st->c.hooks)
-		st->c.hooks->route_put(user);
-	else if (st->c.on_listener_free)
-		st->c.on_listener_free(st->c.cb_arg, user);
+	st->c.hooks->route_put(user);
 }
 
 int eth_tcp_unlisten(struct eth_stack *st, uint16_t port)
