@@ -255,7 +255,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "sources allowed to open sessions: IPv4 and IPv6 networks in one list, such as "
 		"`198.18.0.0/15, 2001:db8:100::/48`; ::/0 admits every source (both families, and IB peers "
 		"without an IP address, AF_IB), 0.0.0.0/0 every IPv4 source only; an IB peer is judged by the "
-		"address rdma_cm reports (IPv4, or IPv6 when it connected over IPv6)"},
+		"address rdma_cm reports (IPv4, or IPv6 when it connected over IPv6); up to 32 networks, "
+		"a list longer than a line goes on in more allow lines (each adds to it)"},
 	{R(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "256",
 	 .doc = "sessions of this route at once"},
 	{R(ib_rbuf_size), .key = "ib_rbuf", .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "",
@@ -752,15 +753,17 @@ static const char *parse_allow(const char *tok, struct xlt_cidr *c)
 	return NULL;
 }
 
-/* A CIDR list into LIST (CONF_MAX_ALLOW entries), its length into *N. */
-static const char *parse_cidrs(const char *v, struct xlt_cidr *list, uint32_t *n)
+/* A CIDR list into LIST (CONF_MAX_ALLOW entries), its length into *N; APPEND: after the N there
+ * (the key repeated: a list longer than a line is written over several). */
+static const char *parse_cidrs(const char *v, struct xlt_cidr *list, uint32_t *n, bool append)
 {
 	char buf[CONF_STR_MAX], *save = NULL, *tok;
 
 	if (strlen(v) >= sizeof(buf))
 		return "list too long";
 	snprintf(buf, sizeof(buf), "%s", v);
-	*n = 0;
+	if (!append)
+		*n = 0;
 	for (tok = strtok_r(buf, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
 		const char *e;
 		if (*n == CONF_MAX_ALLOW)
@@ -919,8 +922,10 @@ static void store_uint(void *dst, size_t size, uint64_t v)
 		*(uint32_t *)dst = (uint32_t)v;
 }
 
-/* Parse V for key K into its field. Returns NULL or a message (which may use MSGBUF). */
-static const char *set_value(const struct conf_key *k, void *base, const char *v, char *msgbuf, size_t len)
+/* Parse V for key K into its field (APPEND: a repeated list key adds to it). Returns NULL or a message
+ * (which may use MSGBUF). */
+static const char *set_value(const struct conf_key *k, void *base, const char *v, char *msgbuf, size_t len,
+                             bool append)
 {
 	void *dst = (char *)base + k->offset;
 	uint64_t x = 0;
@@ -986,7 +991,7 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 		}
 		return parse_ifaddr6(v, dst);
 	case T_CIDRS:
-		return parse_cidrs(v, dst, (uint32_t *)((char *)dst + k->size));
+		return parse_cidrs(v, dst, (uint32_t *)((char *)dst + k->size), append);
 	case T_HOSTPORT:
 		return parse_hostport(v, dst);
 	case T_LOGLEVEL:
@@ -1044,7 +1049,7 @@ static void apply_defaults(struct conf *c, struct conf_route *r, enum conf_secti
 		const struct conf_key *k = &conf_keys[i];
 		if (k->section != s || !k->def || !k->def[0])
 			continue;
-		if (set_value(k, field_base(c, r, s), k->def, msg, sizeof(msg)))
+		if (set_value(k, field_base(c, r, s), k->def, msg, sizeof(msg), false))
 			abort(); /* a default the parser rejects is a bug in the table */
 	}
 }
@@ -1199,6 +1204,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	unsigned *seen;
 	char msg[256];
 	const char *e;
+	bool append;
 
 	(void)section; /* we track sections ourselves (see reader) */
 	if (!k) {
@@ -1208,17 +1214,20 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	seen = p->sec == SEC_ROUTE ? &p->route_seen[p->route - p->c->routes][k - conf_keys]
 				   : &p->seen[k - conf_keys];
-	if (*seen) {
+	/* (a list of networks may go on over several lines: the key again adds to it) */
+	append = *seen && k->type == T_CIDRS;
+	if (*seen && !append) {
 		perr(p, p->lineno, "duplicate key '%s' (first at line %u)", name, *seen);
 		return 1;
 	}
-	*seen = p->lineno;
+	if (!*seen)
+		*seen = p->lineno;
 	if (*value == 0 && k->type != T_STRING && k->type != T_EALARGS && k->type != T_VDEV && k->type != T_NAME &&
 	    k->type != T_BYTES && k->type != T_ACCESSLOG) {
 		perr(p, p->lineno, "empty value for '%s'", name);
 		return 1;
 	}
-	if ((e = set_value(k, field_base(p->c, p->route, p->sec), value, msg, sizeof(msg))))
+	if ((e = set_value(k, field_base(p->c, p->route, p->sec), value, msg, sizeof(msg), append)))
 		perr(p, p->lineno, "%s: %s", name, e);
 	return 1;
 }

@@ -47,23 +47,23 @@ enum {
 #define NB_ADD(st, c, f, n)                                                                                  \
 	do {                                                                                                 \
 		if ((c)->v6)                                                                                 \
-			ETH_ADD(st, nd_##f, n);                                                              \
+			xlt_counter_add(&st->stats.nd_##f, n);                                               \
 		else                                                                                         \
-			ETH_ADD(st, arp_##f, n);                                                             \
+			xlt_counter_add(&st->stats.arp_##f, n);                                              \
 	} while (0)
 #define NB_SET(st, c, f, v)                                                                                  \
 	do {                                                                                                 \
 		if ((c)->v6)                                                                                 \
-			ETH_SET(st, nd_##f, v);                                                              \
+			xlt_counter_set(&st->stats.nd_##f, v);                                               \
 		else                                                                                         \
-			ETH_SET(st, arp_##f, v);                                                             \
+			xlt_counter_set(&st->stats.arp_##f, v);                                              \
 	} while (0)
 #define NB_DEC(st, c, f)                                                                                     \
 	do {                                                                                                 \
 		if ((c)->v6)                                                                                 \
-			ETH_DEC(st, nd_##f);                                                                 \
+			xlt_counter_add(&st->stats.nd_##f, (uint64_t)-1);                                    \
 		else                                                                                         \
-			ETH_DEC(st, arp_##f);                                                                \
+			xlt_counter_add(&st->stats.arp_##f, (uint64_t)-1);                                   \
 	} while (0)
 
 static unsigned slot_of(const struct eth_stack *st, const struct xlt_ip *ip)
@@ -237,7 +237,7 @@ static void send_arp_from(struct eth_stack *st, uint16_t op, const uint8_t *dst_
 	a->arp_data.arp_sip = sip;
 	memcpy(a->arp_data.arp_tha.addr_bytes, tha, 6);
 	a->arp_data.arp_tip = tip;
-	ETH_INC(st, arp_out);
+	xlt_counter_add(&st->stats.arp_out, 1);
 	eth_tx_frame(st, m);
 }
 
@@ -348,7 +348,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	uint16_t op;
 
 	if (!learn_only)
-		ETH_INC(st, arp_in); /* a clone from another worker was counted there */
+		xlt_counter_add(&st->stats.arp_in, 1); /* a clone from another worker was counted there */
 	if (m->data_len < sizeof(*a))
 		goto bad;
 	a = rte_pktmbuf_mtod(m, const struct rte_arp_hdr *);
@@ -379,7 +379,8 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		    (e->state == ETH_ARP_INCOMPLETE || e->state == ETH_ARP_STALE))
 			learn(st, c, e, sha);
 		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only)
-			ETH_INC(st, arp_errors); /* an unsolicited claim on the gateway's address: ignored */
+			/* an unsolicited claim on the gateway's address: ignored */
+			xlt_counter_add(&st->stats.arp_errors, 1);
 	} else if (e) {
 		learn(st, c, e, sha); /* merge: refresh what we know */
 	}
@@ -397,7 +398,7 @@ done:
 	return;
 bad:
 	if (!learn_only)
-		ETH_INC(st, arp_errors);
+		xlt_counter_add(&st->stats.arp_errors, 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -416,7 +417,8 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 			return; /* (made and asked for by eth_arp_tick, pinned) */
 		e = insert(st, c, &ip, true);
 		if (!e) {
-			ETH_INC(st, nd_learn_refused); /* (answered all the same: it learns ours) */
+			/* (answered all the same: it learns ours) */
+			xlt_counter_add(&st->stats.nd_learn_refused, 1);
 			return;
 		}
 	}

@@ -2,6 +2,7 @@
 #ifndef ETH_ENGINE_T_H
 #define ETH_ENGINE_T_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -179,7 +180,8 @@ struct eth_nbr_cache {
 };
 
 struct eth_stack {
-	struct eth_stack_conf c;
+	/* one worker's: cache line aligned, so no line holds two workers' state (stats included) */
+	alignas(64) struct eth_stack_conf c;
 	const struct eth_local_set *locals; /* this round's (eth_stack_set_locals); NULL: none */
 	uint32_t locals_gen;                /* the set last announced (worker 0) */
 	uint32_t netmask;	   /* network order */

@@ -23,17 +23,13 @@
 
 #include "engine-t.h"
 #include "local-t.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 
-/* Single-writer counters: relaxed stores, so the control thread reads whole values. */
-#define ETH_ADD(st, f, n) __atomic_store_n(&(st)->stats.f, (st)->stats.f + (uint64_t)(n), __ATOMIC_RELAXED)
-#define ETH_INC(st, f)	  ETH_ADD(st, f, 1)
-#define ETH_DEC(st, f)	  __atomic_store_n(&(st)->stats.f, (st)->stats.f - 1, __ATOMIC_RELAXED)
-#define ETH_SET(st, f, v) __atomic_store_n(&(st)->stats.f, (uint64_t)(v), __ATOMIC_RELAXED)
 /* A segment of connection T sent again: the instance's counter and T's own (access log) */
 #define ETH_REXMIT(t)                                                                                        \
 	do {                                                                                                 \
-		ETH_INC((t)->st, tcp_retransmits);                                                           \
+		xlt_counter_add(&(t)->st->stats.tcp_retransmits, 1);                                         \
 		(t)->n_rexmit++;                                                                             \
 	} while (0)
 
@@ -187,6 +183,8 @@ void eth_tcb_event(struct eth_tcb *t, unsigned ev);
 void eth_tcb_output_later(struct eth_tcb *t);
 struct eth_listener *eth_listener_find(struct eth_stack *st, uint16_t port);
 void eth_listener_put(struct eth_stack *st, struct eth_listener *l);
+/* Gives back USER, a listener's route reference (hooks->route_put). */
+void eth_listener_user_put(struct eth_stack *st, void *user);
 /* Half-open connections one open listener may keep (its share of the instance's syn_backlog). */
 uint32_t eth_listener_share(const struct eth_stack *st);
 /* Whether L's share (or the instance's table) is half full now: its SYN-ACKs are retried less. */

@@ -160,8 +160,6 @@ const struct eth_exc_stats *eth_exc_stats(const struct eth_exc *x)
 	return &x->st;
 }
 
-#define XINC(x, f, n) __atomic_store_n(&(x)->st.f, (x)->st.f + (uint64_t)(n), __ATOMIC_RELAXED)
-
 unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 {
 	struct rte_mbuf *pkts[EXC_BURST];
@@ -170,9 +168,9 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	/* port -> kernel: the workers limited their share already */
 	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
 		sent = rte_eth_tx_burst(x->port, 0, pkts, (uint16_t)n);
-		XINC(x, to_kernel, sent);
+		xlt_counter_add(&x->st.to_kernel, sent);
 		if (sent < n) {
-			XINC(x, to_kernel_tap_drops, n - sent);
+			xlt_counter_add(&x->st.to_kernel_tap_drops, n - sent);
 			rte_pktmbuf_free_bulk(pkts + sent, n - sent);
 		}
 		moved += n;
@@ -187,14 +185,14 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 			if (bucket_take(&x->ctl, now_ns, x->interval_ns))
 				pkts[k++] = pkts[i];
 			else {
-				XINC(x, from_kernel_rate_drops, 1);
+				xlt_counter_add(&x->st.from_kernel_rate_drops, 1);
 				rte_pktmbuf_free(pkts[i]);
 			}
 		}
 		sent = rte_ring_sp_enqueue_burst(x->from_kernel, (void **)pkts, k, NULL);
-		XINC(x, from_kernel, sent);
+		xlt_counter_add(&x->st.from_kernel, sent);
 		if (sent < k) {
-			XINC(x, from_kernel_ring_drops, k - sent);
+			xlt_counter_add(&x->st.from_kernel_ring_drops, k - sent);
 			rte_pktmbuf_free_bulk(pkts + sent, k - sent);
 		}
 		moved += n;
@@ -211,16 +209,16 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 	if (!x)
 		return false;
 	if (!bucket_take(&x->w[st->c.worker], st->now_ns, x->w_interval_ns)) {
-		ETH_INC(st, exc_rate_drops);
+		xlt_counter_add(&st->stats.exc_rate_drops, 1);
 		rte_pktmbuf_free(m);
 		return true;
 	}
 	if (rte_ring_mp_enqueue(x->to_kernel, m)) {
-		ETH_INC(st, exc_ring_drops);
+		xlt_counter_add(&st->stats.exc_ring_drops, 1);
 		rte_pktmbuf_free(m);
 		return true;
 	}
-	ETH_INC(st, exc_to_kernel);
+	xlt_counter_add(&st->stats.exc_to_kernel, 1);
 	return true;
 }
 
@@ -246,6 +244,6 @@ unsigned eth_exc_worker_rx(struct eth_stack *st)
 	n = rte_ring_sc_dequeue_burst(st->c.exc->from_kernel, (void **)pkts, EXC_BURST, NULL);
 	for (unsigned i = 0; i < n; i++)
 		eth_tx_frame(st, pkts[i]);
-	ETH_ADD(st, exc_from_kernel, n);
+	xlt_counter_add(&st->stats.exc_from_kernel, n);
 	return n;
 }

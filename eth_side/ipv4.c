@@ -45,7 +45,7 @@ void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uin
 	uint32_t nh = eth_ipv4_nexthop(st, dst);
 
 	if (!nh) {
-		ETH_INC(st, ip_no_route);
+		xlt_counter_add(&st->stats.ip_no_route, 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -68,7 +68,7 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	ETH_INC(st, flow_peer_out);
+	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	eth_arp_output(st, m, st->c.flow_peer);
 	return true;
 }
@@ -88,9 +88,9 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)((uint8_t *)ip + ihl);
 	uint32_t src = ip->src_addr;
 
-	ETH_INC(st, icmp_in);
+	xlt_counter_add(&st->stats.icmp_in, 1);
 	if (len < sizeof(*ic) || rte_raw_cksum(ic, len) != 0xffff) {
-		ETH_INC(st, icmp_errors);
+		xlt_counter_add(&st->stats.icmp_errors, 1);
 		goto drop;
 	}
 	if (ic->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || ic->icmp_code != 0) {
@@ -115,7 +115,7 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	ic->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
 	ic->icmp_cksum = 0;
 	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, len);
-	ETH_INC(st, icmp_echo_replies);
+	xlt_counter_add(&st->stats.icmp_echo_replies, 1);
 	eth_ipv4_output(st, m, src, IPPROTO_ICMP, len);
 	return;
 drop:
@@ -127,7 +127,7 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	struct rte_ipv4_hdr *ip;
 	unsigned ihl, tot, lstate;
 
-	ETH_INC(st, ip_in);
+	xlt_counter_add(&st->stats.ip_in, 1);
 	if (m->data_len < sizeof(*ip))
 		goto hdr_err;
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
@@ -136,7 +136,7 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || ihl > m->data_len || tot < ihl || tot > m->pkt_len)
 		goto hdr_err;
 	if (rte_raw_cksum(ip, ihl) != 0xffff) {
-		ETH_INC(st, ip_checksum_errors);
+		xlt_counter_add(&st->stats.ip_checksum_errors, 1);
 		goto drop;
 	}
 	lstate = eth_local_state(st, ip->dst_addr);
@@ -147,17 +147,17 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		if (((h >> 28) == 0xe || h == 0xffffffffu || (ip->dst_addr & ~st->netmask) == ~st->netmask) &&
 		    eth_exc_punt_l3(st, m))
 			return;
-		ETH_INC(st, ip_not_for_us);
+		xlt_counter_add(&st->stats.ip_not_for_us, 1);
 		goto drop;
 	}
 	if (lstate == ETH_LOCAL_GONE && ip->next_proto_id != IPPROTO_TCP) {
-		ETH_INC(st, ip_not_for_us); /* only its TCP connections still finish */
+		xlt_counter_add(&st->stats.ip_not_for_us, 1); /* only its TCP connections still finish */
 		goto drop;
 	}
 	if (martian(st, ip->src_addr))
 		goto hdr_err;
 	if (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK | RTE_IPV4_HDR_MF_FLAG)) {
-		ETH_INC(st, ip_fragments);
+		xlt_counter_add(&st->stats.ip_fragments, 1);
 		goto drop;
 	}
 	if (tot < m->pkt_len) {
@@ -177,11 +177,11 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	default:
 		if (eth_exc_punt_l3(st, m)) /* UDP, VRRP, GRE...: the kernel's, if it has a door */
 			return;
-		ETH_INC(st, ip_unknown_proto);
+		xlt_counter_add(&st->stats.ip_unknown_proto, 1);
 		goto drop;
 	}
 hdr_err:
-	ETH_INC(st, ip_header_errors);
+	xlt_counter_add(&st->stats.ip_header_errors, 1);
 drop:
 	rte_pktmbuf_free(m);
 }

@@ -209,7 +209,7 @@ bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	    !memcmp(ip->dst_addr, st->ll6, 16) || m->nb_segs > 1)
 		return false;
 	ip->hop_limits = 0;
-	ETH_INC(st, flow_peer_out);
+	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	memcpy(peer.b, st->c.flow_peer6, 16);
 	eth_nbr_output(st, m, &peer);
 	return true;
@@ -226,7 +226,7 @@ void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *
 	} else if (eth_ipv6_nexthop(st, dst, &nh)) {
 		goto send;
 	}
-	ETH_INC(st, ip_no_route);
+	xlt_counter_add(&st->stats.ip_no_route, 1);
 	rte_pktmbuf_free(m);
 	return;
 send:
@@ -314,7 +314,7 @@ static void send_na(struct eth_stack *st, const uint8_t *dmac, const uint8_t *ds
 
 	memcpy(na.nd.target, target, 16);
 	memcpy(na.opt + 2, st->c.mac, 6);
-	ETH_INC(st, nd_na_out);
+	xlt_counter_add(&st->stats.nd_na_out, 1);
 	icmp6_send(st, dmac, target, dst, &na, sizeof(na), 255);
 }
 
@@ -341,7 +341,7 @@ void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *
 		memcpy(snm_mac + 2, dst + 12, 4);
 		dmac = snm_mac;
 	}
-	ETH_INC(st, nd_ns_out);
+	xlt_counter_add(&st->stats.nd_ns_out, 1);
 	icmp6_send(st, dmac, src.b, dst, &ns, sizeof(ns), 255);
 }
 
@@ -411,7 +411,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	bool dad = is_unspecified(ip->src_addr);
 
 	if (!lo)
-		ETH_INC(st, nd_ns_in);
+		xlt_counter_add(&st->stats.nd_ns_in, 1);
 	if (len < sizeof(*ns) || ns->target[0] == 0xff ||
 	    nd_options((const uint8_t *)(ns + 1), len - (uint32_t)sizeof(*ns), ND_OPT_SOURCE_LLADDR, &sll))
 		goto bad;
@@ -429,7 +429,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 		return;
 	if (dad) {
 		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all */
-		ETH_INC(st, nd_dad_defended);
+		xlt_counter_add(&st->stats.nd_dad_defended, 1);
 		send_na(st, mac_all_nodes, all_nodes, ns->target, false);
 		return;
 	}
@@ -438,7 +438,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	return;
 bad:
 	if (!lo)
-		ETH_INC(st, nd_errors);
+		xlt_counter_add(&st->stats.nd_errors, 1);
 }
 
 static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const struct nd_msg *na,
@@ -448,28 +448,30 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 	const uint8_t *tll;
 
 	if (!lo)
-		ETH_INC(st, nd_na_in);
+		xlt_counter_add(&st->stats.nd_na_in, 1);
 	if (len < sizeof(*na) || na->target[0] == 0xff ||
 	    nd_options((const uint8_t *)(na + 1), len - (uint32_t)sizeof(*na), ND_OPT_TARGET_LLADDR, &tll) ||
 	    (ip->dst_addr[0] == 0xff && (flags & NA_FLAG_SOLICITED))) {
 		if (!lo)
-			ETH_INC(st, nd_errors);
+			xlt_counter_add(&st->stats.nd_errors, 1);
 		return;
 	}
 	if (lstate(st, na->target) == ETH_LOCAL_UP) {
 		if (!(tll && !memcmp(tll, st->c.mac, 6)) && !lo)
-			ETH_INC(st, nd_conflicts); /* another node claims one of our addresses */
+			/* another node claims one of our addresses */
+			xlt_counter_add(&st->stats.nd_conflicts, 1);
 		return;
 	}
 	if (tll && ((tll[0] & 1) || !memcmp(tll, st->c.mac, 6))) {
 		if (!lo)
-			ETH_INC(st, nd_errors); /* a multicast or our own MAC for a neighbour */
+			/* a multicast or our own MAC for a neighbour */
+			xlt_counter_add(&st->stats.nd_errors, 1);
 		return;
 	}
 	/* updates an entry we have (7.2.5); an unsolicited claim on gateway6 is not taken */
 	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE) &&
 	    !lo)
-		ETH_INC(st, nd_errors);
+		xlt_counter_add(&st->stats.nd_errors, 1);
 }
 
 static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv6_hdr *ip, uint8_t *l4,
@@ -479,10 +481,10 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 	struct icmp6 *ic = (struct icmp6 *)l4;
 
 	if (!lo)
-		ETH_INC(st, icmp6_in);
+		xlt_counter_add(&st->stats.icmp6_in, 1);
 	if (len < sizeof(*ic) || cksum6(ip, ic, len) != 0) {
 		if (!lo)
-			ETH_INC(st, icmp6_errors);
+			xlt_counter_add(&st->stats.icmp6_errors, 1);
 		goto drop;
 	}
 	switch (ic->type) {
@@ -490,7 +492,7 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 		if (lo || ic->code != 0 || lstate(st, ip->dst_addr) != ETH_LOCAL_UP)
 			goto drop; /* (echo to a multicast group: not answered, as a gateway need not) */
 		ic->type = ICMP6_ECHO_REPLY;
-		ETH_INC(st, icmp6_echo_replies);
+		xlt_counter_add(&st->stats.icmp6_echo_replies, 1);
 		icmp6_send(st, eh->src_addr.addr_bytes, ip->dst_addr, ip->src_addr, ic, (uint16_t)len, 64);
 		break;
 	case ND_NEIGHBOR_SOLICIT:
@@ -498,7 +500,7 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 		/* a hop limit of 255 proves the message was not forwarded by a router (RFC 4861 7.1) */
 		if (ip->hop_limits != 255 || ic->code != 0) {
 			if (!lo)
-				ETH_INC(st, nd_errors);
+				xlt_counter_add(&st->stats.nd_errors, 1);
 			goto drop;
 		}
 		if (ic->type == ND_NEIGHBOR_SOLICIT)
@@ -586,7 +588,7 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (!st->c.prefix6) {
 		if (!learn_only && eth_exc_punt(st, m))
 			return; /* no IPv6 of ours: all of it is the kernel's */
-		ETH_INC(st, ip6_not_for_us);
+		xlt_counter_add(&st->stats.ip6_not_for_us, 1);
 		goto drop;
 	}
 	/* the headers lie in the first buffer; a chain (merged TCP segments) is for TCP only */
@@ -598,14 +600,14 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
 		goto hdr_err;
 	if (ip->src_addr[0] == 0xff || lstate(st, ip->src_addr) != ETH_LOCAL_NONE) {
-		ETH_INC(st, ip6_martians);
+		xlt_counter_add(&st->stats.ip6_martians, 1);
 		goto drop;
 	}
 	if (!for_us(st, ip->dst_addr)) {
 		/* another multicast group (one the kernel joined): its, when it has a TAP */
 		if (ip->dst_addr[0] == 0xff && !learn_only && eth_exc_punt(st, m))
 			return;
-		ETH_INC(st, ip6_not_for_us);
+		xlt_counter_add(&st->stats.ip6_not_for_us, 1);
 		goto drop;
 	}
 	if (m->pkt_len > RTE_ETHER_HDR_LEN + sizeof(*ip) + plen) {
@@ -623,7 +625,8 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	switch (nh) {
 	case IP6_ROUTING:
 	case IP6_FRAGMENT:
-		ETH_INC(st, ip6_ext_dropped); /* segments left (we are no router), or no reassembly */
+		/* segments left (we are no router), or no reassembly */
+		xlt_counter_add(&st->stats.ip6_ext_dropped, 1);
 		goto drop;
 	case IPPROTO_ICMPV6:
 		if (m->nb_segs > 1)
@@ -632,7 +635,7 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		return;
 	case IPPROTO_TCP:
 		if (lstate(st, ip->dst_addr) == ETH_LOCAL_NONE) {
-			ETH_INC(st, ip6_tcp_refused); /* to a multicast group of ours */
+			xlt_counter_add(&st->stats.ip6_tcp_refused, 1); /* to a multicast group of ours */
 			goto drop;
 		}
 		rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
@@ -644,11 +647,11 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		/* UDP, OSPFv3, VRRPv3...: the kernel's, if it has a door (not to an address that left it) */
 		if (!learn_only && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE && eth_exc_punt(st, m))
 			return;
-		ETH_INC(st, ip6_unknown_proto);
+		xlt_counter_add(&st->stats.ip6_unknown_proto, 1);
 		goto drop;
 	}
 hdr_err:
-	ETH_INC(st, ip6_header_errors);
+	xlt_counter_add(&st->stats.ip6_header_errors, 1);
 drop:
 	rte_pktmbuf_free(m);
 }

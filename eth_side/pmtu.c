@@ -86,18 +86,19 @@ bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v
 	t = eth_tcb_lookup(st, &q->remote, q->rport, q->lport, eth_flow_hash(st, &q->remote, q->rport, q->lport));
 	if (!t || !xlt_ip_eq(&t->laddr, &q->local))
 		return false; /* not a connection of ours: the kernel's, perhaps (the caller punts it) */
-	ETH_INC(st, icmp_too_big_in);
+	xlt_counter_add(&st->stats.icmp_too_big_in, 1);
 	if (t->state == ETH_TCP_CLOSED || t->state == ETH_TCP_TIME_WAIT ||
 	    eth_seq_lt(q->seq, t->snd_una) || eth_seq_geq(q->seq, t->snd_max) ||
 	    (!v6 && mtu < 68)) { /* (68: RFC 791's minimum; 0 is an old router's "unknown") */
-		ETH_INC(st, icmp_too_big_ignored);
+		xlt_counter_add(&st->stats.icmp_too_big_ignored, 1);
 		return true;
 	}
 	if (mtu < floor)
 		mtu = floor;
 	cur = t->pmtu ? t->pmtu : st->c.mtu;
 	if (mtu >= cur) {
-		ETH_INC(st, icmp_too_big_ignored); /* it would not lower the MTU: nothing to learn */
+		/* it would not lower the MTU: nothing to learn */
+		xlt_counter_add(&st->stats.icmp_too_big_ignored, 1);
 		return true;
 	}
 	t->pmtu = (uint16_t)mtu;
@@ -105,7 +106,7 @@ bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v
 	eth_tcb_set_mss(t);
 	if (t->mss >= old)
 		return true; /* the peer's MSS was below the path's already */
-	ETH_INC(st, tcp_pmtu_lowered);
+	xlt_counter_add(&st->stats.tcp_pmtu_lowered, 1);
 	/* Segments in flight were too big: send them again at the new size now, not at the next
 	 * timeout (RFC 1191 6.3). They were dropped for their size, not for congestion: the window
 	 * and the timer's back-off stay as they are (Linux's tcp_simple_retransmit). */

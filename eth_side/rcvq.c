@@ -128,10 +128,10 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 	}
 	t->rq_len += len;
 	t->rbuf.cap -= len;
-	ETH_SET(st, rx_pinned, st->rseg_used);
+	xlt_counter_set(&st->stats.rx_pinned, st->rseg_used);
 	return true;
 copy:
-	ETH_INC(st, rx_pin_copies);
+	xlt_counter_add(&st->stats.rx_pin_copies, 1);
 	return false;
 }
 
@@ -186,7 +186,7 @@ uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
 		if (!r->len)
 			pop(t);
 	}
-	ETH_SET(st, rx_pinned, st->rseg_used);
+	xlt_counter_set(&st->stats.rx_pinned, st->rseg_used);
 	if (n > t->rbuf.len - t->rq_chunk)
 		n = t->rbuf.len - t->rq_chunk;
 	if (n)
@@ -263,7 +263,7 @@ void eth_rcvq_free(struct eth_tcb *t)
 	t->rbuf.cap += t->rq_len;
 	t->rq_len = 0;
 	t->rq_chunk = 0;
-	ETH_SET(st, rx_pinned, st->rseg_used);
+	xlt_counter_set(&st->stats.rx_pinned, st->rseg_used);
 }
 
 void eth_stack_rx_extmem(struct eth_stack *st, bool on)

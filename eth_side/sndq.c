@@ -63,7 +63,7 @@ static inline struct eth_sndq_ent *ent_at(const struct eth_tcb *t, unsigned i)
 
 static void gauge(struct eth_stack *st)
 {
-	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 }
 
 /* The ring, made when a session first lends: the bytes already queued (copies) become its first
@@ -127,7 +127,7 @@ uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
 	n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
 	if (n && t->sndq.ring)
 		add_copy(t, n, 0);
-	ETH_ADD(st, copied_out, n);
+	xlt_counter_add(&st->stats.copied_out, n);
 	gauge(st);
 	return n;
 }
@@ -186,7 +186,7 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 			k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
 			if (k)
 				add_copy(t, k, 1);
-			ETH_ADD(st, copied_out, k);
+			xlt_counter_add(&st->stats.copied_out, k);
 		}
 		took += k;
 		room -= k;
@@ -231,7 +231,7 @@ static int append_copy(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **
 		}
 		(*last)->data_len = (uint16_t)((*last)->data_len + n);
 		m->pkt_len += n;
-		ETH_ADD(t->st, copied_out, n);
+		xlt_counter_add(&t->st->stats.copied_out, n);
 		len -= n;
 	}
 	return 0;

@@ -16,13 +16,6 @@ struct rte_mempool;
 /* Sends N frames; returns how many the device took (the rest stay with the caller). */
 typedef uint16_t (*eth_tx_fn)(void *arg, struct rte_mbuf **pkts, uint16_t n);
 
-/* A listener's connection finished its handshake: S is OPEN, its events unbound. The callee binds
- * them and keeps S, or calls eth_tcp_reject(S). USER is the listener's (eth_tcp_listen). */
-typedef void (*eth_accept_fn)(void *arg, void *user, struct xlt_stream *s);
-
-/* The last reference to a closed listener's USER went away (its connections are all released). */
-typedef void (*eth_listener_free_fn)(void *arg, void *user);
-
 /* Offloads a port does for the engine (eth_stack_conf.offloads). The engine asks for none of them
  * from a device that lacks them (af_packet, the tests' sinks): then it checksums in software and
  * sends MTU-sized frames only. */
@@ -80,9 +73,11 @@ struct eth_stack_conf {
 	struct eth_exc *exc;      /* the exception path (exception.h), or NULL: none */
 	eth_tx_fn tx;		  /* NULL: rte_eth_tx_burst on port_id/queue */
 	void *tx_arg;
-	eth_accept_fn on_accept;
-	eth_listener_free_fn on_listener_free;
-	void *cb_arg;
+	/* What listeners hand to the gateway (translate/stream-t.h): accept (with cb_arg as its WARG;
+	 * a refusal resets the connection) and route_put (a closed listener's USER, once its last
+	 * connection is released). */
+	const struct xlt_listen_hooks *hooks;
+	void *cb_arg; /* the worker's argument: hooks->accept's WARG */
 };
 
 /* Counters of one engine instance: written by its worker only, read by the control thread. */

@@ -149,13 +149,15 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	int ret;
 
 	if (!c->pool || !c->addr || c->prefix > 32 || !c->n_workers || c->worker >= c->n_workers ||
-	    c->n_workers > ETH_MAX_WORKERS || c->max_conns == 0 || c->mtu < 576) {
+	    c->n_workers > ETH_MAX_WORKERS || c->max_conns == 0 || c->mtu < 576 || !c->hooks ||
+	    !c->hooks->accept || !c->hooks->route_put) {
 		errno = EINVAL;
 		return NULL;
 	}
-	st = calloc(1, sizeof(*st));
+	st = aligned_alloc(alignof(struct eth_stack), sizeof(*st));
 	if (!st)
 		return NULL;
+	memset(st, 0, sizeof(*st));
 	st->c = *c;
 	st->netmask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
 	st->flow_key.k0 = c->flow_key[0];
@@ -225,8 +227,8 @@ void eth_stack_destroy(struct eth_stack *st)
 			eth_sndq_free(t, true);
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS; i++)
-		if (st->listeners[i].port && st->c.on_listener_free)
-			st->c.on_listener_free(st->c.cb_arg, st->listeners[i].user);
+		if (st->listeners[i].port)
+			eth_listener_user_put(st, st->listeners[i].user);
 	eth_arp_flush(st);
 	for (unsigned i = 0; i < ETH_MAX_WORKERS; i++) {
 		if (st->from[i])
@@ -281,14 +283,14 @@ struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st)
 	struct rte_mbuf *m = rte_pktmbuf_alloc(st->c.pool);
 
 	if (!m)
-		ETH_INC(st, nombuf);
+		xlt_counter_add(&st->stats.nombuf, 1);
 	return m;
 }
 
 void eth_tx_frame(struct eth_stack *st, struct rte_mbuf *m)
 {
 	if (st->n_tx == ETH_TXQ_SIZE) {
-		ETH_INC(st, tx_drops);
+		xlt_counter_add(&st->stats.tx_drops, 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -311,7 +313,7 @@ static void tx_flush(struct eth_stack *st)
 		rte_pktmbuf_free_bulk(st->txq, st->n_tx); /* nowhere to send: a test without a sink */
 		sent = (uint16_t)st->n_tx;
 	}
-	ETH_ADD(st, frames_out, sent);
+	xlt_counter_add(&st->stats.frames_out, sent);
 	st->n_tx -= sent;
 	if (st->n_tx)
 		memmove(st->txq, st->txq + sent, st->n_tx * sizeof(st->txq[0]));
@@ -411,25 +413,25 @@ static void clone_to_others(struct eth_stack *st, struct rte_mbuf *m)
 		if (i == st->c.worker)
 			continue;
 		if (rte_ring_free_count(st->to[i]) < rte_ring_get_capacity(st->to[i]) / 2) {
-			ETH_INC(st, clones_skipped);
+			xlt_counter_add(&st->stats.clones_skipped, 1);
 			continue;
 		}
 		c = rte_pktmbuf_clone(m, st->c.pool);
 		if (c)
 			steer(st, i, c);
 		else
-			ETH_INC(st, nombuf);
+			xlt_counter_add(&st->stats.nombuf, 1);
 	}
 }
 
 static void steer(struct eth_stack *st, unsigned owner, struct rte_mbuf *m)
 {
 	if (rte_ring_sp_enqueue(st->to[owner], m)) {
-		ETH_INC(st, steer_drops);
+		xlt_counter_add(&st->stats.steer_drops, 1);
 		rte_pktmbuf_free(m);
 		return;
 	}
-	ETH_INC(st, steered_out);
+	xlt_counter_add(&st->stats.steered_out, 1);
 }
 
 /* The kernel keeps its own neighbour tables and answers for what it alone owns: with a TAP, it gets
@@ -443,7 +445,7 @@ static void exc_mirror(struct eth_stack *st, const struct rte_mbuf *m)
 		return;
 	c = rte_pktmbuf_copy(m, st->c.pool, 0, UINT32_MAX);
 	if (!c)
-		ETH_INC(st, nombuf);
+		xlt_counter_add(&st->stats.nombuf, 1);
 	else
 		eth_exc_punt(st, c);
 }
@@ -455,7 +457,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	uint16_t type;
 
 	if (!steered)
-		ETH_INC(st, frames_in);
+		xlt_counter_add(&st->stats.frames_in, 1);
 	/* a chain that fits its first buffer is made one; a bigger one (LRO: merged TCP segments) is kept
 	 * as it is, with the headers checked to lie in the first segment */
 	if (m->nb_segs > 1 && rte_pktmbuf_tailroom(m) >= m->pkt_len - m->data_len && rte_pktmbuf_linearize(m))
@@ -477,7 +479,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		bool nd = st->c.prefix6 && eth_ipv6_is_nd(m);
 
 		if (!steered)
-			ETH_INC(st, ip6_in);
+			xlt_counter_add(&st->stats.ip6_in, 1);
 		if (!steered && nd)
 			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {
@@ -521,7 +523,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	eth_ipv4_input(st, m);
 	return;
 drop:
-	ETH_INC(st, frames_dropped);
+	xlt_counter_add(&st->stats.frames_dropped, 1);
 	rte_pktmbuf_free(m);
 }
 
@@ -569,7 +571,8 @@ static unsigned dispatch(struct eth_stack *st)
 			continue;
 		if (e & ETH_EV_ACCEPT) {
 			t->accepted = true;
-			st->c.on_accept(st->c.cb_arg, t->lis->user, &t->s);
+			if (st->c.hooks->accept(st->c.cb_arg, t->lis->user, &t->s))
+				eth_tcp_reject(&t->s);
 			if (t->released)
 				continue;
 			if (eth_rcvq_len(t) || t->fin_rcvd)

@@ -70,7 +70,8 @@ extern const unsigned eth_stack_n_metrics;
 
 /* Opens a listener on PORT, or gives the open one new settings and a new USER in place (the port never
  * closes, so a handshake in progress completes; connections keep the settings they started with).
- * USER is handed to on_accept for each connection and to on_listener_free once the listener is closed
+ * USER (a route reference the listener adopts) is handed to hooks->accept for each connection and to
+ * hooks->route_put once the listener is closed
  * and its last connection is released, or at once when a second call replaces it. Returns 0 or
  * -ENOSPC when the table is full. */
 int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_params *p, void *user);
@@ -89,7 +90,8 @@ void eth_tcp_unlisten_all(struct eth_stack *st);
 struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
                                    const struct eth_tcp_params *p, int *err);
 
-/* Refuses a connection handed to on_accept: resets it and frees it at once (no events follow). */
+/* Refuses an accepted connection: resets it and frees it at once (no events follow). A refusal by
+ * hooks->accept does this itself. */
 void eth_tcp_reject(struct xlt_stream *s);
 
 /* Connections of the instance that are not yet CLOSED (TIME_WAIT excluded). */

@@ -53,28 +53,28 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 	if (old == s)
 		return;
 	if (old == ETH_TCP_SYN_RCVD) {
-		ETH_DEC(st, tcp_syn_rcvd);
+		xlt_counter_add(&st->stats.tcp_syn_rcvd, (uint64_t)-1);
 		if (t->lis)
 			t->lis->n_syn--;
 	} else if (counts_active(old))
-		ETH_DEC(st, tcp_active);
+		xlt_counter_add(&st->stats.tcp_active, (uint64_t)-1);
 	else if (old == ETH_TCP_TIME_WAIT) {
-		ETH_DEC(st, tcp_time_wait);
+		xlt_counter_add(&st->stats.tcp_time_wait, (uint64_t)-1);
 		tw_unlink(st, t);
 	}
 	if (old != ETH_TCP_CLOSED && old != ETH_TCP_TIME_WAIT)
 		st->n_conns--;
 	if (counts_active(old) && (s == ETH_TCP_CLOSED || s == ETH_TCP_TIME_WAIT))
-		ETH_INC(st, tcp_closed);
+		xlt_counter_add(&st->stats.tcp_closed, 1);
 	t->state = (uint8_t)s;
 	if (s == ETH_TCP_SYN_RCVD) {
-		ETH_INC(st, tcp_syn_rcvd);
+		xlt_counter_add(&st->stats.tcp_syn_rcvd, 1);
 		if (t->lis)
 			t->lis->n_syn++;
 	} else if (counts_active(s))
-		ETH_INC(st, tcp_active);
+		xlt_counter_add(&st->stats.tcp_active, 1);
 	else if (s == ETH_TCP_TIME_WAIT) {
-		ETH_INC(st, tcp_time_wait);
+		xlt_counter_add(&st->stats.tcp_time_wait, 1);
 		t->twprev = st->tw_tail;
 		t->twnext = NULL;
 		if (st->tw_tail)
@@ -89,7 +89,7 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 
 static void update_buffer_gauge(struct eth_stack *st)
 {
-	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 }
 
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st)
@@ -278,11 +278,11 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 		return;
 	if (t->state != ETH_TCP_CLOSED) {
 		if (err == -ECONNRESET || err == -ECONNREFUSED)
-			ETH_INC(st, tcp_resets);
+			xlt_counter_add(&st->stats.tcp_resets, 1);
 		else if (err == -ETIMEDOUT)
-			ETH_INC(st, tcp_timeouts);
+			xlt_counter_add(&st->stats.tcp_timeouts, 1);
 		if (t->state == ETH_TCP_SYN_SENT || (!t->passive && t->state == ETH_TCP_SYN_RCVD))
-			ETH_INC(st, tcp_connects_failed);
+			xlt_counter_add(&st->stats.tcp_connects_failed, 1);
 	}
 	eth_timer_cancel(&st->wheel, &t->timer);
 	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = 0;
@@ -330,9 +330,13 @@ void eth_listener_put(struct eth_stack *st, struct eth_listener *l)
 {
 	if (--l->refs)
 		return;
-	if (st->c.on_listener_free)
-		st->c.on_listener_free(st->c.cb_arg, l->user);
+	eth_listener_user_put(st, l->user);
 	memset(l, 0, sizeof(*l));
+}
+
+void eth_listener_user_put(struct eth_stack *st, void *user)
+{
+	st->c.hooks->route_put(user);
 }
 
 int eth_tcp_unlisten(struct eth_stack *st, uint16_t port)
@@ -366,8 +370,7 @@ int eth_tcp_listen(struct eth_stack *st, uint16_t port, const struct eth_tcp_par
 		void *old = l->user;
 		l->params = *p;
 		l->user = user;
-		if (st->c.on_listener_free)
-			st->c.on_listener_free(st->c.cb_arg, old);
+		eth_listener_user_put(st, old);
 		return 0;
 	}
 	for (unsigned i = 0; i < ETH_MAX_LISTENERS && !l; i++)
@@ -505,7 +508,7 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *ad
 
 	ret = port ? connect_route(st, addr, &laddr) : -EHOSTUNREACH;
 	if (ret) {
-		ETH_INC(st, ip_no_route);
+		xlt_counter_add(&st->stats.ip_no_route, 1);
 		*err = ret;
 		return NULL;
 	}
@@ -550,7 +553,7 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *ad
 	eth_tcb_hash(t, h);
 	eth_tcb_output_later(t);
 	eth_tcb_timer_update(t);
-	ETH_INC(st, tcp_active_opens);
+	xlt_counter_add(&st->stats.tcp_active_opens, 1);
 	return &t->s;
 }
 
@@ -558,7 +561,7 @@ void eth_tcp_reject(struct xlt_stream *s)
 {
 	struct eth_tcb *t = eth_tcb_of(s);
 
-	ETH_INC(t->st, tcp_accept_rejects);
+	xlt_counter_add(&t->st->stats.tcp_accept_rejects, 1);
 	if (t->state != ETH_TCP_CLOSED)
 		eth_tcp_send_rst(t);
 	t->accepted = false; /* end quietly: no on_closed for a stream the session refused */

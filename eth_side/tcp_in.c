@@ -87,7 +87,7 @@ static bool oow_ack_allowed(struct eth_tcb *t, const struct seg *sg, bool strict
 	if (!strict && seg_space(sg) && !has(sg, RTE_TCP_SYN_FLAG))
 		return true;
 	if (t->oow_ack_ms && st->now_ms - t->oow_ack_ms < OOW_ACK_MS) {
-		ETH_INC(st, tcp_acks_limited_conn);
+		xlt_counter_add(&st->stats.tcp_acks_limited_conn, 1);
 		return false;
 	}
 	t->oow_ack_ms = st->now_ms;
@@ -117,7 +117,7 @@ static void challenge_ack(struct eth_tcb *t, const struct seg *sg)
 		st->chall_left = CHALLENGE_PER_WORKER / 2 + (uint32_t)(r % CHALLENGE_PER_WORKER);
 	}
 	if (!st->chall_left) {
-		ETH_INC(st, tcp_acks_limited_worker);
+		xlt_counter_add(&st->stats.tcp_acks_limited_worker, 1);
 		return;
 	}
 	st->chall_left--;
@@ -207,8 +207,8 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
 	eth_tcp_finish(st, m, th, &f.laddr, &f.raddr, (uint32_t)sizeof(*th) + optlen, 0, 0);
-	ETH_INC(st, tcp_segments_out);
-	ETH_INC(st, tcp_syncookies_sent);
+	xlt_counter_add(&st->stats.tcp_segments_out, 1);
+	xlt_counter_add(&st->stats.tcp_syncookies_sent, 1);
 	eth_ip_send(st, m, &f.raddr);
 }
 
@@ -238,7 +238,7 @@ static void passive_open(struct eth_stack *st, struct eth_listener *l, const str
 	if (tw_reuse || (l->n_syn < eth_listener_share(st) && st->stats.tcp_syn_rcvd < st->syn_backlog))
 		t = eth_tcb_alloc(st);
 	if (!t && tw_reuse) {
-		ETH_INC(st, tcp_syn_drops);
+		xlt_counter_add(&st->stats.tcp_syn_drops, 1);
 		return;
 	}
 	if (!t) {
@@ -285,15 +285,15 @@ static bool cookie_ack(struct eth_stack *st, struct eth_listener *l, struct seg 
 	f = cookie_flow(st, l, sg, sg->seq - 1);
 	ret = eth_syncookie_check(&st->isn_key, &f, st->now_ms, sg->ack - 1, sg->o.ts_ok, sg->o.tsecr, &co);
 	if (ret) {
-		ETH_INC(st, tcp_syncookies_failed);
+		xlt_counter_add(&st->stats.tcp_syncookies_failed, 1);
 		return ret == -EPROTO; /* RFC 7323 3.2: without the timestamps agreed on, dropped */
 	}
 	t = eth_tcb_alloc(st);
 	if (!t) {
-		ETH_INC(st, tcp_syn_drops); /* the peer sends again */
+		xlt_counter_add(&st->stats.tcp_syn_drops, 1); /* the peer sends again */
 		return true;
 	}
-	ETH_INC(st, tcp_syncookies_validated);
+	xlt_counter_add(&st->stats.tcp_syncookies_validated, 1);
 	t->raddr = f.raddr;
 	t->v6 = sg->v6;
 	t->rport = f.rport;
@@ -333,7 +333,7 @@ static bool no_connection(struct eth_stack *st, struct seg *sg, uint64_t h)
 	struct eth_listener *l;
 
 	if (has(sg, RTE_TCP_RST_FLAG)) {
-		ETH_INC(st, tcp_rsts_in);
+		xlt_counter_add(&st->stats.tcp_rsts_in, 1);
 		return st->c.exc != NULL; /* a kernel connection's (BGP, ssh) */
 	}
 	l = eth_listener_find(st, rte_be_to_cpu_16(sg->th->dst_port));
@@ -367,10 +367,10 @@ static void time_wait_syn(struct eth_tcb *t, const struct seg *sg, uint64_t h)
 	}
 	if (st->stats.tcp_syn_rcvd >= st->syn_backlog) {
 		/* no block for it: the TIME_WAIT stays, the peer's next SYN may find room */
-		ETH_INC(st, tcp_syn_drops);
+		xlt_counter_add(&st->stats.tcp_syn_drops, 1);
 		return;
 	}
-	ETH_INC(st, tcp_tw_reuse);
+	xlt_counter_add(&st->stats.tcp_tw_reuse, 1);
 	if (t->released)
 		eth_tcb_free(t);
 	else
@@ -400,7 +400,7 @@ static void establish(struct eth_tcb *t)
 	if (t->fin_queued)
 		eth_tcb_set_state(t, ETH_TCP_FIN_WAIT_1);
 	if (t->passive) {
-		ETH_INC(st, tcp_passive_opens);
+		xlt_counter_add(&st->stats.tcp_passive_opens, 1);
 		if (!t->lis || !t->lis->open) {
 			/* the listener closed during the handshake */
 			eth_tcp_send_rst(t);
@@ -490,7 +490,7 @@ static void enter_recovery(struct eth_tcb *t)
 	struct eth_stack *st = t->st;
 	uint32_t flight = t->snd_max - t->snd_una, len;
 
-	ETH_INC(st, tcp_fast_retransmits);
+	xlt_counter_add(&st->stats.tcp_fast_retransmits, 1);
 	t->ssthresh = flight / 2 > 2u * t->mss ? flight / 2 : 2u * t->mss;
 	t->recover = t->snd_max;
 	t->in_recovery = true;
@@ -609,7 +609,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	/* window update (RFC 9293 3.10.7.4) */
 	if (eth_seq_lt(t->snd_wl1, sg->seq) || (t->snd_wl1 == sg->seq && eth_seq_leq(t->snd_wl2, ack))) {
 		if (wnd == 0 && t->snd_wnd != 0)
-			ETH_INC(st, tcp_zero_window_rcvd);
+			xlt_counter_add(&st->stats.tcp_zero_window_rcvd, 1);
 		if (wnd > t->snd_wnd) {
 			if (t->snd_una == t->snd_max) {
 				t->t_rexmit = 0; /* leaves persist */
@@ -713,12 +713,12 @@ void eth_tcp_ooo_expire(struct eth_tcb *t)
 	if (t->t_ooo > st->now_ms)
 		return; /* the hole moved since the deadline was set: not yet */
 	/* renege: forget the ranges (no SACK for them any more) and give their chunks back */
-	ETH_INC(st, tcp_ooo_expired);
+	xlt_counter_add(&st->stats.tcp_ooo_expired, 1);
 	t->n_ooo = 0;
 	t->ooo_fin = false;
 	t->t_ooo = 0;
 	eth_bufq_trim(&st->chunks, &t->rbuf);
-	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 }
 
 /* Moves rcv_nxt over out-of-order ranges that became contiguous. */
@@ -737,7 +737,7 @@ static void ooo_merge(struct eth_tcb *t)
 				uint32_t ext = r->end - t->rcv_nxt;
 				eth_bufq_extend(&t->rbuf, ext);
 				t->rcv_nxt = r->end;
-				ETH_ADD(st, tcp_bytes_in, ext);
+				xlt_counter_add(&st->stats.tcp_bytes_in, ext);
 			}
 			ooo_remove(t, i);
 			again = true;
@@ -764,7 +764,7 @@ static int seg_write(struct eth_stack *st, struct eth_bufq *q, uint32_t off, con
 		ret = eth_bufq_write_at(&st->chunks, q, off, rte_pktmbuf_mtod_offset(s, const uint8_t *, skip), n);
 		if (ret)
 			return ret;
-		ETH_ADD(st, copied_in, n);
+		xlt_counter_add(&st->stats.copied_in, n);
 		off += n;
 		left -= n;
 		skip = 0;
@@ -789,14 +789,15 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		/* kept in the frame where it can be (rcvq.c), else copied behind what rbuf holds */
 		if (!eth_rcvq_take(t, sg->m, sg->moff, sg->len)) {
 			if (seg_write(st, &t->rbuf, t->rbuf.len, sg)) {
-				ETH_INC(st, tcp_ooo_drops); /* the buffer pool is dry: as if lost */
+				/* the buffer pool is dry: as if lost */
+				xlt_counter_add(&st->stats.tcp_ooo_drops, 1);
 				ack_later(t);
 				return false;
 			}
 			eth_bufq_extend(&t->rbuf, sg->len);
 		}
 		t->rcv_nxt += sg->len;
-		ETH_ADD(st, tcp_bytes_in, sg->len);
+		xlt_counter_add(&st->stats.tcp_bytes_in, sg->len);
 		if (t->n_ooo) {
 			ooo_merge(t);
 			t->ack_now = true; /* a hole filled: tell the sender at once (RFC 5681 4.2) */
@@ -812,18 +813,18 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		}
 		eth_tcb_event(t, ETH_EV_READABLE);
 	} else {
-		ETH_INC(st, tcp_ooo_segments);
+		xlt_counter_add(&st->stats.tcp_ooo_segments, 1);
 		if (!t->n_ooo)
 			t->ooo_hole_ms = st->now_ms;
 		if (seg_write(st, &t->rbuf, t->rbuf.len + off, sg) ||
 		    !ooo_add(t, sg->seq, sg->seq + sg->len)) {
-			ETH_INC(st, tcp_ooo_drops);
+			xlt_counter_add(&st->stats.tcp_ooo_drops, 1);
 			ack_later(t);
 			return false;
 		}
 		if (!t->t_ooo)
 			ooo_arm(t);
-		ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+		xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 		t->ack_now = true; /* duplicate ACK carrying SACK */
 		if (has(sg, RTE_TCP_FIN_FLAG)) {
 			t->ooo_fin = true;
@@ -831,7 +832,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		}
 		return false; /* a FIN here is not in order yet */
 	}
-	ETH_SET(st, tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 	return true;
 }
 
@@ -875,7 +876,7 @@ static void syn_sent_input(struct eth_tcb *t, const struct seg *sg)
 		return;
 	}
 	if (has(sg, RTE_TCP_RST_FLAG)) {
-		ETH_INC(st, tcp_rsts_in);
+		xlt_counter_add(&st->stats.tcp_rsts_in, 1);
 		if (ack)
 			eth_tcb_close(t, -ECONNREFUSED); /* RFC 5961 3.2: only with an acceptable ACK */
 		return;
@@ -920,14 +921,14 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		return;
 	}
 	if (has(sg, RTE_TCP_RST_FLAG))
-		ETH_INC(st, tcp_rsts_in);
+		xlt_counter_add(&st->stats.tcp_rsts_in, 1);
 	/* PAWS (RFC 7323 5.3) */
 	if (t->ts_ok && sg->o.ts_ok && !has(sg, RTE_TCP_RST_FLAG) && eth_seq_lt(sg->o.tsval, t->ts_recent) &&
 	    st->now_ms - t->ts_recent_ms < PAWS_IDLE_MS &&
 	    !(seg_space(sg) == 0 && sg->seq == t->rcv_nxt)) {
 		/* (a pure ACK in sequence carries no data that could be old: like Linux's
 		 * tcp_disordered_ack, let reordered ACKs through, RFC 5961 still checks their ACK) */
-		ETH_INC(st, tcp_paws_drops);
+		xlt_counter_add(&st->stats.tcp_paws_drops, 1);
 		invalid_ack(t, sg);
 		return;
 	}
@@ -952,7 +953,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 			}
 			return;
 		}
-		ETH_INC(st, tcp_out_of_window);
+		xlt_counter_add(&st->stats.tcp_out_of_window, 1);
 		if (has(sg, RTE_TCP_SYN_FLAG) && !has(sg, RTE_TCP_RST_FLAG))
 			challenge_ack(t, sg); /* RFC 5961 4.2: a SYN, whatever its sequence number */
 		else if (!has(sg, RTE_TCP_RST_FLAG))
@@ -1112,7 +1113,7 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
 		if (sum != 0xffff) {
-			ETH_INC(st, tcp_checksum_errors);
+			xlt_counter_add(&st->stats.tcp_checksum_errors, 1);
 			goto drop;
 		}
 	}
@@ -1134,14 +1135,17 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	sg.v6 = !v4;
 	sg.th = th;
 	/* an LRO frame counts as the segments it merged */
-	ETH_ADD(st, tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz : 1u);
+	xlt_counter_add(&st->stats.tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz
+	                                                ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz
+	                                                : 1u);
 	h = eth_flow_hash(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
 	t = eth_tcb_lookup(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (t && !xlt_ip_eq(&t->laddr, dst))
 		t = NULL; /* the same ports on another of our addresses */
 	if (t && st->locals && st->locals->reset_gone &&
 	    eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
-		ETH_INC(st, local_addr_resets); /* removed_addr_reset: its address moved away */
+		/* removed_addr_reset: its address moved away */
+		xlt_counter_add(&st->stats.local_addr_resets, 1);
 		eth_tcp_send_rst(t);
 		eth_tcb_close(t, -ECONNRESET);
 		t = NULL;
@@ -1161,7 +1165,7 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	rte_pktmbuf_free(m);
 	return;
 hdr_err:
-	ETH_INC(st, tcp_header_errors);
+	xlt_counter_add(&st->stats.tcp_header_errors, 1);
 drop:
 	rte_pktmbuf_free(m);
 }
@@ -1186,7 +1190,7 @@ void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_i
 	memcpy(dst.b, ip->dst_addr, 16);
 	if (xlt_ip_is_v4(&src) || xlt_ip_is_any(&src)) {
 		/* (an IPv4-mapped source would alias an IPv4 flow in the table) */
-		ETH_INC(st, ip6_martians);
+		xlt_counter_add(&st->stats.ip6_martians, 1);
 		rte_pktmbuf_free(m);
 		return;
 	}

@@ -56,7 +56,7 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 		t->rcv_adv = t->rcv_nxt + (field << t->rcv_wscale);
 	if (field == 0 && !t->zero_wnd_adv) {
 		t->zero_wnd_adv = true;
-		ETH_INC(st, tcp_zero_window_sent);
+		xlt_counter_add(&st->stats.tcp_zero_window_sent, 1);
 	} else if (field) {
 		t->zero_wnd_adv = false;
 	}
@@ -180,10 +180,10 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 		t->unacked_segs = 0;
 		t->t_delack = 0;
 	}
-	ETH_ADD(st, tcp_segments_out, len > segsz ? (len + segsz - 1) / segsz : 1);
-	ETH_ADD(st, tcp_bytes_out, len);
+	xlt_counter_add(&st->stats.tcp_segments_out, len > segsz ? (len + segsz - 1) / segsz : 1);
+	xlt_counter_add(&st->stats.tcp_bytes_out, len);
 	if (flags & RTE_TCP_RST_FLAG)
-		ETH_INC(st, tcp_rsts_out);
+		xlt_counter_add(&st->stats.tcp_rsts_out, 1);
 	eth_ip_send(st, m, &t->raddr);
 	return 0;
 }
@@ -213,7 +213,7 @@ void eth_tcp_challenge_ack(struct eth_tcb *t)
 	if (t->chall_n >= ETH_TCP_CHALLENGE_PER_S)
 		return;
 	t->chall_n++;
-	ETH_INC(st, tcp_challenge_acks);
+	xlt_counter_add(&st->stats.tcp_challenge_acks, 1);
 	eth_tcp_send_ack(t);
 }
 
@@ -248,8 +248,8 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct xlt_ip *src, const s
 	}
 	oth->data_off = (sizeof(*oth) / 4) << 4;
 	eth_tcp_finish(st, m, oth, dst, src, sizeof(*oth), 0, 0);
-	ETH_INC(st, tcp_segments_out);
-	ETH_INC(st, tcp_rsts_out);
+	xlt_counter_add(&st->stats.tcp_segments_out, 1);
+	xlt_counter_add(&st->stats.tcp_rsts_out, 1);
 	eth_ip_send(st, m, src);
 }
 

@@ -109,7 +109,7 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->snd_nxt = t->iss;
 		t->rtt_timing = false;
 		ETH_REXMIT(t);
-		ETH_INC(st, tcp_rto_expiries);
+		xlt_counter_add(&st->stats.tcp_rto_expiries, 1);
 		eth_tcp_rexmit_arm(t);
 		eth_tcb_output_later(t);
 		return;
@@ -122,7 +122,7 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->snd_nxt = t->iss;
 		t->rtt_timing = false;
 		ETH_REXMIT(t);
-		ETH_INC(st, tcp_rto_expiries);
+		xlt_counter_add(&st->stats.tcp_rto_expiries, 1);
 		eth_tcp_rexmit_arm(t);
 		eth_tcb_output_later(t);
 		return;
@@ -151,7 +151,7 @@ static void rexmit_fire(struct eth_tcb *t)
 	}
 	if (gave_up(t))
 		return;
-	ETH_INC(st, tcp_rto_expiries);
+	xlt_counter_add(&st->stats.tcp_rto_expiries, 1);
 	flight = t->snd_max - t->snd_una;
 	if (t->backoff == 0)
 		t->ssthresh = flight / 2 > 2u * t->mss ? flight / 2 : 2u * t->mss; /* RFC 5681 (4) */
@@ -207,7 +207,7 @@ static bool keep_fire(struct eth_tcb *t)
 		return false;
 	}
 	t->probes++;
-	ETH_INC(st, tcp_keepalive_probes);
+	xlt_counter_add(&st->stats.tcp_keepalive_probes, 1);
 	eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
 	t->t_keep = st->now_ms + (st->c.keepalive_intvl_ms ? st->c.keepalive_intvl_ms : 1000);
 	return false;

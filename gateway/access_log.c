@@ -539,7 +539,7 @@ void gw_alog_metrics(struct gw_daemon *d, struct gw_metrics *m)
 
 	for (unsigned i = 0; i < d->n_workers; i++)
 		if (d->workers[i].alog)
-			dropped += __atomic_load_n(&d->workers[i].alog->dropped, __ATOMIC_RELAXED);
+			dropped += xlt_counter_read(&d->workers[i].alog->dropped);
 	gw_metrics_family(m, "access_log_lines_total", XLT_COUNTER, "access log lines written");
 	gw_metrics_sample(m, (double)al.written, NULL);
 	gw_metrics_family(

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "../conf/conf-t.h"
+#include "../translate/counter.h"
 #include "../translate/stream-t.h"
 
 #define GW_ALOG_RING_SIZE 2048 /* records per worker ring (a power of two) */
@@ -66,7 +67,7 @@ static inline struct gw_alog_rec *gw_alog_reserve(struct gw_alog_ring *r)
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 
 	if (r->head - tail >= GW_ALOG_RING_SIZE) {
-		__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
+		xlt_counter_add(&r->dropped, 1);
 		return NULL;
 	}
 	return &r->slot[r->head & (GW_ALOG_RING_SIZE - 1)];

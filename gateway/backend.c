@@ -35,7 +35,9 @@ const char *const gw_backend_state_names[4] = {"up", "down", "drain", "maint"};
 
 static struct gw_backend *backend_find(struct gw_daemon *d, const char *route, const struct conf_endpoint *ep)
 {
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link)
 		if (!strcmp(b->route, route) && b->ep.kind == ep->kind && xlt_ip_eq(&b->ep.addr, &ep->addr) &&
 		    b->ep.port == ep->port)
 			return b;
@@ -57,9 +59,10 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 		errno = ENOSPC;
 		return NULL;
 	}
-	b = calloc(1, sizeof(*b));
+	b = aligned_alloc(alignof(struct gw_backend), sizeof(*b)); /* (struct gw_backend_wstats) */
 	if (!b)
 		return NULL;
+	memset(b, 0, sizeof(*b));
 	snprintf(b->route, sizeof(b->route), "%s", route);
 	snprintf(b->name, sizeof(b->name), "%s%s%s:%u", v4 ? "" : "[", xlt_ip_fmt(&cb->ep.addr, a),
 	         v4 ? "" : "]", cb->ep.port);
@@ -76,8 +79,7 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
 	b->up = true;
 	d->bk_slot_used[slot] = 1;
-	b->next = d->backends;
-	d->backends = b;
+	LIST_INSERT_HEAD(&d->backends, b, link);
 	d->bk_dirty = true;
 	return b;
 }
@@ -165,10 +167,10 @@ static bool usable(const struct gw_live *l, const struct gw_backend *b)
 static bool reserve(struct gw_pool *p, unsigned i)
 {
 	struct gw_backend *b = p->b[i];
-	uint32_t n = __atomic_add_fetch(&b->active, 1, __ATOMIC_RELAXED);
+	uint32_t n = atomic_fetch_add_explicit(&b->active, 1, memory_order_relaxed) + 1;
 
 	if (p->max[i] && n > p->max[i]) {
-		__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub_explicit(&b->active, 1, memory_order_relaxed);
 		return false;
 	}
 	return true;
@@ -177,7 +179,7 @@ static bool reserve(struct gw_pool *p, unsigned i)
 static bool candidate(const struct gw_live *l, const struct gw_pool *p, unsigned i, uint64_t tried)
 {
 	return !(tried & (1ull << i)) && usable(l, p->b[i]) &&
-	       (!p->max[i] || __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED) < p->max[i]);
+	       (!p->max[i] || atomic_load_explicit(&p->b[i]->active, memory_order_relaxed) < p->max[i]);
 }
 
 static int pick_rr(const struct gw_live *l, struct gw_pool *p, unsigned w, uint64_t tried)
@@ -209,7 +211,7 @@ static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w
 			uint64_t a;
 			if (!candidate(l, p, i, tried_now))
 				continue;
-			a = __atomic_load_n(&p->b[i]->active, __ATOMIC_RELAXED);
+			a = atomic_load_explicit(&p->b[i]->active, memory_order_relaxed);
 			/* a / weight[i] < best_a / weight[best], without division */
 			if (best < 0 || a * p->weight[best] < best_a * p->weight[i]) {
 				best = (int)i;
@@ -286,22 +288,24 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	if (i < 0)
 		return NULL;
 	*idx = (unsigned)i;
-	gw_bump(&p->b[i]->st[w->id].sessions_total, 1);
+	xlt_counter_add(&p->b[i]->st[w->id].sessions_total, 1);
 	return p->b[i];
 }
 
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 {
-	__atomic_fetch_sub(&b->active, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&b->active, 1, memory_order_relaxed);
 	if (failed)
-		gw_bump(&b->st[w->id].connect_failures, 1);
+		xlt_counter_add(&b->st[w->id].connect_failures, 1);
 }
 
 /* ---- control: publication, admin state, lifetime ---- */
 
 void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
 {
-	for (const struct gw_backend *b = d->backends; b; b = b->next) {
+	const struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link) {
 		l->bk_serial[b->slot] = b->serial;
 		l->bk_usable[b->slot] = b->up && b->admin == CONF_BACKEND_READY;
 	}
@@ -324,7 +328,9 @@ void gw_backends_publish(struct gw_daemon *d)
 
 void gw_backends_routes(struct gw_daemon *d)
 {
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	struct gw_backend *b;
+
+	LIST_FOREACH(b, &d->backends, link)
 		b->checked = false;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		struct gw_route *r = d->routes[i];
@@ -333,7 +339,7 @@ void gw_backends_routes(struct gw_daemon *d)
 		for (unsigned k = 0; k < r->pool->n; k++)
 			r->pool->b[k]->checked = r->conf.check_interval_ms > 0;
 	}
-	for (struct gw_backend *b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		if (!b->checked && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
@@ -375,25 +381,23 @@ static void backend_free(struct gw_daemon *d, struct gw_backend *b)
 
 void gw_backends_sweep(struct gw_daemon *d)
 {
-	struct gw_backend **pp = &d->backends;
+	struct gw_backend *next;
 
-	while (*pp) {
-		struct gw_backend *b = *pp;
-		if (!b->refs && !b->checking && !__atomic_load_n(&b->active, __ATOMIC_ACQUIRE)) {
-			*pp = b->next;
+	for (struct gw_backend *b = LIST_FIRST(&d->backends); b; b = next) {
+		next = LIST_NEXT(b, link);
+		if (!b->refs && !b->checking && !atomic_load_explicit(&b->active, memory_order_acquire)) {
+			LIST_REMOVE(b, link);
 			GW_INFO("route %s: backend %s removed", b->route, b->name);
 			backend_free(d, b);
-		} else {
-			pp = &b->next;
 		}
 	}
 }
 
 void gw_backends_free(struct gw_daemon *d)
 {
-	while (d->backends) {
-		struct gw_backend *b = d->backends;
-		d->backends = b->next;
+	while (!LIST_EMPTY(&d->backends)) {
+		struct gw_backend *b = LIST_FIRST(&d->backends);
+		LIST_REMOVE(b, link);
 		backend_free(d, b);
 	}
 }
@@ -413,46 +417,46 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	const struct gw_backend *b;
 
-	if (!d->backends)
+	if (LIST_EMPTY(&d->backends))
 		return;
 	gw_metrics_family(
 	    m, "backend_up", XLT_GAUGE,
 	    "1 while the backend's health checks pass (always 1 when its route runs none; 0 in maint)");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, b->up && b->admin != CONF_BACKEND_MAINT, "route", b->route, "backend",
 		                  b->name, NULL);
 	gw_metrics_family(
 	    m, "backend_state", XLT_GAUGE,
 	    "1 for the backend's state: up (takes sessions), down (checks failed), drain (takes no new "
 	    "session, its sessions finish), maint (drain, and no checks)");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		for (unsigned k = 0; k < 4; k++)
 			gw_metrics_sample(m, state_of(b) == k, "route", b->route, "backend", b->name, "state",
 			                  gw_backend_state_names[k], NULL);
 	gw_metrics_family(m, "backend_sessions_active", XLT_GAUGE, "sessions on the backend now");
-	for (b = d->backends; b; b = b->next)
-		gw_metrics_sample(m, __atomic_load_n(&b->active, __ATOMIC_RELAXED), "route", b->route,
-		                  "backend", b->name, NULL);
+	LIST_FOREACH(b, &d->backends, link)
+		gw_metrics_sample(m, atomic_load_explicit(&b->active, memory_order_relaxed), "route",
+		                  b->route, "backend", b->name, NULL);
 	gw_metrics_family(m, "backend_sessions_total", XLT_COUNTER,
 	                  "sessions sent to the backend (failed connects included)");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
-			n += __atomic_load_n(&b->st[w].sessions_total, __ATOMIC_RELAXED);
+			n += xlt_counter_read(&b->st[w].sessions_total);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
 	gw_metrics_family(
 	    m, "backend_connect_failures_total", XLT_COUNTER,
 	    "sessions' far-side connects to the backend that failed (retried on another backend "
 	    "while the route's connect_timeout allowed)");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		uint64_t n = 0;
 		for (unsigned w = 0; w < d->n_workers; w++)
-			n += __atomic_load_n(&b->st[w].connect_failures, __ATOMIC_RELAXED);
+			n += xlt_counter_read(&b->st[w].connect_failures);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
 	gw_metrics_family(m, "backend_checks_total", XLT_COUNTER, "health checks of the backend, by result");
-	for (b = d->backends; b; b = b->next) {
+	LIST_FOREACH(b, &d->backends, link) {
 		gw_metrics_sample(m, (double)b->checks_passed, "route", b->route, "backend", b->name,
 		                  "result", "passed", NULL);
 		gw_metrics_sample(m, (double)b->checks_failed, "route", b->route, "backend", b->name,
@@ -460,13 +464,13 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	}
 	gw_metrics_family(m, "backend_check_seconds", XLT_GAUGE,
 	                  "duration of the backend's last passed check");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, (double)b->check_ns_last / 1e9, "route", b->route, "backend", b->name,
 		                  NULL);
 	gw_metrics_family(
 	    m, "backend_check_seconds_total", XLT_COUNTER,
 	    "total duration of the backend's passed checks (divide by checks_total{result=\"passed\"})");
-	for (b = d->backends; b; b = b->next)
+	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, (double)b->check_ns_sum / 1e9, "route", b->route, "backend", b->name,
 		                  NULL);
 }

@@ -31,9 +31,10 @@
 struct gw_metrics;
 struct gw_check;
 
-/* Counters of one backend on one worker: written by that worker only, read by control (relaxed). */
+/* Counters of one backend on one worker: written by that worker only, read by control
+ * (translate/counter.h); on a cache line of their own. */
 struct gw_backend_wstats {
-	uint64_t sessions_total; /* sessions sent to the backend (each connect attempt) */
+	alignas(64) uint64_t sessions_total; /* sessions sent to the backend (each connect attempt) */
 	uint64_t
 	    connect_failures; /* far-side connects that failed (each was retried elsewhere if time allowed) */
 };
@@ -48,7 +49,7 @@ struct gw_backend {
 	unsigned slot;           /* its index in struct gw_live's backend arrays */
 	uint64_t hkey;           /* keyed hash of the endpoint (source balancing) */
 	/* any thread (atomic): sessions holding it now, all workers and route objects */
-	uint32_t active;
+	_Atomic uint32_t active;
 	/* control thread only */
 	unsigned refs;       /* pools (route objects) naming it */
 	uint32_t admin;      /* enum conf_backend_state in force */
@@ -61,7 +62,7 @@ struct gw_backend {
 	uint64_t checks_passed, checks_failed;
 	uint64_t check_ns_last, check_ns_sum;        /* latency of passed checks (connect, send, expect) */
 	struct gw_check *chk;                        /* health.c's record, allocated on the first check */
-	struct gw_backend *next;                     /* d->backends list */
+	LIST_ENTRY(gw_backend) link;                 /* d->backends */
 	struct gw_backend_wstats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
 };
 

@@ -31,6 +31,12 @@
 
 #define DRAIN_POLL_US 100000
 
+/* Ethernet first: the IB side registers the Ethernet frames when it starts (gw.h). */
+const struct gw_side_ops *const gw_sides[GW_N_SIDES] = {
+    [GW_SIDE_ETH] = &gw_eth_side,
+    [GW_SIDE_IB] = &gw_ib_side,
+};
+
 uint64_t gw_now_ns(void)
 {
 	struct timespec ts;
@@ -44,7 +50,7 @@ uint64_t gw_sessions_active(const struct gw_daemon *d)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < d->n_workers; i++)
-		n += __atomic_load_n(&d->workers[i].st.sessions_active, __ATOMIC_RELAXED);
+		n += xlt_counter_read(&d->workers[i].st.sessions_active);
 	return n;
 }
 
@@ -194,8 +200,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	conf_free(d->conf);
 		d->conf = c;
 	gw_backends_publish(d); /* the pools' new backends, in a snapshot of the new values */
-	gw_eth_routes(d);
-	gw_ib_routes(d);
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->routes(d);
 	d->reloads_ok++;
 	GW_NOTICE("reload done: %u route(s)%s", c->n_routes,
 	          d->restart_pending ? "; some changes need a restart (see above)" : "");
@@ -233,7 +239,10 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
 	uint64_t active = gw_sessions_active(d);
-	uint64_t busy = active + gw_ib_connections(d);
+	uint64_t busy = active;
+
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		busy += gw_sides[i]->conns(d);
 
 	(void)fd;
 	(void)what;
@@ -245,7 +254,7 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 		d->drain_aborted += active;
 		d->drain_aborting = true;
 		for (unsigned i = 0; i < d->n_workers; i++)
-			__atomic_store_n(&d->workers[i].abort_all, true, __ATOMIC_RELEASE);
+			atomic_store_explicit(&d->workers[i].abort_all, true, memory_order_release);
 		d->drain_deadline_ns = gw_now_ns() + 2000000000ull;
 		return;
 	}
@@ -268,7 +277,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
-	__atomic_store_n(&d->state, GW_DRAINING, __ATOMIC_RELEASE);
+	atomic_store_explicit(&d->state, GW_DRAINING, memory_order_release);
 	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
 	d->drain_timer = event_new(d->base, -1, EV_PERSIST, drain_tick, d);
 	if (!d->drain_timer || event_add(d->drain_timer, &tv)) {
@@ -309,13 +318,14 @@ static int start_workers(struct gw_daemon *d)
 static void stop_workers(struct gw_daemon *d)
 {
 	for (unsigned i = 0; i < d->n_workers; i++)
-		__atomic_store_n(&d->workers[i].stop, true, __ATOMIC_RELEASE);
+		atomic_store_explicit(&d->workers[i].stop, true, memory_order_release);
 	rte_eal_mp_wait_lcore();
 }
 
 int gw_daemon_run(struct gw_daemon *d)
 {
 	int ret, status = 1;
+	unsigned started = 0; /* sides started (gw_sides[] order) */
 
 	/* a stats client that resets mid-reply must cost an EPIPE, not the daemon */
 	signal(SIGPIPE, SIG_IGN);
@@ -367,16 +377,13 @@ int gw_daemon_run(struct gw_daemon *d)
 			GW_ERR("cannot set up the access log: %s", strerror(-ret));
 		goto err;
 	}
-	if ((ret = gw_eth_start(d))) {
-		GW_ERR("Ethernet side: cannot start: %s", strerror(-ret));
-		goto err;
-	}
-	if ((ret = gw_ib_start(d))) {
-		GW_ERR("IB side: cannot start: %s", strerror(-ret));
-		goto err_eth;
-	}
-	gw_eth_routes(d);
-	gw_ib_routes(d);
+	for (; started < GW_N_SIDES; started++)
+		if ((ret = gw_sides[started]->start(d))) {
+			GW_ERR("%s: cannot start: %s", gw_sides[started]->name, strerror(-ret));
+			goto err_sides;
+		}
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->routes(d);
 	for (uint32_t i = 0; i < d->conf->n_routes; i++)
 		log_route_buffers("", &d->conf->routes[i]);
 	gw_backends_publish(d);
@@ -393,7 +400,7 @@ int gw_daemon_run(struct gw_daemon *d)
 		goto err_workers;
 	if (start_workers(d))
 		goto err_workers;
-	__atomic_store_n(&d->state, GW_SERVING, __ATOMIC_RELEASE);
+	atomic_store_explicit(&d->state, GW_SERVING, memory_order_release);
 	GW_NOTICE("serving: %u worker(s), %u route(s)", d->n_workers, d->conf->n_routes);
 	if (d->ready_fd >= 0) {
 		ret = (int)write(d->ready_fd, "1", 1);
@@ -406,9 +413,9 @@ int gw_daemon_run(struct gw_daemon *d)
 err_workers:
 	stop_workers(d);
 	gw_health_stop(d);
-	gw_ib_stop(d);
-err_eth:
-	gw_eth_stop(d);
+err_sides:
+	while (started)
+		gw_sides[--started]->stop(d);
 err:
 	gw_alog_fini(d); /* the workers are stopped: what they logged last is written */
 	gw_sessions_fini(d);

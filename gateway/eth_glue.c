@@ -10,11 +10,12 @@
  * its route referenced until its last connection is released, then puts it (the control thread's
  * sweep frees routes nobody holds). On drain, each worker closes its listeners itself.
  *
- * Accepted connections go to gw_session_accept; a refusal resets the connection. The session code
- * opens TCP far sides through gw_eth_connect, on the same worker (active opens pick a local port
- * that hashes back to it). */
+ * Accepted connections go to gw_session_accept (the listen hooks); a refusal resets the connection. The
+ * session code opens TCP far sides through gw_eth_side.connect, on the same worker (active opens pick a local
+ * port that hashes back to it). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -40,21 +41,22 @@ struct glue_listener {
 	struct gw_route *r;
 };
 
-/* Per worker: written by that worker only, except ctl (control enqueues, the worker dequeues). */
+/* Per worker: written by that worker only, except ctl (control enqueues, the worker dequeues). Cache
+ * line aligned: the workers' entries of glue[] share no line. */
 struct glue_worker {
-	struct rte_ring *ctl;
+	alignas(64) struct rte_ring *ctl;
 	struct glue_listener lis[CONF_MAX_ROUTES];
 	unsigned n_lis;
 	bool drained;
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
 	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
-	uint64_t now;		    /* the round's clock (gw_eth_rx) */
-	unsigned work;		    /* the round's work so far (gw_eth_rx, gw_eth_relay) */
+	uint64_t now;		    /* the round's clock (eth_rx) */
+	unsigned work;		    /* the round's work so far (eth_rx, eth_relay) */
 };
 
 /* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals an
  * eventfd): in a request/response exchange the answer usually comes within this, so for this long
- * after Ethernet work gw_eth_flush reports itself busy, as the IB side does after completions (ib.h)
+ * after Ethernet work eth_flush reports itself busy, as the IB side does after completions (ib.h)
  * (bench_e2e, vhost, 64 B round trips: +362/+480 us added instead of +598/+761, throughput
  * unchanged). af_packet's ring socket is woken by the kernel directly: no hot window (measured: no
  * gain, a little throughput lost). */
@@ -62,21 +64,32 @@ struct glue_worker {
 
 static struct glue_worker glue[GW_MAX_WORKERS];
 
-static void on_accept(void *arg, void *user, struct xlt_stream *s)
+/* A refusal (-errno) makes the engine reset S. */
+static int hook_accept(void *warg, void *route, struct xlt_stream *s)
 {
-	struct gw_worker *w = arg;
-	struct gw_route *r = gw_route_current(user); /* the listener may not have heard of a reload yet */
+	struct gw_worker *w = warg;
+	struct gw_route *r = gw_route_current(route); /* the listener may not have heard of a reload yet */
 
 	/* accept_proxy: the session waits for the client's PROXY header (proxy.c) */
-	if (r->conf.accept_proxy ? gw_proxy_wait(w, r, s) : gw_session_accept(w, r, s))
-		eth_tcp_reject(s);
+	return r->conf.accept_proxy ? gw_proxy_wait(w, r, s) : gw_session_accept(w, r, s);
 }
 
-static void on_listener_free(void *arg, void *user)
+static void hook_route_get(void *route)
 {
-	(void)arg;
-	gw_route_put(user);
+	gw_route_get(route);
 }
+
+static void hook_route_put(void *route)
+{
+	gw_route_put(route);
+}
+
+/* Every engine's listeners (the TCP engine admits in accept: no admit/unadmit). */
+static const struct xlt_listen_hooks hooks = {
+    .route_get = hook_route_get,
+    .route_put = hook_route_put,
+    .accept = hook_accept,
+};
 
 static struct eth_tcp_params params_of(const struct gw_route *r)
 {
@@ -89,7 +102,9 @@ static struct eth_tcp_params params_of(const struct gw_route *r)
 	};
 }
 
-int gw_eth_start(struct gw_daemon *d)
+static void eth_stop(struct gw_daemon *d);
+
+static int eth_start(struct gw_daemon *d)
 {
 	const struct conf_eth *e = &d->conf->eth;
 	struct eth_stack *stacks[GW_MAX_WORKERS];
@@ -130,8 +145,7 @@ int gw_eth_start(struct gw_daemon *d)
 			.flow_key = {key[0], key[1]},
 			.exc = d->exc,
 			.flow_peer = e->flow_peer.s_addr,
-			.on_accept = on_accept,
-			.on_listener_free = on_listener_free,
+			.hooks = &hooks,
 			.cb_arg = w,
 		};
 
@@ -171,7 +185,7 @@ int gw_eth_start(struct gw_daemon *d)
 	}
 	return 0;
 err:
-	gw_eth_stop(d);
+	eth_stop(d);
 	return ret;
 }
 
@@ -226,22 +240,28 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 	}
 }
 
-int gw_eth_arm(struct gw_worker *w, bool *sole)
+/* The fd of the worker's RX queue, armed (eth_port_rx_arm). It announces all the side's work when
+ * nothing else feeds the worker frames: one queue, so no steering ring from other workers. */
+static int eth_arm(struct gw_worker *w, struct pollfd *fds, unsigned max, bool *covered)
 {
 	int fd = w->port ? eth_port_rx_fd(w->port, w->id) : -1;
 
-	*sole = !w->port || eth_port_queues(w->port) == 1;
-	if (fd >= 0)
-		eth_port_rx_arm(w->port, w->id);
-	return fd;
+	*covered = !w->port || (fd >= 0 && max && eth_port_queues(w->port) == 1);
+	if (fd < 0 || !max)
+		return 0;
+	eth_port_rx_arm(w->port, w->id);
+	fds[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+	return 1;
 }
 
-void gw_eth_woken(struct gw_worker *w)
+static void eth_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n)
 {
-	eth_port_rx_disarm(w->port, w->id);
+	(void)fds;
+	if (n)
+		eth_port_rx_disarm(w->port, w->id);
 }
 
-unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns)
+static unsigned eth_rx(struct gw_worker *w, uint64_t now_ns)
 {
 	struct glue_worker *g = &glue[w->id];
 	void *msgs[32];
@@ -258,7 +278,7 @@ unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns)
 		else
 			apply_listen(w, g, msgs[i]);
 	}
-	if (!g->drained && __atomic_load_n(&w->d->state, __ATOMIC_ACQUIRE) >= GW_DRAINING) {
+	if (!g->drained && atomic_load_explicit(&w->d->state, memory_order_acquire) >= GW_DRAINING) {
 		eth_tcp_unlisten_all(w->eth); /* drain: no new connections, the established ones go on */
 		g->n_lis = 0;
 		g->drained = true;
@@ -267,14 +287,14 @@ unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns)
 	work = eth_stack_rx(w->eth, now_ns) + n;
 	seen = eth_stack_stats(w->eth)->frames_in;
 	if (seen != g->frames_seen) {
-		gw_bump(&w->st.rx_packets, seen - g->frames_seen);
+		xlt_counter_add(&w->st.rx_packets, seen - g->frames_seen);
 		g->frames_seen = seen;
 	}
 	g->work = work;
 	return work;
 }
 
-unsigned gw_eth_relay(struct gw_worker *w)
+static unsigned eth_relay(struct gw_worker *w)
 {
 	unsigned work;
 
@@ -285,7 +305,7 @@ unsigned gw_eth_relay(struct gw_worker *w)
 	return work;
 }
 
-unsigned gw_eth_flush(struct gw_worker *w)
+static unsigned eth_flush(struct gw_worker *w)
 {
 	struct glue_worker *g = &glue[w->id];
 	unsigned work;
@@ -300,7 +320,7 @@ unsigned gw_eth_flush(struct gw_worker *w)
 	return work;
 }
 
-void gw_eth_routes(struct gw_daemon *d)
+static void eth_routes(struct gw_daemon *d)
 {
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		struct rte_ring *ring = glue[i].ctl;
@@ -322,8 +342,8 @@ void gw_eth_routes(struct gw_daemon *d)
 	}
 }
 
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                  uint16_t port, int *err)
+static struct xlt_stream *eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                      uint16_t port, int *err)
 {
 	struct eth_tcp_params p = params_of(r);
 
@@ -334,7 +354,7 @@ struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const
 	return eth_tcp_connect(w->eth, addr, port, &p, err);
 }
 
-void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
+static void eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	const void *bases[GW_MAX_WORKERS];
 	char ids[GW_MAX_WORKERS][12];
@@ -354,7 +374,7 @@ void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_kernel_metrics(d, m);
 }
 
-void gw_eth_stop(struct gw_daemon *d)
+static void eth_stop(struct gw_daemon *d)
 {
 	gw_kernel_stop(d);
 	for (unsigned i = 0; i < d->n_workers; i++) {
@@ -374,3 +394,26 @@ void gw_eth_stop(struct gw_daemon *d)
 	}
 	gw_kernel_tap_destroy(d); /* after the engines: nothing punts to it any more */
 }
+
+/* The Ethernet engine keeps no connection the drain must wait for beyond the sessions: a closed TCP
+ * connection's last segments leave in its worker's next round. */
+static uint64_t eth_conns(const struct gw_daemon *d)
+{
+	(void)d;
+	return 0;
+}
+
+const struct gw_side_ops gw_eth_side = {
+    .name = "Ethernet side",
+    .start = eth_start,
+    .routes = eth_routes,
+    .metrics = eth_metrics,
+    .conns = eth_conns,
+    .stop = eth_stop,
+    .rx = eth_rx,
+    .relay = eth_relay,
+    .flush = eth_flush,
+    .arm = eth_arm,
+    .woken = eth_woken,
+    .connect = eth_connect,
+};

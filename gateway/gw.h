@@ -7,12 +7,16 @@
 #ifndef GW_GW_H
 #define GW_GW_H
 
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "../conf/conf-t.h"
 #include "../eth_side/local-t.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 #include "../translate/metric-t.h"
 #include "../translate/session-t.h"
@@ -73,31 +77,38 @@ struct gw_worker_stats {
 extern const struct xlt_metric_desc gw_worker_metrics[];
 extern const unsigned gw_worker_n_metrics;
 
+/* One worker's counters of a route: written by that worker only (translate/counter.h), read by
+ * control; on cache lines of their own, so workers relaying on one route do not share a line. */
+struct gw_route_wstats {
+	alignas(64) struct xlt_route_stats s;
+};
+
 /* A route of the running config. Routes outlive reloads while anything uses them: a reload that drops
  * or changes a route marks the old object removed (its listeners close, its sessions finish) and the
  * control thread frees it once nothing holds it. Whoever keeps a struct gw_route pointer beyond a call
  * (a listener, a connection on its way to a worker, a session) holds a reference: gw_route_get/put. */
 struct gw_route {
 	struct conf_route conf; /* immutable */
-	bool removed;		/* written by control (atomic), read by anyone */
-	uint32_t refs;		/* atomic */
-	uint32_t active;	/* admitted sessions, atomic */
-	uint64_t rejected[3];	/* by enum gw_reject, atomic adds from any thread */
+	/* any thread: atomic read-modify-writes */
+	_Atomic uint32_t refs;
+	_Atomic uint32_t active;                      /* admitted sessions */
+	_Atomic uint64_t rejected[3];                 /* by enum gw_reject */
+	_Atomic uint64_t proxy_errors[GW_PP_REASONS]; /* accept_proxy connections reset for their header,
+	                                               * by reason (proxy.c) */
+	/* written by control (release), read by anyone (acquire) */
+	_Atomic bool removed;
 	/* a removed route that a reload replaced by one of the same name and listener: that one
 	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
 	 * under the new config instead of being refused. Written by control before `removed`. */
 	struct gw_route *successor;
-	struct gw_route *next_removed; /* control thread */
+	LIST_ENTRY(gw_route) removed_link; /* d->removed_routes; control thread */
 	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
 	uint64_t past_rejected[3];
 	struct xlt_route_stats past;
-	struct xlt_route_stats st[GW_MAX_WORKERS]; /* st[i] written by worker i only */
-	/* accept_proxy connections reset for their header, by reason (proxy.c): atomic adds from the
-	 * workers; past_: control thread, as past_rejected */
-	uint64_t proxy_errors[GW_PP_REASONS];
 	uint64_t past_proxy_errors[GW_PP_REASONS];
+	struct gw_route_wstats st[GW_MAX_WORKERS]; /* st[i]: worker i's */
 };
 
 enum gw_reject {
@@ -111,14 +122,14 @@ struct gw_session {
 	struct xlt_session x; /* first */
 	struct gw_route *route;
 	struct gw_worker *w;
-	struct gw_session *next_free;
+	SLIST_ENTRY(gw_session) free_link; /* w->free_sessions */
 	/* daemon-unique id of this session (worker id in the top 8 bits, that worker's count below):
 	 * names the session in the access log, /stats and PROXY v2's UNIQUE_ID TLV */
 	uint64_t uid;
 	/* far side not opened yet (transient shortage, e.g. no spare IB connection object): retried
 	 * from gw_sessions_poll until the route's connect_timeout */
 	bool pending;
-	struct gw_session *next_pending;
+	LIST_ENTRY(gw_session) pending_link; /* w->pending, while pending */
 	uint64_t retry_ns, deadline_ns; /* deadline: the route's connect_timeout from the session's start */
 	/* the pool's backend the far side is (being) connected to (NULL: none now), its index, the
 	 * backends whose connect failed for this session (bit i), and the last failure */
@@ -134,32 +145,36 @@ struct gw_session {
 
 struct pollfd;
 
+/* One worker. Its fields are grouped by writer, each group on its own cache lines (and the workers
+ * of d->workers[] never share one): what the control thread writes while the worker runs does not
+ * sit beside what the worker writes every round. */
 struct gw_worker {
-	unsigned id;	   /* also the port queue it owns */
+	/* set by the control thread before launch, read-only while the worker runs */
+	unsigned id; /* also the port queue it owns */
 	unsigned lcore;
-	bool stop;	   /* written by control, read by the worker (atomic) */
-	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
-	 * older than the one published with that epoch. Written by the worker (release), read by control
-	 * (acquire). */
-	uint64_t qs_epoch;
-	unsigned n_sessions;   /* size of the session pool (d->cap_sessions), set before launch */
+	unsigned n_sessions;   /* size of the session pool (d->cap_sessions) */
 	struct eth_port *port; /* NULL: no Ethernet port */
 	struct gw_daemon *d;
 	struct eth_stack *eth; /* this worker's TCP/IP engine (eth_glue.c), NULL without a port */
 	struct ib_worker *ib;  /* this worker's IB engine (ib_glue.c) */
-	struct gw_worker_stats st;
-	/* access log records (access_log.h): this worker produces, the control thread consumes;
-	 * allocated before launch */
+	/* access log records (access_log.h): this worker produces, the control thread consumes */
 	struct gw_alog_ring *alog;
+	/* written by control (release), read by the worker (acquire) */
+	alignas(64) _Atomic bool stop;
+	_Atomic bool abort_all; /* abort every session (drain timeout); the worker clears it */
+	/* written by the worker, read by control */
+	/* the last live epoch this worker saw at the top of a round: from then on it holds no snapshot
+	 * older than the one published with that epoch (release; control loads acquire) */
+	alignas(64) _Atomic uint64_t qs_epoch;
+	struct gw_worker_stats st; /* translate/counter.h */
 	/* worker only: */
-	const struct gw_live *live;  /* this round's snapshot (gw_live_enter) */
+	alignas(64) const struct gw_live *live; /* this round's snapshot (gw_live_enter) */
 	struct gw_session *sessions; /* pool of n_sessions */
-	struct gw_session *free_sessions;
+	SLIST_HEAD(, gw_session) free_sessions;
 	struct xlt_session_owner owner;
-	struct gw_session *pending; /* sessions waiting to retry their far-side connect */
+	LIST_HEAD(, gw_session) pending; /* sessions waiting to retry their far-side connect */
 	uint64_t tick_ns;	    /* next pass over live sessions (backpressure time) */
-	uint64_t uid_next;	    /* the next session's uid (count part) */
-	bool abort_all; /* written by control (atomic): abort every session (drain timeout) */
+	uint64_t uid_next;          /* the next session's uid (count part) */
 };
 
 enum gw_state {
@@ -188,23 +203,26 @@ struct gw_daemon {
 	uint32_t cap_sessions; /* [gateway] max_sessions at start */
 	uint64_t cap_memory;   /* [gateway] memory_limit at start */
 	/* RCU-style publication (live.c): written by control (release), read by everyone (acquire) */
-	struct gw_live *live;
-	uint64_t live_epoch;
+	_Atomic(struct gw_live *) live;
+	_Atomic uint64_t live_epoch;
+	/* written by control (release), read by the workers (acquire) */
+	_Atomic enum gw_state state;
+	/* any thread (atomic read-modify-writes): admitted sessions, all routes */
+	_Atomic uint32_t sessions_admitted;
+	/* control thread only: */
 	struct gw_live *live_retired; /* control only: replaced snapshots in their grace period */
 	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
 	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
 
-	enum gw_state state; /* written by control; read by workers (atomic) */
 	struct ib_ctl *ib;   /* rdma_cm side of the IB engine (ib_glue.c), control thread */
 	/* routes of the running config (control thread writes; see struct gw_route) */
 	unsigned n_routes;
 	struct gw_route *routes[CONF_MAX_ROUTES];
-	struct gw_route *removed_routes; /* still referenced; freed by gw_routes_sweep */
+	LIST_HEAD(, gw_route) removed_routes; /* still referenced; freed by gw_routes_sweep */
 	struct event *sweep_timer;
-	uint32_t sessions_admitted; /* all routes, atomic */
 	struct eth_port *port;
 	/* backend pools (backend.c, health.c), control thread only */
-	struct gw_backend *backends;
+	LIST_HEAD(, gw_backend) backends;
 	uint32_t bk_serial_next;
 	bool bk_dirty; /* a usable bit changed and is not published yet */
 	uint8_t bk_slot_used[GW_MAX_BACKENDS];
@@ -219,12 +237,6 @@ struct gw_daemon {
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };
-
-/* Adds N to a counter that only the calling thread writes; readers on other threads load it relaxed. */
-static inline void gw_bump(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
 
 /* live.c: publication of struct gw_live.
  * gw_live_make (control): a new snapshot of C's values, capped at the sizes fixed at start; NULL
@@ -242,10 +254,10 @@ void gw_live_fini(struct gw_daemon *d);
  * the epoch reported; the release store orders this worker's reads of older snapshots before it. */
 static inline const struct gw_live *gw_live_enter(struct gw_worker *w)
 {
-	uint64_t e = __atomic_load_n(&w->d->live_epoch, __ATOMIC_ACQUIRE);
+	uint64_t e = atomic_load_explicit(&w->d->live_epoch, memory_order_acquire);
 
-	w->live = __atomic_load_n(&w->d->live, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&w->qs_epoch, e, __ATOMIC_RELEASE);
+	w->live = atomic_load_explicit(&w->d->live, memory_order_acquire);
+	atomic_store_explicit(&w->qs_epoch, e, memory_order_release);
 	return w->live;
 }
 
@@ -259,19 +271,54 @@ int gw_daemon_run(struct gw_daemon *d);
 uint64_t gw_now_ns(void);
 uint64_t gw_sessions_active(const struct gw_daemon *d);
 
-/* Engine glue: each side of the gateway plugs into the daemon through these hooks.
- * eth_glue.c drives eth_side (the TCP/IP engine on the DPDK port), ib_glue.c drives ib_side (rdma_cm and
- * the rsocket engine). _start runs on the control thread before the workers launch; _rx, _relay and
- * _flush on each worker, in the phases of its round (worker.c; each returns the amount of work done, 0
- * when idle); _routes on the control thread at start and
- * after every reload, _metrics while rendering /metrics and /stats, _stop after the workers stopped. */
-int gw_eth_start(struct gw_daemon *d);
-unsigned gw_eth_rx(struct gw_worker *w, uint64_t now_ns);
-unsigned gw_eth_relay(struct gw_worker *w);
-unsigned gw_eth_flush(struct gw_worker *w);
-void gw_eth_routes(struct gw_daemon *d);
-void gw_eth_metrics(struct gw_daemon *d, struct gw_metrics *m);
-void gw_eth_stop(struct gw_daemon *d);
+/* The two sides of the gateway, one interface (HAProxy style: a table of named operations).
+ * eth_glue.c implements it for eth_side (the TCP/IP engine on the DPDK port), ib_glue.c for ib_side
+ * (rdma_cm and the rsocket engine). The daemon (daemon.c, stats.c) and the workers (worker.c) call
+ * both sides through it, in the order of gw_sides[]: Ethernet first, since the IB side registers the
+ * Ethernet frames as its external memory when it starts (gw_extmem_start); stop goes in reverse.
+ * Calls are per round or per event, never per packet. A side without its engine (no port, no RDMA
+ * device) still answers every operation: it does nothing and reports no work. */
+struct gw_side_ops {
+	const char *name; /* "Ethernet side", "IB side": for the log */
+	/* Control thread. start: before the workers launch, 0 or -errno (on failure the side stopped
+	 * itself). routes: at start and after every reload (after gw_routes_apply): the side's listeners
+	 * follow d->routes. metrics: its families of /metrics and /stats. conns: connections of the
+	 * engine that still exist and that a drain waits for (one just closed may still have its last
+	 * message to send). stop: after the workers stopped (also after a failed start of a later side). */
+	int (*start)(struct gw_daemon *d);
+	void (*routes)(struct gw_daemon *d);
+	void (*metrics)(struct gw_daemon *d, struct gw_metrics *m);
+	uint64_t (*conns)(const struct gw_daemon *d);
+	void (*stop)(struct gw_daemon *d);
+	/* Worker, the phases of its round (worker.c), each returning the amount of work done (0: idle):
+	 * rx takes what the devices have (no stream event fires), relay fires the stream events (ops
+	 * only queue), flush hands what was queued to the devices. */
+	unsigned (*rx)(struct gw_worker *w, uint64_t now_ns);
+	unsigned (*relay)(struct gw_worker *w);
+	unsigned (*flush)(struct gw_worker *w);
+	/* Worker, sleeping without missing work: arm fills at most MAX of FDS with the fds that turn
+	 * readable when the side has work, armed, and returns how many; *COVERED is false when some of
+	 * its work has no fd (then the worker naps and polls). woken, after the sleep, gets back the N
+	 * fds arm filled, with revents (none fired: 0), and consumes or disarms them. */
+	int (*arm)(struct gw_worker *w, struct pollfd *fds, unsigned max, bool *covered);
+	void (*woken)(struct gw_worker *w, const struct pollfd *fds, unsigned n);
+	/* Worker: a far side of route R to ADDR:PORT, for the session code and health checks. Returns a
+	 * CONNECTING (or OPEN) stream whose events report the outcome, or NULL with *ERR set
+	 * (-ENETUNREACH without the engine). */
+	struct xlt_stream *(*connect)(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+	                              uint16_t port, int *err);
+};
+
+enum { GW_SIDE_ETH, GW_SIDE_IB, GW_N_SIDES };
+extern const struct gw_side_ops gw_eth_side, gw_ib_side;
+extern const struct gw_side_ops *const gw_sides[GW_N_SIDES]; /* in start order (daemon.c) */
+
+/* The side that serves endpoints of KIND: CONF_EP_TCP or CONF_EP_IB. */
+static inline const struct gw_side_ops *gw_side_of(enum conf_endpoint_kind kind)
+{
+	return kind == CONF_EP_TCP ? &gw_eth_side : &gw_ib_side;
+}
+
 /* kernel.c: the exception TAP ([eth] kernel_tap) and the addresses on it, control thread.
  * _tap_create makes the TAP (before the engines, which punt to it), _start opens the rtnetlink socket
  * and the service timer, _stop closes them; the TAP itself goes with gw_kernel_tap_destroy. */
@@ -280,29 +327,11 @@ int gw_kernel_start(struct gw_daemon *d);
 void gw_kernel_stop(struct gw_daemon *d);
 void gw_kernel_tap_destroy(struct gw_daemon *d);
 void gw_kernel_metrics(struct gw_daemon *d, struct gw_metrics *m);
-int gw_ib_start(struct gw_daemon *d);
-unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns);
-unsigned gw_ib_relay(struct gw_worker *w);
-unsigned gw_ib_flush(struct gw_worker *w);
-void gw_ib_routes(struct gw_daemon *d);
-void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m);
 
-/* extmem.c: the Ethernet frames as IB external memory (after gw_eth_start, within gw_ib_start,
- * before any IB connection). */
+/* extmem.c: the Ethernet frames as IB external memory (after the Ethernet side started, within the IB
+ * side's start, before any IB connection). */
 void gw_extmem_start(struct gw_daemon *d);
 void gw_extmem_metrics(struct gw_daemon *d, struct gw_metrics *m);
-/* Control thread: IB connections that still exist (a session's, or on their way out). */
-uint64_t gw_ib_connections(const struct gw_daemon *d);
-void gw_ib_stop(struct gw_daemon *d);
-/* Sleeping without missing work (worker.c): each side names the fds that turn readable when it has
- * work. gw_eth_arm: the fd of the worker's RX queue, armed (eth_port_rx_arm), or -1; *SOLE is true
- * when nothing else feeds the worker frames (one queue: no steering ring from other workers);
- * gw_eth_woken disarms it after the sleep. gw_ib_arm: as ib_worker_arm (0 without IB), gw_ib_woken:
- * as ib_worker_woken. */
-int gw_eth_arm(struct gw_worker *w, bool *sole);
-void gw_eth_woken(struct gw_worker *w);
-int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max);
-void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n);
 
 /* route_table.c: the route table (control thread).
  * gw_routes_apply (control): builds d->routes from C's routes, keeping unchanged routes (and their
@@ -327,7 +356,7 @@ void gw_route_put(struct gw_route *r);
  * rejection. Use it to refuse early (IB CONNECT_REQUEST); gw_session_accept checks again. */
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);
 /* Worker: a listener of route R accepted stream S (OPEN, peer_addr set). Admits it (allow list,
- * limits), opens the far side (echo/discard here, tcp via gw_eth_connect, ib via gw_ib_connect) and
+ * limits), opens the far side (echo/discard here, tcp and ib through their side's connect) and
  * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
  * not taken, the caller must reset and release it. */
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
@@ -348,13 +377,6 @@ void gw_session_abort_all(struct gw_worker *w);
  * d->conf (gw_routes_apply). 0 or -ENOMEM. gw_sessions_fini, after they stopped: frees both. */
 int gw_sessions_init(struct gw_daemon *d);
 void gw_sessions_fini(struct gw_daemon *d);
-/* Far-side connectors, implemented by the glue of each side: return a CONNECTING (or OPEN) stream
- * whose events report the outcome, or NULL with *ERR set. */
-struct xlt_stream *gw_eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                  uint16_t port, int *err);
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                 uint16_t port, int *err);
-
 /* proxy.c: PROXY protocol v2.
  * gw_proxy_send (worker): builds session S's header (its client A, uid, route, IB identity) and
  * hands it to the session as the first bytes of its far side. 0 or -errno.

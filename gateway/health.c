@@ -6,8 +6,8 @@
  *
  *   control (a 100 ms tick)                         worker 0 (every round, gw_health_poll)
  *   backend due and no check out: its record  --req ring-->  opens a stream to the backend with the
- *   struct gw_check (the backend's, reused),                route's parameters (gw_eth_connect /
- *   with a reference on the route                           gw_ib_connect), like a session's far side;
+ *   struct gw_check (the backend's, reused),                route's parameters (gw_side_of(kind)->
+ *   with a reference on the route                           connect), like a session's far side;
  *                                                           passes on connect (tcp: then check_send
  *                                                           written and check_expect matched),
  *   results: rise/fall counts, up/down,   <--res ring--     fails on refusal, reset, mismatch or
@@ -46,13 +46,13 @@ struct gw_check {
 	bool decided;
 	int result;            /* 0 passed, else why not (-errno) */
 	uint64_t latency_ns;   /* start to pass */
-	struct gw_check *next; /* worker 0's checks under way */
+	LIST_ENTRY(gw_check) link; /* h.out, while under way */
 };
 
 /* control enqueues req and dequeues res; worker 0 the other way round */
 static struct {
 	struct rte_ring *req, *res;
-	struct gw_check *out; /* worker 0 only: checks under way */
+	LIST_HEAD(, gw_check) out; /* worker 0 only: checks under way */
 } h;
 
 /* ---- worker 0 ---- */
@@ -127,14 +127,11 @@ static void ev_writable(void *arg)
 static void ev_closed(void *arg, int err)
 {
 	struct gw_check *c = arg;
-	struct gw_check **pp = &h.out;
 
 	decide(c, err ? err : -ECONNRESET, gw_now_ns()); /* closed before it passed */
 	c->s->ops->release(c->s);
 	c->s = NULL;
-	while (*pp != c)
-		pp = &(*pp)->next;
-	*pp = c->next;
+	LIST_REMOVE(c, link);
 	post(c);
 }
 
@@ -143,20 +140,19 @@ static bool transient(int err)
 	return err == -ENOBUFS || err == -EAGAIN || err == -ENOMEM || err == -EADDRNOTAVAIL;
 }
 
-/* Opens C's connection; false when C is finished (posted) already. */
+/* Opens C's connection; false when C is finished: the caller unlinks and posts it (after posting,
+ * the record is the control thread's). */
 static bool start(struct gw_worker *w, struct gw_check *c, uint64_t now)
 {
 	const struct conf_endpoint *ep = &c->b->ep;
 	int err = 0;
 
-	c->s = ep->kind == CONF_EP_TCP ? gw_eth_connect(w, c->r, &ep->addr, ep->port, &err)
-	                               : gw_ib_connect(w, c->r, &ep->addr, ep->port, &err);
+	c->s = gw_side_of(ep->kind)->connect(w, c->r, &ep->addr, ep->port, &err);
 	if (!c->s) {
 		if (transient(err) && now < c->deadline_ns)
 			return true; /* no connection object ready this instant: next round */
 		c->decided = true;
 		c->result = err ? err : -EIO;
-		post(c);
 		return false;
 	}
 	c->s->ev = (struct xlt_stream_events){
@@ -188,16 +184,16 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 		c->decided = false;
 		c->result = 0;
 		c->latency_ns = 0;
-		c->next = h.out;
-		h.out = c;
+		LIST_INSERT_HEAD(&h.out, c, link);
 	}
 	work += n;
-	for (struct gw_check **pp = &h.out; *pp;) {
-		struct gw_check *c = *pp;
+	for (struct gw_check *c = LIST_FIRST(&h.out), *next; c; c = next) {
+		next = LIST_NEXT(c, link); /* (what is done to C touches no other check) */
 		if (!c->s) {
 			/* not connected yet (new, or no connection object ready last round) */
 			if (!start(w, c, now)) {
-				*pp = c->next; /* posted */
+				LIST_REMOVE(c, link);
+				post(c);
 				work++;
 				continue;
 			}
@@ -205,7 +201,6 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 			decide(c, -ETIMEDOUT, now); /* ev_closed unlinks and posts it from a later poll */
 			work++;
 		}
-		pp = &c->next;
 	}
 	return work;
 }
@@ -281,7 +276,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 	while ((n = rte_ring_sc_dequeue_burst(h.res, msgs, 64, NULL)) > 0)
 		for (unsigned i = 0; i < n; i++)
 			result(d, msgs[i], now);
-	if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GW_SERVING)
+	if (atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING)
 		for (unsigned i = 0; i < d->n_routes; i++)
 			if (d->routes[i]->pool && d->routes[i]->conf.check_interval_ms)
 				dispatch(d->routes[i], now);
@@ -319,5 +314,5 @@ void gw_health_stop(struct gw_daemon *d)
 	rte_ring_free(h.req);
 	rte_ring_free(h.res);
 	h.req = h.res = NULL;
-	h.out = NULL;
+	LIST_INIT(&h.out);
 }

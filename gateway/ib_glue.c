@@ -29,7 +29,7 @@ struct glue_listener {
 
 /* Control thread only (one daemon per process). */
 static struct {
-	struct ib_hooks hooks;
+	struct xlt_listen_hooks hooks;
 	struct event *ev_cm, *ev_wake, *ev_tick;
 	struct glue_listener lis[CONF_MAX_ROUTES];
 	unsigned n_lis;
@@ -123,7 +123,7 @@ static void close_listener(unsigned i)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
-	bool serving = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GW_SERVING;
+	bool serving = atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING;
 
 	(void)fd;
 	(void)what;
@@ -137,14 +137,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	ib_ctl_tick(d->ib, gw_now_ns(), serving);
 }
 
-int gw_ib_start(struct gw_daemon *d)
+static void ib_stop(struct gw_daemon *d);
+
+static int ib_start(struct gw_daemon *d)
 {
 	void *wargs[GW_MAX_WORKERS];
 	char devs[256];
 	struct ib_params params;
 	struct ib_ctl *ctl;
 
-	g.hooks = (struct ib_hooks){
+	g.hooks = (struct xlt_listen_hooks){
 		.arg = d,
 		.admit = hook_admit,
 		.unadmit = hook_unadmit,
@@ -172,7 +174,7 @@ int gw_ib_start(struct gw_daemon *d)
 	g.ev_tick = event_new(d->base, -1, EV_PERSIST, on_tick, d);
 	if (!g.ev_cm || !g.ev_wake || !g.ev_tick || event_add(g.ev_cm, NULL) || event_add(g.ev_wake, NULL) ||
 	    event_add(g.ev_tick, &(struct timeval){.tv_usec = TICK_US})) {
-		gw_ib_stop(d);
+		ib_stop(d);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < d->n_workers; i++)
@@ -182,33 +184,38 @@ int gw_ib_start(struct gw_daemon *d)
 	return 0;
 }
 
-unsigned gw_ib_rx(struct gw_worker *w, uint64_t now_ns)
+static unsigned ib_rx(struct gw_worker *w, uint64_t now_ns)
 {
 	return w->ib ? ib_worker_poll(w->ib, now_ns) : 0;
 }
 
-unsigned gw_ib_relay(struct gw_worker *w)
+static unsigned ib_relay(struct gw_worker *w)
 {
 	return w->ib ? ib_worker_relay(w->ib) : 0;
 }
 
-unsigned gw_ib_flush(struct gw_worker *w)
+static unsigned ib_flush(struct gw_worker *w)
 {
 	return w->ib ? ib_worker_flush(w->ib) : 0;
 }
 
-int gw_ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max)
+/* The event channels of the worker's CQs (ib_worker_arm); none cover its work when the engine has
+ * none, or more CQs than fit. */
+static int ib_arm(struct gw_worker *w, struct pollfd *fds, unsigned max, bool *covered)
 {
-	return w->ib ? ib_worker_arm(w->ib, fds, max) : 0;
+	int n = w->ib ? ib_worker_arm(w->ib, fds, max) : 0;
+
+	*covered = n >= 0;
+	return n > 0 ? n : 0;
 }
 
-void gw_ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n)
+static void ib_woken(struct gw_worker *w, const struct pollfd *fds, unsigned n)
 {
 	if (w->ib)
 		ib_worker_woken(w->ib, fds, n);
 }
 
-void gw_ib_routes(struct gw_daemon *d)
+static void ib_routes(struct gw_daemon *d)
 {
 	char addr[INET_ADDRSTRLEN];
 
@@ -268,8 +275,8 @@ keep:
 	}
 }
 
-struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                 uint16_t port, int *err)
+static struct xlt_stream *ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
+                                     uint16_t port, int *err)
 {
 	struct ib_route_params rp;
 
@@ -282,7 +289,7 @@ struct xlt_stream *gw_ib_connect(struct gw_worker *w, struct gw_route *r, const 
 	return ib_worker_connect(w->ib, &rp, r, (struct in_addr){xlt_ip_to_v4(addr)}, port, err);
 }
 
-void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
+static void ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	const void *bases[GW_MAX_WORKERS];
 	char ids[GW_MAX_WORKERS][12];
@@ -299,8 +306,8 @@ void gw_ib_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		snprintf(ids[i], sizeof(ids[i]), "%u", i);
 		labels[i] = ids[i];
 		bases[i] = st;
-		stall += (double)__atomic_load_n(&st->credit_stall_ns, __ATOMIC_RELAXED) / 1e9;
-		withheld += (double)__atomic_load_n(&st->credit_withheld_ns, __ATOMIC_RELAXED) / 1e9;
+		stall += (double)xlt_counter_read(&st->credit_stall_ns) / 1e9;
+		withheld += (double)xlt_counter_read(&st->credit_withheld_ns) / 1e9;
 	}
 	gw_metrics_table(m, ib_worker_metrics, ib_worker_n_metrics, bases, d->n_workers, "worker", labels);
 	gw_metrics_family(m, "ib_credit_stall_seconds_total", XLT_COUNTER,
@@ -317,12 +324,12 @@ int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)
 	return ib_stream_peer_id(s, gid, qpn);
 }
 
-uint64_t gw_ib_connections(const struct gw_daemon *d)
+static uint64_t ib_conns(const struct gw_daemon *d)
 {
 	return d->ib ? ib_ctl_stats(d->ib)->active : 0;
 }
 
-void gw_ib_stop(struct gw_daemon *d)
+static void ib_stop(struct gw_daemon *d)
 {
 	while (g.n_lis)
 		close_listener(0);
@@ -338,3 +345,18 @@ void gw_ib_stop(struct gw_daemon *d)
 	for (unsigned i = 0; i < d->n_workers; i++)
 		d->workers[i].ib = NULL;
 }
+
+const struct gw_side_ops gw_ib_side = {
+    .name = "IB side",
+    .start = ib_start,
+    .routes = ib_routes,
+    .metrics = ib_metrics,
+    .conns = ib_conns,
+    .stop = ib_stop,
+    .rx = ib_rx,
+    .relay = ib_relay,
+    .flush = ib_flush,
+    .arm = ib_arm,
+    .woken = ib_woken,
+    .connect = ib_connect,
+};

@@ -37,8 +37,8 @@ void gw_live_publish(struct gw_daemon *d, struct gw_live *l)
 	struct gw_live *old = d->live;
 	uint64_t e = d->live_epoch + 1;
 
-	__atomic_store_n(&d->live, l, __ATOMIC_RELEASE);
-	__atomic_store_n(&d->live_epoch, e, __ATOMIC_RELEASE);
+	atomic_store_explicit(&d->live, l, memory_order_release);
+	atomic_store_explicit(&d->live_epoch, e, memory_order_release);
 	if (old) {
 		old->retired_epoch = e;
 		old->next_retired = d->live_retired;
@@ -52,7 +52,7 @@ void gw_live_sweep(struct gw_daemon *d)
 	uint64_t seen = UINT64_MAX;
 
 	for (unsigned i = 0; i < d->n_workers; i++) {
-		uint64_t e = __atomic_load_n(&d->workers[i].qs_epoch, __ATOMIC_ACQUIRE);
+		uint64_t e = atomic_load_explicit(&d->workers[i].qs_epoch, memory_order_acquire);
 		if (e < seen)
 			seen = e;
 	}

@@ -1,5 +1,6 @@
 /* Logging backend. The level is a relaxed atomic so SIGHUP can change it while workers log. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <syslog.h>
@@ -8,7 +9,7 @@
 #include "log.h"
 
 static enum conf_log_target log_target = CONF_LOG_STDERR;
-static int log_level = CONF_LOG_INFO; /* written by the control thread, read by all */
+static _Atomic int log_level = CONF_LOG_INFO; /* written by the control thread, read by all */
 
 void gw_log_init(enum conf_log_target target, enum conf_log_level level)
 {
@@ -20,12 +21,12 @@ void gw_log_init(enum conf_log_target target, enum conf_log_level level)
 
 void gw_log_set_level(enum conf_log_level level)
 {
-	__atomic_store_n(&log_level, (int)level, __ATOMIC_RELAXED);
+	atomic_store_explicit(&log_level, (int)level, memory_order_relaxed);
 }
 
 bool gw_log_enabled(enum conf_log_level level)
 {
-	return (int)level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+	return (int)level <= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
 static void vlog(enum conf_log_level level, const char *fmt, va_list ap)

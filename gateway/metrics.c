@@ -8,6 +8,7 @@
 
 #include <event2/buffer.h>
 
+#include "../translate/counter.h"
 #include "metrics.h"
 
 void gw_metrics_begin(struct gw_metrics *m, struct evbuffer *out, enum gw_metrics_format format)
@@ -150,9 +151,9 @@ void gw_metrics_table(struct gw_metrics *m, const struct xlt_metric_desc *desc, 
 		if (d == 0 || strcmp(desc[d].name, desc[d - 1].name))
 			gw_metrics_family(m, desc[d].name, desc[d].type, desc[d].help);
 		for (unsigned i = 0; i < n_bases; i++) {
-			/* each counter has one writer thread; a relaxed 64-bit load never tears on x86-64 */
-			uint64_t v = __atomic_load_n((const uint64_t *)((const char *)bases[i] + desc[d].offset),
-						     __ATOMIC_RELAXED);
+			/* each counter has one writer thread (translate/counter.h) */
+			uint64_t v =
+			    xlt_counter_read((const uint64_t *)((const char *)bases[i] + desc[d].offset));
 			if (label_key)
 				sample_extra(m, (double)v, desc[d].label, label_key, label_values[i], NULL);
 			else

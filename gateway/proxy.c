@@ -140,7 +140,7 @@ int gw_proxy_send(struct gw_session *s, struct xlt_stream *a)
 
 static void count(struct gw_route *r, unsigned reason)
 {
-	__atomic_fetch_add(&r->proxy_errors[reason], 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->proxy_errors[reason], 1, memory_order_relaxed);
 }
 
 static void unlink_wait(struct pp_wait *p)
@@ -358,22 +358,23 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    "other than TCP over IPv4 or IPv6), truncated (the client ended first), timeout (none within "
 	    "5 s), overload (too many waiting), untrusted (the TCP peer is not in the route's proxy_from)");
 	for (unsigned i = 0; i < d->n_routes; i++) {
-		const struct gw_route *r = d->routes[i];
+		const struct gw_route *r = d->routes[i], *o;
 		uint64_t sum[PP_REASONS] = {0};
 
 		if (r->conf.listen.kind != CONF_EP_TCP)
 			continue;
 		/* a changed route's predecessors (draining, or freed into r's past) add up under its name */
-		for (const struct gw_route *o = d->removed_routes; o; o = o->next_removed)
+		LIST_FOREACH(o, &d->removed_routes, removed_link)
 			if (!strcmp(o->conf.name, r->conf.name))
 				for (unsigned k = 0; k < PP_REASONS; k++)
-					sum[k] += __atomic_load_n(&o->proxy_errors[k], __ATOMIC_RELAXED) +
-					          o->past_proxy_errors[k];
+					sum[k] +=
+					    atomic_load_explicit(&o->proxy_errors[k], memory_order_relaxed) +
+					    o->past_proxy_errors[k];
 		for (unsigned k = 0; k < PP_REASONS; k++) {
 			if (!reason_name(k))
 				continue;
-			sum[k] +=
-			    __atomic_load_n(&r->proxy_errors[k], __ATOMIC_RELAXED) + r->past_proxy_errors[k];
+			sum[k] += atomic_load_explicit(&r->proxy_errors[k], memory_order_relaxed) +
+			          r->past_proxy_errors[k];
 			gw_metrics_sample(m, (double)sum[k], "route", r->conf.name, "reason", reason_name(k),
 			                  NULL);
 		}

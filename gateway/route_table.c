@@ -25,27 +25,29 @@
 
 void gw_route_get(struct gw_route *r)
 {
-	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 }
 
 void gw_route_put(struct gw_route *r)
 {
-	__atomic_fetch_sub(&r->refs, 1, __ATOMIC_RELEASE);
+	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
 }
 
 struct gw_route *gw_route_current(struct gw_route *r)
 {
-	while (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) && r->successor)
+	while (atomic_load_explicit(&r->removed, memory_order_acquire) && r->successor)
 		r = r->successor;
 	return r;
 }
 
 static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
 {
-	struct gw_route *r = calloc(1, sizeof(*r));
+	/* aligned: its per-worker counters have cache lines of their own (struct gw_route_wstats) */
+	struct gw_route *r = aligned_alloc(alignof(struct gw_route), sizeof(*r));
 
 	if (!r)
 		return NULL;
+	memset(r, 0, sizeof(*r));
 	r->conf = *c;
 	r->refs = 1; /* the route table's */
 	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
@@ -63,9 +65,8 @@ static void route_free(struct gw_route *r)
 
 static void route_retire(struct gw_daemon *d, struct gw_route *r)
 {
-	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
-	r->next_removed = d->removed_routes;
-	d->removed_routes = r;
+	atomic_store_explicit(&r->removed, true, memory_order_release);
+	LIST_INSERT_HEAD(&d->removed_routes, r, removed_link);
 	gw_route_put(r); /* the table's reference */
 }
 
@@ -128,7 +129,7 @@ static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats 
 	const uint64_t *v = (const uint64_t *)s;
 
 	for (size_t k = 0; k < sizeof(*s) / sizeof(uint64_t); k++)
-		a[k] += __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+		a[k] += xlt_counter_read(&v[k]);
 }
 
 /* SUM += everything R counted: its workers' counters and those of the freed predecessors it carries
@@ -136,12 +137,13 @@ static void stats_add(struct xlt_route_stats *acc, const struct xlt_route_stats 
 static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned n_workers)
 {
 	sum->name = r->conf.name;
-	sum->active += __atomic_load_n(&r->active, __ATOMIC_RELAXED);
+	sum->active += atomic_load_explicit(&r->active, memory_order_relaxed);
 	for (unsigned k = 0; k < 3; k++)
-		sum->rejected[k] += __atomic_load_n(&r->rejected[k], __ATOMIC_RELAXED) + r->past_rejected[k];
+		sum->rejected[k] +=
+		    atomic_load_explicit(&r->rejected[k], memory_order_relaxed) + r->past_rejected[k];
 	stats_add(&sum->st, &r->past);
 	for (unsigned w = 0; w < n_workers; w++)
-		stats_add(&sum->st, &r->st[w]);
+		stats_add(&sum->st, &r->st[w].s);
 }
 
 /* R (removed, unreferenced) is about to be freed: its counters go to the route object that carries its
@@ -152,13 +154,13 @@ static void sum_route(struct route_sum *sum, const struct gw_route *r, unsigned 
 static void route_fold(struct gw_daemon *d, struct gw_route *r)
 {
 	struct route_sum sum = {0};
-	struct gw_route *to = NULL;
+	struct gw_route *to = NULL, *o;
 
 	for (unsigned i = 0; i < d->n_routes && !to; i++)
 		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
 			to = d->routes[i];
-	for (struct gw_route *o = d->removed_routes; o && !to; o = o->next_removed)
-		if (o != r && __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) &&
+	LIST_FOREACH(o, &d->removed_routes, removed_link)
+		if (!to && o != r && atomic_load_explicit(&o->refs, memory_order_acquire) &&
 		    !strcmp(o->conf.name, r->conf.name))
 			to = o;
 	if (!to)
@@ -176,19 +178,17 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 
 void gw_routes_sweep(struct gw_daemon *d)
 {
-	struct gw_route **pp = &d->removed_routes;
+	struct gw_route *next;
 
-	while (*pp) {
-		struct gw_route *r = *pp;
-		if (__atomic_load_n(&r->refs, __ATOMIC_ACQUIRE) == 0) {
-			*pp = r->next_removed;
+	for (struct gw_route *r = LIST_FIRST(&d->removed_routes); r; r = next) {
+		next = LIST_NEXT(r, removed_link);
+		if (atomic_load_explicit(&r->refs, memory_order_acquire) == 0) {
+			LIST_REMOVE(r, removed_link);
 			GW_INFO("route %s: last session gone, freed", r->conf.name);
 			route_fold(d, r);
 			if (r->successor)
 				gw_route_put(r->successor);
 			route_free(r);
-		} else {
-			pp = &r->next_removed;
 		}
 	}
 }
@@ -199,9 +199,9 @@ void gw_routes_free(struct gw_daemon *d)
 		route_retire(d, d->routes[i]);
 	d->n_routes = 0;
 	/* workers are stopped: whatever they held is gone with them */
-	while (d->removed_routes) {
-		struct gw_route *r = d->removed_routes;
-		d->removed_routes = r->next_removed;
+	while (!LIST_EMPTY(&d->removed_routes)) {
+		struct gw_route *r = LIST_FIRST(&d->removed_routes);
+		LIST_REMOVE(r, removed_link);
 		route_free(r);
 	}
 	gw_backends_free(d);
@@ -239,7 +239,9 @@ void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		dir_names(dir[0][n], dir[1][n], r);
 		sum_route(&sums[n++], r, d->n_workers);
 	}
-	for (const struct gw_route *r = d->removed_routes; r; r = r->next_removed) {
+	const struct gw_route *r;
+
+	LIST_FOREACH(r, &d->removed_routes, removed_link) {
 		unsigned i;
 		for (i = 0; i < n && strcmp(sums[i].name, r->conf.name); i++)
 			;

@@ -32,7 +32,7 @@
  * round (live.c); on the control thread, until the next reload. */
 static uint32_t max_sessions(const struct gw_daemon *d)
 {
-	return __atomic_load_n(&d->live, __ATOMIC_ACQUIRE)->max_sessions;
+	return atomic_load_explicit(&d->live, memory_order_acquire)->max_sessions;
 }
 
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
@@ -41,15 +41,15 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 	if (!conf_route_allows(&r->conf, addr))
 		why = GW_REJECT_ACL;
-	else if (__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE) ||
-	         __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GW_SERVING ||
-	         __atomic_load_n(&d->sessions_admitted, __ATOMIC_RELAXED) >= max_sessions(d))
+	else if (atomic_load_explicit(&r->removed, memory_order_acquire) ||
+	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING ||
+	         atomic_load_explicit(&d->sessions_admitted, memory_order_relaxed) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL;
-	else if (__atomic_load_n(&r->active, __ATOMIC_RELAXED) >= r->conf.max_sessions)
+	else if (atomic_load_explicit(&r->active, memory_order_relaxed) >= r->conf.max_sessions)
 		why = GW_REJECT_LIMIT;
 	else
 		return 0;
-	__atomic_fetch_add(&r->rejected[why], 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&r->rejected[why], 1, memory_order_relaxed);
 	return why == GW_REJECT_ACL ? -EACCES : -EBUSY;
 }
 
@@ -60,15 +60,15 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 	if (ret)
 		return ret;
-	if (__atomic_add_fetch(&r->active, 1, __ATOMIC_RELAXED) > r->conf.max_sessions) {
-		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&r->rejected[GW_REJECT_LIMIT], 1, __ATOMIC_RELAXED);
+	if (atomic_fetch_add_explicit(&r->active, 1, memory_order_relaxed) + 1 > r->conf.max_sessions) {
+		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_LIMIT], 1, memory_order_relaxed);
 		return -EBUSY;
 	}
-	if (__atomic_add_fetch(&d->sessions_admitted, 1, __ATOMIC_RELAXED) > max_sessions(d)) {
-		__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&r->rejected[GW_REJECT_GLOBAL], 1, __ATOMIC_RELAXED);
+	if (atomic_fetch_add_explicit(&d->sessions_admitted, 1, memory_order_relaxed) + 1 > max_sessions(d)) {
+		atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_GLOBAL], 1, memory_order_relaxed);
 		return -EBUSY;
 	}
 	gw_route_get(r);
@@ -77,8 +77,8 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r)
 {
-	__atomic_fetch_sub(&d->sessions_admitted, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
 	gw_route_put(r);
 }
 
@@ -104,10 +104,7 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 
 	if (s->pending) {
 		/* A went away while its far side was still to be opened */
-		struct gw_session **pp = &w->pending;
-		while (*pp != s)
-			pp = &(*pp)->next_pending;
-		*pp = s->next_pending;
+		LIST_REMOVE(s, pending_link);
 		s->pending = false;
 	}
 
@@ -121,9 +118,8 @@ static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason rea
 	gw_session_unadmit(w->d, s->route);
 	s->route = NULL;
 	x->gen++;
-	s->next_free = w->free_sessions;
-	w->free_sessions = s;
-	gw_bump(&w->st.sessions_active, (uint64_t)-1);
+	SLIST_INSERT_HEAD(&w->free_sessions, s, free_link);
+	xlt_counter_add(&w->st.sessions_active, (uint64_t)-1);
 }
 
 /* Far-side connect retries: an engine may lack a ready connection object for a moment (ib_side keeps
@@ -155,8 +151,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
 			return NULL;
 		}
-		st = b->ep.kind == CONF_EP_TCP ? gw_eth_connect(w, r, &b->ep.addr, b->ep.port, err)
-		                               : gw_ib_connect(w, r, &b->ep.addr, b->ep.port, err);
+		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;
@@ -192,8 +187,7 @@ static bool owner_retry(void *arg, struct xlt_session *x, int err)
 		return false;
 	s->pending = true;
 	s->retry_ns = 0;
-	s->next_pending = w->pending;
-	w->pending = s;
+	LIST_INSERT_HEAD(&w->pending, s, pending_link);
 	return true;
 }
 
@@ -231,7 +225,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	struct gw_session *s;
 	int ret, err = 0;
 
-	s = w->free_sessions;
+	s = SLIST_FIRST(&w->free_sessions);
 	if (!s) {
 		ret = -ENOMEM; /* cannot happen: the global limit never exceeds the pool; kept as a guard */
 		goto err;
@@ -255,8 +249,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		b = far_connect(w, s, &err);
 		if (!b && !transient(err)) {
 			enum xlt_end_reason why = xlt_end_reason_of(err ? err : -EIO, true);
-			__atomic_store_n(&r->st[w->id].ends[why], r->st[w->id].ends[why] + 1,
-			                 __ATOMIC_RELAXED);
+			xlt_counter_add(&r->st[w->id].s.ends[why], 1);
 			ret = err ? err : -EIO;
 			goto err;
 		}
@@ -265,20 +258,19 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 		ret = -EINVAL;
 		goto err;
 	}
-	w->free_sessions = s->next_free;
+	SLIST_REMOVE_HEAD(&w->free_sessions, free_link);
 	s->w = w;
 	s->uid = (uint64_t)w->id << 56 | (++w->uid_next & ((1ull << 56) - 1));
 	s->next_progress_ns = gw_now_ns() + w->live->alog_interval_ns;
-	gw_bump(&w->st.sessions_active, 1);
-	xlt_session_start(&s->x, kind, a, b, &r->st[w->id], &w->owner, &lim);
+	xlt_counter_add(&w->st.sessions_active, 1);
+	xlt_session_start(&s->x, kind, a, b, &r->st[w->id].s, &w->owner, &lim);
 	if (to->kind == CONF_EP_TCP && r->conf.proxy_protocol == CONF_PROXY_V2 && gw_proxy_send(s, a))
 		xlt_session_abort(&s->x, XLT_END_ABORTED); /* cannot happen: the header always fits */
 	if (kind == XLT_SESSION_RELAY && !b) {
 		uint64_t now = gw_now_ns();
 		s->pending = true;
 		s->retry_ns = now + RETRY_NS;
-		s->next_pending = w->pending;
-		w->pending = s;
+		LIST_INSERT_HEAD(&w->pending, s, pending_link);
 	}
 	return 0;
 err:
@@ -288,25 +280,23 @@ err:
 
 unsigned gw_sessions_poll(struct gw_worker *w, uint64_t now)
 {
-	struct gw_session **pp = &w->pending;
+	struct gw_session *next;
 	unsigned work = gw_proxy_poll(w, now);
 
-	while (*pp) {
-		struct gw_session *s = *pp;
+	for (struct gw_session *s = LIST_FIRST(&w->pending); s; s = next) {
 		struct xlt_stream *b = NULL;
 		int err = -ETIMEDOUT;
 
-		if (now < s->retry_ns) {
-			pp = &s->next_pending;
+		/* (ending S below ends no other session: its successor stays listed) */
+		next = LIST_NEXT(s, pending_link);
+		if (now < s->retry_ns)
 			continue;
-		}
 		if (now < s->deadline_ns && !(b = far_connect(w, s, &err)) && transient(err)) {
 			s->retry_ns = now + RETRY_NS;
-			pp = &s->next_pending;
 			continue;
 		}
 		/* leave the list before the session can end (owner_done unlinks pending ones) */
-		*pp = s->next_pending;
+		LIST_REMOVE(s, pending_link);
 		s->pending = false;
 		work++;
 		if (b)
@@ -356,8 +346,7 @@ int gw_sessions_init(struct gw_daemon *d)
 		w->n_sessions = cap;
 		for (unsigned k = cap; k-- > 0;) {
 			w->sessions[k].x.id = k;
-			w->sessions[k].next_free = w->free_sessions;
-			w->free_sessions = &w->sessions[k];
+			SLIST_INSERT_HEAD(&w->free_sessions, &w->sessions[k], free_link);
 		}
 		w->owner = (struct xlt_session_owner){.arg = w,
 		                                      .now_ns = owner_now,
@@ -377,7 +366,7 @@ void gw_sessions_fini(struct gw_daemon *d)
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		free(d->workers[i].sessions);
 		d->workers[i].sessions = NULL;
-		d->workers[i].free_sessions = NULL;
+		SLIST_INIT(&d->workers[i].free_sessions);
 		d->workers[i].n_sessions = 0;
 	}
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -43,14 +44,14 @@ struct stats_conn {
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
-	struct stats_conn *prev, *next;
+	LIST_ENTRY(stats_conn) link; /* st.conns */
 };
 
 /* control thread only */
 static struct {
 	struct evconnlistener *lis;
 	struct event *resume; /* re-enables the listener after an accept error */
-	struct stats_conn *conns;
+	LIST_HEAD(, stats_conn) conns;
 	unsigned n_conns;
 	uint64_t dropped[DROP_COUNT];
 } st;
@@ -109,18 +110,13 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_backend_metrics(d, m);
 	gw_proxy_metrics(d, m);
 	gw_alog_metrics(d, m);
-	gw_eth_metrics(d, m);
-	gw_ib_metrics(d, m);
+	for (unsigned i = 0; i < GW_N_SIDES; i++)
+		gw_sides[i]->metrics(d, m);
 }
 
 static void conn_free(struct stats_conn *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		st.conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, link);
 	st.n_conns--;
 	event_free(c->deadline);
 	bufferevent_free(c->bev); /* closes the socket */
@@ -267,7 +263,7 @@ static void handle(struct stats_conn *c, char *line)
 		evbuffer_add_printf(body, "method not allowed\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: GET, HEAD\r\n", body, false);
 	} else if (!strcmp(target, "/health")) {
-		bool ok = __atomic_load_n(&d->state, __ATOMIC_RELAXED) == GW_SERVING;
+		bool ok = atomic_load_explicit(&d->state, memory_order_relaxed) == GW_SERVING;
 		evbuffer_add_printf(body, "%s\n", ok ? "ok" : "draining");
 		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
 	} else {
@@ -370,10 +366,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	bufferevent_setwatermark(c->bev, EV_READ, 0, STATS_MAX_HEAD + 1);
 	if (bufferevent_enable(c->bev, EV_READ))
 		goto err;
-	c->next = st.conns;
-	if (st.conns)
-		st.conns->prev = c;
-	st.conns = c;
+	LIST_INSERT_HEAD(&st.conns, c, link);
 	st.n_conns++;
 	return;
 err:
@@ -437,8 +430,8 @@ int gw_stats_start(struct gw_daemon *d)
 void gw_stats_stop(struct gw_daemon *d)
 {
 	(void)d;
-	while (st.conns)
-		conn_free(st.conns);
+	while (!LIST_EMPTY(&st.conns))
+		conn_free(LIST_FIRST(&st.conns));
 	if (st.resume)
 		event_free(st.resume);
 	st.resume = NULL;

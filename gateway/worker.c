@@ -76,18 +76,18 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			uint64_t v = 0;
 			char id[12];
 
-			/* single writer each (the worker); relaxed loads never tear on x86-64 */
 			if (es)
-				v += __atomic_load_n(k ? &es->copied_in : &es->copied_out, __ATOMIC_RELAXED);
+				v += xlt_counter_read(k ? &es->copied_in : &es->copied_out);
 			if (is && k)
-				v += __atomic_load_n(&is->copied_tx, __ATOMIC_RELAXED);
+				v += xlt_counter_read(&is->copied_tx);
 			snprintf(id, sizeof(id), "%u", i);
 			gw_metrics_sample(m, (double)v, "dir", dirs[k], "worker", id, NULL);
 		}
 }
 
-/* At most this many CQs are waited on; a worker with more naps instead (see above). */
-#define WAIT_FDS 16
+/* At most this many fds are waited on: the RX queue's and 16 CQs'; a worker with more naps instead
+ * (see above). */
+#define WAIT_FDS 17
 /* The shortest sleep of a worker whose fds announce all its work (see above): the timer wheels'
  * resolution. */
 #define COVERED_NAP_US 1000
@@ -95,35 +95,36 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 int gw_worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
-	struct pollfd fds[1 + WAIT_FDS];
+	struct pollfd fds[WAIT_FDS];
+	unsigned side_fds[GW_N_SIDES + 1]; /* side i armed fds[side_fds[i] .. side_fds[i + 1]) */
 	uint64_t nap_us = 0;
-	unsigned n_fds = 0, n_eth = 0;
+	unsigned n_fds = 0;
 	bool armed = false, covered = false;
 
-	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
 		const struct gw_live *live = gw_live_enter(w); /* quiescent point: see live.c */
 		uint64_t now = gw_now_ns();
 
-		if (__atomic_load_n(&w->abort_all, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&w->abort_all, false, __ATOMIC_RELAXED);
+		if (atomic_load_explicit(&w->abort_all, memory_order_acquire)) {
+			atomic_store_explicit(&w->abort_all, false, memory_order_relaxed);
 			gw_session_abort_all(w);
 		}
-		unsigned work;
+		unsigned work = 0;
 
 		/* receive: what the devices have for us; no stream event fires yet */
-		work = gw_eth_rx(w, now);
-		work += gw_ib_rx(w, now);
+		for (unsigned i = 0; i < GW_N_SIDES; i++)
+			work += gw_sides[i]->rx(w, now);
 		/* relay: stream events fire, sessions move bytes; the engines' ops only queue */
-		work += gw_eth_relay(w);
-		work += gw_ib_relay(w);
+		for (unsigned i = 0; i < GW_N_SIDES; i++)
+			work += gw_sides[i]->relay(w);
 		work += gw_sessions_poll(w, now);
 		/* flush: the TX burst, then each IB connection's work requests, chained, one doorbell */
-		work += gw_eth_flush(w);
-		work += gw_ib_flush(w);
+		for (unsigned i = 0; i < GW_N_SIDES; i++)
+			work += gw_sides[i]->flush(w);
 
-		gw_bump(&w->st.loops, 1);
+		xlt_counter_add(&w->st.loops, 1);
 		if (work) {
-			gw_bump(&w->st.busy_loops, 1);
+			xlt_counter_add(&w->st.busy_loops, 1);
 			nap_us = 0;
 			armed = false;
 			continue;
@@ -131,15 +132,16 @@ int gw_worker_main(void *arg)
 		if (!live->idle_sleep_us)
 			continue;
 		if (!armed) {
-			bool sole;
-			int fd = gw_eth_arm(w, &sole), n_ib;
+			n_fds = 0;
+			covered = true;
+			for (unsigned i = 0; i < GW_N_SIDES; i++) {
+				bool c;
 
-			n_eth = fd >= 0;
-			if (n_eth)
-				fds[0] = (struct pollfd){.fd = fd, .events = POLLIN};
-			n_ib = gw_ib_arm(w, fds + n_eth, WAIT_FDS);
-			n_fds = n_eth + (n_ib > 0 ? (unsigned)n_ib : 0);
-			covered = n_ib >= 0 && sole && (n_eth || !w->port);
+				side_fds[i] = n_fds;
+				n_fds += (unsigned)gw_sides[i]->arm(w, fds + n_fds, WAIT_FDS - n_fds, &c);
+				covered &= c;
+			}
+			side_fds[GW_N_SIDES] = n_fds;
 			armed = true;
 			continue; /* one more round: what came before the arming is seen now */
 		}
@@ -148,12 +150,13 @@ int gw_worker_main(void *arg)
 			nap_us = live->idle_sleep_us;
 		if (covered && nap_us < COVERED_NAP_US)
 			nap_us = COVERED_NAP_US;
-		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
-			gw_ib_woken(w, fds + n_eth, n_fds - n_eth);
-		if (n_eth)
-			gw_eth_woken(w);
+		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) <= 0)
+			for (unsigned i = 0; i < n_fds; i++)
+				fds[i].revents = 0; /* none fired (a timeout, or a signal) */
+		for (unsigned i = 0; i < GW_N_SIDES; i++)
+			gw_sides[i]->woken(w, fds + side_fds[i], side_fds[i + 1] - side_fds[i]);
 		armed = false;
-		gw_bump(&w->st.idle_sleeps, 1);
+		xlt_counter_add(&w->st.idle_sleeps, 1);
 	}
 	return 0;
 }

@@ -86,7 +86,7 @@ struct pending {
 
 struct ib_ctl {
 	struct ib_params params; /* copied at ib_ctl_create */
-	const struct ib_hooks *hooks;
+	const struct xlt_listen_hooks *hooks;
 	struct rdma_event_channel *ch;
 	int wake_fd;
 	struct ibv_context **dev_list;
@@ -1258,7 +1258,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 }
 
 struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void *const *wargs,
-			     uint32_t max_conns, uint64_t mem_limit, const struct ib_hooks *hooks)
+                             uint32_t max_conns, uint64_t mem_limit, const struct xlt_listen_hooks *hooks)
 {
 	struct ib_ctl *ctl = calloc(1, sizeof(*ctl));
 	int ret = -ENOMEM, flags;
@@ -1292,7 +1292,10 @@ struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void
 	}
 	if ((ret = open_devices(ctl)))
 		goto err;
-	ctl->workers = calloc(n_workers, sizeof(ctl->workers[0]));
+	/* aligned: each worker's groups have cache lines of their own (struct ib_worker) */
+	ctl->workers = aligned_alloc(alignof(struct ib_worker), n_workers * sizeof(ctl->workers[0]));
+	if (ctl->workers)
+		memset(ctl->workers, 0, n_workers * sizeof(ctl->workers[0]));
 	ctl->pend = calloc(n_workers, sizeof(ctl->pend[0]));
 	if (!ctl->workers || !ctl->pend) {
 		ret = -ENOMEM;

@@ -7,6 +7,7 @@
 #ifndef IB_CONN_T_H
 #define IB_CONN_T_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -261,18 +262,20 @@ struct rte_ring;
 /* Work requests chained behind one doorbell at most (a longer run of them takes more). */
 #define IB_CHAIN_MAX 32
 
+/* One worker's engine. Grouped by writer, each group on cache lines of its own (and the workers of
+ * ctl->workers[] share none): set before launch, the worker's, the control thread's. */
 struct ib_worker {
 	struct ib_ctl *ctl;
 	unsigned id;
 	void *arg;
-	const struct ib_hooks *hooks;
+	const struct xlt_listen_hooks *hooks;
 	struct rte_ring *in;	 /* control -> worker messages */
 	struct rte_ring *out;	 /* worker -> control messages */
 	struct rte_ring *spares; /* control -> worker: ready connection objects */
 	int wake_fd;
 
 	/* worker */
-	struct ib_slot *slots;
+	alignas(64) struct ib_slot *slots;
 	uint32_t n_slots;
 	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created) */
 	unsigned n_cqs, max_cqs;
@@ -287,7 +290,7 @@ struct ib_worker {
 	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */
 	bool wake;
 	bool cq_backlog; /* the last CQ sweep stopped before the queues were empty */
-	struct ib_worker_stats st;
+	struct ib_worker_stats st; /* read by control (translate/counter.h) */
 	/* the chain of work requests being built for one connection: posted with one doorbell when
 	 * that connection is done (conn.c post_chain), or when it is full */
 	struct ib_conn *chain_conn;
@@ -297,7 +300,7 @@ struct ib_worker {
 	struct ibv_sge lent_sge[IB_CHAIN_MAX][IB_LENT_SGE]; /* data writes with lent segments */
 
 	/* control */
-	uint32_t *ct_gen;
+	alignas(64) uint32_t *ct_gen;
 	uint32_t *ct_free;
 	uint32_t ct_nfree;
 	uint32_t ct_conns;

@@ -64,12 +64,6 @@ enum {
  * its close now and then). So a connection the peer closed both ways is handed back this much later. */
 #define IB_PEER_LINGER_NS 100000000ull
 
-static inline void bump(uint64_t *c, uint64_t n)
-{
-	/* single writer (this worker); the stats endpoint loads relaxed */
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
-
 /* ---- work list ---- */
 
 static void work(struct ib_conn *c)
@@ -98,7 +92,7 @@ static void stall_end(struct ib_conn *c)
 	if (!c->stalled)
 		return;
 	c->stalled = false;
-	bump(&c->w->st.credit_stall_ns, c->w->now - c->stall_since);
+	xlt_counter_add(&c->w->st.credit_stall_ns, c->w->now - c->stall_since);
 	c->stall_ns += c->w->now - c->stall_since;
 }
 
@@ -107,7 +101,7 @@ static void withheld_end(struct ib_conn *c)
 	if (!c->withheld)
 		return;
 	c->withheld = false;
-	bump(&c->w->st.credit_withheld_ns, c->w->now - c->withheld_since);
+	xlt_counter_add(&c->w->st.credit_withheld_ns, c->w->now - c->withheld_since);
 }
 
 /* Ends the connection with ERR (0: orderly); on_closed follows at the end of the round. REASON is
@@ -121,7 +115,7 @@ static void closing(struct ib_conn *c, int err, unsigned reason)
 	c->err = err;
 	c->ws = IB_W_CLOSING;
 	if (reason < IB_CLOSE_COUNT)
-		bump(&c->w->st.closed[reason], 1);
+		xlt_counter_add(&c->w->st.closed[reason], 1);
 	due(c, IB_EV_CLOSED);
 }
 
@@ -134,7 +128,7 @@ static void protocol_error(struct ib_conn *c)
 /* The peer broke rule WHY: counted, and that connection alone is reset. */
 static void violated(struct ib_conn *c, enum ib_violation why)
 {
-	bump(&c->w->st.violations[why], 1);
+	xlt_counter_add(&c->w->st.violations[why], 1);
 	protocol_error(c);
 }
 
@@ -170,7 +164,7 @@ static int post_chain(struct ib_conn *c)
 	w->chain_conn = NULL;
 	w->chain_wr[n - 1].next = NULL;
 	ret = ibv_post_send(c->qp, &w->chain_wr[0], &bad);
-	bump(&w->st.doorbells, 1);
+	xlt_counter_add(&w->st.doorbells, 1);
 	if (ret)
 		return -ret; /* ibv_post_* return a positive errno */
 	c->last_tx_ns = w->now;
@@ -228,7 +222,7 @@ static int post_ctrl(struct ib_conn *c, enum ib_wr_kind kind, uint32_t ctrl)
 	c->ctrl_used++;
 	if (kind == IB_WR_KEEPALIVE)
 		c->ka_sent_ns = c->w->now ? c->w->now : 1;
-	bump(kind == IB_WR_KEEPALIVE ? &c->w->st.keepalives_tx : &c->w->st.ctrl_tx, 1);
+	xlt_counter_add(kind == IB_WR_KEEPALIVE ? &c->w->st.keepalives_tx : &c->w->st.ctrl_tx, 1);
 	return 0;
 }
 
@@ -299,7 +293,7 @@ static int post_credit(struct ib_conn *c, bool advert)
 	}
 	c->ctrl_seq++;
 	c->ctrl_used++;
-	bump(&c->w->st.ctrl_tx, 1);
+	xlt_counter_add(&c->w->st.ctrl_tx, 1);
 	if (c->withheld && !ib_rx_peer_blocked(&c->rx))
 		withheld_end(c);
 	return 0;
@@ -331,7 +325,7 @@ static int post_data(struct ib_conn *c)
 		c->tx.posted += tw.len;
 		c->cp_posted += tw.len - n_lent;
 		wr->num_sge = (int)n_sge;
-		bump(&c->w->st.lent_tx, n_lent);
+		xlt_counter_add(&c->w->st.lent_tx, n_lent);
 	} else {
 		/* copies only: the send ring's next ones (which may wrap) */
 		uint32_t ring = b->sbuf_size, off = (uint32_t)(c->cp_posted % ring), seg0;
@@ -354,8 +348,8 @@ static int post_data(struct ib_conn *c)
 	wr->wr.rdma.rkey = tw.rkey;
 	if (tw.len <= c->inline_max)
 		wr->send_flags |= IBV_SEND_INLINE;
-	bump(&c->w->st.msgs_tx, 1);
-	bump(&c->w->st.bytes_tx, tw.len);
+	xlt_counter_add(&c->w->st.msgs_tx, 1);
+	xlt_counter_add(&c->w->st.bytes_tx, tw.len);
 	return 0;
 }
 
@@ -410,7 +404,7 @@ static void progress(struct ib_conn *c)
 			if (!c->stalled) {
 				c->stalled = true;
 				c->stall_since = c->w->now;
-				bump(&c->w->st.credit_stalls, 1);
+				xlt_counter_add(&c->w->st.credit_stalls, 1);
 				c->n_stalls++;
 			}
 		} else {
@@ -620,7 +614,7 @@ static void live_add(struct ib_worker *w, struct ib_conn *c)
 	if (w->live)
 		w->live->live_prev = c;
 	w->live = c;
-	bump(&w->st.conns, 1);
+	xlt_counter_add(&w->st.conns, 1);
 }
 
 static void live_del(struct ib_worker *w, struct ib_conn *c)
@@ -631,7 +625,7 @@ static void live_del(struct ib_worker *w, struct ib_conn *c)
 		w->live = c->live_next;
 	if (c->live_next)
 		c->live_next->live_prev = c->live_prev;
-	bump(&w->st.conns, (uint64_t)-1);
+	xlt_counter_add(&w->st.conns, (uint64_t)-1);
 }
 
 static struct ib_conn *lookup(struct ib_worker *w, uint32_t slot, uint32_t gen)
@@ -771,7 +765,7 @@ static void wc_error(struct ib_conn *c, const struct ibv_wc *wc)
 
 	c->qp_dead = true;
 	if (wc->status != IBV_WC_WR_FLUSH_ERR)
-		bump(&c->w->st.comp_errors, 1);
+		xlt_counter_add(&c->w->st.comp_errors, 1);
 	if (!first || c->ws >= IB_W_CLOSING)
 		return;
 	/* An active open that fails (REJ, no answer) moves its queue pair to the error state before
@@ -825,12 +819,12 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	msg = ib_rs_recv(&c->rx, &c->tx, &m, &why);
 	switch (msg) {
 	case IB_RS_MSG_DATA:
-		bump(&w->st.msgs_rx, 1);
-		bump(&w->st.bytes_rx, m.byte_len);
+		xlt_counter_add(&w->st.msgs_rx, 1);
+		xlt_counter_add(&w->st.bytes_rx, m.byte_len);
 		if (!c->withheld && ib_rx_peer_blocked(&c->rx)) {
 			c->withheld = true;
 			c->withheld_since = w->now;
-			bump(&w->st.credit_withheld, 1);
+			xlt_counter_add(&w->st.credit_withheld, 1);
 		}
 		if (c->ws == IB_W_OPEN)
 			due(c, IB_EV_READABLE);
@@ -842,16 +836,16 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 			violated(c, IB_VIOL_ADVERT);
 			return;
 		}
-		bump(&w->st.ctrl_rx, 1);
+		xlt_counter_add(&w->st.ctrl_rx, 1);
 		work(c);
 		break;
 	case IB_RS_MSG_KEEPALIVE:
-		bump(&w->st.ctrl_rx, 1);
-		bump(&w->st.keepalives_rx, 1);
+		xlt_counter_add(&w->st.ctrl_rx, 1);
+		xlt_counter_add(&w->st.keepalives_rx, 1);
 		break;
 	case IB_RS_MSG_SHUTDOWN:
 	case IB_RS_MSG_DISCONNECT:
-		bump(&w->st.ctrl_rx, 1);
+		xlt_counter_add(&w->st.ctrl_rx, 1);
 		if (msg == IB_RS_MSG_DISCONNECT) {
 			c->peer_gone = true;
 			c->linger_until = w->now + IB_PEER_LINGER_NS;

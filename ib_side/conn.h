@@ -4,6 +4,7 @@
 
 #include "conn-t.h"
 #include "proto.h"
+#include "../translate/counter.h"
 #include "../translate/ip.h"
 
 extern const struct xlt_stream_ops ib_conn_ops;

@@ -120,7 +120,7 @@ void ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
 	memcpy(c->bufs->sbuf + off, data, first);
 	memcpy(c->bufs->sbuf, data + first, n - first);
 	ib_tx_queue(&c->tx, n);
-	__atomic_store_n(&c->w->st.copied_tx, c->w->st.copied_tx + n, __ATOMIC_RELAXED);
+	xlt_counter_add(&c->w->st.copied_tx, n);
 }
 
 size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
@@ -276,7 +276,7 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 	}
 	if (now < c->lent_until)
 		return true;
-	__atomic_store_n(&c->w->st.lent_leaked, c->w->st.lent_leaked + c->lent_n, __ATOMIC_RELAXED);
+	xlt_counter_add(&c->w->st.lent_leaked, c->lent_n);
 	c->lent_n = 0;
 	return false;
 }

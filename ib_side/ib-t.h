@@ -1,4 +1,4 @@
-/* IB side types seen by the gateway: hooks into the gateway, counters, opaque engine handles.
+/* IB side types seen by the gateway: counters, opaque engine handles.
  * See ib.h for the functions and the threading rules. */
 #ifndef IB_IB_T_H
 #define IB_IB_T_H
@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../translate/ip-t.h"
+#include "../translate/stream-t.h"
 
 #define IB_DEVICE_MAX 64   /* an RDMA device name, with its terminating NUL */
 #define IB_COPY_MIN   4096 /* the least a buffer set holds beyond its receive ring (copy_size) */
@@ -47,28 +48,6 @@ struct ib_route_params {
 	uint32_t rq_depth;           /* receive queue depth, 0: ib_params.rq_depth (active opens: capped at
 				      * it, the spare objects' size) */
 	uint64_t connect_timeout_ms; /* active opens: resolution and connect, all told */
-};
-
-/* How the engine asks the gateway. ROUTE is the gateway's opaque route object. */
-struct ib_hooks {
-	void *arg;
-	/* Control thread, on a connect request: may ADDR (the source as rdma_cm reports it, either
-	 * family; unspecified when it has no IP address, AF_IB) open a session on ROUTE now? 0 RESERVES a
-	 * route and a global session slot for the connection (taken over by a session through accept, else
-	 * given back by unadmit); -EACCES (source not allowed) or -EBUSY (limits, draining). */
-	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
-	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
-	void (*unadmit)(void *arg, void *route);
-	/* Any thread: every connection holds a reference to its route while it exists. */
-	void (*route_get)(void *route);
-	void (*route_put)(void *route);
-	/* Worker: connection S, accepted on ROUTE, is established. It hands over the slot admit
-	 * reserved. Return 0 when a session owns S and the slot now (it will release both), or -errno:
-	 * the gateway gave the slot back, the engine resets and frees S itself. WARG is the worker's
-	 * argument given to ib_ctl_create. */
-	int (*accept)(void *warg, void *route, struct xlt_stream *s);
-	/* Control thread: one log line (syslog LEVEL: 3 error ... 7 debug). */
-	void (*log)(void *arg, int level, const char *msg);
 };
 
 /* Why a connect request was refused (rdma_reject). */

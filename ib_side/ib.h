@@ -26,7 +26,7 @@ struct pollfd;
  * may own. Registered buffers are kept idle for reuse up to MEM_LIMIT / 8, and only while all of them
  * fit MEM_LIMIT. HOOKS must outlive the engine. errno ENODEV: no RDMA here. */
 struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void *const *wargs,
-			     uint32_t max_conns, uint64_t mem_limit, const struct ib_hooks *hooks);
+                             uint32_t max_conns, uint64_t mem_limit, const struct xlt_listen_hooks *hooks);
 
 /* After the workers stopped: frees every connection, listener and resource. */
 void ib_ctl_destroy(struct ib_ctl *ctl);

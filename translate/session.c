@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "counter.h"
 #include "session.h"
 
 const char *const xlt_end_reason_names[XLT_END_COUNT] = {
@@ -34,12 +35,6 @@ const char *const xlt_end_reason_names[XLT_END_COUNT] = {
 	[XLT_END_CREDIT_STALL_TIMEOUT] = "credit_stall_timeout",
 	[XLT_END_HALF_CLOSED_TIMEOUT] = "half_closed_timeout",
 };
-
-static inline void add(uint64_t *c, uint64_t n)
-{
-	/* single writer (the session's worker); other threads read relaxed */
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
 
 enum xlt_end_reason xlt_end_reason_of(int err, bool connecting)
 {
@@ -100,9 +95,10 @@ static void set_blocked(struct xlt_session *s, unsigned dir, bool blocked)
 	now = s->owner->now_ns(s->owner->arg);
 	if (blocked) {
 		s->blocked_since[dir] = now;
-		add(dir ? &s->stats->blocked_b_to_a : &s->stats->blocked_a_to_b, 1);
+		xlt_counter_add(dir ? &s->stats->blocked_b_to_a : &s->stats->blocked_a_to_b, 1);
 	} else {
-		add(dir ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b, now - s->blocked_since[dir]);
+		xlt_counter_add(dir ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
+		                now - s->blocked_since[dir]);
 		s->blocked_ns[dir] += now - s->blocked_since[dir];
 	}
 	s->blocked[dir] = blocked;
@@ -113,7 +109,8 @@ static void set_held(struct xlt_session *s, unsigned dir, uint64_t n)
 {
 	if (s->held[dir] == n)
 		return;
-	add(dir ? &s->stats->held_b_to_a : &s->stats->held_a_to_b, n - s->held[dir]); /* wraps to a decrease */
+	/* wraps to a decrease */
+	xlt_counter_add(dir ? &s->stats->held_b_to_a : &s->stats->held_a_to_b, n - s->held[dir]);
 	s->held[dir] = n;
 }
 
@@ -124,7 +121,7 @@ static void moved(struct xlt_session *s, unsigned dir, struct xlt_stream *src, s
 	src->bytes_in += n;
 	if (dst)
 		dst->bytes_out += n;
-	add(dir ? &s->stats->bytes_b_to_a : &s->stats->bytes_a_to_b, n);
+	xlt_counter_add(dir ? &s->stats->bytes_b_to_a : &s->stats->bytes_a_to_b, n);
 }
 
 /* pump_dir's zero-copy form: the destination takes references to the source's memory; the source
@@ -236,8 +233,8 @@ static void on_connected(void *arg)
 		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
 		s->connect_ns = now - s->connect_start_ns;
-		add(&s->stats->connect_ns_sum, s->connect_ns);
-		add(&s->stats->connects, 1);
+		xlt_counter_add(&s->stats->connect_ns_sum, s->connect_ns);
+		xlt_counter_add(&s->stats->connects, 1);
 		progress_from(s, now);
 	}
 	xlt_session_pump(s);
@@ -300,8 +297,8 @@ static void finish(struct xlt_session *s)
 			s->st[i] = NULL;
 		}
 	s->live = false;
-	add(&s->stats->sessions_active, (uint64_t)-1);
-	add(&s->stats->ends[s->reason], 1);
+	xlt_counter_add(&s->stats->sessions_active, (uint64_t)-1);
+	xlt_counter_add(&s->stats->ends[s->reason], 1);
 	s->owner->done(s->owner->arg, s, s->reason);
 }
 
@@ -373,13 +370,13 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->pre = NULL;
 	s->pre_len = s->pre_off = 0;
 	progress_from(s, s->connect_start_ns);
-	add(&stats->sessions_total, 1);
-	add(&stats->sessions_active, 1);
+	xlt_counter_add(&stats->sessions_total, 1);
+	xlt_counter_add(&stats->sessions_active, 1);
 	for (unsigned i = 0; i < 2; i++)
 		install(s, i);
 	if (s->st[1] && s->st[1]->state == XLT_STREAM_OPEN) {
 		s->b_open = true;
-		add(&stats->connects, 1);
+		xlt_counter_add(&stats->connects, 1);
 	}
 	xlt_session_pump(s);
 }
@@ -405,8 +402,8 @@ void xlt_session_attach(struct xlt_session *s, struct xlt_stream *b)
 		uint64_t now = s->owner->now_ns(s->owner->arg);
 		s->b_open = true;
 		s->connect_ns = now - s->connect_start_ns;
-		add(&s->stats->connect_ns_sum, s->connect_ns);
-		add(&s->stats->connects, 1);
+		xlt_counter_add(&s->stats->connect_ns_sum, s->connect_ns);
+		xlt_counter_add(&s->stats->connects, 1);
 		progress_from(s, now);
 	}
 	xlt_session_pump(s);
@@ -490,8 +487,8 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		return;
 	for (unsigned i = 0; i < 2; i++)
 		if (s->blocked[i]) {
-			add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
-			    since_ns(now, s->blocked_since[i]));
+			xlt_counter_add(i ? &s->stats->blocked_ns_b_to_a : &s->stats->blocked_ns_a_to_b,
+			                since_ns(now, s->blocked_since[i]));
 			s->blocked_ns[i] += since_ns(now, s->blocked_since[i]);
 			if (now > s->blocked_since[i])
 				s->blocked_since[i] = now;

@@ -168,4 +168,30 @@ struct xlt_stream {
 	uint64_t bytes_out; /* taken by write() */
 };
 
+/* How an engine's listeners hand what they accept to the gateway: one struct for both engines
+ * (eth_stack_conf.hooks, ib_ctl_create). ROUTE is the gateway's opaque object a listener was opened
+ * for (eth_tcp_listen's USER, ib_listen's ROUTE). The engine keeps the pointer: the struct outlives
+ * it. Hooks an engine has no use for may be NULL for it (said below). */
+struct xlt_listen_hooks {
+	void *arg; /* handed to admit, unadmit and log */
+	/* Engines that reserve at the connect request (IB; NULL for TCP, whose accept admits), control
+	 * thread: may ADDR (the source, either family; unspecified when it has no IP address, AF_IB)
+	 * open a session on ROUTE now? 0 RESERVES a route and a global session slot for the connection
+	 * (taken over by a session through accept, else given back by unadmit); -EACCES (source not
+	 * allowed) or -EBUSY (limits, draining). */
+	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
+	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
+	void (*unadmit)(void *arg, void *route);
+	/* Any thread: a reference to ROUTE, for every listener and connection that keeps it. */
+	void (*route_get)(void *route);
+	void (*route_put)(void *route);
+	/* Worker: stream S, accepted on ROUTE, is OPEN (its events unbound; IB: it hands over the slot
+	 * admit reserved). Return 0 when a session owns S (and the slot) now, or -errno: the gateway
+	 * took nothing (gave the slot back), and the engine resets and frees S itself. WARG is the
+	 * worker's argument given to the engine (eth_stack_conf.cb_arg, ib_ctl_create's WARGS). */
+	int (*accept)(void *warg, void *route, struct xlt_stream *s);
+	/* Control thread, optional: one log line (syslog LEVEL: 3 error ... 7 debug). */
+	void (*log)(void *arg, int level, const char *msg);
+};
+
 #endif

@@ -20,10 +20,10 @@ cd "$(dirname "$0")/../.."
 # these exercise as well. (The backpressure stalls keep their 10 s: its samples, a /metrics scrape
 # each, take seconds apiece under TCG on a loaded host.)
 export E2E_SIZE=${E2E_SIZE:-20000000} E2E_CONC=${E2E_CONC:-50} E2E_LEND_LOOPS=${E2E_LEND_LOOPS:-3}
-# DPDK's memory in hugepages here, as a production gateway has it (the IB buffer sets come from a heap
-# that grows page by page); --no-huge with -m, the other way, is what test_vhost, test_vhost6 and the
-# af_packet tests run
-export ETH_EAL_ARGS=${ETH_EAL_ARGS:---no-pci -m 512} E2E_HUGE=1 VM_HUGEPAGES=${VM_HUGEPAGES:-400}
+# DPDK's memory in hugepages here, with [eth] eal_args at its default (--no-pci --in-memory), as a
+# production gateway has it: the IB buffer sets come from a heap that grows page by page; --no-huge
+# with -m, the other way, is what test_vhost, test_vhost6 and the af_packet tests run
+export ETH_EAL_ARGS=${ETH_EAL_ARGS:---no-pci --in-memory} E2E_HUGE=1 VM_HUGEPAGES=${VM_HUGEPAGES:-400}
 VM_DPDK_PMDS='net_virtio mempool_ring bus_vdev' VM_ENV='E2E_SIZE E2E_CONC E2E_CONC_BYTES E2E_BP_SIZE E2E_STALL E2E_FAULT_SIZE E2E_MAX_WRITES_PER_MB E2E_LEND_SIZE E2E_LEND_LOOPS ETH_EAL_ARGS E2E_HUGE' \
 	vm_test "end-to-end integrity, backpressure, faults and lending on virtio_user/vhost-net" -T loop -t 780 \
 	'export ETH_LINK=vhost; bash tests/e2e/guest_integrity.sh && bash tests/e2e/guest_backpressure.sh && bash tests/e2e/guest_faults.sh && bash tests/e2e/guest_lend.sh'

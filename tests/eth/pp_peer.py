@@ -180,12 +180,14 @@ def flood(args):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
     socks, refused = [], 0
+    t0 = time.monotonic()
     for _ in range(n):
         try:
             socks.append(connect(host, port, src))
             socks[-1].setblocking(False)
         except ConnectionResetError:  # reset before connect() even returned
             refused += 1
+    print(f'connect_secs={time.monotonic() - t0:.2f}', flush=True)
     time.sleep(2)
 
     def closed(c):

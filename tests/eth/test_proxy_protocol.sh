@@ -196,10 +196,18 @@ ok "a connection whose header was half there during a reload of its route was ad
 # once (overload), the others at the bound; all are counted
 o0=$(perr overload) t0=$(perr timeout)
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py flood "$GW" 8102 1100 --src "$PEER2" 2>&1) || fail "flood: $out"
-early=$(echo "$out" | sed -n 's/^early=//p')
-[ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
-	fail "1100 silent connections: $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
-ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+early=$(echo "$out" | sed -n 's/^early=//p') csecs=$(echo "$out" | sed -n 's/^connect_secs=//p')
+if awk -v s="$csecs" 'BEGIN { exit !(s < 4) }'; then
+	[ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
+		fail "1100 silent connections (made in ${csecs}s): $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
+	ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+else
+	# (a loaded host took longer than the 5 s bound to open them all: the first ones timed out and
+	# freed their slots before the last came, so fewer were refused; every one is still counted once)
+	[ $(($(perr overload) - o0 + $(perr timeout) - t0)) = 1100 ] && [ "$(perr timeout)" -ge $((t0 + 1024)) ] ||
+		fail "1100 silent connections (made in ${csecs}s): overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
+	ok "1100 silent connections made in ${csecs}s (beyond the bound): each reset once, overload or timeout, none left"
+fi
 
 # ---- IPv6 in PROXY headers: allow lists of both families, forwarded as TCP over IPv6 ----
 perr6() { m "proxy_header_errors_total{route=\"ap6\",reason=\"$1\"}"; }

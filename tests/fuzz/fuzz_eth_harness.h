@@ -363,7 +363,7 @@ static inline void eh_on_closed(void *arg, int err)
 	se->s = NULL;
 }
 
-static inline void eh_on_accept(void *arg, void *user, struct xlt_stream *s)
+static inline int eh_on_accept(void *arg, void *user, struct xlt_stream *s)
 {
 	struct eh *h = arg;
 
@@ -376,9 +376,9 @@ static inline void eh_on_accept(void *arg, void *user, struct xlt_stream *s)
 		                                   .on_readable = eh_on_readable,
 		                                   .on_writable = eh_on_readable,
 		                                   .on_closed = eh_on_closed};
-		return;
+		return 0;
 	}
-	eth_tcp_reject(s);
+	return -ENOSPC; /* the engine resets it */
 }
 
 static inline void eh_on_connected(void *arg)
@@ -420,11 +420,17 @@ static inline int eh_connect(struct eh *h, uint16_t port)
 	return eh_connect_to(h, &peer, port);
 }
 
-static inline void eh_on_listener_free(void *arg, void *user)
+/* The listeners' USER are the service tokens: what they hold is counted in the instance (one at a
+ * time per process). */
+static struct eh *eh_cur;
+
+static inline void eh_on_listener_free(void *user)
 {
 	(void)user;
-	((struct eh *)arg)->listener_refs--;
+	eh_cur->listener_refs--;
 }
+
+static const struct xlt_listen_hooks eh_hooks = {.route_put = eh_on_listener_free, .accept = eh_on_accept};
 
 /* ---- the instance ---- */
 
@@ -652,14 +658,14 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .buffer_bytes = 4u << 20,
 	    .flow_key = {1, 2},
 	    .tx = eh_tx,
-	    .on_accept = eh_on_accept,
-	    .on_listener_free = eh_on_listener_free,
+	    .hooks = &eh_hooks,
 	};
 	struct eth_tcp_params p = {.rbuf_size = rbuf, .sbuf_size = sbuf, .connect_timeout_ms = 5000};
 
 	memcpy(c.addr6, eh_gw_ip6, 16);
 
 	memset(h, 0, sizeof(*h));
+	eh_cur = h;
 	h->offloads = offloads;
 	c.tx_arg = h;
 	c.cb_arg = h;

@@ -20,13 +20,14 @@ if [ -z "${IBGWD_FORCE:-}" ]; then
 fi
 GW_LOG=/tmp/ibgwd.log
 
+# (each line ends with the script's elapsed seconds: where a slow test spends its time)
 check() {
 	if eval "$1"; then
 		npass=$((npass + 1))
-		echo "ok   - [$VM_TOPO] $2"
+		echo "ok   - [$VM_TOPO] $2 [${SECONDS}s]"
 	else
 		nfail=$((nfail + 1))
-		echo "FAIL - [$VM_TOPO] $2   ($1)"
+		echo "FAIL - [$VM_TOPO] $2   ($1) [${SECONDS}s]"
 	fi
 }
 

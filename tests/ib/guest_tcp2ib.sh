@@ -1,5 +1,5 @@
 #!/bin/bash
-# In-VM half of tests/ib/test_ib_tcp2ib.sh: active IB opens (gw_ib_connect). A kernel TCP client in a
+# In-VM half of tests/ib/test_ib_tcp2ib.sh: active IB opens (gw_ib_side.connect). A kernel TCP client in a
 # namespace reaches ibgwd's DPDK port (af_packet on a veth); the route connects to an rsocket service,
 # here ibgwd's own IB echo route: TCP -> gateway -> rsocket connect -> gateway IB echo -> back.
 # Also a destination nobody listens on (refused) and one that does not answer (timeout).

@@ -223,6 +223,50 @@ static void test_allow(void **state)
 	conf_free(c);
 }
 
+/* A list longer than a line (inih takes 200 characters) goes on over several: the key repeated adds
+ * to it, up to the 32 entries; the first occurrence replaces the default (::/0). Other keys stay
+ * single: repeated, they are an error naming both lines. */
+static void test_allow_lines(void **state)
+{
+	struct errors e;
+	char text[4096];
+	size_t n;
+	struct conf *c = load_str("[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n[route r]\nlisten = tcp:80\nconnect = echo\n"
+	                          "accept_proxy = v2\n"
+	                          "allow = 198.18.4.0/22 2001:db8:1::/48\n"
+	                          "allow = 198.19.0.7\n"
+	                          "proxy_from = 198.18.9.1\nproxy_from = 198.18.9.2\n",
+	                          &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->routes[0].n_allow, 3);
+	assert_true(allows(&c->routes[0], "198.18.5.1"));
+	assert_true(allows(&c->routes[0], "2001:db8:1::9"));
+	assert_true(allows(&c->routes[0], "198.19.0.7"));
+	assert_false(allows(&c->routes[0], "198.19.0.8"));
+	assert_false(allows(&c->routes[0], "2001:db8:2::1")); /* (the default ::/0 is gone) */
+	assert_int_equal(c->routes[0].n_proxy_from, 2);
+	conf_free(c);
+
+	/* 33 entries over three lines: too many, at the line that overflows */
+	n = (size_t)snprintf(text, sizeof(text), "[route r]\nlisten = ib:1\nconnect = echo\n");
+	for (unsigned l = 0; l < 3; l++) {
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "allow =");
+		for (unsigned i = 0; i < 11; i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, " 198.18.%u.%u", l, i);
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "\n");
+	}
+	assert_null(load_str(text, &e));
+	assert_true(e.n >= 1);
+	assert_non_null(strstr(e.msg[0], ":6:"));
+	assert_non_null(strstr(e.msg[0], "too many entries"));
+
+	assert_null(load_str("[route r]\nlisten = ib:1\nconnect = echo\nmax_sessions = 5\nmax_sessions = 6\n", &e));
+	assert_non_null(strstr(e.msg[0], ":5:"));
+	assert_non_null(strstr(e.msg[0], "duplicate key 'max_sessions' (first at line 4)"));
+}
+
 /* IPv4 and IPv6 networks in one list; 0.0.0.0/0 is every IPv4 source and only those, ::/0 all. */
 static void test_allow_mixed(void **state)
 {
@@ -896,6 +940,7 @@ int main(void)
 	    cmocka_unit_test(test_comments_and_spacing),
 	    cmocka_unit_test(test_allow),
 	    cmocka_unit_test(test_allow_mixed),
+	    cmocka_unit_test(test_allow_lines),
 	    cmocka_unit_test(test_proxy_from),
 	    cmocka_unit_test(test_connect_v6),
 	    cmocka_unit_test(test_ib_route_queues),
