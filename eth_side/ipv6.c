@@ -199,14 +199,13 @@ void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const stru
 
 bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 {
-	static const uint8_t zero[16];
 	struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *);
 	struct xlt_ip peer;
 
 	/* hop limit 0: passed here by the peer already (no router forwards it, no host sends it), so it
 	 * never goes back; not for address6 or the link-local address (no VIP), not a chain (LRO) */
-	if (!memcmp(st->c.flow_peer6, zero, 16) || ip->hop_limits == 0 || !memcmp(ip->dst_addr, st->c.addr6, 16) ||
-	    !memcmp(ip->dst_addr, st->ll6, 16) || m->nb_segs > 1)
+	if (is_unspecified(st->c.flow_peer6) || ip->hop_limits == 0 || ours(st, ip->dst_addr) ||
+	    m->nb_segs > 1)
 		return false;
 	ip->hop_limits = 0;
 	xlt_counter_add(&st->stats.flow_peer_out, 1);

@@ -461,10 +461,10 @@ void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 
 void eth_tcb_set_mss(struct eth_tcb *t)
 {
-	uint32_t mss = eth_tcp_mss_for(t->st, t->v6);
+	/* (a path MTU learnt is only ever below the link's: pmtu.c) */
+	uint32_t mss =
+	    (t->pmtu ? t->pmtu : t->st->c.mtu) - eth_ip_hlen(t->v6) - (uint32_t)sizeof(struct rte_tcp_hdr);
 
-	if (t->pmtu && t->pmtu - eth_ip_hlen(t->v6) - sizeof(struct rte_tcp_hdr) < mss)
-		mss = t->pmtu - eth_ip_hlen(t->v6) - (uint32_t)sizeof(struct rte_tcp_hdr);
 	if (t->peer_mss && t->peer_mss < mss)
 		mss = t->peer_mss;
 	if (t->ts_ok)

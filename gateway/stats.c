@@ -165,12 +165,12 @@ static int pct_decode(char *s)
 
 	for (; *s; s++) {
 		if (*s == '%') {
-			int hi, lo;
+			char h[3] = {0};
+			/* (s[2] is read only once s[1] proved no terminator) */
 			if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]))
 				return -1;
-			hi = isdigit((unsigned char)s[1]) ? s[1] - '0' : (tolower((unsigned char)s[1]) - 'a' + 10);
-			lo = isdigit((unsigned char)s[2]) ? s[2] - '0' : (tolower((unsigned char)s[2]) - 'a' + 10);
-			if (!(*o++ = (char)(hi << 4 | lo)))
+			memcpy(h, s + 1, 2);
+			if (!(*o++ = (char)strtoul(h, NULL, 16)))
 				return -1;
 			s += 2;
 		} else {

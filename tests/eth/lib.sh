@@ -21,6 +21,7 @@
 #   eth_bg CMD...             runs CMD in the peer namespace in the background (killed by eth_cleanup;
 #                             its PID is in $ETH_BG_PID: `eth_ns CMD &` would only give a subshell's)
 #   eth_wait_listen PORT      waits (up to 10 s) until a kernel server in the namespace listens on PORT
+#                             (in another host's with ETH_FROM, as eth_sha)
 #   eth_tap_adopt TAP NAME    (ETH_LINK=vhost) moves virtio_user's tap into the namespace as NAME
 #   eth_cleanup               removes what eth_setup made and stops ibgwd (call it from the EXIT trap)
 #   eth_peer_v6               IPv6 on the peer's end: $ETH_PEER_IP6/64 (no DAD); ibgwd's [eth] address6 is
@@ -76,7 +77,7 @@ print('seen' if p else 'not seen')" >"$tmp/seen-at-start" 2>/dev/null
 eth_wait_listen() {
 	local i
 	for i in $(seq 100); do
-		[ -n "$(eth_ns ss -Hltn "sport = :$1")" ] && return 0
+		[ -n "$("${ETH_FROM:-eth_ns}" ss -Hltn "sport = :$1")" ] && return 0
 		sleep 0.1
 	done
 	fail "nothing listens on port $1 in $ETH_NS"
@@ -213,7 +214,9 @@ eth_cleanup() {
 #   eth_m0 NAME               worker 0's counter ibgw_NAME
 #   eth_sha DST PORT [S [FILE]]
 #                             sends FILE (default $tmp/in) to DST:PORT from the namespace (nc, S seconds
-#                             at most, default 60) and prints the sha256 of what came back
+#                             at most, default 60) and prints the sha256 of what came back; from
+#                             another host when ETH_FROM names a function that runs a command there
+#                             (as eth_ns does)
 #   eth_xfer DST PORT S WHAT  eth_sha, compared with $want: fails "WHAT: came back different", else
 #                             ok "WHAT, sha256 equal (its seconds)"
 #   eth_loss_recovered [MORE] prints worker 0's loss-recovery counters (and MORE), fails unless
@@ -230,7 +233,7 @@ eth_cleanup() {
 #                             (either family) answered
 eth_m0() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
 
-eth_sha() { eth_ns timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp/in}" | sha256sum | cut -d' ' -f1; }
+eth_sha() { "${ETH_FROM:-eth_ns}" timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp/in}" | sha256sum | cut -d' ' -f1; }
 
 eth_xfer() {
 	local t0

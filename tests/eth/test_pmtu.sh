@@ -63,18 +63,13 @@ far ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the far host cannot reach ib
 far ping -6 -c 1 -W 5 "$ETH_GW_IP6" >/dev/null || fail "the far host cannot reach ibgwd over IPv6"
 ip netns exec "$FAR_NS" socat TCP6-LISTEN:5001,ipv6only=0,reuseaddr,fork,backlog=64 EXEC:cat &
 pids+=($!)
-for _ in $(seq 100); do far ss -ltn | grep -q ':5001 ' && break; sleep 0.1; done
+ETH_FROM=far eth_wait_listen 5001
 
 head -c 8M /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
-# FROM-NAMESPACE-FUNCTION DST PORT WHAT: 8 MB each way, sha256 equal within 60 s
-xfer() {
-	local t0 got
-	t0=$(date +%s.%N)
-	got=$($1 timeout 60 nc -N "$2" "$3" <"$tmp/in" | sha256sum | cut -d' ' -f1)
-	[ "$got" = "$want" ] || fail "$4: came back different or stalled (a black hole: path MTU not learnt?)"
-	ok "$4: 8 MB each way, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
-}
+# FROM DST PORT WHAT: 8 MB each way from host FROM (far, or eth_ns: the router), sha256 equal within
+# 60 s (a black hole, the path MTU not learnt, stalls it: "came back different")
+xfer() { ETH_FROM=$1 eth_xfer "$2" "$3" 60 "$4: 8 MB each way"; }
 xfer far "$ETH_GW_IP" 7 "IPv4 client behind the 1400-byte link, ibgwd's echo"
 xfer far "$ETH_GW_IP6" 7 "IPv6 client behind the 1400-byte link, ibgwd's echo"
 xfer eth_ns "$ETH_GW_IP" 8000 "relay to an IPv4 server behind the 1400-byte link (ibgwd's active open)"

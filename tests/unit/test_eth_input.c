@@ -1752,6 +1752,34 @@ static void nd_na_from(const uint8_t *target, uint8_t flags, const uint8_t *mac)
 	eh_feed(&h, f, frame6(f, target, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
 }
 
+/* Opens an IPv6 connection from the peer's PPORT to the echo service, the peer's neighbour entry made
+ * from its solicitation first; OPT: the SYN's options (OPTLEN bytes, a multiple of 4). *PSEQ is the
+ * SYN's sequence number, moved past it. With ACK the handshake ends, else the connection is left in
+ * SYN_RCVD. Returns our next sequence number. */
+static uint32_t open6(uint16_t pport, const uint8_t *opt, size_t optlen, uint32_t *pseq, bool ack)
+{
+	uint8_t f[200];
+	struct out v[4];
+	uint32_t gseq;
+
+	nd_ns_from_peer();
+	eh_poll(&h);
+	eh_forget(&h);
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, pport, EH_ECHO_PORT, *pseq, 0, RTE_TCP_SYN_FLAG, opt, optlen, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1);
+	gseq = v[0].seq + 1;
+	(*pseq)++;
+	if (ack) {
+		eh_feed(
+		    &h, f,
+		    tcp6(f, NULL, 0, pport, EH_ECHO_PORT, *pseq, gseq, RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
+		eh_poll(&h);
+	}
+	return gseq;
+}
+
 /* A SYN over IPv6 behind a destination-options header: the SYN-ACK from address6 with an MSS of
  * MTU - 60, to the MAC neighbour discovery taught; data echoed; a bad checksum and a closed port. */
 static void test_tcp6_echo(void **state)
@@ -1853,9 +1881,9 @@ static void test_tcp6_echo(void **state)
  * (RFC 8200 5). The peer sent no timestamps: segments of MTU - 60. */
 static void test_pmtu_too_big6(void **state)
 {
-	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xa0, 4, 2, 1, 3, 3, 7};
+	static const uint8_t syn_opts[12] = {2, 4, 0x05, 0xa0, 4, 2, 1, 3, 3, 7};
 	static uint8_t blob[4 * 1440];
-	uint8_t f[1600], opt[12] = {0}, msg[8 + 40 + 20] = {2, 0};
+	uint8_t f[1600], msg[8 + 40 + 20] = {2, 0};
 	struct rte_ipv6_hdr *q = (struct rte_ipv6_hdr *)(msg + 8);
 	struct eh_session *se;
 	const struct rte_ipv6_hdr *ip[16];
@@ -1864,17 +1892,7 @@ static void test_pmtu_too_big6(void **state)
 	unsigned n;
 
 	(void)state;
-	nd_ns_from_peer();
-	eh_poll(&h);
-	memcpy(opt, syn_opts, sizeof(syn_opts));
-	eh_forget(&h);
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40100, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, opt, 12, NULL, 0));
-	eh_poll(&h);
-	assert_int_equal(sent6(v, ip, 16), 1);
-	gseq = v[0].seq + 1;
-	pseq++;
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40100, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
-	eh_poll(&h);
+	gseq = open6(40100, syn_opts, sizeof(syn_opts), &pseq, true);
 	se = session_of(40100);
 	assert_non_null(se);
 	eh_forget(&h);
@@ -1913,14 +1931,7 @@ static void test_tcp6_tso(void **state)
 	uint32_t gseq, pseq = 500;
 
 	(void)state;
-	nd_ns_from_peer();
-	eh_poll(&h);
-	eh_forget(&h);
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, mss, 4, NULL, 0));
-	eh_poll(&h);
-	assert_int_equal(sent6(v, NULL, 4), 1);
-	gseq = v[0].seq + 1;
-	pseq++;
+	gseq = open6(40020, mss, sizeof(mss), &pseq, false); /* (the data's ACK ends the handshake) */
 	eh_forget(&h);
 	for (unsigned k = 0; k < 3; k++)
 		eh_feed(&h, f,
@@ -1951,15 +1962,7 @@ static void test_nd_flood_keeps_used(void **state)
 	uint32_t gseq, pseq = 700;
 
 	(void)state;
-	nd_ns_from_peer();
-	eh_poll(&h);
-	eh_forget(&h);
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
-	eh_poll(&h);
-	assert_int_equal(sent6(v, NULL, 4), 1);
-	gseq = v[0].seq + 1;
-	pseq++;
-	eh_feed(&h, f, tcp6(f, NULL, 0, 40030, EH_ECHO_PORT, pseq, gseq, RTE_TCP_ACK_FLAG, NULL, 0, NULL, 0));
+	gseq = open6(40030, NULL, 0, &pseq, true);
 	eh_advance_ms(&h, 1000); /* (the flood's entries are newer: a plain LRU would take the peer's) */
 	eh_forget(&h);
 	for (unsigned i = 0; i < 8 * 256; i++) {
