@@ -1529,26 +1529,24 @@ void conf_free(struct conf *c)
 	free(c);
 }
 
-bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr)
+/* Whether one of LIST's N networks admits ADDR. No address (::, an AF_IB peer) is admitted only by a
+ * /0: matching :: against the list would let ::/1 and the like admit it. */
+static bool cidrs_admit(const struct xlt_cidr *list, uint32_t n, const struct xlt_ip *addr)
 {
-	/* no address (AF_IB): matching :: against the list would let ::/1 and the like admit it */
-	if (xlt_ip_is_any(addr))
-		return conf_route_allows_all(r);
-	for (uint32_t i = 0; i < r->n_allow; i++)
-		if (xlt_cidr_match(&r->allow[i], addr))
+	for (uint32_t i = 0; i < n; i++)
+		if (xlt_ip_is_any(addr) ? !list[i].prefix : xlt_cidr_match(&list[i], addr))
 			return true;
 	return false;
 }
 
+bool conf_route_allows(const struct conf_route *r, const struct xlt_ip *addr)
+{
+	return cidrs_admit(r->allow, r->n_allow, addr);
+}
+
 bool conf_route_proxy_from(const struct conf_route *r, const struct xlt_ip *peer)
 {
-	if (!r->n_proxy_from)
-		return true;
-	/* a TCP peer always has an address; :: would match ::/1 and the like: only ::/0 takes it */
-	for (uint32_t i = 0; i < r->n_proxy_from; i++)
-		if (xlt_ip_is_any(peer) ? !r->proxy_from[i].prefix : xlt_cidr_match(&r->proxy_from[i], peer))
-			return true;
-	return false;
+	return !r->n_proxy_from || cidrs_admit(r->proxy_from, r->n_proxy_from, peer);
 }
 
 void conf_warn(const struct conf *c, conf_error_fn warn, void *arg)
@@ -1572,10 +1570,9 @@ void conf_warn(const struct conf *c, conf_error_fn warn, void *arg)
 
 bool conf_route_allows_all(const struct conf_route *r)
 {
-	for (uint32_t i = 0; i < r->n_allow; i++)
-		if (!r->allow[i].prefix)
-			return true;
-	return false;
+	static const struct xlt_ip none;
+
+	return cidrs_admit(r->allow, r->n_allow, &none);
 }
 
 const char *conf_endpoint_str(const struct conf_endpoint *ep, char *buf, size_t len)
