@@ -61,11 +61,6 @@ static inline struct eth_sndq_ent *ent_at(const struct eth_tcb *t, unsigned i)
 	return &ents(t)[(t->sndq.head + i) % ETH_SNDQ_ENTS];
 }
 
-static void gauge(struct eth_stack *st)
-{
-	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
-}
-
 /* The ring, made when a session first lends: the bytes already queued (copies) become its first
  * entry. Returns 0 or -ENOMEM. */
 static int ring_make(struct eth_tcb *t)
@@ -80,7 +75,7 @@ static int ring_make(struct eth_tcb *t)
 		*ent_at(t, 0) = (struct eth_sndq_ent){.len = t->sbuf.len};
 		q->n = 1;
 	}
-	gauge(t->st);
+	eth_buf_gauge(t->st);
 	return 0;
 }
 
@@ -89,7 +84,7 @@ static void ring_drop(struct eth_tcb *t)
 	eth_chunk_put(&t->st->chunks, t->sndq.ring);
 	t->sndq.ring = NULL;
 	t->sndq.head = t->sndq.n = 0;
-	gauge(t->st);
+	eth_buf_gauge(t->st);
 }
 
 /* Queues N copied bytes (already appended to sbuf) as an entry, merged into the last one when it
@@ -128,7 +123,7 @@ uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
 	if (n && t->sndq.ring)
 		add_copy(t, n, 0);
 	xlt_counter_add(&st->stats.copied_out, n);
-	gauge(st);
+	eth_buf_gauge(st);
 	return n;
 }
 
@@ -193,7 +188,7 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 		if (k < g->len)
 			break;
 	}
-	gauge(st);
+	eth_buf_gauge(st);
 	if (took < offered)
 		t->want_writable = true;
 	if (took && t->state != ETH_TCP_SYN_SENT)
@@ -364,7 +359,7 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 	}
 	if (t->sbuf.len == 0)
 		eth_bufq_trim(&st->chunks, &t->sbuf);
-	gauge(st);
+	eth_buf_gauge(st);
 }
 
 void eth_sndq_free(struct eth_tcb *t, bool drop_report)

@@ -89,7 +89,7 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 
 static void update_buffer_gauge(struct eth_stack *st)
 {
-	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	eth_buf_gauge(st);
 }
 
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st)

@@ -718,7 +718,7 @@ void eth_tcp_ooo_expire(struct eth_tcb *t)
 	t->ooo_fin = false;
 	t->t_ooo = 0;
 	eth_bufq_trim(&st->chunks, &t->rbuf);
-	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	eth_buf_gauge(st);
 }
 
 /* Moves rcv_nxt over out-of-order ranges that became contiguous. */
@@ -824,7 +824,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		}
 		if (!t->t_ooo)
 			ooo_arm(t);
-		xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+		eth_buf_gauge(st);
 		t->ack_now = true; /* duplicate ACK carrying SACK */
 		if (has(sg, RTE_TCP_FIN_FLAG)) {
 			t->ooo_fin = true;
@@ -832,7 +832,7 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 		}
 		return false; /* a FIN here is not in order yet */
 	}
-	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
+	eth_buf_gauge(st);
 	return true;
 }
 
