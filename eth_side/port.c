@@ -23,11 +23,19 @@
 #include "port.h"
 #include "stack-t.h"
 
+/* How eth_port_tx_reclaim gets the device to free the frames it sent. */
+enum tx_reclaim {
+	RECLAIM_NONE,    /* it frees them as it sends them (af_packet copies), or nothing is known */
+	RECLAIM_CLEANUP, /* rte_eth_tx_done_cleanup */
+	RECLAIM_FRAME,   /* a TX burst of one frame of our own (virtio_user: its only cleanup) */
+};
+
 struct eth_port {
 	uint16_t id;
 	unsigned n_queues;
 	unsigned offloads; /* ETH_OFFLOAD_* */
 	bool rx_intr;	   /* rx_fd are the device's RX interrupt eventfds (eth_port_rx_arm) */
+	enum tx_reclaim reclaim;
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	int rx_fd[]; /* per queue: see eth_port_rx_fd */
@@ -301,6 +309,11 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		snprintf(errbuf, errlen, "port %u: start: %s", p->id, rte_strerror(-ret));
 		goto err;
 	}
+	/* (asked of queue 0 while no worker runs: -ENOTSUP when the PMD has no such op) */
+	if (rte_eth_tx_done_cleanup(p->id, 0, 0) >= 0)
+		p->reclaim = RECLAIM_CLEANUP;
+	else if (virtio_user)
+		p->reclaim = RECLAIM_FRAME;
 	for (unsigned q = 0; q < n_queues; q++)
 		p->rx_fd[q] = -1;
 	if (af_packet)
@@ -381,6 +394,40 @@ void eth_port_rx_disarm(const struct eth_port *p, unsigned q)
 bool eth_port_rx_intr(const struct eth_port *p)
 {
 	return p->rx_intr;
+}
+
+/* EtherType of ECTP, the Ethernet configuration testing protocol (loopback) */
+#define ETHER_TYPE_ECTP 0x9000
+
+void eth_port_tx_reclaim(const struct eth_port *p, unsigned q)
+{
+	struct rte_ether_hdr *eh;
+	struct rte_mbuf *m;
+	uint8_t *ectp;
+
+	if (p->reclaim == RECLAIM_CLEANUP) {
+		rte_eth_tx_done_cleanup(p->id, (uint16_t)q, 0); /* 0: all it can */
+		return;
+	}
+	if (p->reclaim != RECLAIM_FRAME)
+		return;
+	m = rte_pktmbuf_alloc(p->pool);
+	if (!m)
+		return;
+	/* to our own MAC: a switch or bridge drops it (its destination is behind the port it came
+	 * from), a host's NIC filters it; a minimal frame, zeroed (skip count 0), whose one message is
+	 * a reply (function 1, little-endian), receipt number 0: for nobody but its sender */
+	eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	memset(eh, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	eh->dst_addr = p->mac;
+	eh->src_addr = p->mac;
+	eh->ether_type = rte_cpu_to_be_16(ETHER_TYPE_ECTP);
+	ectp = (uint8_t *)(eh + 1);
+	ectp[2] = 1;
+	m->data_len = RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN;
+	m->pkt_len = m->data_len;
+	if (rte_eth_tx_burst(p->id, (uint16_t)q, &m, 1) != 1)
+		rte_pktmbuf_free(m);
 }
 
 unsigned eth_port_offloads(const struct eth_port *p)

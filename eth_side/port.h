@@ -36,6 +36,15 @@ void eth_port_rx_disarm(const struct eth_port *p, unsigned q);
 /* Whether eth_port_rx_fd is a device RX interrupt (whose wake-up passes through a kernel thread:
  * vhost-net's), not a socket the kernel fills directly. */
 bool eth_port_rx_intr(const struct eth_port *p);
+/* Worker of queue Q, idle: has the device free the frames it sent on Q and no longer needs, which
+ * some keep in their TX ring until a later burst (virtio_user): frames pointing into lent memory
+ * keep it from its pool meanwhile. Through the PMD's tx_done_cleanup where it has one; on
+ * virtio_user, whose TX burst is its only cleanup, by sending one frame nobody takes (an ECTP
+ * loopback frame to the port's own MAC, as Ethernet keepalives are): the burst frees what the device
+ * used once more than 4 descriptors wait (port.c: tx_free_thresh), so repeated calls get there.
+ * Nothing on a port that frees frames as it sends them (af_packet). Costs a frame: the caller
+ * bounds its rate. */
+void eth_port_tx_reclaim(const struct eth_port *p, unsigned q);
 /* ETH_OFFLOAD_* flags (stack-t.h) the port was configured with. */
 unsigned eth_port_offloads(const struct eth_port *p);
 

@@ -34,20 +34,25 @@
 #include "engine.h"
 #include "sndq.h"
 
-/* What an mbuf attached to lent memory carries to its free callback: its reference. It lives in
- * the mbuf's own data room, unused while the mbuf points elsewhere, and intact until the callback
- * returned (DPDK restores the mbuf's own buffer only after it). */
+/* What an mbuf attached to lent memory carries to its free callback: its reference, and the engine
+ * whose tx_lent_mbufs gauge counts it. It lives in the mbuf's own data room, unused while the mbuf
+ * points elsewhere, and intact until the callback returned (DPDK restores the mbuf's own buffer only
+ * after it). */
 struct extref {
 	struct rte_mbuf_ext_shared_info sh;
 	void *hold;
 	const struct xlt_hold_ops *hops;
+	struct eth_stack *st;
 };
 
+/* Called by whoever frees the mbuf: the worker (its TX burst cleaning the device's ring, a frame
+ * dropped), or, once the workers stopped, the thread closing the port: the gauge keeps one writer. */
 static void extref_free(void *addr, void *opaque)
 {
 	struct extref *r = opaque;
 
 	(void)addr;
+	xlt_counter_add(&r->st->stats.tx_lent_mbufs, (uint64_t)-1);
 	r->hops->put(r->hold);
 }
 
@@ -247,7 +252,9 @@ static int append_ref(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **l
 	rte_mbuf_ext_refcnt_set(&r->sh, 1);
 	r->hold = e->hold;
 	r->hops = e->hops;
+	r->st = t->st;
 	e->hops->get(e->hold);
+	xlt_counter_add(&t->st->stats.tx_lent_mbufs, 1);
 	/* the device reads it with the CPU (ETH_OFFLOAD_EXTMEM) or by its virtual address in DPDK's memory
 	 * (ETH_OFFLOAD_DEVMEM, virtio_user): no IO address needed; never written */
 	rte_pktmbuf_attach_extbuf(s, (void *)(uintptr_t)data, RTE_BAD_IOVA, (uint16_t)len, &r->sh);

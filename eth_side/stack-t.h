@@ -181,6 +181,8 @@ struct eth_stack_stats {
 	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
 	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
 				     * budget left) */
+	uint64_t tx_lent_mbufs;     /* gauge: mbufs of frames pointing into lent memory, not freed yet
+	                             * (queued, or kept by the device's TX ring until it cleans it) */
 };
 
 #endif

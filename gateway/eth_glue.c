@@ -27,6 +27,7 @@
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
+#include "../ib_side/ib.h"
 #include "../translate/ip.h"
 #include "gw.h"
 #include "log.h"
@@ -51,6 +52,7 @@ struct glue_worker {
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
 	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
 	uint64_t now;		    /* the round's clock (eth_rx) */
+	uint64_t reclaim_at;        /* see ETH_RECLAIM_NS */
 	unsigned work;		    /* the round's work so far (eth_rx, eth_relay) */
 };
 
@@ -61,6 +63,12 @@ struct glue_worker {
  * unchanged). af_packet's ring socket is woken by the kernel directly: no hot window (measured: no
  * gain, a little throughput lost). */
 #define ETH_HOT_INTR_NS 300000
+
+/* An idle worker whose sent frames still point into lent IB buffer sets, while sets wait for their
+ * last references (their connection gone), has the port free what its TX ring keeps
+ * (eth_port_tx_reclaim) at most this often: nothing else would, until the next frame goes out. On
+ * virtio_user each call sends a frame, and a few get it there. */
+#define ETH_RECLAIM_NS 20000000
 
 static struct glue_worker glue[GW_MAX_WORKERS];
 
@@ -317,6 +325,12 @@ static unsigned eth_flush(struct gw_worker *w)
 		g->hot_until = g->now + g->hot_ns;
 	else if (g->now < g->hot_until)
 		work = 1; /* still hot: the answer to what just went out is likely due */
+	else if (g->now >= g->reclaim_at && w->port && w->d->ib &&
+	         xlt_counter_read(&eth_stack_stats(w->eth)->tx_lent_mbufs) &&
+	         xlt_counter_read(&ib_ctl_stats(w->d->ib)->buf_lent)) {
+		g->reclaim_at = g->now + ETH_RECLAIM_NS;
+		eth_port_tx_reclaim(w->port, w->id); /* not work: the worker may sleep */
+	}
 	return work;
 }
 

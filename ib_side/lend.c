@@ -135,7 +135,7 @@ bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
 	 * finds it on the returned stack, never before */
 	b->lent_next = b->dev->lent;
 	b->dev->lent = b;
-	st->buf_lent++;
+	xlt_counter_add(&st->buf_lent, 1); /* read by the workers too (eth_glue.c) */
 	bufs_unref(b); /* (0 now: pushed on the returned stack, pooled at the next tick) */
 	return false;
 }
@@ -151,7 +151,7 @@ struct ib_bufs *ib_bufs_take_returned(struct ib_dev *dev, struct ib_ctl_stats *s
 			pp = &(*pp)->lent_next;
 		if (*pp) {
 			*pp = b->lent_next;
-			st->buf_lent--;
+			xlt_counter_add(&st->buf_lent, (uint64_t)-1);
 		}
 		b->lent_next = NULL;
 	}
