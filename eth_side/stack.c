@@ -158,6 +158,9 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	if (!st)
 		return NULL;
 	memset(st, 0, sizeof(*st));
+	STAILQ_INIT(&st->ev);
+	STAILQ_INIT(&st->out);
+	TAILQ_INIT(&st->tw);
 	st->c = *c;
 	st->netmask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
 	st->flow_key.k0 = c->flow_key[0];
@@ -186,7 +189,7 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->tcbs = reserve(st->tcbs_bytes);
 	while (buckets < c->max_conns && buckets < (1u << 24))
 		buckets <<= 1;
-	st->htab_bytes = buckets * sizeof(struct eth_tcb *);
+	st->htab_bytes = buckets * sizeof(st->htab[0]); /* zeroed: every chain empty */
 	st->htab = reserve(st->htab_bytes);
 	if (!st->tcbs || !st->htab) {
 		ret = -ENOMEM;
@@ -556,14 +559,11 @@ static unsigned dispatch(struct eth_stack *st)
 	struct eth_tcb *t;
 	unsigned n = 0;
 
-	while ((t = st->ev_head)) {
+	while ((t = STAILQ_FIRST(&st->ev))) {
 		struct xlt_stream_events *ev = &t->s.ev;
 		unsigned e = t->ev;
 
-		st->ev_head = t->evnext;
-		if (!st->ev_head)
-			st->ev_tail = NULL;
-		t->evnext = NULL;
+		STAILQ_REMOVE_HEAD(&st->ev, evlink);
 		t->on_ev = false;
 		t->ev = 0;
 		n++;
@@ -615,13 +615,12 @@ static unsigned dispatch(struct eth_stack *st)
 /* Lets every connection waiting to send produce its segments while the device queue has room. */
 static unsigned flush_output(struct eth_stack *st)
 {
-	struct eth_tcb *list = st->out_head, *t;
+	struct eth_tcb *list = STAILQ_FIRST(&st->out), *t;
 	unsigned n = 0;
 
-	st->out_head = st->out_tail = NULL;
+	STAILQ_INIT(&st->out);
 	while ((t = list)) {
-		list = t->outnext;
-		t->outnext = NULL;
+		list = STAILQ_NEXT(t, outlink);
 		t->on_out = false;
 		if (t->state == ETH_TCP_CLOSED)
 			continue;
@@ -639,9 +638,8 @@ static void reap(struct eth_stack *st)
 {
 	struct eth_tcb *t;
 
-	while ((t = st->reap)) {
-		st->reap = t->reapnext;
-		t->reapnext = NULL;
+	while ((t = SLIST_FIRST(&st->reap))) {
+		SLIST_REMOVE_HEAD(&st->reap, reaplink);
 		eth_tcb_free(t);
 	}
 }
@@ -696,7 +694,7 @@ unsigned eth_stack_flush(struct eth_stack *st)
 {
 	unsigned work = 0;
 
-	for (int round = 0; round < 4 && (st->out_head || st->n_tx); round++) {
+	for (int round = 0; round < 4 && (!STAILQ_EMPTY(&st->out) || st->n_tx); round++) {
 		work += flush_output(st);
 		tx_flush(st);
 		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP)
@@ -705,7 +703,7 @@ unsigned eth_stack_flush(struct eth_stack *st)
 	reap(st);
 	/* events queued after this round's relay (another engine's session aborted or closed one of
 	 * ours) fire in the next round: no sleep before it */
-	return work + (st->ev_head != NULL);
+	return work + !STAILQ_EMPTY(&st->ev);
 }
 
 unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)
