@@ -11,6 +11,7 @@
  * worker (each keeps its own neighbour caches), so those frames are cloned to the others, which only
  * learn from them. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,8 +252,10 @@ void eth_stack_destroy(struct eth_stack *st)
 
 int eth_stack_link(struct eth_stack **stacks, unsigned n)
 {
-	static unsigned group;
-	unsigned g = __atomic_fetch_add(&group, 1, __ATOMIC_RELAXED);
+	/* the ring names' group number: written and read by whichever thread links a set of stacks (the
+	 * control thread at start); atomic, so that no two links ever share ring names */
+	static _Atomic unsigned group;
+	unsigned g = atomic_fetch_add_explicit(&group, 1, memory_order_relaxed);
 	char name[RTE_RING_NAMESIZE];
 
 	for (unsigned i = 0; i < n; i++)

@@ -38,6 +38,7 @@
 #include <sys/queue.h>
 
 #include "../translate/proxy_v2.h"
+#include "../translate/ratelim.h"
 #include "../translate/session.h"
 #include "../conf/conf.h"
 #include "gw.h"
@@ -97,8 +98,7 @@ static struct {
 	struct pp_wait *pool;
 	SLIST_HEAD(, pp_wait) free;
 	TAILQ_HEAD(, pp_wait) fifo;
-	uint64_t untrusted_log_ns; /* when the last "untrusted" line was written; 0: never */
-	uint64_t untrusted_quiet;  /* refusals not logged since */
+	struct xlt_ratelim untrusted_log; /* the "untrusted" line (GW_PP_LOG_NS) */
 } waits[GW_MAX_WORKERS];
 
 /* ---- sending ---- */
@@ -265,19 +265,15 @@ static void on_closed(void *arg, int err)
 /* S's real peer is not in R's proxy_from: counted, logged within the rate limit. */
 static void untrusted(struct gw_worker *w, struct gw_route *r, const struct xlt_stream *s)
 {
-	uint64_t now = gw_now_ns();
 	char a[XLT_IP_STRLEN];
+	uint64_t quiet;
 
 	count(r, PP_UNTRUSTED);
-	if (waits[w->id].untrusted_log_ns && now - waits[w->id].untrusted_log_ns < GW_PP_LOG_NS) {
-		waits[w->id].untrusted_quiet++;
+	if (!xlt_ratelim_ok(&waits[w->id].untrusted_log, gw_now_ns(), GW_PP_LOG_NS, &quiet))
 		return;
-	}
 	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
 	        "believed (%" PRIu64 " more not logged)",
-	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, waits[w->id].untrusted_quiet);
-	waits[w->id].untrusted_log_ns = now;
-	waits[w->id].untrusted_quiet = 0;
+	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, quiet);
 }
 
 int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)

@@ -38,6 +38,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "../translate/ratelim.h"
 #include "conn.h"
 #include "ib.h"
 #include "proto.h"
@@ -62,13 +64,6 @@
  * pinned buffers and a session slot until this passes. */
 #define IB_ACCEPT_NS (5 * 1000000000ull)
 #define LOG_EVERY_NS 1000000000ull /* lines a peer can cause: at most one a second each */
-
-/* A log line a peer can trigger at will: at most one per LOG_EVERY_NS, the next one says how many
- * were left out. */
-struct ratelim {
-	uint64_t next_ns;
-	uint32_t skipped;
-};
 
 struct ib_listener {
 	struct ib_ctl *ctl;
@@ -101,7 +96,7 @@ struct ib_ctl {
 	uint64_t mem_limit;	  /* registered buffers kept idle in the pools only while all fit in this */
 	LIST_HEAD(, ib_conn) conns; /* every connection object, spares included */
 	TAILQ_HEAD(, ib_conn) ho;   /* half-open (accepting) connections, oldest first */
-	struct ratelim rl_accept, rl_reject, rl_half_open;
+	struct xlt_ratelim rl_accept, rl_reject, rl_half_open; /* lines a peer can cause (LOG_EVERY_NS) */
 	uint32_t dying; /* passive connections failed, not yet handed back and freed */
 	LIST_HEAD(, ib_listener) listeners;
 	uint64_t now;
@@ -139,19 +134,6 @@ static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
 static const char *ipstr(const struct xlt_ip *addr, char *buf)
 {
 	return xlt_ip_fmt(addr, buf);
-}
-
-/* True when a line may be written now; *SKIPPED: how many were held back since the last one. */
-static bool ratelim_ok(struct ib_ctl *ctl, struct ratelim *r, uint32_t *skipped)
-{
-	if (ctl->now < r->next_ns) {
-		r->skipped++;
-		return false;
-	}
-	*skipped = r->skipped;
-	r->skipped = 0;
-	r->next_ns = ctl->now + LOG_EVERY_NS;
-	return true;
 }
 
 /* ---- messages to workers ---- */
@@ -622,14 +604,14 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
 							"limits", "no resources"};
 	char a[XLT_IP_STRLEN];
-	uint32_t skipped;
+	uint64_t skipped;
 
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
 	ctl->st.rejected[why]++;
 	/* debug only, and rate-limited: a misbehaving client must not be able to flood the log */
-	if (ratelim_ok(ctl, &ctl->rl_reject, &skipped))
-		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%u more not logged)", ipstr(addr, a),
+	if (xlt_ratelim_ok(&ctl->rl_reject, ctl->now, LOG_EVERY_NS, &skipped))
+		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%" PRIu64 " more not logged)", ipstr(addr, a),
 		      names[why], skipped);
 }
 
@@ -685,7 +667,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	uint8_t ours[IB_RS_PDATA_LEN];
 	uint16_t port;
 	struct xlt_ip addr = peer_ip(e->id, &port);
-	uint32_t skipped;
+	uint64_t skipped;
 	int ret;
 
 	for (l = LIST_FIRST(&ctl->listeners); l && l->id != e->listen_id; l = LIST_NEXT(l, link))
@@ -754,8 +736,8 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		goto err;
 	if (rdma_accept(c->id, &param)) {
 		char a[XLT_IP_STRLEN];
-		if (ratelim_ok(ctl, &ctl->rl_accept, &skipped))
-			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(&addr, a),
+		if (xlt_ratelim_ok(&ctl->rl_accept, ctl->now, LOG_EVERY_NS, &skipped))
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%" PRIu64 " more not logged)", ipstr(&addr, a),
 			      strerror(errno), skipped);
 		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
@@ -1055,11 +1037,11 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	while (!TAILQ_EMPTY(&ctl->ho) && now_ns >= TAILQ_FIRST(&ctl->ho)->deadline_ns) {
 		struct ib_conn *c = TAILQ_FIRST(&ctl->ho);
 		char a[XLT_IP_STRLEN];
-		uint32_t skipped;
+		uint64_t skipped;
 
-		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
+		if (xlt_ratelim_ok(&ctl->rl_half_open, ctl->now, LOG_EVERY_NS, &skipped))
 			logf_(ctl, 6,
-			      "ib: connection from %s not established in time, dropped (%u more not logged)",
+			      "ib: connection from %s not established in time, dropped (%" PRIu64 " more not logged)",
 			      ipstr(&c->s.peer_addr, a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}
