@@ -69,7 +69,7 @@ struct eth_listener {
  * entry covers. */
 struct eth_rseg {
 	union {
-		STAILQ_ENTRY(eth_rseg) link;	 /* on its connection's receive queue */
+		STAILQ_ENTRY(eth_rseg) link;     /* on its connection's receive queue */
 		SLIST_ENTRY(eth_rseg) free_link; /* or on the stack's free list */
 	};
 	struct rte_mbuf *m; /* one buffer of the frame (a reference of its own), or NULL: chunk bytes */
@@ -81,15 +81,18 @@ struct eth_rseg {
  * them lower (rcvq.c). */
 #define ETH_RSEG_MAX 8192
 
+struct eth_tcb;
+SLIST_HEAD(eth_tcb_chain, eth_tcb); /* a hash bucket */
+
 /* A TCP connection block. The stream comes first: sessions hold a struct xlt_stream *. */
 struct eth_tcb {
 	struct xlt_stream s;
 	struct eth_stack *st;
-	SLIST_ENTRY(eth_tcb) hlink;	/* hash chain, or the free list */
-	STAILQ_ENTRY(eth_tcb) evlink;	/* event list (while on_ev) */
-	STAILQ_ENTRY(eth_tcb) outlink;	/* output list (while on_out) */
-	TAILQ_ENTRY(eth_tcb) twlink;	/* TIME_WAIT list, oldest first */
-	SLIST_ENTRY(eth_tcb) reaplink;	/* released, waiting to be freed */
+	SLIST_ENTRY(eth_tcb) hlink;    /* hash chain, or the free list */
+	STAILQ_ENTRY(eth_tcb) evlink;  /* event list (while on_ev) */
+	STAILQ_ENTRY(eth_tcb) outlink; /* output list (while on_out) */
+	TAILQ_ENTRY(eth_tcb) twlink;   /* TIME_WAIT list, oldest first */
+	SLIST_ENTRY(eth_tcb) reaplink; /* released, waiting to be freed */
 	struct eth_listener *lis; /* passive opens: a reference */
 	struct eth_timer timer;
 	uint32_t hash;
@@ -211,12 +214,12 @@ struct eth_stack {
 	SLIST_HEAD(, eth_tcb) tcb_free;
 	uint32_t tcb_carved;
 	uint32_t n_conns;	   /* not CLOSED and not in TIME_WAIT */
-	SLIST_HEAD(eth_tcb_chain, eth_tcb) *htab;
+	struct eth_tcb_chain *htab;
 	size_t htab_bytes;
 	uint32_t hmask;
 	STAILQ_HEAD(, eth_tcb) ev, out; /* connections with events due; with segments to send */
-	TAILQ_HEAD(, eth_tcb) tw;	/* in TIME_WAIT, oldest first */
-	SLIST_HEAD(, eth_tcb) reap;	/* released, freed at the end of the poll */
+	TAILQ_HEAD(, eth_tcb) tw;       /* in TIME_WAIT, oldest first */
+	SLIST_HEAD(, eth_tcb) reap;     /* released, freed at the end of the poll */
 	struct eth_listener listeners[ETH_MAX_LISTENERS];
 	unsigned n_listeners;	   /* slots used (open or draining) */
 

@@ -141,14 +141,14 @@ struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr,
 /* Unlinks T from the list HEAD threaded through FIELD, if it is on it (rare: a TIME_WAIT block
  * recycled or expiring while it still had an ACK or an event queued). STAILQ_REMOVE alone would
  * assume it is there. */
-#define TCB_LIST_REMOVE(head, t, field)                                                                \
-	do {                                                                                           \
-		struct eth_tcb *c_;                                                                    \
-		STAILQ_FOREACH(c_, head, field)                                                        \
-		if (c_ == (t)) {                                                                       \
-			STAILQ_REMOVE(head, t, eth_tcb, field);                                        \
-			break;                                                                         \
-		}                                                                                      \
+#define TCB_LIST_REMOVE(head, t, field)                                                                      \
+	do {                                                                                                 \
+		struct eth_tcb *c_;                                                                          \
+		STAILQ_FOREACH(c_, head, field)                                                              \
+			if (c_ == (t)) {                                                                     \
+				STAILQ_REMOVE(head, t, eth_tcb, field);                                      \
+				break;                                                                       \
+			}                                                                                    \
 	} while (0)
 
 void eth_tcb_free(struct eth_tcb *t)

@@ -79,7 +79,7 @@ static void on_chunk(struct rte_mempool *mp, void *opaque, struct rte_mempool_me
 static struct {
 	/* control thread, set at start */
 	struct ib_mem_ops ops;
-	uint64_t cap; /* bytes the sets may take from DPDK's heap */
+	uint64_t cap;           /* bytes the sets may take from DPDK's heap */
 	struct xlt_ratelim log; /* control thread only: the "out of room" line (BUFMEM_LOG_NS) */
 	/* written by the control thread (takes) and by any thread (gives back: an orphan's last put);
 	 * read by the control thread */

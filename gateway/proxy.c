@@ -87,7 +87,7 @@ struct pp_wait {
 	struct gw_worker *w;
 	uint64_t deadline_ns;
 	union {
-		TAILQ_ENTRY(pp_wait) link;	/* the worker's FIFO (deadline order) */
+		TAILQ_ENTRY(pp_wait) link;      /* the worker's FIFO (deadline order) */
 		SLIST_ENTRY(pp_wait) free_link; /* or the free list */
 	};
 	uint16_t have, need;

@@ -611,8 +611,8 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 	ctl->st.rejected[why]++;
 	/* debug only, and rate-limited: a misbehaving client must not be able to flood the log */
 	if (xlt_ratelim_ok(&ctl->rl_reject, ctl->now, LOG_EVERY_NS, &skipped))
-		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%" PRIu64 " more not logged)", ipstr(addr, a),
-		      names[why], skipped);
+		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%" PRIu64 " more not logged)",
+		      ipstr(addr, a), names[why], skipped);
 }
 
 static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why);
@@ -698,7 +698,8 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 		return;
 	}
-	atomic_store_explicit(&c->reserved, true, memory_order_relaxed); /* published to the worker by ADOPT */
+	/* published to the worker by ADOPT */
+	atomic_store_explicit(&c->reserved, true, memory_order_relaxed);
 	c->ct = IB_CT_ACCEPTING;
 	ctl->st.active++;
 	c->deadline_ns = ctl->now + IB_ACCEPT_NS;
@@ -737,8 +738,8 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	if (rdma_accept(c->id, &param)) {
 		char a[XLT_IP_STRLEN];
 		if (xlt_ratelim_ok(&ctl->rl_accept, ctl->now, LOG_EVERY_NS, &skipped))
-			logf_(ctl, 6, "ib: accepting %s failed: %s (%" PRIu64 " more not logged)", ipstr(&addr, a),
-			      strerror(errno), skipped);
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%" PRIu64 " more not logged)",
+			      ipstr(&addr, a), strerror(errno), skipped);
 		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
 	}
@@ -1041,7 +1042,8 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 
 		if (xlt_ratelim_ok(&ctl->rl_half_open, ctl->now, LOG_EVERY_NS, &skipped))
 			logf_(ctl, 6,
-			      "ib: connection from %s not established in time, dropped (%" PRIu64 " more not logged)",
+			      "ib: connection from %s not established in time, dropped (%" PRIu64
+			      " more not logged)",
 			      ipstr(&c->s.peer_addr, a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}

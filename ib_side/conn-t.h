@@ -134,16 +134,18 @@ struct ib_bufs {
 	 * dev->returned), read by the control thread once it took the stack. A plain pointer, not a
 	 * sys/queue entry: the stack is lock-free (compare-and-swap on its head). */
 	struct ib_bufs *ret_next;
-	LIST_ENTRY(ib_bufs) lent_link; /* control: on dev->lent (its connection gone, references out) */
+	LIST_ENTRY(ib_bufs) lent_link;     /* control: on dev->lent (its connection gone, references out) */
 	struct ibv_mr *xmr[IB_EXTMEM_MAX]; /* the external memory, LOCAL_WRITE only (extmem.c) */
 	unsigned n_xmr;
 };
+
+SLIST_HEAD(ib_cq_list, ib_cq);
 
 struct ib_dev {
 	struct ibv_context *ctx;
 	struct ibv_device_attr attr;
 	const char *name;
-	SLIST_HEAD(ib_cq_list, ib_cq) *cqs; /* per worker: list of CQs (control) */
+	struct ib_cq_list *cqs;    /* per worker: list of CQs (control) */
 	LIST_HEAD(, ib_bufs) pool; /* idle buffer sets (control) */
 	LIST_HEAD(, ib_bufs) lent; /* control: sets whose connection is gone while references are out */
 	/* A lock-free stack of the sets whose last reference went: pushed by any thread (the last
@@ -241,8 +243,8 @@ struct ib_conn {
 	uint32_t n_stalls;  /* this connection's credit stalls and their time, ended episodes (access log) */
 	uint64_t stall_ns;
 	STAILQ_ENTRY(ib_conn) work_link; /* the worker's work list (while listed) */
-	LIST_ENTRY(ib_conn) live_link;	 /* the worker's live list */
-	SLIST_ENTRY(ib_conn) list_link;	 /* worker's stash, backlog or linger list */
+	LIST_ENTRY(ib_conn) live_link;   /* the worker's live list */
+	SLIST_ENTRY(ib_conn) list_link;  /* worker's stash, backlog or linger list */
 
 	/* lent segments (worker; extmem.c): a ring in stream order, popped as their writes complete */
 	uint16_t send_sge;   /* (handed over) scatter entries a data write may use */
@@ -290,7 +292,7 @@ struct ib_worker {
 	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created) */
 	unsigned n_cqs, max_cqs;
 	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
-	SLIST_HEAD(, ib_conn) stash;	  /* spares taken but not used */
+	SLIST_HEAD(, ib_conn) stash;   /* spares taken but not used */
 	SLIST_HEAD(, ib_conn) backlog; /* RELEASEs the ring had no room for */
 	SLIST_HEAD(, ib_conn) linger;  /* done with, but their abort is still on its way to the peer */
 	STAILQ_HEAD(, ib_conn) work;
