@@ -38,6 +38,8 @@
 #             the peer namespace that takes ibgwd's offloads (TCP checksum, TSO, LRO) and signals RX
 #             interrupts. Judged against relay[offload], the relay on a link with offloads.
 #   vhost-busy  vhost with idle_sleep = 0
+#   vhost-lean  vhost with busy_poll = 0 (a worker sleeps as soon as a round finds nothing: the least
+#             CPU per byte, the most latency); leanN / vhost-leanN: busy_poll = N us
 #   xdp       DPDK's net_af_xdp PMD on the same veth instead of net_af_packet (libxdp's default XDP
 #             program; its object files come from the host's libxdp1 via build/bpf)
 # rsocket's rpoll (rdma-core 44) misses the wake-up of a listening rsocket when a connection arrives and
@@ -168,14 +170,20 @@ gw_up() { # VARIANT
 	default | gro) ;;
 	busy) gwx="idle_sleep = 0" ;;
 	idle[0-9]*) gwx="idle_sleep = ${1#idle}us" ;;
+	lean) gwx="busy_poll = 0" ;;
+	lean[0-9]*) gwx="busy_poll = ${1#lean}us" ;;
 	bigbuf) rx="ib_rbuf = 1M
 ib_sbuf = 1M
 tcp_rbuf = 1M
 tcp_sbuf = 1M" ;;
 	jumbo) mtu=9000 mbufs=4095 vx=",qdisc_bypass=1,blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
-	vhost | vhost-busy) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
+	vhost | vhost-busy | vhost-lean*) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
 		modprobe vhost_net || fail "no vhost_net"
-		[ "$1" = vhost-busy ] && gwx="idle_sleep = 0"
+		case $1 in
+		vhost-busy) gwx="idle_sleep = 0" ;;
+		vhost-lean) gwx="busy_poll = 0" ;;
+		vhost-lean[0-9]*) gwx="busy_poll = ${1#vhost-lean}us" ;;
+		esac
 		pmd=virtio_user0 gwif=ibv$$ vx=",path=/dev/vhost-net,queues=1,queue_size=1024" ;;
 	xdp) # libxdp loads its default XDP program from an object file the initrd lacks (bench_e2e.sh copies it)
 		pmd=net_af_xdp0 vx=""
