@@ -52,6 +52,7 @@ static int setup(void **state)
 {
 	(void)state;
 	memset(&w, 0, sizeof(w));
+	STAILQ_INIT(&w.work); /* as init_worker */
 	memset(&dev, 0, sizeof(dev));
 	memset(&st, 0, sizeof(st));
 	return 0;
