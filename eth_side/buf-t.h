@@ -9,6 +9,8 @@
 #define ETH_CHUNK_DATA (ETH_CHUNK_SIZE - 64u) /* the data stays cache-line aligned */
 
 struct eth_chunk {
+	/* a queue's chain, or the pool's free list. Hand-linked, not sys/queue.h: trim cuts a chain
+	 * after its Nth chunk, which glibc's STAILQ can only do by writing its head's fields itself. */
 	struct eth_chunk *next;
 	uint8_t pad_[64 - sizeof(void *)];
 	uint8_t data[ETH_CHUNK_DATA];

@@ -5,6 +5,7 @@
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "buf-t.h"
 #include "siphash.h"
@@ -67,7 +68,10 @@ struct eth_listener {
  * bytes of rbuf's chunks. The receive queue's bytes are a list of these, then rbuf's bytes that no
  * entry covers. */
 struct eth_rseg {
-	struct eth_rseg *next;
+	union {
+		STAILQ_ENTRY(eth_rseg) link;     /* on its connection's receive queue */
+		SLIST_ENTRY(eth_rseg) free_link; /* or on the stack's free list */
+	};
 	struct rte_mbuf *m; /* one buffer of the frame (a reference of its own), or NULL: chunk bytes */
 	const uint8_t *data;
 	uint32_t len;
@@ -77,15 +81,18 @@ struct eth_rseg {
  * them lower (rcvq.c). */
 #define ETH_RSEG_MAX 8192
 
+struct eth_tcb;
+SLIST_HEAD(eth_tcb_chain, eth_tcb); /* a hash bucket */
+
 /* A TCP connection block. The stream comes first: sessions hold a struct xlt_stream *. */
 struct eth_tcb {
 	struct xlt_stream s;
 	struct eth_stack *st;
-	struct eth_tcb *hnext;	/* hash chain */
-	struct eth_tcb *evnext; /* event list */
-	struct eth_tcb *outnext; /* output list */
-	struct eth_tcb *twnext, *twprev; /* TIME_WAIT list, oldest first */
-	struct eth_tcb *reapnext; /* released, waiting to be freed */
+	SLIST_ENTRY(eth_tcb) hlink;    /* hash chain, or the free list */
+	STAILQ_ENTRY(eth_tcb) evlink;  /* event list (while on_ev) */
+	STAILQ_ENTRY(eth_tcb) outlink; /* output list (while on_out) */
+	TAILQ_ENTRY(eth_tcb) twlink;   /* TIME_WAIT list, oldest first */
+	SLIST_ENTRY(eth_tcb) reaplink; /* released, waiting to be freed */
 	struct eth_listener *lis; /* passive opens: a reference */
 	struct eth_timer timer;
 	uint32_t hash;
@@ -145,7 +152,7 @@ struct eth_tcb {
 	/* in-order received bytes still in their mbufs (rcvq.c), in a list with runs of rbuf's bytes;
 	 * rbuf.cap is the configured buffer less rq_len (the bytes in frames), so every window
 	 * computation stays as it was */
-	struct eth_rseg *rq_head, *rq_tail;
+	STAILQ_HEAD(, eth_rseg) rq;
 	uint32_t rq_len;   /* bytes in frames */
 	uint32_t rq_chunk; /* bytes of rbuf that entries cover (the rest of rbuf.len follows them) */
 };
@@ -204,14 +211,15 @@ struct eth_stack {
 	/* connections */
 	struct eth_tcb *tcbs;	   /* max_conns blocks, reserved lazily */
 	size_t tcbs_bytes;
-	struct eth_tcb *tcb_free;
+	SLIST_HEAD(, eth_tcb) tcb_free;
 	uint32_t tcb_carved;
 	uint32_t n_conns;	   /* not CLOSED and not in TIME_WAIT */
-	struct eth_tcb **htab;
+	struct eth_tcb_chain *htab;
 	size_t htab_bytes;
 	uint32_t hmask;
-	struct eth_tcb *ev_head, *ev_tail, *out_head, *out_tail, *tw_head, *tw_tail;
-	struct eth_tcb *reap;	   /* released, freed at the end of the poll */
+	STAILQ_HEAD(, eth_tcb) ev, out; /* connections with events due; with segments to send */
+	TAILQ_HEAD(, eth_tcb) tw;       /* in TIME_WAIT, oldest first */
+	SLIST_HEAD(, eth_tcb) reap;     /* released, freed at the end of the poll */
 	struct eth_listener listeners[ETH_MAX_LISTENERS];
 	unsigned n_listeners;	   /* slots used (open or draining) */
 
@@ -229,7 +237,7 @@ struct eth_stack {
 	struct eth_stack_stats stats;
 
 	/* receive queues' mbuf pieces (rcvq.c): carved from the array as needed, then a free list */
-	struct eth_rseg *rseg_free;
+	SLIST_HEAD(, eth_rseg) rseg_free;
 	uint32_t rseg_carved, rseg_used;
 	uint32_t rseg_limit; /* pieces pinned at most: a share of the mempool (0: not computed yet) */
 	bool rx_extmem;	     /* the mempool is registered with the IB side (eth_stack_rx_extmem) */

@@ -55,24 +55,19 @@ static uint32_t rseg_limit(struct eth_stack *st)
 
 static struct eth_rseg *rseg_get(struct eth_stack *st)
 {
-	struct eth_rseg *r = st->rseg_free;
+	struct eth_rseg *r = SLIST_FIRST(&st->rseg_free);
 
 	if (r)
-		st->rseg_free = r->next;
+		SLIST_REMOVE_HEAD(&st->rseg_free, free_link);
 	else
 		r = &st->rsegs[st->rseg_carved++]; /* the caller checked rseg_used < limit <= ETH_RSEG_MAX */
 	st->rseg_used++;
-	r->next = NULL;
 	return r;
 }
 
 static void append(struct eth_tcb *t, struct eth_rseg *r)
 {
-	if (t->rq_tail)
-		t->rq_tail->next = r;
-	else
-		t->rq_head = r;
-	t->rq_tail = r;
+	STAILQ_INSERT_TAIL(&t->rq, r, link);
 }
 
 bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, uint32_t len)
@@ -137,7 +132,7 @@ copy:
 
 size_t eth_rcvq_peek(struct eth_tcb *t, const uint8_t **data)
 {
-	struct eth_rseg *r = t->rq_head;
+	struct eth_rseg *r = STAILQ_FIRST(&t->rq);
 	uint32_t n;
 
 	if (r && r->m) {
@@ -150,16 +145,13 @@ size_t eth_rcvq_peek(struct eth_tcb *t, const uint8_t **data)
 
 static void pop(struct eth_tcb *t)
 {
-	struct eth_rseg *r = t->rq_head;
+	struct eth_rseg *r = STAILQ_FIRST(&t->rq);
 
-	t->rq_head = r->next;
-	if (!t->rq_head)
-		t->rq_tail = NULL;
+	STAILQ_REMOVE_HEAD(&t->rq, link);
 	if (r->m)
 		rte_pktmbuf_free_seg(r->m);
 	r->m = NULL;
-	r->next = t->st->rseg_free;
-	t->st->rseg_free = r;
+	SLIST_INSERT_HEAD(&t->st->rseg_free, r, free_link);
 	t->st->rseg_used--;
 }
 
@@ -168,8 +160,8 @@ uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
 	struct eth_stack *st = t->st;
 	uint32_t done = 0;
 
-	while (n && t->rq_head) {
-		struct eth_rseg *r = t->rq_head;
+	while (n && !STAILQ_EMPTY(&t->rq)) {
+		struct eth_rseg *r = STAILQ_FIRST(&t->rq);
 		uint32_t k = n < r->len ? n : r->len;
 
 		if (r->m) {
@@ -219,7 +211,7 @@ unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, uns
 	unsigned k = 0;
 	uint32_t coff = 0; /* rbuf offset of the chunk run being walked */
 
-	for (struct eth_rseg *r = t->rq_head; r && k < max; r = r->next) {
+	for (struct eth_rseg *r = STAILQ_FIRST(&t->rq); r && k < max; r = STAILQ_NEXT(r, link)) {
 		uint32_t in = 0;
 		if (skip >= r->len) {
 			skip -= r->len;
@@ -258,7 +250,7 @@ void eth_rcvq_free(struct eth_tcb *t)
 {
 	struct eth_stack *st = t->st;
 
-	while (t->rq_head)
+	while (!STAILQ_EMPTY(&t->rq))
 		pop(t);
 	t->rbuf.cap += t->rq_len;
 	t->rq_len = 0;

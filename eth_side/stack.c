@@ -11,6 +11,7 @@
  * worker (each keeps its own neighbour caches), so those frames are cloned to the others, which only
  * learn from them. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,9 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	if (!st)
 		return NULL;
 	memset(st, 0, sizeof(*st));
+	STAILQ_INIT(&st->ev);
+	STAILQ_INIT(&st->out);
+	TAILQ_INIT(&st->tw);
 	st->c = *c;
 	st->netmask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
 	st->flow_key.k0 = c->flow_key[0];
@@ -187,7 +191,7 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->tcbs = reserve(st->tcbs_bytes);
 	while (buckets < c->max_conns && buckets < (1u << 24))
 		buckets <<= 1;
-	st->htab_bytes = buckets * sizeof(struct eth_tcb *);
+	st->htab_bytes = buckets * sizeof(st->htab[0]); /* zeroed: every chain empty */
 	st->htab = reserve(st->htab_bytes);
 	if (!st->tcbs || !st->htab) {
 		ret = -ENOMEM;
@@ -249,8 +253,10 @@ void eth_stack_destroy(struct eth_stack *st)
 
 int eth_stack_link(struct eth_stack **stacks, unsigned n)
 {
-	static unsigned group;
-	unsigned g = __atomic_fetch_add(&group, 1, __ATOMIC_RELAXED);
+	/* the ring names' group number: written and read by whichever thread links a set of stacks (the
+	 * control thread at start); atomic, so that no two links ever share ring names */
+	static _Atomic unsigned group;
+	unsigned g = atomic_fetch_add_explicit(&group, 1, memory_order_relaxed);
 	char name[RTE_RING_NAMESIZE];
 
 	for (unsigned i = 0; i < n; i++)
@@ -557,14 +563,11 @@ static unsigned dispatch(struct eth_stack *st)
 	struct eth_tcb *t;
 	unsigned n = 0;
 
-	while ((t = st->ev_head)) {
+	while ((t = STAILQ_FIRST(&st->ev))) {
 		struct xlt_stream_events *ev = &t->s.ev;
 		unsigned e = t->ev;
 
-		st->ev_head = t->evnext;
-		if (!st->ev_head)
-			st->ev_tail = NULL;
-		t->evnext = NULL;
+		STAILQ_REMOVE_HEAD(&st->ev, evlink);
 		t->on_ev = false;
 		t->ev = 0;
 		n++;
@@ -616,13 +619,12 @@ static unsigned dispatch(struct eth_stack *st)
 /* Lets every connection waiting to send produce its segments while the device queue has room. */
 static unsigned flush_output(struct eth_stack *st)
 {
-	struct eth_tcb *list = st->out_head, *t;
+	struct eth_tcb *list = STAILQ_FIRST(&st->out), *t;
 	unsigned n = 0;
 
-	st->out_head = st->out_tail = NULL;
+	STAILQ_INIT(&st->out);
 	while ((t = list)) {
-		list = t->outnext;
-		t->outnext = NULL;
+		list = STAILQ_NEXT(t, outlink);
 		t->on_out = false;
 		if (t->state == ETH_TCP_CLOSED)
 			continue;
@@ -640,9 +642,8 @@ static void reap(struct eth_stack *st)
 {
 	struct eth_tcb *t;
 
-	while ((t = st->reap)) {
-		st->reap = t->reapnext;
-		t->reapnext = NULL;
+	while ((t = SLIST_FIRST(&st->reap))) {
+		SLIST_REMOVE_HEAD(&st->reap, reaplink);
 		eth_tcb_free(t);
 	}
 }
@@ -697,7 +698,7 @@ unsigned eth_stack_flush(struct eth_stack *st)
 {
 	unsigned work = 0;
 
-	for (int round = 0; round < 4 && (st->out_head || st->n_tx); round++) {
+	for (int round = 0; round < 4 && (!STAILQ_EMPTY(&st->out) || st->n_tx); round++) {
 		work += flush_output(st);
 		tx_flush(st);
 		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP)
@@ -706,7 +707,7 @@ unsigned eth_stack_flush(struct eth_stack *st)
 	reap(st);
 	/* events queued after this round's relay (another engine's session aborted or closed one of
 	 * ours) fire in the next round: no sleep before it */
-	return work + (st->ev_head != NULL);
+	return work + !STAILQ_EMPTY(&st->ev);
 }
 
 unsigned eth_stack_poll(struct eth_stack *st, uint64_t now_ns)

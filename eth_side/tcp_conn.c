@@ -32,19 +32,6 @@ static bool counts_active(uint8_t s)
 	return s >= ETH_TCP_ESTABLISHED && s <= ETH_TCP_LAST_ACK;
 }
 
-static void tw_unlink(struct eth_stack *st, struct eth_tcb *t)
-{
-	if (t->twprev)
-		t->twprev->twnext = t->twnext;
-	else
-		st->tw_head = t->twnext;
-	if (t->twnext)
-		t->twnext->twprev = t->twprev;
-	else
-		st->tw_tail = t->twprev;
-	t->twnext = t->twprev = NULL;
-}
-
 void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 {
 	struct eth_stack *st = t->st;
@@ -60,7 +47,7 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 		xlt_counter_add(&st->stats.tcp_active, (uint64_t)-1);
 	else if (old == ETH_TCP_TIME_WAIT) {
 		xlt_counter_add(&st->stats.tcp_time_wait, (uint64_t)-1);
-		tw_unlink(st, t);
+		TAILQ_REMOVE(&st->tw, t, twlink);
 	}
 	if (old != ETH_TCP_CLOSED && old != ETH_TCP_TIME_WAIT)
 		st->n_conns--;
@@ -75,13 +62,7 @@ void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s)
 		xlt_counter_add(&st->stats.tcp_active, 1);
 	else if (s == ETH_TCP_TIME_WAIT) {
 		xlt_counter_add(&st->stats.tcp_time_wait, 1);
-		t->twprev = st->tw_tail;
-		t->twnext = NULL;
-		if (st->tw_tail)
-			st->tw_tail->twnext = t;
-		else
-			st->tw_head = t;
-		st->tw_tail = t;
+		TAILQ_INSERT_TAIL(&st->tw, t, twlink);
 	}
 	if (s != ETH_TCP_CLOSED && s != ETH_TCP_TIME_WAIT)
 		st->n_conns++;
@@ -94,23 +75,24 @@ static void update_buffer_gauge(struct eth_stack *st)
 
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st)
 {
-	struct eth_tcb *t = st->tcb_free;
+	struct eth_tcb *t = SLIST_FIRST(&st->tcb_free);
 
 	if (t) {
-		st->tcb_free = t->hnext;
+		SLIST_REMOVE_HEAD(&st->tcb_free, hlink);
 	} else if (st->tcb_carved < st->c.max_conns) {
 		t = &st->tcbs[st->tcb_carved++];
 	} else {
-		struct eth_tcb *tw = st->tw_head;
+		struct eth_tcb *tw = TAILQ_FIRST(&st->tw);
 		for (unsigned i = 0; tw && i < 16 && !tw->released; i++)
-			tw = tw->twnext;
+			tw = TAILQ_NEXT(tw, twlink);
 		if (!tw || !tw->released)
 			return NULL;
 		eth_tcb_free(tw);
-		t = st->tcb_free;
-		st->tcb_free = t->hnext;
+		t = SLIST_FIRST(&st->tcb_free);
+		SLIST_REMOVE_HEAD(&st->tcb_free, hlink);
 	}
 	memset(t, 0, sizeof(*t));
+	STAILQ_INIT(&t->rq);
 	t->st = st;
 	t->s.ops = &eth_tcp_stream_ops;
 	return t;
@@ -118,21 +100,22 @@ struct eth_tcb *eth_tcb_alloc(struct eth_stack *st)
 
 static void unhash(struct eth_tcb *t)
 {
-	struct eth_tcb **pp = &t->st->htab[t->hash & t->st->hmask];
+	/* (a pointer to the link to unlink through: glibc's sys/queue.h has no SLIST_REMOVE_AFTER) */
+	struct eth_tcb **pp = &SLIST_FIRST(&t->st->htab[t->hash & t->st->hmask]);
 
 	if (!t->hashed)
 		return;
 	while (*pp && *pp != t)
-		pp = &(*pp)->hnext;
+		pp = &SLIST_NEXT(*pp, hlink);
 	if (*pp)
-		*pp = t->hnext;
-	t->hnext = NULL;
+		*pp = SLIST_NEXT(t, hlink);
+	SLIST_NEXT(t, hlink) = NULL;
 	t->hashed = false;
 }
 
 void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 {
-	struct eth_tcb **b = &t->st->htab[(uint32_t)h & t->st->hmask];
+	struct eth_tcb_chain *b = &t->st->htab[(uint32_t)h & t->st->hmask];
 
 	t->hash = (uint32_t)h;
 	/* a PRF of H under another key with a tag of its own: the label a peer sees tells it nothing of
@@ -140,53 +123,42 @@ void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 	t->flow_label =
 	    (uint32_t)eth_siphash_3u32(&t->st->isn_key, (uint32_t)h, (uint32_t)(h >> 32), 0x666c6fu) &
 	    0xfffffu;
-	t->hnext = *b;
-	*b = t;
+	SLIST_INSERT_HEAD(b, t, hlink);
 	t->hashed = true;
 }
 
 struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
                                uint16_t lport, uint64_t h)
 {
-	struct eth_tcb *t = st->htab[(uint32_t)h & st->hmask];
+	struct eth_tcb *t;
 
-	for (; t; t = t->hnext)
+	SLIST_FOREACH(t, &st->htab[(uint32_t)h & st->hmask], hlink)
 		if (t->rport == rport && t->lport == lport && xlt_ip_eq(&t->raddr, raddr))
 			return t;
 	return NULL;
 }
 
-/* Unlinks T from a singly linked list threaded through the field at OFF (rare: a TIME_WAIT block
- * recycled or expiring while it still had an ACK or an event queued). */
-static void list_remove(struct eth_tcb **head, struct eth_tcb **tail, struct eth_tcb *t, size_t off)
-{
-	struct eth_tcb *prev = NULL, *c = *head;
-
-#define NEXT(x) (*(struct eth_tcb **)((char *)(x) + off))
-	while (c && c != t) {
-		prev = c;
-		c = NEXT(c);
-	}
-	if (!c)
-		return;
-	if (prev)
-		NEXT(prev) = NEXT(t);
-	else
-		*head = NEXT(t);
-	if (*tail == t)
-		*tail = prev;
-	NEXT(t) = NULL;
-#undef NEXT
-}
+/* Unlinks T from the list HEAD threaded through FIELD, if it is on it (rare: a TIME_WAIT block
+ * recycled or expiring while it still had an ACK or an event queued). STAILQ_REMOVE alone would
+ * assume it is there. */
+#define TCB_LIST_REMOVE(head, t, field)                                                                      \
+	do {                                                                                                 \
+		struct eth_tcb *c_;                                                                          \
+		STAILQ_FOREACH(c_, head, field)                                                              \
+			if (c_ == (t)) {                                                                     \
+				STAILQ_REMOVE(head, t, eth_tcb, field);                                      \
+				break;                                                                       \
+			}                                                                                    \
+	} while (0)
 
 void eth_tcb_free(struct eth_tcb *t)
 {
 	struct eth_stack *st = t->st;
 
 	if (t->on_ev)
-		list_remove(&st->ev_head, &st->ev_tail, t, offsetof(struct eth_tcb, evnext));
+		TCB_LIST_REMOVE(&st->ev, t, evlink);
 	if (t->on_out)
-		list_remove(&st->out_head, &st->out_tail, t, offsetof(struct eth_tcb, outnext));
+		TCB_LIST_REMOVE(&st->out, t, outlink);
 	t->on_ev = t->on_out = false;
 
 	eth_timer_cancel(&st->wheel, &t->timer);
@@ -200,8 +172,7 @@ void eth_tcb_free(struct eth_tcb *t)
 		eth_listener_put(st, t->lis);
 	t->lis = NULL;
 	t->s.ops = NULL; /* a stale stream pointer now faults instead of corrupting */
-	t->hnext = st->tcb_free;
-	st->tcb_free = t;
+	SLIST_INSERT_HEAD(&st->tcb_free, t, hlink);
 }
 
 void eth_tcb_event(struct eth_tcb *t, unsigned ev)
@@ -212,12 +183,7 @@ void eth_tcb_event(struct eth_tcb *t, unsigned ev)
 	if (t->on_ev)
 		return;
 	t->on_ev = true;
-	t->evnext = NULL;
-	if (st->ev_tail)
-		st->ev_tail->evnext = t;
-	else
-		st->ev_head = t;
-	st->ev_tail = t;
+	STAILQ_INSERT_TAIL(&st->ev, t, evlink);
 }
 
 void eth_tcb_output_later(struct eth_tcb *t)
@@ -227,19 +193,13 @@ void eth_tcb_output_later(struct eth_tcb *t)
 	if (t->on_out)
 		return;
 	t->on_out = true;
-	t->outnext = NULL;
-	if (st->out_tail)
-		st->out_tail->outnext = t;
-	else
-		st->out_head = t;
-	st->out_tail = t;
+	STAILQ_INSERT_TAIL(&st->out, t, outlink);
 }
 
 static void reap_later(struct eth_tcb *t)
 {
 	t->released = true;
-	t->reapnext = t->st->reap;
-	t->st->reap = t;
+	SLIST_INSERT_HEAD(&t->st->reap, t, reaplink);
 }
 
 /* A passive connection that never reached the session disappears without a trace. */

@@ -3,20 +3,20 @@
 #define ETH_TWHEEL_T_H
 
 #include <stdint.h>
+#include <sys/queue.h>
 
 #define ETH_TWHEEL_SLOTS 4096u /* 1 ms ticks: one revolution is 4.096 s */
 
 /* A timer, embedded in its owner (a TCP connection has exactly one). Zeroed = not armed. */
 struct eth_timer {
-	struct eth_timer *next;
-	struct eth_timer **pprev; /* NULL when not armed */
+	LIST_ENTRY(eth_timer) link; /* its slot; link.le_prev is NULL when not armed */
 	uint64_t when;		  /* tick it fires at */
 };
 
 struct eth_twheel {
 	uint64_t now;	 /* last tick processed */
 	uint64_t armed;	 /* timers armed */
-	struct eth_timer *slots[ETH_TWHEEL_SLOTS];
+	LIST_HEAD(eth_timer_list, eth_timer) slots[ETH_TWHEEL_SLOTS];
 };
 
 #endif

@@ -11,32 +11,21 @@
 void eth_twheel_init(struct eth_twheel *w, uint64_t now)
 {
 	for (unsigned i = 0; i < ETH_TWHEEL_SLOTS; i++)
-		w->slots[i] = NULL;
+		LIST_INIT(&w->slots[i]);
 	w->now = now;
 	w->armed = 0;
 }
 
-static void link_at(struct eth_timer **head, struct eth_timer *t)
-{
-	t->next = *head;
-	if (t->next)
-		t->next->pprev = &t->next;
-	t->pprev = head;
-	*head = t;
-}
-
 static void unlink_timer(struct eth_timer *t)
 {
-	*t->pprev = t->next;
-	if (t->next)
-		t->next->pprev = t->pprev;
-	t->next = NULL;
-	t->pprev = NULL;
+	LIST_REMOVE(t, link);
+	t->link.le_next = NULL;
+	t->link.le_prev = NULL; /* not armed (eth_timer_armed) */
 }
 
 void eth_timer_cancel(struct eth_twheel *w, struct eth_timer *t)
 {
-	if (!t->pprev)
+	if (!eth_timer_armed(t))
 		return;
 	unlink_timer(t);
 	w->armed--;
@@ -48,24 +37,27 @@ void eth_timer_arm(struct eth_twheel *w, struct eth_timer *t, uint64_t when)
 	if (when <= w->now)
 		when = w->now + 1;
 	t->when = when;
-	link_at(&w->slots[when % ETH_TWHEEL_SLOTS], t);
+	LIST_INSERT_HEAD(&w->slots[when % ETH_TWHEEL_SLOTS], t, link);
 	w->armed++;
 }
 
 /* Fires the due timers of slot S (the clock already reads w->now). */
 static unsigned run_slot(struct eth_twheel *w, unsigned s, eth_timer_fn fn, void *arg)
 {
-	struct eth_timer *pending = w->slots[s], *t;
+	struct eth_timer_list pending = w->slots[s];
+	struct eth_timer *t;
 	unsigned fired = 0;
 
-	if (!pending)
+	if (LIST_EMPTY(&pending))
 		return 0;
-	w->slots[s] = NULL;
-	pending->pprev = &pending;
-	while ((t = pending)) {
+	/* the list moves to PENDING: its first timer's back link follows (glibc's sys/queue.h has no
+	 * LIST_SWAP) */
+	LIST_FIRST(&pending)->link.le_prev = &LIST_FIRST(&pending);
+	LIST_INIT(&w->slots[s]);
+	while ((t = LIST_FIRST(&pending))) {
 		unlink_timer(t);
 		if (t->when > w->now) {
-			link_at(&w->slots[s], t); /* a later lap */
+			LIST_INSERT_HEAD(&w->slots[s], t, link); /* a later lap */
 			continue;
 		}
 		w->armed--;

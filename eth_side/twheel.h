@@ -26,7 +26,7 @@ void eth_timer_cancel(struct eth_twheel *w, struct eth_timer *t);
 
 static inline bool eth_timer_armed(const struct eth_timer *t)
 {
-	return t->pprev != 0;
+	return t->link.le_prev != NULL;
 }
 
 /* Advances the clock to NOW and calls FN(ARG, timer) for every timer due, each disarmed before

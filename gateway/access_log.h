@@ -12,6 +12,7 @@
 #ifndef GW_ACCESS_LOG_H
 #define GW_ACCESS_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,12 +52,16 @@ struct gw_alog_rec {
 	char route[CONF_NAME_MAX + 1];
 };
 
-/* A worker's ring. head and tail on their own cache lines: the worker writes head (release) and
- * reads tail (acquire), the control thread the other way round. */
+/* A worker's ring, grouped by writer, each group on cache lines of its own. */
 struct gw_alog_ring {
-	uint64_t head __attribute__((aligned(64)));
-	uint64_t dropped; /* records lost to a full ring: worker writes, control reads (relaxed) */
-	uint64_t tail __attribute__((aligned(64)));
+	/* written by the worker: the records it committed (release), read by the control thread
+	 * (acquire); records lost to a full ring, read by the control thread (translate/counter.h) */
+	_Atomic uint64_t head __attribute__((aligned(64)));
+	uint64_t dropped;
+	/* written by the control thread: the records it consumed (release), read by the worker
+	 * (acquire) */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	/* [tail, head): written by the worker before it moves head, read by the control thread */
 	struct gw_alog_rec slot[GW_ALOG_RING_SIZE] __attribute__((aligned(64)));
 };
 
@@ -64,38 +69,43 @@ struct gw_alog_ring {
  * gw_alog_commit. */
 static inline struct gw_alog_rec *gw_alog_reserve(struct gw_alog_ring *r)
 {
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed); /* its own */
 
-	if (r->head - tail >= GW_ALOG_RING_SIZE) {
+	if (head - tail >= GW_ALOG_RING_SIZE) {
 		xlt_counter_add(&r->dropped, 1);
 		return NULL;
 	}
-	return &r->slot[r->head & (GW_ALOG_RING_SIZE - 1)];
+	return &r->slot[head & (GW_ALOG_RING_SIZE - 1)];
 }
 
 /* Worker: records R can take now without dropping any. */
 static inline unsigned gw_alog_room(struct gw_alog_ring *r)
 {
-	return GW_ALOG_RING_SIZE - (unsigned)(r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE));
+	return GW_ALOG_RING_SIZE - (unsigned)(atomic_load_explicit(&r->head, memory_order_relaxed) -
+	                                      atomic_load_explicit(&r->tail, memory_order_acquire));
 }
 
 /* Worker: hands the record gw_alog_reserve returned to the control thread. */
 static inline void gw_alog_commit(struct gw_alog_ring *r)
 {
-	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + 1,
+	                      memory_order_release);
 }
 
 /* Control thread: the oldest record not consumed yet, or NULL; gw_alog_pop consumes it. */
 static inline const struct gw_alog_rec *gw_alog_peek(struct gw_alog_ring *r)
 {
-	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed); /* its own */
 
-	return head == r->tail ? NULL : &r->slot[r->tail & (GW_ALOG_RING_SIZE - 1)];
+	return head == tail ? NULL : &r->slot[tail & (GW_ALOG_RING_SIZE - 1)];
 }
 
 static inline void gw_alog_pop(struct gw_alog_ring *r)
 {
-	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + 1,
+	                      memory_order_release);
 }
 
 /* Formats R as one JSON line (newline included) into BUF (LEN >= GW_ALOG_LINE_MAX). REAL_NS and

@@ -22,6 +22,7 @@
  * shows it, ibgw_ib_buffer_dpdk_bytes against ibgw_ib_buffer_bytes how many sets are in DPDK's
  * memory). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@
 #include <rte_mempool.h>
 
 #include "../conf/conf.h"
+#include "../translate/ratelim.h"
 #include "../eth_side/port.h"
 #include "../eth_side/stack.h"
 #include "../ib_side/ib.h"
@@ -75,37 +77,34 @@ static void on_chunk(struct rte_mempool *mp, void *opaque, struct rte_mempool_me
 #define HUGE_SIZES       4
 
 static struct {
+	/* control thread, set at start */
 	struct ib_mem_ops ops;
-	uint64_t cap;    /* bytes the sets may take from DPDK's heap (control thread, set at start) */
-	uint64_t used;   /* atomic: taken by the control thread, given back by any (an orphan's last put) */
-	uint64_t log_ns; /* control thread: when the last "out of room" line was written */
-	uint32_t missed; /* control thread: sets that found no room since that line */
+	uint64_t cap;           /* bytes the sets may take from DPDK's heap */
+	struct xlt_ratelim log; /* control thread only: the "out of room" line (BUFMEM_LOG_NS) */
+	/* written by the control thread (takes) and by any thread (gives back: an orphan's last put);
+	 * read by the control thread */
+	_Atomic uint64_t used;
 } bm;
 
 /* Control thread (ib_mem_ops.alloc). */
 static void *bm_alloc(void *arg, size_t len)
 {
 	void *mem = NULL;
-	uint64_t now;
+	uint64_t quiet;
 
 	(void)arg;
-	if (__atomic_load_n(&bm.used, __ATOMIC_RELAXED) + len <= bm.cap)
+	if (atomic_load_explicit(&bm.used, memory_order_relaxed) + len <= bm.cap)
 		mem = rte_zmalloc("ibgw_ib_bufs", len, BUFMEM_ALIGN);
 	if (mem) {
-		__atomic_add_fetch(&bm.used, len, __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(&bm.used, len, memory_order_relaxed);
 		return mem;
 	}
-	bm.missed++;
-	now = gw_now_ns();
-	if (!bm.log_ns || now - bm.log_ns >= BUFMEM_LOG_NS) {
-		GW_WARN("IB side: %" PRIu32 " buffer set(s) found no room in DPDK's memory (%" PRIu64
+	if (xlt_ratelim_ok(&bm.log, gw_now_ns(), BUFMEM_LOG_NS, &quiet))
+		GW_WARN("IB side: %" PRIu64 " buffer set(s) found no room in DPDK's memory (%" PRIu64
 		        " of %" PRIu64
 		        " MiB taken): their bytes are copied into Ethernet frames (more with -m or "
 		        "hugepages in [eth] eal_args)",
-		        bm.missed, __atomic_load_n(&bm.used, __ATOMIC_RELAXED) / MIB, bm.cap / MIB);
-		bm.log_ns = now;
-		bm.missed = 0;
-	}
+		        quiet + 1, atomic_load_explicit(&bm.used, memory_order_relaxed) / MIB, bm.cap / MIB);
 	return NULL;
 }
 
@@ -114,7 +113,7 @@ static void bm_free(void *arg, void *mem, size_t len)
 {
 	(void)arg;
 	rte_free(mem);
-	__atomic_sub_fetch(&bm.used, len, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&bm.used, len, memory_order_relaxed);
 }
 
 /* What DPDK's memory lists could still take, per page size: their unpopulated segments. */

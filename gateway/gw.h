@@ -53,6 +53,7 @@ struct gw_backend;
 struct gw_live {
 	uint32_t max_sessions;  /* [gateway] max_sessions, capped at d->cap_sessions */
 	uint64_t idle_sleep_us; /* [gateway] idle_sleep */
+	uint64_t busy_poll_ns;  /* [gateway] busy_poll */
 	/* backend pools (backend.c): slot i describes the backend whose serial is bk_serial[i]; a
 	 * backend whose serial differs from its slot's is not in this snapshot yet (not usable) */
 	uint32_t bk_serial[GW_MAX_BACKENDS];
@@ -62,7 +63,7 @@ struct gw_live {
 	struct eth_local_set locals; /* addresses on the kernel TAP (kernel.c): the engines own them too */
 	/* control thread only, once retired: */
 	uint64_t retired_epoch; /* freed when every worker has reported this epoch */
-	struct gw_live *next_retired;
+	SLIST_ENTRY(gw_live) retired_link; /* on d->live_retired */
 };
 
 /* Counters of one worker: written by that worker only, read by the control thread (relaxed). */
@@ -210,7 +211,7 @@ struct gw_daemon {
 	/* any thread (atomic read-modify-writes): admitted sessions, all routes */
 	_Atomic uint32_t sessions_admitted;
 	/* control thread only: */
-	struct gw_live *live_retired; /* control only: replaced snapshots in their grace period */
+	SLIST_HEAD(, gw_live) live_retired; /* control only: replaced snapshots in their grace period */
 	uint64_t drain_aborted;    /* sessions aborted when the drain timeout passed */
 	int ready_fd;		   /* -1, or the pipe telling the launching parent that start-up succeeded */
 

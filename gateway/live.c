@@ -25,6 +25,7 @@ struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
 	l->max_sessions =
 	    c->gateway.max_sessions < d->cap_sessions ? c->gateway.max_sessions : d->cap_sessions;
 	l->idle_sleep_us = c->gateway.idle_sleep_us;
+	l->busy_poll_ns = c->gateway.busy_poll_us * 1000;
 	gw_backends_fill(d, l);
 	l->alog_on = c->gateway.access_log[0] != 0;
 	l->alog_interval_ns = c->gateway.access_log_interval_ms * 1000000ull;
@@ -41,14 +42,14 @@ void gw_live_publish(struct gw_daemon *d, struct gw_live *l)
 	atomic_store_explicit(&d->live_epoch, e, memory_order_release);
 	if (old) {
 		old->retired_epoch = e;
-		old->next_retired = d->live_retired;
-		d->live_retired = old;
+		SLIST_INSERT_HEAD(&d->live_retired, old, retired_link);
 	}
 }
 
 void gw_live_sweep(struct gw_daemon *d)
 {
-	struct gw_live **pp = &d->live_retired;
+	/* (a pointer to the link to unlink through: glibc's sys/queue.h has no SLIST_REMOVE_AFTER) */
+	struct gw_live **pp = &SLIST_FIRST(&d->live_retired);
 	uint64_t seen = UINT64_MAX;
 
 	for (unsigned i = 0; i < d->n_workers; i++) {
@@ -59,19 +60,19 @@ void gw_live_sweep(struct gw_daemon *d)
 	while (*pp) {
 		struct gw_live *l = *pp;
 		if (l->retired_epoch <= seen) {
-			*pp = l->next_retired;
+			*pp = SLIST_NEXT(l, retired_link);
 			free(l);
 		} else {
-			pp = &l->next_retired;
+			pp = &SLIST_NEXT(l, retired_link);
 		}
 	}
 }
 
 void gw_live_fini(struct gw_daemon *d)
 {
-	while (d->live_retired) {
-		struct gw_live *l = d->live_retired;
-		d->live_retired = l->next_retired;
+	while (!SLIST_EMPTY(&d->live_retired)) {
+		struct gw_live *l = SLIST_FIRST(&d->live_retired);
+		SLIST_REMOVE_HEAD(&d->live_retired, retired_link);
 		free(l);
 	}
 	free(d->live);

@@ -1,7 +1,8 @@
 /* Logging: levels to stderr (one line each, journald-friendly "<N>" prefixes) or to syslog.
  *
  * Safe to call from any thread (one write per line). Not for the datapath's per-packet path: workers
- * log only state changes, and rate-limit with GW_LOG_RATELIMITED where a peer could trigger a flood. */
+ * log only state changes, and rate-limit with xlt_ratelim (translate/ratelim.h) where a peer
+ * could trigger a flood. */
 #ifndef GW_LOG_H
 #define GW_LOG_H
 

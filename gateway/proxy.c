@@ -35,8 +35,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "../translate/proxy_v2.h"
+#include "../translate/ratelim.h"
 #include "../translate/session.h"
 #include "../conf/conf.h"
 #include "gw.h"
@@ -84,17 +86,19 @@ struct pp_wait {
 	struct gw_route *r;   /* referenced (a reload may update the listener in place and put its route) */
 	struct gw_worker *w;
 	uint64_t deadline_ns;
-	struct pp_wait *prev, *next; /* the worker's FIFO (deadline order), or the free list (next) */
+	union {
+		TAILQ_ENTRY(pp_wait) link;      /* the worker's FIFO (deadline order) */
+		SLIST_ENTRY(pp_wait) free_link; /* or the free list */
+	};
 	uint16_t have, need;
 	uint8_t buf[XLT_PP2_MAX_LEN];
 };
 
 static struct {
 	struct pp_wait *pool;
-	struct pp_wait *free;
-	struct pp_wait *head, *tail;
-	uint64_t untrusted_log_ns; /* when the last "untrusted" line was written; 0: never */
-	uint64_t untrusted_quiet;  /* refusals not logged since */
+	SLIST_HEAD(, pp_wait) free;
+	TAILQ_HEAD(, pp_wait) fifo;
+	struct xlt_ratelim untrusted_log; /* the "untrusted" line (GW_PP_LOG_NS) */
 } waits[GW_MAX_WORKERS];
 
 /* ---- sending ---- */
@@ -147,18 +151,9 @@ static void unlink_wait(struct pp_wait *p)
 {
 	unsigned id = p->w->id;
 
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		waits[id].head = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	else
-		waits[id].tail = p->prev;
+	TAILQ_REMOVE(&waits[id].fifo, p, link);
 	p->s = NULL;
-	p->prev = NULL;
-	p->next = waits[id].free;
-	waits[id].free = p;
+	SLIST_INSERT_HEAD(&waits[id].free, p, free_link);
 }
 
 /* The last event of a stream given up on: release it. */
@@ -270,24 +265,20 @@ static void on_closed(void *arg, int err)
 /* S's real peer is not in R's proxy_from: counted, logged within the rate limit. */
 static void untrusted(struct gw_worker *w, struct gw_route *r, const struct xlt_stream *s)
 {
-	uint64_t now = gw_now_ns();
 	char a[XLT_IP_STRLEN];
+	uint64_t quiet;
 
 	count(r, PP_UNTRUSTED);
-	if (waits[w->id].untrusted_log_ns && now - waits[w->id].untrusted_log_ns < GW_PP_LOG_NS) {
-		waits[w->id].untrusted_quiet++;
+	if (!xlt_ratelim_ok(&waits[w->id].untrusted_log, gw_now_ns(), GW_PP_LOG_NS, &quiet))
 		return;
-	}
 	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
 	        "believed (%" PRIu64 " more not logged)",
-	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, waits[w->id].untrusted_quiet);
-	waits[w->id].untrusted_log_ns = now;
-	waits[w->id].untrusted_quiet = 0;
+	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, quiet);
 }
 
 int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 {
-	struct pp_wait *p = waits[w->id].free;
+	struct pp_wait *p = SLIST_FIRST(&waits[w->id].free);
 
 	/* the real peer, before anything it sent is looked at */
 	if (!conf_route_proxy_from(&r->conf, &s->peer_addr)) {
@@ -298,16 +289,11 @@ int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 		count(r, PP_OVERLOAD);
 		return -ENOBUFS;
 	}
-	waits[w->id].free = p->next;
+	SLIST_REMOVE_HEAD(&waits[w->id].free, free_link);
 	gw_route_get(r);
 	*p = (struct pp_wait){.s = s, .r = r, .w = w, .need = XLT_PP2_HDR_LEN};
 	p->deadline_ns = gw_now_ns() + GW_PP_WAIT_NS;
-	p->prev = waits[w->id].tail;
-	if (p->prev)
-		p->prev->next = p;
-	else
-		waits[w->id].head = p;
-	waits[w->id].tail = p;
+	TAILQ_INSERT_TAIL(&waits[w->id].fifo, p, link);
 	s->ev = (struct xlt_stream_events){.arg = p, .on_readable = on_readable, .on_closed = on_closed};
 	pp_read(p); /* the header may have come with the handshake's last segment */
 	return 0;
@@ -318,8 +304,8 @@ unsigned gw_proxy_poll(struct gw_worker *w, uint64_t now_ns)
 	unsigned work = 0;
 
 	/* one deadline for all: the FIFO is in deadline order */
-	while (waits[w->id].head && waits[w->id].head->deadline_ns <= now_ns) {
-		fail(waits[w->id].head, PP_TIMEOUT);
+	while (!TAILQ_EMPTY(&waits[w->id].fifo) && TAILQ_FIRST(&waits[w->id].fifo)->deadline_ns <= now_ns) {
+		fail(TAILQ_FIRST(&waits[w->id].fifo), PP_TIMEOUT);
 		work++;
 	}
 	return work;
@@ -328,13 +314,12 @@ unsigned gw_proxy_poll(struct gw_worker *w, uint64_t now_ns)
 int gw_proxy_init(struct gw_daemon *d)
 {
 	for (unsigned i = 0; i < d->n_workers; i++) {
+		TAILQ_INIT(&waits[i].fifo);
 		waits[i].pool = calloc(GW_PP_WAITERS, sizeof(*waits[i].pool));
 		if (!waits[i].pool)
 			return -ENOMEM;
-		for (unsigned k = GW_PP_WAITERS; k-- > 0;) {
-			waits[i].pool[k].next = waits[i].free;
-			waits[i].free = &waits[i].pool[k];
-		}
+		for (unsigned k = GW_PP_WAITERS; k-- > 0;)
+			SLIST_INSERT_HEAD(&waits[i].free, &waits[i].pool[k], free_link);
 	}
 	return 0;
 }

@@ -38,6 +38,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "../translate/ratelim.h"
 #include "conn.h"
 #include "ib.h"
 #include "proto.h"
@@ -63,20 +65,13 @@
 #define IB_ACCEPT_NS (5 * 1000000000ull)
 #define LOG_EVERY_NS 1000000000ull /* lines a peer can cause: at most one a second each */
 
-/* A log line a peer can trigger at will: at most one per LOG_EVERY_NS, the next one says how many
- * were left out. */
-struct ratelim {
-	uint64_t next_ns;
-	uint32_t skipped;
-};
-
 struct ib_listener {
 	struct ib_ctl *ctl;
 	struct rdma_cm_id *id;
 	struct ib_route_params rp; /* what its connections are set up with (the route's, copied) */
 	void *route;
 	uint16_t port;
-	struct ib_listener *prev, *next;
+	LIST_ENTRY(ib_listener) link; /* ctl->listeners */
 };
 
 struct pending {
@@ -99,11 +94,11 @@ struct ib_ctl {
 	uint16_t spare_depth;	  /* receive queue depth a spare connection object (active open) can serve */
 	uint32_t max_need;	  /* CQ entries the largest connection needs: every CQ is sized by it */
 	uint64_t mem_limit;	  /* registered buffers kept idle in the pools only while all fit in this */
-	struct ib_conn *conns; /* every connection object, spares included */
-	struct ib_conn *ho_head, *ho_tail; /* half-open (accepting) connections, oldest first */
-	struct ratelim rl_accept, rl_reject, rl_half_open;
+	LIST_HEAD(, ib_conn) conns; /* every connection object, spares included */
+	TAILQ_HEAD(, ib_conn) ho;   /* half-open (accepting) connections, oldest first */
+	struct xlt_ratelim rl_accept, rl_reject, rl_half_open; /* lines a peer can cause (LOG_EVERY_NS) */
 	uint32_t dying; /* passive connections failed, not yet handed back and freed */
-	struct ib_listener *listeners;
+	LIST_HEAD(, ib_listener) listeners;
 	uint64_t now;
 	bool serving;
 	struct ib_ctl_stats st;
@@ -139,19 +134,6 @@ static void logf_(struct ib_ctl *ctl, int level, const char *fmt, ...)
 static const char *ipstr(const struct xlt_ip *addr, char *buf)
 {
 	return xlt_ip_fmt(addr, buf);
-}
-
-/* True when a line may be written now; *SKIPPED: how many were held back since the last one. */
-static bool ratelim_ok(struct ib_ctl *ctl, struct ratelim *r, uint32_t *skipped)
-{
-	if (ctl->now < r->next_ns) {
-		r->skipped++;
-		return false;
-	}
-	*skipped = r->skipped;
-	r->skipped = 0;
-	r->next_ns = ctl->now + LOG_EVERY_NS;
-	return true;
 }
 
 /* ---- messages to workers ---- */
@@ -198,25 +180,6 @@ static int to_worker(struct ib_ctl *ctl, struct ib_conn *c, enum ib_msg_type typ
 
 /* ---- slots and connection objects ---- */
 
-static void conn_link(struct ib_ctl *ctl, struct ib_conn *c)
-{
-	c->ct_prev = NULL;
-	c->ct_next = ctl->conns;
-	if (ctl->conns)
-		ctl->conns->ct_prev = c;
-	ctl->conns = c;
-}
-
-static void conn_unlink(struct ib_ctl *ctl, struct ib_conn *c)
-{
-	if (c->ct_prev)
-		c->ct_prev->ct_next = c->ct_next;
-	else
-		ctl->conns = c->ct_next;
-	if (c->ct_next)
-		c->ct_next->ct_prev = c->ct_prev;
-}
-
 static size_t conn_size(uint32_t depth)
 {
 	return sizeof(struct ib_conn) + sizeof(uint32_t) * depth;
@@ -240,7 +203,7 @@ static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w, uint16_
 	c->s.state = XLT_STREAM_CONNECTING;
 	w->ct_conns++;
 	ctl->st.conn_bytes += conn_size(depth);
-	conn_link(ctl, c);
+	LIST_INSERT_HEAD(&ctl->conns, c, ct_link);
 	return c;
 }
 
@@ -248,13 +211,7 @@ static struct ib_conn *conn_new(struct ib_ctl *ctl, struct ib_worker *w, uint16_
 
 static void ho_add(struct ib_ctl *ctl, struct ib_conn *c)
 {
-	c->ho_next = NULL;
-	c->ho_prev = ctl->ho_tail;
-	if (ctl->ho_tail)
-		ctl->ho_tail->ho_next = c;
-	else
-		ctl->ho_head = c;
-	ctl->ho_tail = c;
+	TAILQ_INSERT_TAIL(&ctl->ho, c, ho_link);
 	c->ho_listed = true;
 	ctl->st.half_open++;
 }
@@ -263,14 +220,7 @@ static void ho_del(struct ib_ctl *ctl, struct ib_conn *c)
 {
 	if (!c->ho_listed)
 		return;
-	if (c->ho_prev)
-		c->ho_prev->ho_next = c->ho_next;
-	else
-		ctl->ho_head = c->ho_next;
-	if (c->ho_next)
-		c->ho_next->ho_prev = c->ho_prev;
-	else
-		ctl->ho_tail = c->ho_prev;
+	TAILQ_REMOVE(&ctl->ho, c, ho_link);
 	c->ho_listed = false;
 	ctl->st.half_open--;
 }
@@ -278,7 +228,7 @@ static void ho_del(struct ib_ctl *ctl, struct ib_conn *c)
 /* Gives C's session slot back unless the worker already handed it to a session. */
 static void unreserve(struct ib_ctl *ctl, struct ib_conn *c)
 {
-	if (__atomic_exchange_n(&c->reserved, false, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&c->reserved, false, memory_order_acq_rel))
 		ctl->hooks->unadmit(ctl->hooks->arg, c->route);
 }
 
@@ -316,14 +266,13 @@ static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b);
 
 static struct ib_bufs *bufs_get(struct ib_ctl *ctl, struct ib_dev *dev, uint32_t rs, uint32_t ss)
 {
-	struct ib_bufs **pp, *b;
+	struct ib_bufs *b;
 	void *mem;
 
-	for (pp = &dev->pool; *pp; pp = &(*pp)->next)
-		if ((*pp)->rbuf_size == rs && (*pp)->sbuf_size == ss) {
+	LIST_FOREACH(b, &dev->pool, pool_link)
+		if (b->rbuf_size == rs && b->sbuf_size == ss) {
 			struct ibv_mr *mr;
-			b = *pp;
-			*pp = b->next;
+			LIST_REMOVE(b, pool_link);
 			ctl->st.buf_idle_bytes -= b->len;
 			/* a new key for the next connection: the one the last peer was given dies here
 			 * (registered before the old one goes, so it cannot be the same value) */
@@ -402,7 +351,7 @@ static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 {
 	unsigned n = 0;
 
-	for (struct ib_bufs *p = b->dev->pool; p; p = p->next)
+	for (struct ib_bufs *p = LIST_FIRST(&b->dev->pool); p; p = LIST_NEXT(p, pool_link))
 		n++;
 	/* idle sets are a cache: an eighth of the memory budget at most, and only while all registered
 	 * memory fits the budget (sessions hold theirs against it from their connect request on) */
@@ -414,8 +363,7 @@ static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 	/* the next connection must find none of this one's bytes: a peer that claims more than it
 	 * wrote would be relayed what lies in the ring */
 	memset(b->mem, 0, b->len);
-	b->next = b->dev->pool;
-	b->dev->pool = b;
+	LIST_INSERT_HEAD(&b->dev->pool, b, pool_link);
 	ctl->st.buf_idle_bytes += b->len;
 }
 
@@ -453,7 +401,7 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 	struct ib_cq *cq;
 	unsigned n = 0;
 
-	for (cq = dev->cqs[w->id]; cq; cq = cq->next, n++)
+	for (cq = SLIST_FIRST(&dev->cqs[w->id]); cq; cq = SLIST_NEXT(cq, link), n++)
 		if (cq->size - cq->reserved >= need) {
 			cq->reserved += need;
 			return cq;
@@ -461,7 +409,7 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 	if (need > (uint32_t)dev->attr.max_cqe)
 		return NULL;
 	for (unsigned i = 0; i < ctl->n_devs; i++)
-		for (struct ib_cq *q = ctl->devs[i].cqs[w->id]; q; q = q->next)
+		for (struct ib_cq *q = SLIST_FIRST(&ctl->devs[i].cqs[w->id]); q; q = SLIST_NEXT(q, link))
 			n++;
 	if (n >= w->max_cqs)
 		return NULL;
@@ -486,8 +434,7 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 	}
 	cq->size = (uint32_t)cq->cq->cqe;
 	cq->reserved = need;
-	cq->next = dev->cqs[w->id];
-	dev->cqs[w->id] = cq;
+	SLIST_INSERT_HEAD(&dev->cqs[w->id], cq, link);
 	ctl->st.cqs++;
 	return cq;
 }
@@ -612,7 +559,7 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	c->w->ct_free[c->w->ct_nfree++] = c->slot;
 	c->w->ct_conns--;
 	ctl->st.conn_bytes -= conn_size(c->ends_cap);
-	conn_unlink(ctl, c);
+	LIST_REMOVE(c, ct_link);
 	free(c);
 }
 
@@ -657,15 +604,15 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 	static const char *const names[IB_REJ_COUNT] = {"wrong version", "malformed private data", "source not allowed",
 							"limits", "no resources"};
 	char a[XLT_IP_STRLEN];
-	uint32_t skipped;
+	uint64_t skipped;
 
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
 	ctl->st.rejected[why]++;
 	/* debug only, and rate-limited: a misbehaving client must not be able to flood the log */
-	if (ratelim_ok(ctl, &ctl->rl_reject, &skipped))
-		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%u more not logged)", ipstr(addr, a),
-		      names[why], skipped);
+	if (xlt_ratelim_ok(&ctl->rl_reject, ctl->now, LOG_EVERY_NS, &skipped))
+		logf_(ctl, 7, "ib: connect request from %s rejected: %s (%" PRIu64 " more not logged)",
+		      ipstr(addr, a), names[why], skipped);
 }
 
 static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why);
@@ -682,11 +629,11 @@ static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 	if (ret != -EBUSY)
 		return ret;
 	/* oldest first: the list is in deadline order, which is age order */
-	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
-		if (c->route == route && __atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
+	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old; c = TAILQ_NEXT(c, ho_link))
+		if (c->route == route && atomic_load_explicit(&c->reserved, memory_order_acquire))
 			old = c;
-	for (struct ib_conn *c = ctl->ho_head; c && !old; c = c->ho_next)
-		if (__atomic_load_n(&c->reserved, __ATOMIC_ACQUIRE))
+	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old; c = TAILQ_NEXT(c, ho_link))
+		if (atomic_load_explicit(&c->reserved, memory_order_acquire))
 			old = c;
 	if (!old)
 		return ret;
@@ -720,10 +667,10 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	uint8_t ours[IB_RS_PDATA_LEN];
 	uint16_t port;
 	struct xlt_ip addr = peer_ip(e->id, &port);
-	uint32_t skipped;
+	uint64_t skipped;
 	int ret;
 
-	for (l = ctl->listeners; l && l->id != e->listen_id; l = l->next)
+	for (l = LIST_FIRST(&ctl->listeners); l && l->id != e->listen_id; l = LIST_NEXT(l, link))
 		;
 	if (!l || !ctl->serving) {
 		reject(ctl, e->id, IB_REJ_LIMIT, &addr);
@@ -751,7 +698,8 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 		return;
 	}
-	__atomic_store_n(&c->reserved, true, __ATOMIC_RELAXED); /* published to the worker by ADOPT */
+	/* published to the worker by ADOPT */
+	atomic_store_explicit(&c->reserved, true, memory_order_relaxed);
 	c->ct = IB_CT_ACCEPTING;
 	ctl->st.active++;
 	c->deadline_ns = ctl->now + IB_ACCEPT_NS;
@@ -789,9 +737,9 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		goto err;
 	if (rdma_accept(c->id, &param)) {
 		char a[XLT_IP_STRLEN];
-		if (ratelim_ok(ctl, &ctl->rl_accept, &skipped))
-			logf_(ctl, 6, "ib: accepting %s failed: %s (%u more not logged)", ipstr(&addr, a),
-			      strerror(errno), skipped);
+		if (xlt_ratelim_ok(&ctl->rl_accept, ctl->now, LOG_EVERY_NS, &skipped))
+			logf_(ctl, 6, "ib: accepting %s failed: %s (%" PRIu64 " more not logged)",
+			      ipstr(&addr, a), strerror(errno), skipped);
 		fail_active(ctl, c, -ECONNABORTED, IB_FAIL_ACCEPT); /* the worker hands it back */
 		return;
 	}
@@ -1083,18 +1031,19 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 {
 	ctl->now = now_ns;
 	ctl->serving = serving;
-	for (struct ib_conn *c = ctl->conns; c; c = c->ct_next)
+	for (struct ib_conn *c = LIST_FIRST(&ctl->conns); c; c = LIST_NEXT(c, ct_link))
 		if ((c->ct == IB_CT_RESOLVING || c->ct == IB_CT_CONNECTING) && now_ns >= c->deadline_ns)
 			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
 	/* half-open connections past their deadline, oldest first (all got the same time) */
-	while (ctl->ho_head && now_ns >= ctl->ho_head->deadline_ns) {
-		struct ib_conn *c = ctl->ho_head;
+	while (!TAILQ_EMPTY(&ctl->ho) && now_ns >= TAILQ_FIRST(&ctl->ho)->deadline_ns) {
+		struct ib_conn *c = TAILQ_FIRST(&ctl->ho);
 		char a[XLT_IP_STRLEN];
-		uint32_t skipped;
+		uint64_t skipped;
 
-		if (ratelim_ok(ctl, &ctl->rl_half_open, &skipped))
+		if (xlt_ratelim_ok(&ctl->rl_half_open, ctl->now, LOG_EVERY_NS, &skipped))
 			logf_(ctl, 6,
-			      "ib: connection from %s not established in time, dropped (%u more not logged)",
+			      "ib: connection from %s not established in time, dropped (%" PRIu64
+			      " more not logged)",
 			      ipstr(&c->s.peer_addr, a), skipped);
 		fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
 	}
@@ -1127,10 +1076,7 @@ struct ib_listener *ib_listen(struct ib_ctl *ctl, uint16_t port, const struct ib
 	l->route = route;
 	l->port = port;
 	ctl->hooks->route_get(route);
-	l->next = ctl->listeners;
-	if (ctl->listeners)
-		ctl->listeners->prev = l;
-	ctl->listeners = l;
+	LIST_INSERT_HEAD(&ctl->listeners, l, link);
 	ctl->st.listeners++;
 	return l;
 err_id:
@@ -1153,12 +1099,7 @@ void ib_listener_close(struct ib_listener *l)
 		return;
 	ctl = l->ctl;
 	rdma_destroy_id(l->id);
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		ctl->listeners = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
+	LIST_REMOVE(l, link);
 	ctl->hooks->route_put(l->route);
 	ctl->st.listeners--;
 	free(l);
@@ -1223,6 +1164,7 @@ static int init_worker(struct ib_ctl *ctl, struct ib_worker *w, unsigned i, void
 
 	if (n > IB_WR_SLOT_MAX)
 		n = IB_WR_SLOT_MAX;
+	STAILQ_INIT(&w->work);
 	w->ctl = ctl;
 	w->id = i;
 	w->arg = arg;
@@ -1265,6 +1207,7 @@ struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void
 
 	if (!ctl)
 		return NULL;
+	TAILQ_INIT(&ctl->ho);
 	ctl->params = *p;
 	ctl->params.device[IB_DEVICE_MAX - 1] = 0;
 	ctl->hooks = hooks;
@@ -1317,26 +1260,26 @@ void ib_ctl_destroy(struct ib_ctl *ctl)
 {
 	if (!ctl)
 		return;
-	while (ctl->listeners)
-		ib_listener_close(ctl->listeners);
-	while (ctl->conns)
-		conn_destroy(ctl, ctl->conns);
+	while (!LIST_EMPTY(&ctl->listeners))
+		ib_listener_close(LIST_FIRST(&ctl->listeners));
+	while (!LIST_EMPTY(&ctl->conns))
+		conn_destroy(ctl, LIST_FIRST(&ctl->conns));
 	bufs_returned(ctl, bufs_free);
 	for (unsigned d = 0; d < ctl->n_devs; d++) {
 		struct ib_dev *dev = &ctl->devs[d];
 		ib_bufs_orphan_all(dev); /* (the workers are stopped: frames freed later put the last ones) */
 		for (unsigned i = 0; i < ctl->n_workers; i++)
-			while (dev->cqs[i]) {
-				struct ib_cq *cq = dev->cqs[i];
-				dev->cqs[i] = cq->next;
+			while (!SLIST_EMPTY(&dev->cqs[i])) {
+				struct ib_cq *cq = SLIST_FIRST(&dev->cqs[i]);
+				SLIST_REMOVE_HEAD(&dev->cqs[i], link);
 				ibv_destroy_cq(cq->cq); /* (the worker acked every event it read) */
 				if (cq->ch)
 					ibv_destroy_comp_channel(cq->ch);
 				free(cq);
 			}
-		while (dev->pool) {
-			struct ib_bufs *b = dev->pool;
-			dev->pool = b->next;
+		while (!LIST_EMPTY(&dev->pool)) {
+			struct ib_bufs *b = LIST_FIRST(&dev->pool);
+			LIST_REMOVE(b, pool_link);
 			bufs_free(ctl, b);
 		}
 		free(dev->cqs);

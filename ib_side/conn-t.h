@@ -8,8 +8,10 @@
 #define IB_CONN_T_H
 
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -94,7 +96,7 @@ struct ib_cq {
 	struct ibv_comp_channel *ch; /* its completion events (non-blocking), or NULL: polled only */
 	uint32_t size;
 	uint32_t reserved; /* control: entries promised to queue pairs on it */
-	struct ib_cq *next;
+	SLIST_ENTRY(ib_cq) link; /* control: on dev->cqs[worker] */
 };
 
 /* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control
@@ -107,7 +109,7 @@ struct ib_cq {
  * the pool only after its queue pair is destroyed, and cleared; the next connection gets its receive
  * ring registered anew, under a new key. */
 struct ib_bufs {
-	struct ib_bufs *next;
+	LIST_ENTRY(ib_bufs) pool_link; /* control: on dev->pool */
 	struct ib_dev *dev;
 	struct ibv_pd *pd;
 	uint8_t *mem; /* zeroed: mmap'ed (fresh pages), or from mops */
@@ -120,26 +122,35 @@ struct ib_bufs {
 	uint8_t *sbuf;
 	uint8_t *ctrl;
 	struct ibv_mr *rmr, *smr;
-	/* Lending (lend.c): the connection using the set (1, from conn_setup to conn_destroy) plus the
-	 * references destinations took to its receive ring. Atomic: put by any thread (the worker, or
-	 * whoever frees a frame still pointing at the ring). The set is cleared and pooled only at 0. */
-	uint32_t refs;
-	bool orphan;               /* atomic: the control thread is gone, the last put frees the set */
-	struct ib_bufs *lent_next; /* control: on dev->lent (its connection gone, references out) */
-	struct ib_bufs *ret_next;  /* on dev->returned, pushed by the put that dropped the last one */
+	/* Lending (lend.c). Written by any thread (the worker taking references, whoever frees a frame
+	 * still pointing at the ring putting them, the control thread at conn_done), read by the same:
+	 * the connection using the set (1, from conn_setup to conn_destroy) plus the references
+	 * destinations took to its receive ring. The set is cleared and pooled only at 0. */
+	_Atomic uint32_t refs;
+	/* Written by the control thread (orphan_all, as it goes), read by the thread whose put drops
+	 * the last reference: that put frees the set. */
+	_Atomic bool orphan;
+	/* Written by the put that dropped the last reference (before it pushes the set on
+	 * dev->returned), read by the control thread once it took the stack. A plain pointer, not a
+	 * sys/queue entry: the stack is lock-free (compare-and-swap on its head). */
+	struct ib_bufs *ret_next;
+	LIST_ENTRY(ib_bufs) lent_link;     /* control: on dev->lent (its connection gone, references out) */
 	struct ibv_mr *xmr[IB_EXTMEM_MAX]; /* the external memory, LOCAL_WRITE only (extmem.c) */
 	unsigned n_xmr;
 };
+
+SLIST_HEAD(ib_cq_list, ib_cq);
 
 struct ib_dev {
 	struct ibv_context *ctx;
 	struct ibv_device_attr attr;
 	const char *name;
-	struct ib_cq **cqs; /* per worker: list of CQs (control) */
-	struct ib_bufs *pool; /* idle buffer sets (control) */
-	struct ib_bufs *lent; /* control: sets whose connection is gone while references are out */
-	struct ib_bufs *returned; /* atomic stack: sets whose last reference went (any thread pushes,
-	                           * the control thread takes them all at once: no ABA) */
+	struct ib_cq_list *cqs;    /* per worker: list of CQs (control) */
+	LIST_HEAD(, ib_bufs) pool; /* idle buffer sets (control) */
+	LIST_HEAD(, ib_bufs) lent; /* control: sets whose connection is gone while references are out */
+	/* A lock-free stack of the sets whose last reference went: pushed by any thread (the last
+	 * put), taken whole by the control thread (so no ABA). */
+	_Atomic(struct ib_bufs *) returned;
 };
 
 enum ib_ct_state {
@@ -186,18 +197,19 @@ struct ib_conn {
 	uint8_t peer_gid[16];
 	uint32_t peer_qpn;
 
-	/* A route + global session slot taken at the connect request (passive only). Atomic: set by
-	 * the control thread before the hand-over; whoever clears it first (the worker handing it to
-	 * the session, or the control thread failing or freeing the connection) owns giving it back. */
-	bool reserved;
+	/* A route + global session slot taken at the connect request (passive only). Set by the
+	 * control thread before the hand-over; cleared by the worker (handing it to the session) or by
+	 * the control thread (failing or freeing the connection), read by both: whoever clears it
+	 * first owns giving it back. */
+	_Atomic bool reserved;
 
 	/* control thread */
 	struct rdma_cm_id *id;
 	enum ib_ct_state ct;
 	uint64_t deadline_ns; /* active: connect_timeout; passive: handshake deadline (IB_ACCEPT_NS) */
-	struct ib_conn *ho_prev, *ho_next; /* passive, accepting: the half-open list, oldest first */
+	TAILQ_ENTRY(ib_conn) ho_link; /* passive, accepting: the half-open list, oldest first */
 	bool ho_listed;
-	struct ib_conn *ct_prev, *ct_next;
+	LIST_ENTRY(ib_conn) ct_link; /* every connection object (ctl->conns) */
 	struct in_addr dst;	/* active: written by the worker before CONNECT */
 	uint16_t dst_port;
 	/* the route's values it is set up with (struct ib_route_params; active: written by the worker
@@ -230,9 +242,9 @@ struct ib_conn {
 	uint64_t stall_since, withheld_since;
 	uint32_t n_stalls;  /* this connection's credit stalls and their time, ended episodes (access log) */
 	uint64_t stall_ns;
-	struct ib_conn *work_next;
-	struct ib_conn *live_prev, *live_next;
-	struct ib_conn *list_next; /* worker's stash, backlog or linger list */
+	STAILQ_ENTRY(ib_conn) work_link; /* the worker's work list (while listed) */
+	LIST_ENTRY(ib_conn) live_link;   /* the worker's live list */
+	SLIST_ENTRY(ib_conn) list_link;  /* worker's stash, backlog or linger list */
 
 	/* lent segments (worker; extmem.c): a ring in stream order, popped as their writes complete */
 	uint16_t send_sge;   /* (handed over) scatter entries a data write may use */
@@ -280,11 +292,11 @@ struct ib_worker {
 	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created) */
 	unsigned n_cqs, max_cqs;
 	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
-	struct ib_conn *stash;	  /* spares taken but not used, and RELEASEs the ring had no room for */
-	struct ib_conn *backlog;
-	struct ib_conn *linger; /* done with, but their abort is still on its way to the peer */
-	struct ib_conn *work_head, *work_tail;
-	struct ib_conn *live;
+	SLIST_HEAD(, ib_conn) stash;   /* spares taken but not used */
+	SLIST_HEAD(, ib_conn) backlog; /* RELEASEs the ring had no room for */
+	SLIST_HEAD(, ib_conn) linger;  /* done with, but their abort is still on its way to the peer */
+	STAILQ_HEAD(, ib_conn) work;
+	LIST_HEAD(, ib_conn) live;
 	uint64_t now;
 	uint64_t ka_ns, ka_next;
 	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */

@@ -41,11 +41,7 @@ enum {
 #define CQ_BATCH     32
 #define CQ_ROUNDS    4 /* batches per CQ per poll round: bounds the time one round takes */
 #define RING_BATCH    32
-#define IB_CTRL_STUB 0x80000000u /* ib_close reason "not counted" */
-/* After a completion the next one usually follows within a round trip (the peer answers, credits
- * come back, the next write lands). A worker that naps as soon as one round is idle adds its nap to
- * every message; so for this long after the last completion the engine reports itself busy. */
-#define IB_HOT_NS    200000
+#define IB_CTRL_STUB  0x80000000u /* ib_close reason "not counted" */
 /* A keepalive is a zero-length RDMA write: any live peer's HCA acknowledges it within a round trip.
  * One still unacknowledged after this many keepalive intervals means the peer is gone. The transport
  * would say so by itself only after its retries ran out, which is never when they are infinite
@@ -73,12 +69,7 @@ static void work(struct ib_conn *c)
 	if (c->listed)
 		return;
 	c->listed = true;
-	c->work_next = NULL;
-	if (w->work_tail)
-		w->work_tail->work_next = c;
-	else
-		w->work_head = c;
-	w->work_tail = c;
+	STAILQ_INSERT_TAIL(&w->work, c, work_link);
 }
 
 static void due(struct ib_conn *c, uint8_t ev)
@@ -609,22 +600,13 @@ static void add_cq(struct ib_worker *w, struct ib_cq *cq)
 
 static void live_add(struct ib_worker *w, struct ib_conn *c)
 {
-	c->live_prev = NULL;
-	c->live_next = w->live;
-	if (w->live)
-		w->live->live_prev = c;
-	w->live = c;
+	LIST_INSERT_HEAD(&w->live, c, live_link);
 	xlt_counter_add(&w->st.conns, 1);
 }
 
 static void live_del(struct ib_worker *w, struct ib_conn *c)
 {
-	if (c->live_prev)
-		c->live_prev->live_next = c->live_next;
-	else
-		w->live = c->live_next;
-	if (c->live_next)
-		c->live_next->live_prev = c->live_prev;
+	LIST_REMOVE(c, live_link);
 	xlt_counter_add(&w->st.conns, (uint64_t)-1);
 }
 
@@ -655,7 +637,7 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	}
 	/* the session takes over the slot reserved at the request, unless the control thread took it
 	 * back (handshake deadline): its FAILED follows */
-	if (__atomic_exchange_n(&c->reserved, false, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&c->reserved, false, memory_order_acq_rel))
 		ret = w->hooks->accept(w->arg, c->route, &c->s);
 	else
 		ret = -ETIMEDOUT;
@@ -966,8 +948,8 @@ static void hand_back(struct ib_worker *w, struct ib_conn *c)
 	stall_end(c);
 	withheld_end(c);
 	if (!send_msg(w, IB_MSG_RELEASE, c)) {
-		c->list_next = w->backlog; /* the ring is sized so this does not happen; never lose one */
-		w->backlog = c;
+		/* the ring is sized so this does not happen; never lose one */
+		SLIST_INSERT_HEAD(&w->backlog, c, list_link);
 	}
 }
 
@@ -985,8 +967,7 @@ static bool lingers(const struct ib_worker *w, struct ib_conn *c)
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
 	if (lingers(w, c)) {
-		c->list_next = w->linger;
-		w->linger = c;
+		SLIST_INSERT_HEAD(&w->linger, c, list_link);
 		return;
 	}
 	hand_back(w, c);
@@ -994,15 +975,16 @@ static void retire(struct ib_worker *w, struct ib_conn *c)
 
 static void linger_check(struct ib_worker *w)
 {
-	struct ib_conn **pp = &w->linger;
+	/* (a pointer to the link to unlink through: glibc's sys/queue.h has no SLIST_REMOVE_AFTER) */
+	struct ib_conn **pp = &SLIST_FIRST(&w->linger);
 
 	while (*pp) {
 		struct ib_conn *c = *pp;
 		if (lingers(w, c)) {
-			pp = &c->list_next;
+			pp = &SLIST_NEXT(c, list_link);
 			continue;
 		}
-		*pp = c->list_next;
+		*pp = SLIST_NEXT(c, list_link);
 		hand_back(w, c);
 	}
 }
@@ -1015,7 +997,7 @@ unsigned ib_worker_relay(struct ib_worker *w)
 {
 	unsigned n = 0;
 
-	for (struct ib_conn *c = w->work_head; c; c = c->work_next) {
+	for (struct ib_conn *c = STAILQ_FIRST(&w->work); c; c = STAILQ_NEXT(c, work_link)) {
 		uint8_t ev;
 
 		n++;
@@ -1063,7 +1045,7 @@ unsigned ib_worker_relay(struct ib_worker *w)
 
 static void keepalive(struct ib_worker *w)
 {
-	for (struct ib_conn *c = w->live; c; c = c->live_next) {
+	for (struct ib_conn *c = LIST_FIRST(&w->live); c; c = LIST_NEXT(c, live_link)) {
 		if (c->ws != IB_W_OPEN || c->qp_dead)
 			continue;
 		if (c->ka_sent_ns && w->now - c->ka_sent_ns >= IB_KA_DEAD * w->ka_ns) {
@@ -1079,23 +1061,23 @@ static void keepalive(struct ib_worker *w)
 	w->ka_next = w->now + w->ka_ns / 2;
 }
 
-unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
+unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns, uint64_t hot_ns)
 {
 	unsigned n, done;
 
 	w->now = now_ns;
 	n = drain_in(w);
-	while (w->backlog) {
-		struct ib_conn *c = w->backlog;
+	while (!SLIST_EMPTY(&w->backlog)) {
+		struct ib_conn *c = SLIST_FIRST(&w->backlog);
 		if (!send_msg(w, IB_MSG_RELEASE, c))
 			break;
-		w->backlog = c->list_next;
+		SLIST_REMOVE_HEAD(&w->backlog, list_link);
 	}
 	if ((done = poll_cqs(w))) {
 		n += done;
-		w->hot_until = now_ns + IB_HOT_NS;
+		w->hot_until = now_ns + hot_ns;
 	}
-	if (w->linger)
+	if (!SLIST_EMPTY(&w->linger))
 		linger_check(w);
 	return n ? n : now_ns < w->hot_until;
 }
@@ -1111,10 +1093,10 @@ unsigned ib_worker_flush(struct ib_worker *w)
 
 	if (w->ka_ns && w->now >= w->ka_next)
 		keepalive(w); /* what it closes joins the list */
-	c = w->work_head;
-	w->work_head = w->work_tail = NULL;
+	c = STAILQ_FIRST(&w->work);
+	STAILQ_INIT(&w->work);
 	for (; c; c = next) {
-		next = c->work_next;
+		next = STAILQ_NEXT(c, work_link);
 		c->listed = false;
 		n++;
 		if (c->abort_due)
@@ -1147,17 +1129,17 @@ unsigned ib_worker_flush(struct ib_worker *w)
 			/* EAGAIN: the counter is saturated, the control thread is awake anyway */
 		}
 	}
-	return n + (w->work_head != NULL);
+	return n + !STAILQ_EMPTY(&w->work);
 }
 
 struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct ib_route_params *rp, void *route,
 				     struct in_addr addr, uint16_t port, int *err)
 {
-	struct ib_conn *c = w->stash;
+	struct ib_conn *c = SLIST_FIRST(&w->stash);
 	struct ib_msg m;
 
 	if (c)
-		w->stash = c->list_next;
+		SLIST_REMOVE_HEAD(&w->stash, list_link);
 	else if (rte_ring_sc_dequeue(w->spares, (void **)&c))
 		c = NULL;
 	if (!c) {
@@ -1184,8 +1166,7 @@ struct xlt_stream *ib_worker_connect(struct ib_worker *w, const struct ib_route_
 		w->hooks->route_put(route);
 		c->route = NULL;
 		c->ws = IB_W_IDLE;
-		c->list_next = w->stash;
-		w->stash = c;
+		SLIST_INSERT_HEAD(&w->stash, c, list_link);
 		*err = -ENOBUFS;
 		return NULL;
 	}

@@ -26,6 +26,7 @@
  *    sends, as it could by sending other bytes. Once the connection is gone its queue pair is
  *    destroyed and the memory is only read. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -35,7 +36,7 @@ static void bufs_ref(void *hold)
 {
 	struct ib_bufs *b = hold;
 
-	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
 }
 
 void ib_bufs_unmap(struct ib_bufs *b)
@@ -62,18 +63,18 @@ static void bufs_unref(void *hold)
 	struct ib_bufs *b = hold;
 	struct ib_bufs *top;
 
-	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	/* the last reference: the connection is gone (it holds one until conn_destroy) */
-	if (__atomic_load_n(&b->orphan, __ATOMIC_ACQUIRE)) {
+	if (atomic_load_explicit(&b->orphan, memory_order_acquire)) {
 		ib_bufs_release(b);
 		return;
 	}
-	top = __atomic_load_n(&b->dev->returned, __ATOMIC_RELAXED);
+	top = atomic_load_explicit(&b->dev->returned, memory_order_relaxed);
 	do
 		b->ret_next = top;
-	while (!__atomic_compare_exchange_n(&b->dev->returned, &top, b, true, __ATOMIC_RELEASE,
-	                                    __ATOMIC_RELAXED));
+	while (!atomic_compare_exchange_weak_explicit(&b->dev->returned, &top, b, memory_order_release,
+	                                              memory_order_relaxed));
 }
 
 static const struct xlt_hold_ops bufs_hops = {
@@ -119,22 +120,21 @@ unsigned ib_conn_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, u
 
 void ib_bufs_lend_init(struct ib_bufs *b)
 {
-	__atomic_store_n(&b->refs, 1, __ATOMIC_RELAXED);
-	b->orphan = false;
-	b->lent_next = b->ret_next = NULL;
+	atomic_store_explicit(&b->refs, 1, memory_order_relaxed);
+	atomic_store_explicit(&b->orphan, false, memory_order_relaxed);
+	b->ret_next = NULL;
 }
 
 bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
 {
 	/* the connection's reference; the worker handed the connection back, so it lends no more */
-	if (__atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 1) {
-		__atomic_store_n(&b->refs, 0, __ATOMIC_RELAXED);
+	if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1) {
+		atomic_store_explicit(&b->refs, 0, memory_order_relaxed);
 		return true;
 	}
 	/* linked before the count may reach 0 in another thread: the control thread unlinks it when it
 	 * finds it on the returned stack, never before */
-	b->lent_next = b->dev->lent;
-	b->dev->lent = b;
+	LIST_INSERT_HEAD(&b->dev->lent, b, lent_link);
 	xlt_counter_add(&st->buf_lent, 1); /* read by the workers too (eth_glue.c) */
 	bufs_unref(b); /* (0 now: pushed on the returned stack, pooled at the next tick) */
 	return false;
@@ -142,28 +142,28 @@ bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
 
 struct ib_bufs *ib_bufs_take_returned(struct ib_dev *dev, struct ib_ctl_stats *st)
 {
-	struct ib_bufs *list = __atomic_exchange_n(&dev->returned, NULL, __ATOMIC_ACQUIRE);
+	struct ib_bufs *list = atomic_exchange_explicit(&dev->returned, NULL, memory_order_acquire);
 
 	for (struct ib_bufs *b = list; b; b = b->ret_next) {
-		struct ib_bufs **pp = &dev->lent;
+		struct ib_bufs *l;
 
-		while (*pp && *pp != b)
-			pp = &(*pp)->lent_next;
-		if (*pp) {
-			*pp = b->lent_next;
+		LIST_FOREACH(l, &dev->lent, lent_link)
+			if (l == b)
+				break;
+		if (l) {
+			LIST_REMOVE(b, lent_link);
 			xlt_counter_add(&st->buf_lent, (uint64_t)-1);
 		}
-		b->lent_next = NULL;
 	}
 	return list;
 }
 
 void ib_bufs_orphan_all(struct ib_dev *dev)
 {
-	while (dev->lent) {
-		struct ib_bufs *b = dev->lent;
+	while (!LIST_EMPTY(&dev->lent)) {
+		struct ib_bufs *b = LIST_FIRST(&dev->lent);
 
-		dev->lent = b->lent_next;
-		__atomic_store_n(&b->orphan, true, __ATOMIC_RELEASE);
+		LIST_REMOVE(b, lent_link);
+		atomic_store_explicit(&b->orphan, true, memory_order_release);
 	}
 }

@@ -31,7 +31,7 @@ static unsigned n_retired(void)
 {
 	unsigned n = 0;
 
-	for (struct gw_live *l = d.live_retired; l; l = l->next_retired)
+	for (struct gw_live *l = SLIST_FIRST(&d.live_retired); l; l = SLIST_NEXT(l, retired_link))
 		n++;
 	return n;
 }

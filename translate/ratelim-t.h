@@ -1,0 +1,13 @@
+/* Types of the log rate limiter (see ratelim.h). */
+#ifndef XLT_RATELIM_T_H
+#define XLT_RATELIM_T_H
+
+#include <stdint.h>
+
+/* One kind of log line's limiter. Zeroed: the next line may be written. One thread's (its owner's). */
+struct xlt_ratelim {
+	uint64_t next_ns;    /* no line before this time */
+	uint64_t suppressed; /* lines held back since the last one written */
+};
+
+#endif
