@@ -201,6 +201,7 @@ static void test_lent_by_reference(void **state)
 		off += n;
 	}
 	assert_int_equal(L.gets - L.puts, 1 + 3); /* the queue's and each frame's */
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_mbufs, 3); /* one attached mbuf a frame */
 	assert_int_equal(reported, 0);
 	/* the peer acknowledges 2920: reported from the dispatch, the frames still hold theirs */
 	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 2920, 65535);
@@ -208,8 +209,10 @@ static void test_lent_by_reference(void **state)
 	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 4000, 65535);
 	assert_int_equal(reported, 4000);
 	assert_int_equal(L.gets - L.puts, 3); /* the queue put its; 3 frames are still queued */
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_mbufs, 3);
 	eh_forget(&h);                        /* the device is done with them */
 	assert_int_equal(L.gets, L.puts);
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_mbufs, 0); /* the free callbacks took it down */
 }
 
 /* A retransmission reads the same memory; one still queued when the ACK arrives keeps its memory
