@@ -222,6 +222,7 @@ struct ib_conn {
 	enum ib_w_state ws;
 	bool no_session;    /* never given to a session: released by the engine itself */
 	bool qp_dead;	    /* an error completion or a DISCONNECTED: post nothing more */
+	int post_err;	    /* a post of its chain failed (-errno): closed at its next progress */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
 	bool fin_posted, fin_acked;

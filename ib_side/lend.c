@@ -136,7 +136,8 @@ bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
 	 * finds it on the returned stack, never before */
 	LIST_INSERT_HEAD(&b->dev->lent, b, lent_link);
 	st->buf_lent++;
-	bufs_unref(b); /* (0 now: pushed on the returned stack, pooled at the next tick) */
+	bufs_unref(b); /* (if that was the last reference: pushed on the returned stack, pooled at the
+			* next tick; else the last put pushes it) */
 	return false;
 }
 
