@@ -1332,6 +1332,12 @@ int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len)
 	return ret;
 }
 
+void ib_ctl_extmem_clear(struct ib_ctl *ctl)
+{
+	ctl->extmem.n = 0;
+	ctl->st.extmem_bytes = 0;
+}
+
 void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops)
 {
 	ctl->mops = ops;

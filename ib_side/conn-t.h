@@ -135,6 +135,7 @@ struct ib_bufs {
 	 * sys/queue entry: the stack is lock-free (compare-and-swap on its head). */
 	struct ib_bufs *ret_next;
 	LIST_ENTRY(ib_bufs) lent_link;     /* control: on dev->lent (its connection gone, references out) */
+	bool on_lent;			   /* control: linked by lent_link */
 	struct ibv_mr *xmr[IB_EXTMEM_MAX]; /* the external memory, LOCAL_WRITE only (extmem.c) */
 	unsigned n_xmr;
 };
