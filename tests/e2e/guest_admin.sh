@@ -154,6 +154,9 @@ timeout 40 "$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
 check "[ \$? != 0 ]" "the removed IB listener refuses new sessions"
 npeer tcp-client "$ETH_GW_IP" 9000 1000 >"$T/rm2.out" 2>&1
 check "[ \$? != 0 ]" "the removed TCP listener refuses new sessions"
+# the reload is over: the four sessions that had to outlast it may finish now (SIGUSR1 ends the
+# readers' stall and lifts the sender's pace; their 20 s and 30 s are only an upper bound for a slow host)
+for p in ld_out ld_rm ld_in ld_chg; do kill -USR1 "${PIDS[$p]}" 2>/dev/null; done
 reap ld_out; r1=$?
 reap ld_rm; r2=$?
 reap ld_in; r3=$?

@@ -129,9 +129,19 @@ echk() {
 	[ "$nfail" = "$before" ]
 }
 
-# scrape; then ms NAME reads that one scrape (one /metrics fetch can take seconds under load)
-scrape() { curl -s -m 20 "http://127.0.0.1:$STATS/metrics" >"$T/scrape"; }
-ms() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$T/scrape"; }
+# scrape; then ms NAME reads that one scrape (one /metrics fetch can take seconds under load). The
+# samples are read into SCRAPE once: ms is then a lookup, not a process (each exec costs ~0.1 s under
+# TCG, and the checks read dozens of samples)
+declare -A SCRAPE
+scrape() {
+	local k v
+	curl -s -m 20 "http://127.0.0.1:$STATS/metrics" >"$T/scrape"
+	SCRAPE=()
+	while read -r k v _; do
+		[ -n "$k" ] && [ "${k:0:1}" != "#" ] && SCRAPE[$k]=$v
+	done <"$T/scrape"
+}
+ms() { echo "${SCRAPE[$1]:-0}"; }
 
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status"; }
 mf() { m "$1" | awk '{ printf "%.3f", $1 }'; }
