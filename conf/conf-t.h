@@ -109,6 +109,7 @@ struct conf_gateway {
 	uint64_t memory_limit;
 	uint32_t max_sessions;
 	uint64_t idle_sleep_us;
+	uint64_t busy_poll_us;
 	/* privileges (gateway/privs.c): who the daemon becomes once start-up is done; "" = as started */
 	char user[CONF_NAME_MAX + 1];
 	char group[CONF_NAME_MAX + 1];

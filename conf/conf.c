@@ -136,6 +136,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
 	 .def = "100us", .doc = "how long an idle worker sleeps between polls; frames (af_packet, virtio_user) and IB completions wake it early, and a worker they wake sleeps at least 1 ms (0 = busy-poll)"},
+	{G(busy_poll_us), .key = "busy_poll", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 10000,
+	 .def = "200us", .doc = "how long a worker keeps polling after IB completions, and after frames on a port that wakes it by interrupt (virtio_user), before it may sleep: the next completion or answer usually comes within a round trip; lower latency for more CPU per byte (0 = sleep as soon as a round finds nothing)"},
 	/* privileges (gateway/privs.c) */
 	{G(user), .type = T_NAME, .def = "",
 	 .doc = "user to run as: ibgwd started as root switches before DPDK starts and keeps only the capabilities its port and ports below 1024 need, with no_new_privs (empty: stay as started)"},

@@ -49,18 +49,11 @@ struct glue_worker {
 	unsigned n_lis;
 	bool drained;
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
-	uint64_t hot_ns, hot_until; /* see ETH_HOT_INTR_NS */
+	bool intr;            /* the port wakes the worker by interrupt: see eth_flush */
+	uint64_t hot_until;   /* eth_flush */
 	uint64_t now;		    /* the round's clock (eth_rx) */
 	unsigned work;		    /* the round's work so far (eth_rx, eth_relay) */
 };
-
-/* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals an
- * eventfd): in a request/response exchange the answer usually comes within this, so for this long
- * after Ethernet work eth_flush reports itself busy, as the IB side does after completions (ib.h)
- * (bench_e2e, vhost, 64 B round trips: +362/+480 us added instead of +598/+761, throughput
- * unchanged). af_packet's ring socket is woken by the kernel directly: no hot window (measured: no
- * gain, a little throughput lost). */
-#define ETH_HOT_INTR_NS 300000
 
 static struct glue_worker glue[GW_MAX_WORKERS];
 
@@ -160,7 +153,7 @@ static int eth_start(struct gw_daemon *d)
 		}
 		stacks[i] = w->eth;
 		snprintf(name, sizeof(name), "ethctl%u", i);
-		glue[i] = (struct glue_worker){.hot_ns = eth_port_rx_intr(d->port) ? ETH_HOT_INTR_NS : 0};
+		glue[i] = (struct glue_worker){.intr = eth_port_rx_intr(d->port)};
 		glue[i].ctl = rte_ring_create(name, CTL_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (!glue[i].ctl) {
 			ret = -rte_errno;
@@ -313,8 +306,15 @@ static unsigned eth_flush(struct gw_worker *w)
 	if (!w->eth)
 		return 0;
 	work = eth_stack_flush(w->eth);
+	/* Waking through a device interrupt costs kernel-thread hand-offs (vhost-net's worker signals
+	 * an eventfd): in a request/response exchange the answer usually comes within a round trip, so
+	 * for [gateway] busy_poll after Ethernet work the worker keeps polling, as after IB completions
+	 * (ib.h). af_packet's ring socket is woken by the kernel directly: there polling on bought no
+	 * latency and cost throughput (README, "Performance"). */
+	if (!g->intr)
+		return work;
 	if (work || g->work)
-		g->hot_until = g->now + g->hot_ns;
+		g->hot_until = g->now + w->live->busy_poll_ns;
 	else if (g->now < g->hot_until)
 		work = 1; /* still hot: the answer to what just went out is likely due */
 	return work;

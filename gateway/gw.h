@@ -53,6 +53,7 @@ struct gw_backend;
 struct gw_live {
 	uint32_t max_sessions;  /* [gateway] max_sessions, capped at d->cap_sessions */
 	uint64_t idle_sleep_us; /* [gateway] idle_sleep */
+	uint64_t busy_poll_ns;  /* [gateway] busy_poll */
 	/* backend pools (backend.c): slot i describes the backend whose serial is bk_serial[i]; a
 	 * backend whose serial differs from its slot's is not in this snapshot yet (not usable) */
 	uint32_t bk_serial[GW_MAX_BACKENDS];

@@ -186,7 +186,7 @@ static int ib_start(struct gw_daemon *d)
 
 static unsigned ib_rx(struct gw_worker *w, uint64_t now_ns)
 {
-	return w->ib ? ib_worker_poll(w->ib, now_ns) : 0;
+	return w->ib ? ib_worker_poll(w->ib, now_ns, w->live->busy_poll_ns) : 0;
 }
 
 static unsigned ib_relay(struct gw_worker *w)

@@ -25,6 +25,7 @@ struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c)
 	l->max_sessions =
 	    c->gateway.max_sessions < d->cap_sessions ? c->gateway.max_sessions : d->cap_sessions;
 	l->idle_sleep_us = c->gateway.idle_sleep_us;
+	l->busy_poll_ns = c->gateway.busy_poll_us * 1000;
 	gw_backends_fill(d, l);
 	l->alog_on = c->gateway.access_log[0] != 0;
 	l->alog_interval_ns = c->gateway.access_log_interval_ms * 1000000ull;

@@ -29,10 +29,11 @@
  * control thread's messages, so waking more often would buy nothing but CPU (an idle worker under
  * soft-RoCE/TCG spent a fifth to half of a vCPU on 100 us naps). Otherwise (frames steered from other
  * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
- * side keeps the worker polling for a while after each completion (ib.h): within a burst, polling
- * beats sleeping and being woken; so does the Ethernet side after frames when its wake-up is a
- * device interrupt (eth_glue.c). Control-thread messages (new sessions, listeners) wait for the next
- * round: at most the longer of idle_sleep and COVERED_NAP_US. */
+ * side keeps the worker polling for [gateway] busy_poll after each completion (ib.h): within a
+ * burst, polling beats sleeping and being woken; so does the Ethernet side after frames when its
+ * wake-up is a device interrupt (eth_glue.c). busy_poll trades CPU per byte for latency. Control-thread
+ * messages (new sessions, listeners) wait for the next round: at most the longer of idle_sleep and
+ * COVERED_NAP_US. */
 #include <poll.h>
 #include <stdio.h>
 #include <time.h>

@@ -41,11 +41,7 @@ enum {
 #define CQ_BATCH     32
 #define CQ_ROUNDS    4 /* batches per CQ per poll round: bounds the time one round takes */
 #define RING_BATCH    32
-#define IB_CTRL_STUB 0x80000000u /* ib_close reason "not counted" */
-/* After a completion the next one usually follows within a round trip (the peer answers, credits
- * come back, the next write lands). A worker that naps as soon as one round is idle adds its nap to
- * every message; so for this long after the last completion the engine reports itself busy. */
-#define IB_HOT_NS    200000
+#define IB_CTRL_STUB  0x80000000u /* ib_close reason "not counted" */
 /* A keepalive is a zero-length RDMA write: any live peer's HCA acknowledges it within a round trip.
  * One still unacknowledged after this many keepalive intervals means the peer is gone. The transport
  * would say so by itself only after its retries ran out, which is never when they are infinite
@@ -1079,7 +1075,7 @@ static void keepalive(struct ib_worker *w)
 	w->ka_next = w->now + w->ka_ns / 2;
 }
 
-unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
+unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns, uint64_t hot_ns)
 {
 	unsigned n, done;
 
@@ -1093,7 +1089,7 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns)
 	}
 	if ((done = poll_cqs(w))) {
 		n += done;
-		w->hot_until = now_ns + IB_HOT_NS;
+		w->hot_until = now_ns + hot_ns;
 	}
 	if (w->linger)
 		linger_check(w);

@@ -79,6 +79,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c->gateway.drain_timeout_ms, 10000);
 	assert_int_equal(c->gateway.memory_limit, 1ull << 30);
 	assert_int_equal(c->gateway.idle_sleep_us, 100);
+	assert_int_equal(c->gateway.busy_poll_us, 200);
 	assert_int_equal(c->ib.rbuf_size, 128 * 1024);
 	assert_int_equal(c->ib.rq_depth, 384);
 	assert_int_equal(c->ib.inline_size, 64);
@@ -134,6 +135,7 @@ static void test_units(void **state)
 				  "drain_timeout = 2m\n"
 				  "memory_limit = 3G\n"
 				  "idle_sleep = 1ms\n"
+				  "busy_poll = 0\n"
 				  "[ib]\n"
 				  "rbuf_size = 64KiB\n"
 				  "sbuf_size = 1m\n"
@@ -149,6 +151,7 @@ static void test_units(void **state)
 	assert_int_equal(c->gateway.drain_timeout_ms, 120000);
 	assert_int_equal(c->gateway.memory_limit, 3ull << 30);
 	assert_int_equal(c->gateway.idle_sleep_us, 1000);
+	assert_int_equal(c->gateway.busy_poll_us, 0);
 	assert_int_equal(c->ib.rbuf_size, 64 * 1024);
 	assert_int_equal(c->ib.sbuf_size, 1 << 20);
 	assert_int_equal(c->ib.keepalive_ms, 3600 * 1000);
