@@ -52,7 +52,9 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 .PHONY: all deps check fuzz bench soak vm demo demo-pair clean format format-check
 all: $(BUILD)/ibgwd
 
-# `make deps`: idempotent and quick when everything is there (one dpkg-query per package).
+# `make deps`: idempotent and quick when everything is there (one dpkg-query per package). The stamp,
+# which every object depends on, is touched only when it is new or something was installed: touched on
+# every run, `make check` (and the demo's make) rebuilt the whole tree each time.
 deps:
 	@missing=""; for p in $(PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -63,7 +65,8 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null \
 			|| { echo "make deps: apt-get install failed"; exit 1; }; \
 	fi; \
-	mkdir -p $(BUILD) && touch $(DEPS_STAMP)
+	mkdir -p $(BUILD); \
+	if [ -n "$$missing" ] || [ ! -e $(DEPS_STAMP) ] || [ Makefile -nt $(DEPS_STAMP) ]; then touch $(DEPS_STAMP); fi
 
 $(DEPS_STAMP): Makefile
 	@$(MAKE) --no-print-directory deps

@@ -227,6 +227,7 @@ void gw_extmem_start(struct gw_daemon *d)
 		bufmem_start(d);
 	rte_mempool_mem_iter(eth_port_pool(d->port), on_chunk, &w);
 	if (w.err) {
+		ib_ctl_extmem_clear(d->ib); /* the chunks added before the failure: no set registers them */
 		/* the sets keep the size the budget gave them: a route that relays by reference copies
 		 * through its small copy area, correct and strict, only slower */
 		GW_WARN("IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are "

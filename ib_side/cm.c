@@ -535,6 +535,7 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 			rdma_destroy_qp(c->id);
 		rdma_destroy_id(c->id);
 	}
+	ib_lent_put_all(c); /* holds whose writes outlived the worker's wait: no queue pair reads them now */
 	if (c->cq)
 		c->cq->reserved -= cq_need(c);
 	/* a set whose receive ring is still lent out (frames, a TCP send queue) waits for its last
@@ -1331,6 +1332,12 @@ int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len)
 	return ret;
 }
 
+void ib_ctl_extmem_clear(struct ib_ctl *ctl)
+{
+	ctl->extmem.n = 0;
+	ctl->st.extmem_bytes = 0;
+}
+
 void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops)
 {
 	ctl->mops = ops;
@@ -1436,8 +1443,8 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	C(doorbells, "ib_send_doorbells_total",
 	  "ibv_post_send calls (doorbells), each posting one work request or a chain of them"),
 	C(lent_tx, "ib_lent_bytes_total", "payload bytes RDMA-written straight from lent Ethernet frames (no copy)"),
-	C(lent_leaked, "ib_lent_holds_leaked_total",
-	  "lent frames never given back: their writes did not complete after a reset (kept rather than reused)"),
+	C(lent_late, "ib_lent_holds_late_total",
+	  "lent frames whose writes did not complete within 2 s of a reset: given back only after the queue pair was destroyed"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

@@ -135,6 +135,7 @@ struct ib_bufs {
 	 * sys/queue entry: the stack is lock-free (compare-and-swap on its head). */
 	struct ib_bufs *ret_next;
 	LIST_ENTRY(ib_bufs) lent_link;     /* control: on dev->lent (its connection gone, references out) */
+	bool on_lent;			   /* control: linked by lent_link */
 	struct ibv_mr *xmr[IB_EXTMEM_MAX]; /* the external memory, LOCAL_WRITE only (extmem.c) */
 	unsigned n_xmr;
 };
@@ -222,6 +223,7 @@ struct ib_conn {
 	enum ib_w_state ws;
 	bool no_session;    /* never given to a session: released by the engine itself */
 	bool qp_dead;	    /* an error completion or a DISCONNECTED: post nothing more */
+	int post_err;	    /* a post of its chain failed (-errno): closed at its next progress */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
 	bool fin_posted, fin_acked;

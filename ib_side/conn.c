@@ -51,8 +51,10 @@ enum {
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
  * flushed, and an rsocket peer learns that a stream ended only from that message (it ignores the
  * rdma_cm DREQ while connected): it would wait forever, or retry writes into a queue pair that is gone.
- * So an aborted connection lingers until its abort completed, for this long at most (well within the
- * 2 s the drain gives aborts, daemon.c). */
+ * So an aborted connection lingers until its abort completed, for this long at most; then, if writes
+ * from lent frames are still in flight, up to IB_LENT_WAIT_NS more (extmem.c). A drain that ends
+ * first (daemon.c gives aborts 2 s) destroys such queue pairs at exit: the frames' holds are put
+ * after that (ib_lent_put_all). */
 #define IB_LINGER_NS 1000000000ull
 /* The peer's DISCONNECT completes at our end before our device has necessarily acknowledged it (rxe
  * completes a receive, then sends the ACK): a queue pair destroyed in between never acknowledges,
@@ -141,11 +143,29 @@ int ib_conn_post_recvs(struct ib_conn *c, unsigned n)
 	return 0;
 }
 
-/* Posts the chain built for C (one doorbell). Returns 0 or -errno. */
+/* Work requests of C's chain from U on that the device refused (ibv_post_send's BAD): they will
+ * never complete, so what waits for their completions stops waiting. A data write's bytes go back
+ * to unposted (the writes after it in the chain are C's too, in stream order), so the lent holds of
+ * its segments are put at release (ib_lent_wait) instead of waiting for a completion that never
+ * comes; a control message gives its slot back. */
+static void unposted(struct ib_conn *c, const struct ibv_send_wr *u)
+{
+	for (; u; u = u->next) {
+		if ((enum ib_wr_kind)(u->wr_id >> IB_WR_KIND_SHIFT) == IB_WR_DATA) {
+			c->tx.posted -= (uint32_t)u->wr_id & IB_WR_LEN_MASK;
+			if (c->tx.wrs)
+				c->tx.wrs--;
+		} else if (c->ctrl_used)
+			c->ctrl_used--;
+	}
+}
+
+/* Posts the chain built for C (one doorbell). Returns 0 or -errno; after a failure C posts nothing
+ * more and closes at its next progress. */
 static int post_chain(struct ib_conn *c)
 {
 	struct ib_worker *w = c->w;
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad = NULL;
 	unsigned n = w->n_chain;
 	int ret;
 
@@ -156,8 +176,15 @@ static int post_chain(struct ib_conn *c)
 	w->chain_wr[n - 1].next = NULL;
 	ret = ibv_post_send(c->qp, &w->chain_wr[0], &bad);
 	xlt_counter_add(&w->st.doorbells, 1);
-	if (ret)
-		return -ret; /* ibv_post_* return a positive errno */
+	if (ret) {
+		/* (a provider that names no BAD leaves the accounting as it is: the holds then wait
+		 * the bounded time of ib_lent_wait rather than risk being put under a posted write) */
+		unposted(c, bad);
+		c->qp_dead = true;
+		c->post_err = -ret; /* ibv_post_* return a positive errno */
+		work(c);
+		return -ret;
+	}
 	c->last_tx_ns = w->now;
 	return 0;
 }
@@ -178,8 +205,10 @@ static struct ibv_send_wr *chain_add(struct ib_conn *c, struct ibv_sge **sge, in
 	struct ib_worker *w = c->w;
 	struct ibv_send_wr *wr;
 
+	/* Each chain is posted before the next is built; were one left, it goes now (a failure is that
+	 * connection's own: post_chain marks it, it closes at its next progress). */
 	if (w->n_chain && w->chain_conn != c)
-		*err = post_chain(w->chain_conn); /* internal consistency: each chain is posted before the next */
+		post_chain(w->chain_conn);
 	if (w->n_chain == IB_CHAIN_MAX && (*err = post_chain(c)))
 		return NULL;
 	w->chain_conn = c;
@@ -371,6 +400,10 @@ static void progress(struct ib_conn *c)
 
 	if (c->ws != IB_W_OPEN)
 		return;
+	if (c->post_err) {
+		closing(c, c->post_err, IB_CLOSE_ERROR);
+		return;
+	}
 	if (c->qp_dead) {
 		check_close(c);
 		return;

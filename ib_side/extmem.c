@@ -9,9 +9,9 @@
  * registration failed works without it: lent segments are copied into its send buffer.
  *
  * Lent segments (write_lent). A segment of registered memory is kept by reference (its hold taken)
- * in the connection's ring of IB_LENT_MAX, in stream order; it occupies its room in the send buffer
- * all the same (so bytes taken and not completed stay bounded by the send buffer, as write()'s are),
- * but that room is not written: a data write's scatter list points into the segment (flush phase,
+ * in the connection's ring of IB_LENT_MAX, in stream order; it counts against the send window all
+ * the same (so bytes taken and not completed stay bounded by the send buffer's size, as write()'s
+ * are), but takes no room in the send ring: a data write's scatter list points into the segment (flush phase,
  * conn.c post_data), up to the connection's send_sge entries per write. Other segments are copied into
  * the send buffer as write() copies. On each data completion (success or flush) the holds of the
  * segments it finished are put. on_sent reports bytes in order: everything before the oldest lent
@@ -21,8 +21,9 @@
  * after hand-back its completions are dropped and the control thread destroys the queue pair, while
  * its writes might still read frames already put back. So it lingers (conn.c retire) with its queue
  * pair moved to the error state, which flushes every posted write at once, and puts the holds from
- * those completions; IB_LENT_WAIT_NS bounds the wait, after which the holds are leaked (counted)
- * rather than risk a device reading freed frames. */
+ * those completions. IB_LENT_WAIT_NS bounds the wait: then the connection is handed back with the
+ * holds still taken (counted), and the control thread puts them once it has destroyed the queue
+ * pair (ib_lent_put_all), when no device can read the frames any more. */
 #include <string.h>
 #include <time.h>
 
@@ -276,7 +277,16 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 	}
 	if (now < c->lent_until)
 		return true;
-	xlt_counter_add(&c->w->st.lent_leaked, c->lent_n);
-	c->lent_n = 0;
-	return false;
+	xlt_counter_add(&c->w->st.lent_late, c->lent_n);
+	return false; /* the holds go with the connection: ib_lent_put_all */
+}
+
+void ib_lent_put_all(struct ib_conn *c)
+{
+	while (c->lent_n) {
+		struct ib_lent *e = lent_at(c, 0);
+		e->hops->put(e->hold);
+		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
+		c->lent_n--;
+	}
 }

@@ -142,7 +142,8 @@ struct ib_worker_stats {
 	uint64_t copied_tx;	     /* payload bytes copied into send buffers (the write op) */
 	uint64_t doorbells;	     /* ibv_post_send calls: each posts one work request or a chain */
 	uint64_t lent_tx;	     /* payload bytes written straight from lent memory (no copy) */
-	uint64_t lent_leaked;	     /* lent holds never put: their writes did not complete in time */
+	uint64_t lent_late;	     /* lent holds whose writes did not complete in time: put after the
+				      * queue pair was destroyed (control thread) */
 };
 
 /* Where buffer sets' memory comes from (ib_ctl_bufmem), the gateway's: by default each set maps

@@ -58,6 +58,9 @@ const struct ib_ctl_stats *ib_ctl_stats(const struct ib_ctl *ctl);
  * protection domain, local access only; a stream segment in it (XLT_SEG_EXTMEM) is then RDMA-written
  * without a copy. Returns 0, -EINVAL or -ENOSPC (too many separate ranges: the rest is copied). */
 int ib_ctl_extmem(struct ib_ctl *ctl, void *addr, size_t len);
+/* Control thread, before any connection: forgets every range ib_ctl_extmem was given (the gateway
+ * could not hand over all of the memory, so none of it is lent: sets register nothing for it). */
+void ib_ctl_extmem_clear(struct ib_ctl *ctl);
 /* Control thread, before any connection: buffer sets take their memory from OPS (which must outlive
  * every set, including those the last reference of frees after ib_ctl_destroy); a set OPS has none
  * for maps pages of its own, as without OPS. The receive ring of a set from OPS is lent with

@@ -135,8 +135,10 @@ bool ib_bufs_conn_done(struct ib_bufs *b, struct ib_ctl_stats *st)
 	/* linked before the count may reach 0 in another thread: the control thread unlinks it when it
 	 * finds it on the returned stack, never before */
 	LIST_INSERT_HEAD(&b->dev->lent, b, lent_link);
+	b->on_lent = true;
 	xlt_counter_add(&st->buf_lent, 1); /* read by the workers too (eth_glue.c) */
-	bufs_unref(b); /* (0 now: pushed on the returned stack, pooled at the next tick) */
+	bufs_unref(b); /* (if that was the last reference: pushed on the returned stack, pooled at the
+			* next tick; else the last put pushes it) */
 	return false;
 }
 
@@ -145,13 +147,9 @@ struct ib_bufs *ib_bufs_take_returned(struct ib_dev *dev, struct ib_ctl_stats *s
 	struct ib_bufs *list = atomic_exchange_explicit(&dev->returned, NULL, memory_order_acquire);
 
 	for (struct ib_bufs *b = list; b; b = b->ret_next) {
-		struct ib_bufs *l;
-
-		LIST_FOREACH(l, &dev->lent, lent_link)
-			if (l == b)
-				break;
-		if (l) {
+		if (b->on_lent) {
 			LIST_REMOVE(b, lent_link);
+			b->on_lent = false;
 			xlt_counter_add(&st->buf_lent, (uint64_t)-1);
 		}
 	}
@@ -164,6 +162,7 @@ void ib_bufs_orphan_all(struct ib_dev *dev)
 		struct ib_bufs *b = LIST_FIRST(&dev->lent);
 
 		LIST_REMOVE(b, lent_link);
+		b->on_lent = false;
 		atomic_store_explicit(&b->orphan, true, memory_order_release);
 	}
 }

@@ -164,7 +164,8 @@ struct xlt_stream {
 	 * headers; any / 0 where the engine does not say) */
 	struct xlt_ip local_addr;
 	uint16_t local_port;
-	uint64_t bytes_in;  /* consumed by the session */
+	uint64_t bytes_in;  /* taken from this stream by the session's destination (write or write_lent;
+			     * lent bytes are counted when taken, as copies are, not when delivered) */
 	uint64_t bytes_out; /* taken by write() */
 };
 

@@ -109,11 +109,14 @@ check "wait_for '[ \$(m \"ibgw_worker_sessions_active{worker=\\\"0\\\"}\") = 0 ]
 
 # ---- reload under load: remove one route of each kind and add one ----
 for r in out in out_rm; do m "ibgw_route_sessions_total{route=\"$r\"}" >"$T/tot_$r"; done
-# the sessions must outlast the reload whatever the machine's speed: readers that pause, a paced sender
-bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" stall "$BIG" 20
-bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" stall "$BIG" 20
-bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG" --rate 200000
-bg ld_chg "$TOOLS/rs_peer" -t 200 -p 7006 "$IB" stall "$BIG" 20
+# the sessions must outlast the reload whatever the machine's speed: readers that pause, a paced sender,
+# for far longer than the reload checks take (~90 s, below the default stall_timeout of 2 min; they took
+# 14 s on a loaded host, where the 20 s stall used before ran out); SIGUSR1 after
+# those checks lets them finish at once
+bg ld_out "$TOOLS/rs_peer" -t 200 -p 7000 "$IB" stall "$BIG" 90
+bg ld_rm "$TOOLS/rs_peer" -t 200 -p 7004 "$IB" stall "$BIG" 90
+bg ld_in npeer tcp-client "$ETH_GW_IP" 9000 "$BIG" --rate 70000
+bg ld_chg "$TOOLS/rs_peer" -t 200 -p 7006 "$IB" stall "$BIG" 90
 # out_par's accept offers [ib]'s defaults (128K receive ring, 128 credits) until the reload; one
 # connection made before it stays open across it
 bg par_old "$TOOLS/ib_badpeer" -p 7007 -t 30000 "$IB" hold 1 200
@@ -154,6 +157,9 @@ timeout 40 "$TOOLS/rs_peer" -t 20 -p 7004 "$IB" echo 1000 >"$T/rm1.out" 2>&1
 check "[ \$? != 0 ]" "the removed IB listener refuses new sessions"
 npeer tcp-client "$ETH_GW_IP" 9000 1000 >"$T/rm2.out" 2>&1
 check "[ \$? != 0 ]" "the removed TCP listener refuses new sessions"
+# the reload is over: the four sessions that had to outlast it may finish now (SIGUSR1 ends the
+# readers' stall and lifts the sender's pace)
+for p in ld_out ld_rm ld_in ld_chg; do kill -USR1 "${PIDS[$p]}" 2>/dev/null; done
 reap ld_out; r1=$?
 reap ld_rm; r2=$?
 reap ld_in; r3=$?

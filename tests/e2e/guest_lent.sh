@@ -7,7 +7,7 @@
 # A frame whose payload an RDMA write gathers is held (a reference) until that write completes or is
 # flushed; the TCP receive queue holds its own until the session consumes the bytes. The checks:
 # ibgwd survives every reset, the pool's in-use count comes back to where it was before (nothing
-# held by a dead session), no hold was leaked (ib_lent_holds_leaked_total), no frame stays pinned, and
+# held by a dead session), no hold was late (ib_lent_holds_late_total), no frame stays pinned, and
 # the relayed bytes were written from frames (ib_lent_bytes_total; 0 when every byte is copied).
 set -u
 cd "$(dirname "$0")/../.."
@@ -73,12 +73,12 @@ print('reset after', sent)"
 	reap c1
 	check "wait_for '[ \$(active in) = 0 ] && [ \$(active inrst) = 0 ]' 30 && alive" \
 		"round $r: IB peer killed and TCP client reset mid-stream ($(($(moved in) - b0)) and $(($(moved inrst) - b1)) bytes relayed): both sessions freed, ibgwd alive"
-	echo "    after round $r: $(mbufs) mbufs in use, $(m 'ibgw_tcp_rx_mbufs_pinned{worker="0"}') pinned, $(m 'ibgw_ib_lent_holds_leaked_total{worker="0"}') holds leaked"
+	echo "    after round $r: $(mbufs) mbufs in use, $(m 'ibgw_tcp_rx_mbufs_pinned{worker="0"}') pinned, $(m 'ibgw_ib_lent_holds_late_total{worker="0"}') holds late"
 done
 check "wait_for '[ \$(mbufs) -le $((idle + 16)) ]' 20" \
 	"the pool is back to idle: $(mbufs) mbufs in use (at rest before: $idle)"
-check "[ \$(m 'ibgw_ib_lent_holds_leaked_total{worker=\"0\"}') = 0 ] && [ \$(m 'ibgw_tcp_rx_mbufs_pinned{worker=\"0\"}') = 0 ]" \
-	"no hold leaked, no frame pinned"
+check "[ \$(m 'ibgw_ib_lent_holds_late_total{worker=\"0\"}') = 0 ] && [ \$(m 'ibgw_tcp_rx_mbufs_pinned{worker=\"0\"}') = 0 ]" \
+	"no hold late, no frame pinned"
 echo "    resets: $(m 'ibgw_tcp_rsts_in_total{worker="0"}') TCP resets in, IB closed reset/error: $(m 'ibgw_ib_connections_closed_total{worker="0",reason="reset"}')/$(m 'ibgw_ib_connections_closed_total{worker="0",reason="error"}')"
 
 # ---- 1-byte segments: copied, none pinned, the pool stays at rest ----

@@ -11,7 +11,8 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
                                                 at most BPS bytes/s), never answers, then closes;
                                                 --progress: FILE always holds the bytes read so far
   tcp-client HOST PORT SIZE [--rate BPS] [--src ADDR]  sends SIZE random bytes (from ADDR), reads the
-                                                echo to EOF, checks it; prints "ok sent=N sha=H secs=S"
+                                                echo to EOF, checks it; prints "ok sent=N sha=H secs=S";
+                                                SIGUSR1 lifts --rate (send the rest at full speed)
   tcp-send HOST PORT SIZE                       sends SIZE random bytes, half-closes, reads to EOF
                                                 (expects nothing back); prints "ok sent=N sha=H secs=S"
   tcp-hold HOST PORT                            connects, sends a little, waits for the peer's end:
@@ -22,6 +23,7 @@ import ctypes
 import hashlib
 import os
 import selectors
+import signal
 import socket
 import struct
 import sys
@@ -104,7 +106,8 @@ def tcp_serve(args, echo):
 
 
 def tcp_client(args, expect_echo):
-    rate = opt(args, "--rate")
+    rate = [opt(args, "--rate")]  # a list: the SIGUSR1 handler clears it
+    signal.signal(signal.SIGUSR1, lambda *_: rate.__setitem__(0, None))
     src = opt(args, "--src", str)
     host, port, size = args[0], int(args[1]), int(args[2])
     t0 = time.monotonic()
@@ -125,7 +128,7 @@ def tcp_client(args, expect_echo):
             if ev & selectors.EVENT_WRITE and sent < size:
                 if not buf:
                     buf = os.urandom(min(CHUNK, size - sent))
-                if rate and sent / rate > time.monotonic() - t0:
+                if rate[0] and sent / rate[0] > time.monotonic() - t0:
                     continue
                 try:
                     n = s.send(buf)

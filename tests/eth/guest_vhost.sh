@@ -53,5 +53,5 @@ offload_run 0 "lent-dpdk-memory-tx"
 # the engine's own tests, on this link
 ETH_BIG_SIZE=20M bash tests/eth/test_tcp_integrity.sh || exit 1
 bash tests/eth/test_idle_wake.sh || exit 1
-bash tests/eth/test_tcp_workers.sh || exit 1 # two queues: the tap spreads flows, the engines steer
+ETH_WORKERS_SIZE=20M bash tests/eth/test_tcp_workers.sh || exit 1 # two queues: the tap spreads flows, the engines steer
 echo "PASS: vhost-net link"

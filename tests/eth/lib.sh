@@ -266,7 +266,11 @@ s = socket.create_connection(('$dst', 7))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.send(b'z' * 20000)   # the echo cannot all come back: ibgwd keeps data in flight
 time.sleep(60)"
-	sleep 1.5
+	# both open and the busy one's 20000 bytes in (their echo is then in flight), or 15 s
+	for i in $(seq 150); do
+		[ "$(eth_m0 tcp_connections_active)" = 2 ] && [ "$(eth_m0 tcp_bytes_in_total)" -ge 20000 ] && break
+		sleep 0.1
+	done
 	[ "$(eth_m0 tcp_connections_active)" = 2 ] || fail "expected 2 active connections, have $(eth_m0 tcp_connections_active)"
 	to0=$(eth_m0 tcp_connections_timed_out_total)
 	kill -USR1 "$ETH_LINKEM" # blackhole

@@ -23,13 +23,14 @@ EOF
 eth_bg socat TCP-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat # (socat listens with a backlog of 5 by default)
 eth_wait_listen 5001
 
-head -c 50M /dev/urandom >"$tmp/in"
+SIZE=${ETH_WORKERS_SIZE:-50M} # (guest_vhost.sh: 20M under TCG, as test_tcp_integrity there)
+head -c "$SIZE" /dev/urandom >"$tmp/in"
 want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
 for port in 7 8000; do
 	got=$(eth_sha "$ETH_GW_IP" "$port")
-	[ "$got" = "$want" ] || fail "port $port: 50 MB came back different"
+	[ "$got" = "$want" ] || fail "port $port: $SIZE came back different"
 done
-ok "50 MB each way through echo and through the relay, sha256 equal"
+ok "$SIZE each way through echo and through the relay, sha256 equal"
 out=$(peer conc "$ETH_GW_IP" 7 400 20000) || fail "400 concurrent echo connections: $out"
 out=$(peer conc "$ETH_GW_IP" 8000 60 20000) || { curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep -v "^#" | grep -v " 0$" | grep -E "tcp_|steer|session|route" ; fail "60 concurrent relay connections: $out"; }
 ok "400 concurrent echo and 60 relay connections, each verified"
