@@ -189,6 +189,9 @@ struct eth_nbr_cache {
 struct eth_stack {
 	/* one worker's: cache line aligned, so no line holds two workers' state (stats included) */
 	alignas(64) struct eth_stack_conf c;
+	/* set by eth_stack_destroy while frames of lent memory are still out (the port frees its TX
+	 * ring after the engines): the last of them frees the stack (sndq.c extref_free) */
+	bool destroyed;
 	const struct eth_local_set *locals; /* this round's (eth_stack_set_locals); NULL: none */
 	uint32_t locals_gen;                /* the set last announced (worker 0) */
 	uint32_t netmask;	   /* network order */

@@ -46,14 +46,18 @@ struct extref {
 };
 
 /* Called by whoever frees the mbuf: the worker (its TX burst cleaning the device's ring, a frame
- * dropped), or, once the workers stopped, the thread closing the port: the gauge keeps one writer. */
+ * dropped), or, once the workers stopped, the thread closing the port: the gauge keeps one writer.
+ * The port is closed after the engines: the last frame of a destroyed engine frees it. */
 static void extref_free(void *addr, void *opaque)
 {
 	struct extref *r = opaque;
+	struct eth_stack *st = r->st;
 
 	(void)addr;
-	xlt_counter_add(&r->st->stats.tx_lent_mbufs, (uint64_t)-1);
 	r->hops->put(r->hold);
+	xlt_counter_add(&st->stats.tx_lent_mbufs, (uint64_t)-1);
+	if (st->destroyed && !xlt_counter_read(&st->stats.tx_lent_mbufs))
+		free(st);
 }
 
 static inline struct eth_sndq_ent *ents(const struct eth_tcb *t)

@@ -248,7 +248,11 @@ void eth_stack_destroy(struct eth_stack *st)
 	munmap(st->htab, st->htab_bytes);
 	munmap(st->tcbs, st->tcbs_bytes);
 	eth_chunk_pool_fini(&st->chunks);
-	free(st);
+	/* frames pointing into lent memory may still sit in the port's TX ring, which is freed after
+	 * the engines (main.c): their free callbacks count on st->stats, so the last of them frees st */
+	st->destroyed = true;
+	if (!xlt_counter_read(&st->stats.tx_lent_mbufs))
+		free(st);
 }
 
 int eth_stack_link(struct eth_stack **stacks, unsigned n)

@@ -38,6 +38,18 @@
 #   15:46-15:51 (5 rounds, load ~1.3): vhost 0.68x direct ib->eth (missed; per round 0.61-0.94, ibgwd
 #   23.8 ms CPU/MB), 0.74x eth->ib; RTT +492 vs relay +559, +646 vs +609. jumbo 0.80x / 0.70x (met)
 #   with RTT lower than the relay's (+524 vs +559, +410 vs +609). default 0.47x / 0.63x.
+# Issue #14, after the zero-copy work (main at d997aaf), two runs on a quiet host, 2026-12-04 19:24 and
+# 19:31 UTC (build/bench/20261204-192427 and -193130; BENCH_VARIANTS="vhost vhost-lean default jumbo"
+# BENCH_REPS=3 BENCH_BYTES=16M BENCH_ITERS=100), second run (first in parentheses):
+#   copies per byte 0.00 both ways on vhost-net; CPU ms/MB ib->eth vhost-net ibgwd 39.3 (38.1) vs
+#   relay[offload] 17.9 (20.3): 2.02x (2.00x); without ibgwd's vhost-net thread 24.4 (24.4): 1.29x
+#   (1.27x); eth->ib 1.05x (1.00x), without the thread 0.81x (0.78x). vhost-lean (busy_poll = 0):
+#   ib->eth 1.86x (1.81x), without the thread 1.16x (1.07x). Throughput vs direct on vhost-net: ib->eth
+#   0.66 (0.64), eth->ib 0.98 (0.92); vhost-lean 1.09 (0.87) / 1.48 (0.96). Added 64 B RTT vhost-net
+#   ib->eth +974 (+1124) us vs relay[offload] +631 (+667): above the relay's, unlike 2026-12-03
+#   (+371..+523); af_packet below the relay's both ways. Eth->IB RDMA writes/MB 30.8 (30.6) vhost-net.
+#   busy_poll 200 vs 300 us (19:34, 2 rounds of 8M, vhost-lean300): RTT +777/+778 vs +757/+688 us,
+#   CPU ms/MB ib->eth 33.4 vs 42.3: the longer window buys little latency here for more CPU.
 # Issue #14's BENCH lines, before the zero-copy work (main at 9932ea4), BENCH_QUICK=1 (4M per path,
 # one block per variant), host NOT quiet (load 4.9 -> 9.6, other helpers' builds and VMs), 2026-12-04
 # 04:07 UTC (build/bench/20261204-040744): copies per byte 2.00 each way on every port; Eth->IB RDMA

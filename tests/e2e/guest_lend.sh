@@ -87,14 +87,6 @@ eth_ns tc qdisc del dev "$ETH_PEER" ingress
 eth_ns ip link del ifblend
 
 # ---- 2. resets with references in flight ----
-# the stalled session's bytes stopped moving (the sink's window is shut, its bytes are in flight)
-stuck() {
-	local a b
-	a=$(m 'ibgw_route_bytes_total{route="stall",dir="ib_to_eth"}')
-	sleep 1
-	b=$(m 'ibgw_route_bytes_total{route="stall",dir="ib_to_eth"}')
-	[ "$a" = "$b" ] && [ "$b" -gt "$last" ]
-}
 last=0
 for i in $(seq 1 "$LOOPS"); do
 	bg st npeer tcp-sink 5001 "$T/st.log" --stall 60 --rcvbuf 65536
@@ -102,7 +94,7 @@ for i in $(seq 1 "$LOOPS"); do
 	bg ls "$TOOLS/rs_peer" -t 60 -p 7001 "$IB" send 50000000
 	# the sink's window closes: ibgwd's send queue holds references, its ring is full
 	# (the send queue may take more than the ring holds: it is the IB peer that waits, for credits)
-	wait_for "stuck" 30 || echo "    (loop $i: the transfer never stopped)"
+	wait_for "route_stuck stall" 30 || echo "    (loop $i: the transfer never stopped)"
 	last=$(m 'ibgw_route_bytes_total{route="stall",dir="ib_to_eth"}')
 	if [ $((i % 2)) = 1 ]; then
 		stop st # the TCP peer resets: the session aborts the IB side

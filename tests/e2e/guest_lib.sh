@@ -129,6 +129,16 @@ echk() {
 	[ "$nfail" = "$before" ]
 }
 
+# route_stuck ROUTE: ROUTE's ib_to_eth bytes stopped moving for a second, above $last (the bytes
+# of the sessions before): its sink's window is shut and its bytes are in flight
+route_stuck() {
+	local a b
+	a=$(m "ibgw_route_bytes_total{route=\"$1\",dir=\"ib_to_eth\"}")
+	sleep 1
+	b=$(m "ibgw_route_bytes_total{route=\"$1\",dir=\"ib_to_eth\"}")
+	[ "$a" = "$b" ] && [ "$b" -gt "$last" ]
+}
+
 # scrape; then ms NAME reads that one scrape (one /metrics fetch can take seconds under load). The
 # samples are read into SCRAPE once: ms is then a lookup, not a process (each exec costs ~0.1 s under
 # TCG, and the checks read dozens of samples)
