@@ -241,13 +241,12 @@ static inline unsigned eth_ip_hlen(bool v6)
 {
 	return v6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
 }
-/* The MSS we announce over IPv6 or IPv4: the link MTU less both headers. */
 /* The gauge of bytes in connection buffers, after chunks were taken or given back. */
 static inline void eth_buf_gauge(struct eth_stack *st)
 {
 	xlt_counter_set(&st->stats.tcp_buffer_bytes, (uint64_t)st->chunks.n_used * ETH_CHUNK_SIZE);
 }
-
+/* The MSS we announce over IPv6 or IPv4: the link MTU less both headers. */
 static inline uint16_t eth_tcp_mss_for(const struct eth_stack *st, bool v6)
 {
 	return (uint16_t)(st->c.mtu - eth_ip_hlen(v6) - sizeof(struct rte_tcp_hdr));

@@ -349,9 +349,10 @@ static void bufs_free(struct ib_ctl *ctl, struct ib_bufs *b)
 /* B's queue pair is destroyed: nothing can write into it any more. */
 static void bufs_put(struct ib_ctl *ctl, struct ib_bufs *b)
 {
+	struct ib_bufs *p;
 	unsigned n = 0;
 
-	for (struct ib_bufs *p = LIST_FIRST(&b->dev->pool); p; p = LIST_NEXT(p, pool_link))
+	LIST_FOREACH(p, &b->dev->pool, pool_link)
 		n++;
 	/* idle sets are a cache: an eighth of the memory budget at most, and only while all registered
 	 * memory fits the budget (sessions hold theirs against it from their connect request on) */

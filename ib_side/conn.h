@@ -63,8 +63,9 @@ void ib_lent_done(struct ib_conn *c);
 uint64_t ib_lent_reportable(struct ib_conn *c);
 /* Worker, C released: must C wait for lent writes in flight (NOW: the round's clock)? */
 bool ib_lent_wait(struct ib_conn *c, uint64_t now);
-/* Control thread, C's queue pair destroyed (or never created): puts the holds still taken, those of
- * writes that outlived ib_lent_wait. */
+/* Puts every lent hold C still has: its worker, once no posted write can read them any more
+ * (ib_lent_wait), or the control thread after destroying C's queue pair (or it never had one): the
+ * holds of writes that outlived ib_lent_wait. */
 void ib_lent_put_all(struct ib_conn *c);
 
 /* ---- lending (lend.c) ---- */

@@ -11,11 +11,11 @@
  * Lent segments (write_lent). A segment of registered memory is kept by reference (its hold taken)
  * in the connection's ring of IB_LENT_MAX, in stream order; it counts against the send window all
  * the same (so bytes taken and not completed stay bounded by the send buffer's size, as write()'s
- * are), but takes no room in the send ring: a data write's scatter list points into the segment (flush phase,
- * conn.c post_data), up to the connection's send_sge entries per write. Other segments are copied into
- * the send buffer as write() copies. On each data completion (success or flush) the holds of the
- * segments it finished are put. on_sent reports bytes in order: everything before the oldest lent
- * segment not yet completed (a copy is done with its source at once).
+ * are), but takes no room in the send ring: a data write's scatter list points into the segment
+ * (flush phase, conn.c post_data), up to the connection's send_sge entries per write. Other
+ * segments are copied into the send buffer as write() copies. On each data completion (success or
+ * flush) the holds of the segments it finished are put. on_sent reports bytes in order: everything
+ * before the oldest lent segment not yet completed (a copy is done with its source at once).
  *
  * A connection released with lent writes in flight must not be handed back before they complete:
  * after hand-back its completions are dropped and the control thread destroys the queue pair, while
@@ -256,16 +256,10 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 		e->hops->put(e->hold);
 		c->lent_n--;
 	}
-	if (c->lent_n && c->tx.done == c->tx.posted) {
-		/* every posted write completed: what is left is the unposted tail of a segment a write
-		 * ended in the middle of */
-		while (c->lent_n) {
-			struct ib_lent *e = lent_at(c, 0);
-			e->hops->put(e->hold);
-			c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
-			c->lent_n--;
-		}
-	}
+	/* every posted write completed: what is left is the unposted tail of a segment a write ended
+	 * in the middle of */
+	if (c->tx.done == c->tx.posted)
+		ib_lent_put_all(c);
 	if (!c->lent_n)
 		return false;
 	if (!c->lent_until)
