@@ -11,8 +11,8 @@ BAD="timeout 150 $TOOLS/ib_badpeer -p 7471 -t 30000 $IB" # generous waits: a loa
 # max_sessions and memory_limit are lowered from their defaults (256, 1G) so that case (e), 1000
 # connect requests, is about them: without reservations at the request, the requests would pin
 # 1000 x 256 KiB, eight times the limit. memory_limit counts buffers only: besides its 256 KiB of
-# buffers a connection costs its provider queues and state (~150-450 KiB on rxe, at the default
-# depths), so 32 sessions, the idle buffer cache (an eighth of the limit) and those fit 32M.
+# buffers a connection costs its provider queues (~150-450 KiB on rxe, at the default depths),
+# which case (e) bounds by the connection count, apart from the rest of ibgwd's memory.
 MAXS=32
 LIMIT_MIB=32
 GW_EXTRA="memory_limit = ${LIMIT_MIB}M"
@@ -138,7 +138,12 @@ check "[ $rc = 0 ] && [ -n \"$acc\" ] && [ $acc -gt 0 ] && [ $exp -gt 0 ]" \
 check "[ $maxho -le $MAXS ] && [ $maxact -le $((MAXS + 64)) ]" \
 	"(e) half-open connections within max_sessions ($maxho <= $MAXS), all IB connections within it + 64 ($maxact)"
 check "[ $maxbuf -le $((LIMIT_MIB << 20)) ]" "(e) registered buffers within memory_limit ($maxbuf <= $((LIMIT_MIB << 20)) B)"
-check "[ $((maxrss - rss0)) -le $((LIMIT_MIB << 20)) ]" "(e) RSS grew by less than memory_limit ($((maxrss - rss0)) B)"
+# memory_limit bounds the buffers; the provider's queues are bounded by the connection count: RSS
+# besides them within memory_limit, and they within 512 KiB for each connection that may exist
+check "[ $((maxrss - rss0 - (vqmax - vq0))) -le $((LIMIT_MIB << 20)) ]" \
+	"(e) RSS besides the verbs queues grew by less than memory_limit ($((maxrss - rss0 - (vqmax - vq0))) B)"
+check "[ $((vqmax - vq0)) -le $(((MAXS + 64) * 512 << 10)) ]" \
+	"(e) verbs queues grew within 512 KiB for each of max_sessions + 64 connections ($((vqmax - vq0)) B)"
 check "[ $tries -gt 0 ] && [ $served = $tries ]" "(e) legitimate clients served during the flood ($served of $tries echoes intact)"
 check_m ibgw_ib_connections_half_open "0" "(e) every half-open connection gone after the deadline"
 # every connection the gateway accepted meanwhile but the legitimate ones ended half-open
