@@ -71,6 +71,7 @@ struct gw_worker_stats {
 	uint64_t loops;		  /* iterations of the poll loop */
 	uint64_t busy_loops;	  /* iterations that found work */
 	uint64_t idle_sleeps;	  /* naps taken while idle */
+	uint64_t idle_wakeups;	  /* naps ended by an fd (a frame, a completion), not the timeout */
 	uint64_t rx_packets;	  /* packets taken from the worker's RX queue */
 	uint64_t sessions_active; /* gauge */
 };

@@ -50,6 +50,8 @@ const struct xlt_metric_desc gw_worker_metrics[] = {
 	 "poll loop iterations that found work", NULL},
 	{"worker_idle_sleeps_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_sleeps),
 	 "naps taken by an idle worker", NULL},
+	{"worker_idle_wakeups_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_wakeups),
+	 "naps ended by an fd (a frame, an IB completion) before their timeout", NULL},
 	{"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
 	 "packets taken from the worker's RX queue", NULL},
 	{"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
@@ -151,7 +153,9 @@ int gw_worker_main(void *arg)
 			nap_us = live->idle_sleep_us;
 		if (covered && nap_us < COVERED_NAP_US)
 			nap_us = COVERED_NAP_US;
-		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) <= 0)
+		if (ppoll(fds, n_fds, &(struct timespec){.tv_nsec = (long)nap_us * 1000}, NULL) > 0)
+			xlt_counter_add(&w->st.idle_wakeups, 1);
+		else
 			for (unsigned i = 0; i < n_fds; i++)
 				fds[i].revents = 0; /* none fired (a timeout, or a signal) */
 		for (unsigned i = 0; i < GW_N_SIDES; i++)

@@ -50,6 +50,13 @@
 #   (+371..+523); af_packet below the relay's both ways. Eth->IB RDMA writes/MB 30.8 (30.6) vhost-net.
 #   busy_poll 200 vs 300 us (19:34, 2 rounds of 8M, vhost-lean300): RTT +777/+778 vs +757/+688 us,
 #   CPU ms/MB ib->eth 33.4 vs 42.3: the longer window buys little latency here for more CPU.
+# The vhost-net 64 B round trip above the relay's (2026-12-04 22:10-22:20 UTC, host load ~1-2, 2 rounds
+# of BENCH_VARIANTS="vhost-busy vhost" BENCH_ITERS=100 BENCH_BYTES=4M BENCH_RELAYS=offload): with
+# idle_sleep = 0 (never sleeps) ibgwd adds +610/+607 us vs relay[offload] +604/+620 (equal); at the
+# defaults +739/+695. The wake-ups do arrive (ibgw_worker_idle_wakeups_total, and of the naps that
+# ended by their timeout only 1-4 per 25 round trips found work waiting): what a sleeping worker adds
+# is the cost of being woken under TCG, ~50-65 us each of the two sleeps a round trip takes, less
+# whatever busy_poll covers. The larger gaps above (+974 vs +631) were the same effect on a noisier host.
 # Issue #14's BENCH lines, before the zero-copy work (main at 9932ea4), BENCH_QUICK=1 (4M per path,
 # one block per variant), host NOT quiet (load 4.9 -> 9.6, other helpers' builds and VMs), 2026-12-04
 # 04:07 UTC (build/bench/20261204-040744): copies per byte 2.00 each way on every port; Eth->IB RDMA

@@ -2,9 +2,10 @@
 # An idle worker sleeps, yet wakes when a frame arrives: with idle_sleep at its maximum (100 ms), pings
 # and TCP round trips through the echo route still take about a millisecond, not up to 100 ms, because
 # the worker sleeps in poll() on its af_packet ring socket (gateway/worker.c). The worker's sleep
-# counter shows that it did sleep in between. Then at the default idle_sleep (100 us), an idle worker
-# whose fds announce all its work sleeps at least a millisecond at a time (the timer wheel's
-# resolution), not 10000 times a second: its CPU when idle is what a gateway at rest costs.
+# counter shows that it did sleep in between, its wake-up counter that the fd ended those sleeps.
+# Then at the default idle_sleep (100 us), an idle worker whose fds announce all its work sleeps at
+# least a millisecond at a time (the timer wheel's resolution), not 10000 times a second: its CPU
+# when idle is what a gateway at rest costs.
 # timeout: 120
 set -u
 cd "$(dirname "$0")/../.."
@@ -26,6 +27,7 @@ sleeps1=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_sleeps_total{worker="0"}')
 awk -v a="$avg" 'BEGIN { exit !(a < 20) }' || { cat "$tmp/ping"; fail "ping rtt avg $avg ms: the worker was not woken"; }
 ok "10 pings with 250 ms gaps: rtt avg $avg ms, $((sleeps1 - sleeps0)) sleeps in between"
 
+wake0=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_wakeups_total{worker="0"}')
 out=$(eth_ns "$PY3" - "$ETH_GW_IP" <<'EOF'
 import socket, sys, time
 s = socket.create_connection((sys.argv[1], 7), timeout=5)
@@ -49,6 +51,12 @@ EOF
 read -r med max <<<"$out"
 awk -v m="$med" 'BEGIN { exit !(m < 20) }' || fail "TCP echo median round trip $med ms: the worker was not woken"
 ok "20 TCP echo round trips after 200 ms pauses: median $med ms, max $max ms"
+# each of those found the worker asleep (100 ms naps): the frame's fd ended the nap, and the worker
+# counts it, so an operator can see that the device's wake-ups arrive (15 of 20: a frame that lands
+# while the worker is between two naps is found without one)
+wake1=$(gw_metric "$ETH_STATS" 'ibgw_worker_idle_wakeups_total{worker="0"}')
+[ $((wake1 - wake0)) -ge 15 ] || fail "naps ended by the RX queue's fd: $((wake1 - wake0)) during 20 round trips"
+ok "naps ended by the RX queue's fd counted: $((wake1 - wake0)) during the 20 round trips"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"
 
