@@ -18,7 +18,9 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
   tcp-hold HOST PORT [N]                        connects (N connections, default 1), sends a little on
                                                 each, waits for the peer's end of each: prints "rst",
                                                 "fin" or "timeout" (60 s) per connection
-  rs-serve HOST PORT LOG [echo|sink] [--stall S] rsocket server (echo by default)
+  rs-serve HOST PORT LOG [echo|sink] [--stall S] rsocket server (echo by default); --stall: read
+                                                nothing for S seconds after accepting (SIGUSR1 ends
+                                                the stall, of this connection and the later ones)
 """
 import ctypes
 import hashlib
@@ -216,6 +218,8 @@ def rs_serve(args):
     stall = opt(args, "--stall")
     host, port, log = args[0], int(args[1]), args[2]
     echo = (args[3] if len(args) > 3 else "echo") == "echo"
+    go = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: go.set())
     rs = rs_lib()
     sa = struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(host) + b"\0" * 8
     lfd = rs_check(rs, rs.rsocket(socket.AF_INET, socket.SOCK_STREAM, 0), "rsocket")
@@ -232,7 +236,7 @@ def rs_serve(args):
         err = "none"
         try:
             if stall:
-                time.sleep(stall)
+                go.wait(stall)
             while True:
                 n = rs_check(rs, rs.rrecv(fd, buf, CHUNK, 0), "rrecv")
                 if n == 0:
