@@ -142,9 +142,14 @@ sleep 0.5
 check "[ $n = 4 ] && [ $(($(served 2) - a2)) = 2 ]" "it takes its share again"
 # source balancing of IB clients: the key is the peer's port GID (from its connect request); one
 # client (rs_peer, this VM's one GID) keeps its backend
-for p in 5001 5002; do eth_bg socat "TCP-LISTEN:$p,reuseaddr,fork" EXEC:cat; eth_wait_listen $p; done
-okn=0
-for i in 1 2 3 4 5 6; do "$TOOLS/rs_peer" -t 60 -p 7480 "$IB" echo 20000 >/dev/null 2>&1 && okn=$((okn + 1)); done
+# (the 6 at once: the key is the GID, not the order. socat -t 30: after the client's half-close socat
+# waits only -t, 0.5 s by default, for cat's echo before it ends the connection; under TCG with 6
+# sessions at once a forked cat started later than that, and its echo was lost, 1 session in 6 to
+# 36: none in 60 with -t 30. An ended cat still ends the connection at once.)
+for p in 5001 5002; do eth_bg socat -t 30 "TCP-LISTEN:$p,reuseaddr,fork" EXEC:cat; eth_wait_listen $p; done
+okn=0 cl=()
+for i in 1 2 3 4 5 6; do "$TOOLS/rs_peer" -t 60 -p 7480 "$IB" echo 20000 >/dev/null 2>&1 & cl+=($!); done
+for p in "${cl[@]}"; do wait "$p" && okn=$((okn + 1)); done
 s1=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5001\"}")
 s2=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5002\"}")
 # (6/0 or 0/6: the grouping matters, a && b || c && d would read ((a && b) || c) && d)
