@@ -330,7 +330,7 @@ static unsigned eth_flush(struct gw_worker *w)
 	if (work || g->work)
 		g->hot_until = g->now + w->live->busy_poll_ns;
 	else if (g->now < g->hot_until)
-		work = 1; /* still hot: the answer to what just went out is likely due */
+		w->hot = true; /* the answer to what just went out is likely due */
 	return work;
 }
 

@@ -171,6 +171,7 @@ struct gw_worker {
 	struct gw_worker_stats st; /* translate/counter.h */
 	/* worker only: */
 	alignas(64) const struct gw_live *live; /* this round's snapshot (gw_live_enter) */
+	bool hot; /* a side expects work within [gateway] busy_poll (set by rx or flush this round) */
 	struct gw_session *sessions; /* pool of n_sessions */
 	SLIST_HEAD(, gw_session) free_sessions;
 	struct xlt_session_owner owner;
@@ -294,7 +295,8 @@ struct gw_side_ops {
 	void (*stop)(struct gw_daemon *d);
 	/* Worker, the phases of its round (worker.c), each returning the amount of work done (0: idle):
 	 * rx takes what the devices have (no stream event fires), relay fires the stream events (ops
-	 * only queue), flush hands what was queued to the devices. */
+	 * only queue), flush hands what was queued to the devices. A side that expects work within
+	 * [gateway] busy_poll sets w->hot in rx or flush: the worker keeps polling. */
 	unsigned (*rx)(struct gw_worker *w, uint64_t now_ns);
 	unsigned (*relay)(struct gw_worker *w);
 	unsigned (*flush)(struct gw_worker *w);

@@ -186,7 +186,14 @@ static int ib_start(struct gw_daemon *d)
 
 static unsigned ib_rx(struct gw_worker *w, uint64_t now_ns)
 {
-	return w->ib ? ib_worker_poll(w->ib, now_ns, w->live->busy_poll_ns) : 0;
+	unsigned work;
+
+	if (!w->ib)
+		return 0;
+	work = ib_worker_poll(w->ib, now_ns, w->live->busy_poll_ns);
+	if (ib_worker_hot(w->ib))
+		w->hot = true;
+	return work;
 }
 
 static unsigned ib_relay(struct gw_worker *w)

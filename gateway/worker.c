@@ -31,10 +31,14 @@
  * workers, a PMD without an fd, a CQ without a channel) the naps grow from 1 us to idle_sleep. The IB
  * side keeps the worker polling for [gateway] busy_poll after each completion (ib.h): within a
  * burst, polling beats sleeping and being woken; so does the Ethernet side after frames when its
- * wake-up is a device interrupt (eth_glue.c). busy_poll trades CPU per byte for latency. Control-thread
- * messages (new sessions, listeners) wait for the next round: at most the longer of idle_sleep and
- * COVERED_NAP_US. */
+ * wake-up is a device interrupt (eth_glue.c). busy_poll trades CPU per byte for latency. While it
+ * polls only for what is due, the worker yields the CPU after each empty round (sched_yield): on a
+ * core of its own nothing else is runnable and the call returns at once, but where it shares a CPU
+ * with the threads that produce that work (the kernel's vhost-net and rxe threads, a local peer)
+ * spinning would delay the very work it waits for. Control-thread messages (new sessions,
+ * listeners) wait for the next round: at most the longer of idle_sleep and COVERED_NAP_US. */
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -114,6 +118,7 @@ int gw_worker_main(void *arg)
 		}
 		unsigned work = 0;
 
+		w->hot = false;
 		/* receive: what the devices have for us; no stream event fires yet */
 		for (unsigned i = 0; i < GW_N_SIDES; i++)
 			work += gw_sides[i]->rx(w, now);
@@ -134,6 +139,10 @@ int gw_worker_main(void *arg)
 		}
 		if (!live->idle_sleep_us)
 			continue;
+		if (w->hot) {
+			sched_yield(); /* polling for what is due: see above */
+			continue;
+		}
 		if (!armed) {
 			n_fds = 0;
 			covered = true;

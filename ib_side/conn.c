@@ -1112,7 +1112,12 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns, uint64_t hot_ns)
 	}
 	if (!SLIST_EMPTY(&w->linger))
 		linger_check(w);
-	return n ? n : now_ns < w->hot_until;
+	return n;
+}
+
+bool ib_worker_hot(const struct ib_worker *w)
+{
+	return w->now < w->hot_until;
 }
 
 /* The flush phase: each connection on the work list posts what is due as one chain (aborts first,

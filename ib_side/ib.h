@@ -72,17 +72,18 @@ const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 /* Worker, one round in three phases (gateway/worker.c calls them in order, between the Ethernet
  * side's):
  *  - ib_worker_poll, receive: messages from the control thread and completions. Returns the amount
- *    of work done, 0 when idle; at least 1 for HOT_NS after the last completion ([gateway]
- *    busy_poll): after a completion the next one usually follows within a round trip (the peer
- *    answers, credits come back, the next write lands), and polling for it is cheaper than sleeping
- *    and being woken by its event (README, "Performance"). Only a longer silence lets the worker
- *    sleep; HOT_NS = 0 lets it sleep as soon as a round is idle.
+ *    of work done, 0 when idle. ib_worker_hot then says whether the last completion is less than
+ *    HOT_NS old ([gateway] busy_poll): after a completion the next one usually follows within a
+ *    round trip (the peer answers, credits come back, the next write lands), and polling for it is
+ *    cheaper than sleeping and being woken by its event (README, "Performance"). Only a longer
+ *    silence lets the worker sleep; HOT_NS = 0 lets it sleep as soon as a round is idle.
  *  - ib_worker_relay: fires the stream events due. The stream ops the sessions call meanwhile post
  *    nothing: they queue bytes and mark the connection for the flush.
  *  - ib_worker_flush: keepalives, then per connection one chain of work requests (credits, data
  *    merged up to 64 KiB per write, end of stream, abort), one doorbell; connections released are
  *    handed back. Returns the work done, nonzero while events wait for the next round. */
 unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns, uint64_t hot_ns);
+bool ib_worker_hot(const struct ib_worker *w);
 unsigned ib_worker_relay(struct ib_worker *w);
 unsigned ib_worker_flush(struct ib_worker *w);
 

@@ -57,6 +57,12 @@
 # ended by their timeout only 1-4 per 25 round trips found work waiting): what a sleeping worker adds
 # is the cost of being woken under TCG, ~50-65 us each of the two sleeps a round trip takes, less
 # whatever busy_poll covers. The larger gaps above (+974 vs +631) were the same effect on a noisier host.
+# A worker that polls for what busy_poll expects yields the CPU after each empty round (sched_yield),
+# A/B against the spinning worker (main at 6bcee82), 2026-12-04 22:05-22:40 UTC, host NOT quiet
+# (load 3-6: another session's VM tests), BENCH_VARIANTS=vhost BENCH_REPS=2 BENCH_BYTES=8M, binaries
+# alternated, 5 pairs: ib->eth vs direct spinning 0.69/0.57/0.59/0.47/0.76 (median 0.59), yielding
+# 0.81/0.68/0.75/0.58/0.71 (median 0.71), higher in 4 of 5 pairs; eth->ib 1.02/1.06/0.85/0.92/1.10 vs
+# 0.82/0.95/1.08/0.89/1.13, no difference; round trips too noisy at that load to compare.
 # Issue #14's BENCH lines, before the zero-copy work (main at 9932ea4), BENCH_QUICK=1 (4M per path,
 # one block per variant), host NOT quiet (load 4.9 -> 9.6, other helpers' builds and VMs), 2026-12-04
 # 04:07 UTC (build/bench/20261204-040744): copies per byte 2.00 each way on every port; Eth->IB RDMA
