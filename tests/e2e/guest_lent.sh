@@ -22,7 +22,9 @@ tiny	tcp:9002	ib:$IB:7602
 EOF
 )"
 bg s1 peer rs-serve "$IB" 7601 "$T/s1.log" sink
-bg s2 peer rs-serve "$IB" 7602 "$T/s2.log" sink --stall 8
+# (s2 stalls until the check below is done, SIGUSR1, whatever the machine's speed: a fixed 8 s stall
+# both cost its full length and could run out before the check on a loaded host)
+bg s2 peer rs-serve "$IB" 7602 "$T/s2.log" sink --stall 90
 wait_for "grep -q listening $T/s1.out && grep -q listening $T/s2.out" 30 || fail "peers did not start"
 alive() { kill -0 "$GW_PID" 2>/dev/null && curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$STATS/health" | grep -q 200; }
 active() { m "ibgw_route_sessions_active{route=\"$1\"}"; }
@@ -98,5 +100,6 @@ echo "    3000 1-byte sends: $((pc1 - pc0)) segments copied, $pinned frames pinn
 check "[ $pinned = 0 ] && [ $inuse -le $((idle + 16)) ] && [ $((pc1 - pc0)) -gt 100 ]" \
 	"1-byte segments are copied, not pinned: the pool stays at rest while the reader stalls"
 stop c2
+kill -USR1 "${PIDS[s2]}"
 check "wait_for '[ \$(active tiny) = 0 ]' 30 && alive" "that session ended, ibgwd alive"
 e2e_done

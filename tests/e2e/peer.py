@@ -15,9 +15,12 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
                                                 SIGUSR1 lifts --rate (send the rest at full speed)
   tcp-send HOST PORT SIZE                       sends SIZE random bytes, half-closes, reads to EOF
                                                 (expects nothing back); prints "ok sent=N sha=H secs=S"
-  tcp-hold HOST PORT                            connects, sends a little, waits for the peer's end:
-                                                prints "rst", "fin" or "timeout" (60 s)
-  rs-serve HOST PORT LOG [echo|sink] [--stall S] rsocket server (echo by default)
+  tcp-hold HOST PORT [N]                        connects (N connections, default 1), sends a little on
+                                                each, waits for the peer's end of each: prints "rst",
+                                                "fin" or "timeout" (60 s) per connection
+  rs-serve HOST PORT LOG [echo|sink] [--stall S] rsocket server (echo by default); --stall: read
+                                                nothing for S seconds after accepting (SIGUSR1 ends
+                                                the stall, of this connection and the later ones)
 """
 import ctypes
 import hashlib
@@ -163,19 +166,35 @@ def tcp_client(args, expect_echo):
 
 
 def tcp_hold(args):
-    s = socket.create_connection((args[0], int(args[1])), timeout=60)
-    s.sendall(b"h" * 1000)
+    # N connections from one process: each python start costs ~1 s under TCG
+    n = int(args[2]) if len(args) > 2 else 1
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection((args[0], int(args[1])), timeout=60)
+        s.sendall(b"h" * 1000)
+        socks.append(s)
     print("connected", flush=True)
-    try:
-        while True:
-            b = s.recv(CHUNK)
-            if not b:
-                print("fin")
-                return
-    except ConnectionResetError:
-        print("rst")
-    except socket.timeout:
-        print("timeout")
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    while socks:
+        evs = sel.select(60)
+        if not evs:
+            for _ in socks:
+                print("timeout")
+            return
+        for key, _ in evs:
+            s = key.fileobj
+            try:
+                if s.recv(CHUNK):
+                    continue
+                print("fin", flush=True)
+            except ConnectionResetError:
+                print("rst", flush=True)
+            sel.unregister(s)
+            socks.remove(s)
+            s.close()
 
 
 # ---- rsocket through ctypes ----
@@ -199,6 +218,8 @@ def rs_serve(args):
     stall = opt(args, "--stall")
     host, port, log = args[0], int(args[1]), args[2]
     echo = (args[3] if len(args) > 3 else "echo") == "echo"
+    go = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: go.set())
     rs = rs_lib()
     sa = struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(host) + b"\0" * 8
     lfd = rs_check(rs, rs.rsocket(socket.AF_INET, socket.SOCK_STREAM, 0), "rsocket")
@@ -215,7 +236,7 @@ def rs_serve(args):
         err = "none"
         try:
             if stall:
-                time.sleep(stall)
+                go.wait(stall)
             while True:
                 n = rs_check(rs, rs.rrecv(fd, buf, CHUNK, 0), "rrecv")
                 if n == 0:

@@ -4,7 +4,7 @@
 # TCP peer acknowledges (checked while the TCP peer hears nothing: what the IB peer could send beyond
 # what the TCP peer got stays within the receive ring), retransmissions read the ring again (loss on
 # the link, sha256 of every byte at the far end), nothing is copied; sessions reset with references
-# in flight, both ways, many times: no crash, every buffer set back in its pool, nothing held. Then
+# in flight, both ways, twice each: no crash, every buffer set back in its pool, nothing held. Then
 # the same with 2 workers: concurrent sessions on both, credits per worker under a black-out, sha256
 # of every byte, resets with references in flight on each worker.
 # In-VM halves: guest_lend.sh (1 worker), guest_lend_workers.sh (2 workers).

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
 # Smaller than the af_packet runs (make check's time): 20 MB each way, not guest_integrity's 100 MB, and
 # 50 concurrent sessions each way, not 100 (test_e2e_integrity moves those on af_packet already); 3
-# lending loops, not 6, and an odd count on purpose: the last loop ends with the TCP peer resetting,
+# lending loops, not guest_lend.sh's 4, and an odd count on purpose: the last loop ends with the TCP peer resetting,
 # after which ibgwd has nothing to send, while virtio_user frees sent frames only at a TX burst: the
 # last frames pointing into a buffer set stay in its TX ring, and only the idle worker's reclaim
 # (eth_port_tx_reclaim) gets the set back to its pool, which guest_lend.sh checks. This run's point
