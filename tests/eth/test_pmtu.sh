@@ -61,7 +61,7 @@ EOF
 )"
 far ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null || fail "the far host cannot reach ibgwd over IPv4"
 far ping -6 -c 1 -W 5 "$ETH_GW_IP6" >/dev/null || fail "the far host cannot reach ibgwd over IPv6"
-ip netns exec "$FAR_NS" socat TCP6-LISTEN:5001,ipv6only=0,reuseaddr,fork,backlog=64 EXEC:cat &
+ip netns exec "$FAR_NS" socat -t 30 TCP6-LISTEN:5001,ipv6only=0,reuseaddr,fork,backlog=64 EXEC:cat &
 pids+=($!)
 ETH_FROM=far eth_wait_listen 5001
 

@@ -67,7 +67,7 @@ backend gw
 	retries 0
 	server g $GW:8102 send-proxy-v2
 EOF
-eth_bg socat TCP-LISTEN:5101,bind=127.0.0.1,reuseaddr,fork EXEC:cat
+eth_bg socat -t 30 TCP-LISTEN:5101,bind=127.0.0.1,reuseaddr,fork EXEC:cat
 eth_bg haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1
 eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5102 "$tmp/pp.log"
 eth_wait_listen 5100

@@ -28,7 +28,7 @@ refused	tcp:8001	tcp:[$ETH_PEER_IP6]:5999
 offlink	tcp:8002	tcp:[2001:db8:99::1]:80
 EOF
 )"
-eth_bg socat TCP6-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat
+eth_bg socat -t 30 TCP6-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat
 eth_wait_listen 5001
 
 head -c 30M /dev/urandom >"$tmp/in"

@@ -25,7 +25,7 @@ EOF
 )
 eth_setup_impaired --loss 0.05 --dup 0.01 --delay 0.02 --reorder 0.25
 ETH_GW_EXTRA="access_log = $tmp/access.log" eth_gw_start "$tmp/ibgw.conf" "$routes"
-eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
+eth_bg socat -t 30 TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 
 head -c "$SIZE" /dev/urandom >"$tmp/in"

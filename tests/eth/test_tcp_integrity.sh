@@ -26,7 +26,7 @@ want=$(sha256sum <"$tmp/in" | cut -d' ' -f1)
 
 eth_xfer "$ETH_GW_IP" 7 120 "echo: $SIZE each way"
 
-eth_bg socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
+eth_bg socat -t 30 TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 eth_wait_listen 5001
 eth_xfer "$ETH_GW_IP" 8000 120 "relay to a kernel server: $SIZE each way"
 size=$(stat -c %s "$tmp/in")

@@ -20,7 +20,7 @@ echo	tcp:7		echo			max_sessions=1024
 relay	tcp:8000	tcp:$ETH_PEER_IP:5001	max_sessions=128
 EOF
 )"
-eth_bg socat TCP-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat # (socat listens with a backlog of 5 by default)
+eth_bg socat -t 30 TCP-LISTEN:5001,reuseaddr,fork,backlog=256 EXEC:cat # (socat listens with a backlog of 5 by default)
 eth_wait_listen 5001
 
 SIZE=${ETH_WORKERS_SIZE:-50M} # (guest_vhost.sh: 20M under TCG, as test_tcp_integrity there)

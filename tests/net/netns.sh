@@ -41,7 +41,7 @@
 # Example (host or VM):
 #   . tests/net/netns.sh
 #   nt_host h1 198.18.0.2/24
-#   nt_bg h1 socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
+#   nt_bg h1 socat -t 30 TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 #   dpdk-testpmd --no-pci --vdev=net_af_packet0,iface=$h1_IF,qdisc_bypass=1 ...
 #
 # Functions print a diagnostic and return non-zero on failure; with `set -e` that ends the test,

@@ -30,7 +30,7 @@ nt_exec h1 ip -br addr show "\$h1_PEER" | grep -q 198.18.0.2/24
 rx0=\$(cat /sys/class/net/\$h1_IF/statistics/rx_packets)
 nt_exec h1 ping -c 1 -W 1 198.18.0.1 >/dev/null 2>&1 || true
 [ \$(cat /sys/class/net/\$h1_IF/statistics/rx_packets) -gt \$rx0 ]
-nt_bg h1 socat TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
+nt_bg h1 socat -t 30 TCP-LISTEN:5001,reuseaddr,fork EXEC:cat
 echo \$NT_PID >"$TMP/pid"
 nt_wait_tcp h1 5001 5
 nt_rate h1 out 10mbit
