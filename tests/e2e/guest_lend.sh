@@ -12,10 +12,11 @@
 #   2. $E2E_LEND_LOOPS (4) sessions reset with references in flight: a stalled sink killed (TCP RST)
 #      while the sender waits on it, and an IB sender killed while its bytes wait for a stalled
 #      sink, in turn (4: each way twice, the last an IB sender killed; the rounds are alike, ~5 s
-#      each under TCG, and guest_lend_workers.sh resets 4 more, 2 each way, on 2 workers). Afterwards ibgwd is alive, holds no session or connection, and every IB buffer
-#      set is back in its pool (registered bytes = idle bytes, none kept for references); ibgwd
-#      drains and exits 0 (the ASan build where the image has libasan). Each buffer set registered
-#      was the receive ring and a 16K copy area (conf.h CONF_LENT_IB_COPY), not ib_rbuf + ib_sbuf: the
+#      each under TCG, and guest_lend_workers.sh resets 4 more, 2 each way, on 2 workers).
+#      Afterwards ibgwd is alive, holds no session or connection, and every IB buffer set is back
+#      in its pool (registered bytes = idle bytes, none kept for references); ibgwd drains and
+#      exits 0 (the ASan build where the image has libasan). Each buffer set registered was the
+#      receive ring and a 16K copy area (conf.h CONF_LENT_IB_COPY), not ib_rbuf + ib_sbuf: the
 #      routes relay by reference.
 # Settings are the defaults a user gets (the check's bound is the [ib] rbuf_size default).
 set -u

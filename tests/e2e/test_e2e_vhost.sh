@@ -14,14 +14,15 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/vm_test.sh
-# Smaller than the af_packet runs (make check's time): 20 MB each way, not guest_integrity's 100 MB, and
-# 50 concurrent sessions each way, not 100 (test_e2e_integrity moves those on af_packet already); 3
-# lending loops, not guest_lend.sh's 4, and an odd count on purpose: the last loop ends with the TCP peer resetting,
-# after which ibgwd has nothing to send, while virtio_user frees sent frames only at a TX burst: the
-# last frames pointing into a buffer set stay in its TX ring, and only the idle worker's reclaim
-# (eth_port_tx_reclaim) gets the set back to its pool, which guest_lend.sh checks. This run's point
-# is the offloads and the lent memory in DPDK's heap, which these exercise as well. (The backpressure stalls keep their 10 s: its samples, a
-# /metrics scrape each, take seconds apiece under TCG on a loaded host.)
+# Smaller than the af_packet runs (make check's time): 20 MB each way, not guest_integrity's 100
+# MB, and 50 concurrent sessions each way, not 100 (test_e2e_integrity moves those on af_packet
+# already); 3 lending loops, not guest_lend.sh's 4, and an odd count on purpose: the last loop ends
+# with the TCP peer resetting, after which ibgwd has nothing to send, while virtio_user frees sent
+# frames only at a TX burst: the last frames pointing into a buffer set stay in its TX ring, and
+# only the idle worker's reclaim (eth_port_tx_reclaim) gets the set back to its pool, which
+# guest_lend.sh checks. This run's point is the offloads and the lent memory in DPDK's heap, which
+# these exercise as well. (The backpressure stalls keep their 10 s: its samples, a /metrics scrape
+# each, take seconds apiece under TCG on a loaded host.)
 export E2E_SIZE=${E2E_SIZE:-20000000} E2E_CONC=${E2E_CONC:-50} E2E_LEND_LOOPS=${E2E_LEND_LOOPS:-3}
 # DPDK's memory in hugepages here, with [eth] eal_args at its default (--no-pci --in-memory), as a
 # production gateway has it: the IB buffer sets come from a heap that grows page by page; --no-huge
