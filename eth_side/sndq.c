@@ -23,7 +23,7 @@
  * in DPDK's heap (a lender's XLT_SEG_DEVMEM) on ports that address frames by virtual address within
  * DPDK's memory segments (ETH_OFFLOAD_DEVMEM: virtio_user, whose vhost knows those segments and no
  * other memory); elsewhere the lent bytes are copied into the frame, counted in copied_out like every
- * copy. Software checksums cover a chain whole (rte_ipv4_udptcp_cksum_mbuf). */
+ * copy. Software checksums cover a chain whole (cksum.c). */
 #include <errno.h>
 #include <string.h>
 
@@ -306,30 +306,6 @@ int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32
 		len -= k;
 	}
 	return 0;
-}
-
-uint16_t eth_sndq_cksum(const struct rte_mbuf *m, uint32_t phdr, uint32_t l4_off)
-{
-	uint64_t sum = phdr;
-	bool odd = false;
-	uint16_t ck;
-
-	/* each segment's sum as if it began at an even offset, byte-swapped when it does not (RFC 1071:
-	 * the sum is byte-order independent up to that swap) */
-	for (const struct rte_mbuf *s = m; s; s = s->next, l4_off = 0) {
-		uint32_t n = s->data_len > l4_off ? s->data_len - l4_off : 0;
-		uint32_t part = rte_raw_cksum(rte_pktmbuf_mtod_offset(s, const uint8_t *, l4_off), n);
-
-		if (odd)
-			part = ((part & 0xffu) << 8) | (part >> 8);
-		sum += part;
-		if (n & 1)
-			odd = !odd;
-	}
-	while (sum >> 16)
-		sum = (sum & 0xffffu) + (sum >> 16);
-	ck = (uint16_t)~sum;
-	return ck;
 }
 
 void eth_sndq_ack(struct eth_tcb *t, uint32_t n)

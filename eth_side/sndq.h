@@ -43,10 +43,6 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
  * Returns 0 or -ENOMEM (the caller frees M, which puts what it took). */
 int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len);
 
-/* The TCP checksum of frame M (an mbuf chain starting at IP, its TCP header at L4_OFF of the first
- * segment), in software; PHDR: the pseudo-header sum of either family (rte_ipv4/6_phdr_cksum). */
-uint16_t eth_sndq_cksum(const struct rte_mbuf *m, uint32_t phdr, uint32_t l4_off);
-
 /* The peer acknowledged the first N bytes: drops them, puts their references, and queues their
  * report (ETH_EV_SENT) for the bytes write_lent took. */
 void eth_sndq_ack(struct eth_tcb *t, uint32_t n);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cksum.h"
 #include "engine.h"
 #include "sndq.h"
 #include "rcvq.h"
@@ -1046,34 +1047,6 @@ out:
 	}
 }
 
-/* The folded 16-bit ones'-complement sum of LEN bytes of M's chain from packet offset OFF (false when
- * the chain is shorter). Not DPDK 22.11's rte_raw_cksum_mbuf: it truncates the sum of a segment that
- * starts at an odd position before swapping its bytes, so valid chains would fail the check. */
-static bool chain_sum(const struct rte_mbuf *m, uint32_t off, uint32_t len, uint16_t *out)
-{
-	uint32_t sum = 0, done = 0;
-
-	for (const struct rte_mbuf *s = m; s && done < len; s = s->next) {
-		uint32_t n, part;
-
-		if (off >= s->data_len) {
-			off -= s->data_len;
-			continue;
-		}
-		n = s->data_len - off < len - done ? s->data_len - off : len - done;
-		part = rte_raw_cksum(rte_pktmbuf_mtod_offset(s, const void *, off), n);
-		if (done & 1) /* this segment's bytes sit at odd positions of the sum */
-			part = ((part & 0xffu) << 8) | (part >> 8);
-		sum += part;
-		done += n;
-		off = 0;
-	}
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	*out = (uint16_t)sum;
-	return done == len;
-}
-
 /* Whether the device vouched for the TCP checksum: GOOD, or NONE (a merged or locally sent segment
  * whose sum field is not filled in but whose data the device verified). */
 static bool rx_csum_ok(const struct eth_stack *st, const struct rte_mbuf *m)
@@ -1106,12 +1079,10 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		uint16_t raw = 0;
 
 		if (m->nb_segs == 1)
-			raw = rte_raw_cksum(th, tlen);
-		else if (!chain_sum(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
+			raw = eth_cksum(th, tlen);
+		else if (!eth_cksum_chain(m, (uint32_t)((uint8_t *)th - rte_pktmbuf_mtod(m, uint8_t *)), tlen, &raw))
 			goto hdr_err;
-		sum = (uint32_t)raw + phdr;
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
+		sum = eth_cksum_add(raw, phdr);
 		if (sum != 0xffff) {
 			xlt_counter_add(&st->stats.tcp_checksum_errors, 1);
 			goto drop;

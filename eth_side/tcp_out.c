@@ -21,6 +21,7 @@
 #include <rte_ether.h>
 
 #include "buf.h"
+#include "cksum.h"
 #include "engine.h"
 #include "sndq.h"
 #include "tcp_opt.h"
@@ -94,12 +95,10 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 			}
 		}
 		th->cksum = v6 ? rte_ipv6_phdr_cksum(ip6, m->ol_flags) : rte_ipv4_phdr_cksum(ip, m->ol_flags);
-	} else if (m->nb_segs > 1) {
-		/* lent bytes in mbufs of their own (sndq.c): the sum runs over the chain */
-		phdr = v6 ? rte_ipv6_phdr_cksum(ip6, 0) : rte_ipv4_phdr_cksum(ip, 0);
-		th->cksum = eth_sndq_cksum(m, phdr, (uint32_t)((uint8_t *)th - (uint8_t *)l3));
 	} else {
-		th->cksum = v6 ? rte_ipv6_udptcp_cksum(ip6, th) : rte_ipv4_udptcp_cksum(ip, th);
+		/* in software, over the chain (lent bytes ride in mbufs of their own: sndq.c) */
+		phdr = v6 ? rte_ipv6_phdr_cksum(ip6, 0) : rte_ipv4_phdr_cksum(ip, 0);
+		th->cksum = eth_cksum_l4(m, phdr, (uint32_t)((uint8_t *)th - (uint8_t *)l3));
 	}
 }
 
