@@ -22,8 +22,20 @@
 # BENCH_QUICK=1 (development): 256M per transfer, one round, 1000 idle connections, 1 s cps runs
 # (BENCH_ETH_* set explicitly win).
 # Issue #14 lines ("BENCH ", gathered by tests/bench/run into build/bench/<run>/summary.txt): the
-# relay vs HAProxy on one thread (target >= 1.5x, the median of each round's ratio), and why the
-# engine's own ceiling over net_memif is not measured (below).
+# relay vs HAProxy on one thread (target >= 1.5x, the median of each round's ratio), and the engine's
+# own ceiling beside the kernel's: where each relay's CPU goes, by perf (the cpu split, below; why
+# not over net_memif: at the end).
+# The cpu split, 2026-12-05 00:49-01:01 UTC, quiet host, 256 MB (quick) and 1 GiB transfers: before
+# the checksum change ibgwd's own work (user code and the system calls it makes; af_packet's send path
+# and the PMD's frame copies, the link, and the peer's receive path apart) was 0.35-1.84 s per
+# transfer against HAProxy's 0.25-1.41 (its kernel TCP; HAProxy's receive work runs in its senders'
+# context, uncounted): own ceilings 0.62, 0.71, 0.77x HAProxy's. Software checksums (no offload on
+# af_packet) were a quarter of ibgwd's own samples, DPDK's rte_raw_cksum adding 16 bits at a time
+# (eth_sndq_cksum alone 18%). With eth_side/cksum.c (64-bit reads, four accumulators): 1.23x and
+# 0.86x in two quick runs (the host's speed halved between them: per-byte CPU moves with it, the
+# ratio less), checksums 12-17% of the own samples; the rest is per-frame work (mbuf allocation,
+# references, TCP input) and the copies a TCP -> TCP route keeps (send queue into frames, small
+# segments).
 # Exits non-zero when the benchmark could not run or a transfer failed; missed targets are reported,
 # not failed.
 #
@@ -177,6 +189,7 @@ backend b
 EOF
 ip netns exec "$K_NS" haproxy -f "$tmp/haproxy.cfg" -db >"$tmp/haproxy.log" 2>&1 &
 pids+=($!)
+haproxy_pid=$!
 eth_wait_listen 5001
 for p in 5001 5003 8001 8002; do
 	for i in $(seq 50); do [ -n "$(kns ss -Hltn "sport = :$p")" ] && break; sleep 0.1; done
@@ -225,6 +238,51 @@ for r in $(seq "$REPS"); do
 		"relay ibgwd $(tail -1 "$tmp/relay_ibgwd") socat $(tail -1 "$tmp/relay_socat")" \
 		"haproxy $(tail -1 "$tmp/relay_haproxy") Mbit/s"
 done
+# Where the two relays' CPU goes (issue #14: the engine's own ceiling beside the kernel's), one
+# transfer each under a system-wide `perf record -g`, sorted by tests/bench/cpu_split.awk: ibgwd's and
+# HAProxy's own work (user code and the kernel work they ask for) apart from the link (af_packet's send
+# path, veth) and the peers' receive path that veth runs in the sender's context. ibgwd runs it at the
+# default idle_sleep (reloaded): a busy-polling worker's spinning would count as its own work. The
+# ceiling is the bytes over the own CPU seconds: what one core could relay were the link free, as a NIC
+# DPDK drives is. Conservative for ibgwd: HAProxy's TCP receive work runs in its senders' context or
+# under the IP receive path, uncounted, while ibgwd's is its own code. BENCH_ETH_SPLIT=0 skips it.
+split_line=
+if [ "${BENCH_ETH_SPLIT:-1}" = 1 ] && command -v perf >/dev/null; then
+	mkdir -p "${BUILD:-build}/bench-eth-cpu" # each relay's own samples by function
+	sed -i 's/^idle_sleep = .*/idle_sleep = 100us/' "$tmp/ibgw.conf"
+	kill -HUP "$gw_pid"
+	sleep 2
+	split_run() { # LABEL PID HOST PORT: "LABEL Mbit/s samples own_user own_kernel link rdma delivery"
+		local mbit perf_pid t
+		perf record -q -a -g -F 1999 -o "$tmp/$1.data" >/dev/null 2>&1 &
+		perf_pid=$!
+		sleep 1
+		mbit=$(xfer "$3" "$4")
+		kill -INT "$perf_pid"
+		wait "$perf_pid"
+		for t in /proc/"$2"/task/*; do echo "${t##*/} $1"; done >"$tmp/$1.tids"
+		echo "$1 $mbit $(perf script -i "$tmp/$1.data" -F comm,tid,ip,sym,dso 2>/dev/null |
+			awk -v tids="$tmp/$1.tids" -v detail="${BUILD:-build}/bench-eth-cpu/$1-own.txt" -f tests/bench/cpu_split.awk |
+			cut -d' ' -f2-)"
+	}
+	{ split_run ibgwd "$gw_pid" "$ETH_GW_IP" 8000; split_run haproxy "$haproxy_pid" 198.18.1.1 8002; } >"$tmp/split"
+	cat "$tmp/split"
+	split_line=$(awk -v b="$(numfmt --from=iec "$BYTES")" -v m="$MTU" '
+		{ k = $1; T[k] = $2; own[k] = ($4 + $5) / 1999; all[k] = $3 / 1999; L[k] = $6 / 1999; D[k] = $8 / 1999
+		  ceil[k] = own[k] > 0 ? b * 8 / own[k] / 1e6 : 0 }
+		function desc(k) {
+			return sprintf("%s %.0f Mbit/s, CPU %.2f s (own %.2f, link %.2f, delivery %.2f), own ceiling %.0f Mbit/s",
+				k, T[k], all[k], own[k], L[k], D[k], ceil[k])
+		}
+		END {
+			if (!("ibgwd" in T) || !("haproxy" in T) || ceil["haproxy"] <= 0 || T["ibgwd"] <= 0 || T["haproxy"] <= 0) {
+				print "tcp relay af_packet-" m " cpu split: no profile (target >= 1.5: MISSED)"; exit
+			}
+			r = ceil["ibgwd"] / ceil["haproxy"]
+			printf "tcp relay af_packet-%s cpu split: %s; %s; ceiling ratio %.2f (target >= 1.5: %s)\n", m,
+				desc("ibgwd"), desc("haproxy"), r, (r >= 1.5 ? "met" : "MISSED")
+		}' "$tmp/split")
+fi
 busy1=$(gw_metric "$ETH_STATS" 'ibgw_worker_busy_iterations_total{worker="0"}')
 loops1=$(gw_metric "$ETH_STATS" 'ibgw_worker_loop_iterations_total{worker="0"}')
 for name in rx_ibgwd rx_kernel relay_ibgwd relay_socat relay_haproxy; do
@@ -331,8 +389,10 @@ awk -v a="$rx_ibgwd" -v b="$rx_kernel" -v r="$rx_pr" -v m="$MTU" 'BEGIN {
 # two ibgwd back to back over memif (one relaying, one discarding), every byte would still have to
 # enter the first one through a kernel TCP peer on another port it does not have, or through
 # soft-RoCE under TCG (tens of MB/s), which would then be what the figure measures. testpmd's
-# forwarding modes are not TCP endpoints, and Debian packages no DPDK TCP load generator.
-echo "BENCH engine ceiling over net_memif: not measured (no kernel-free TCP peer for ibgwd on this machine: ibgwd has one port and no traffic source of its own, testpmd is no TCP endpoint; see bench_eth.sh)"
+# forwarding modes are not TCP endpoints, and Debian packages no DPDK TCP load generator. So the
+# ceiling comes from the cpu split instead: what one core could relay were the link free.
+[ -n "$split_line" ] || echo "BENCH engine ceiling: not measured (no perf; the relay's cpu split gives it, see bench_eth.sh)"
+[ -n "$split_line" ] && echo "BENCH $split_line"
 [ -s "$tmp/perf.txt" ] && { echo "== perf profile of ibgwd during the $BENCH_ETH_PERF transfer"; cat "$tmp/perf.txt"; }
 kill "${pids[-1]}" 2>/dev/null
 gw_stop || echo "note: ibgwd exited with $?"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Where each relay's CPU goes (issue #14), end to end in the soft-RoCE VM: one transfer each way through
+# ibgwd and through the stock rsocket/socket relays (tests/tools/rs_relay.c), each under a system-wide
+# `perf record -g`; tests/bench/cpu_split.awk sorts the relaying threads' samples into soft-RoCE (rdma),
+# the emulated Ethernet link (vhost-net, tap, af_packet, veth: link), the peers' receive path that veth
+# runs in the sender's context (delivery), and the rest (own: user code and the kernel work it asks
+# for). On this machine rxe and the link cost more per byte than either relay's own work, and
+# bench_e2e's CPU per MB counts them; with an HCA and a NIC the own part is what stays on the CPU, so
+# issue #14's "CPU per MB <= 0.5x the relay's" is judged on it here (one "BENCH cpu split" line per
+# direction and port), beside bench_e2e's whole-process figures.
+# Env: BENCH_CPU_VARIANTS ("vhost": virtio_user on vhost-net, compared with relay[offload]; also
+# "default", af_packet, compared with the relay), BENCH_CPU_BYTES (32M per transfer),
+# BENCH_PROFILE_HZ (1999); reports under build/bench-cpu/<variant>/, per path: the perf report by
+# process and library (-comm), by function (-sym), the relaying threads' functions (-threads), their
+# samples with call chains (.script), the split (-split) and the own samples by function (-own).
+#
+# Measured 2026-12-05 00:36-00:55 UTC (host quiet but for the VM; 32 MB per transfer unless said),
+# own CPU ms/MB, ibgwd vs relay[offload] on vhost-net (ratio):
+#   ib->eth  9.9 vs 12.7 (0.78); busy_poll = 0: 11.2 vs 12.6 (0.90); 11.0 vs 11.7 (0.94); make bench
+#            run 20261205-005120: 12.6 vs 12.7 (1.00); 48 MB on a host running TCG at a third of its
+#            speed: 21.5 vs 23.2 (0.92)
+#   eth->ib  4.2 vs 8.1 (0.52); 4.0 vs 12.3 (0.33); 6.5 vs 9.3 (0.70); 3.6 vs 9.2 (0.39); 8.2 vs 7.8
+#            (1.06)
+# Counting everything (bench_e2e's figure) the same runs give 13.9-29.9 vs 16.7-33.5 ib->eth before
+# ibgwd's vhost-net thread (11.6-17.4 more), 25.0-31.5 vs 34.3-44.1 eth->ib: soft-RoCE alone is
+# 21-23 ms/MB of ibgwd's eth->ib CPU (rxe runs each RDMA write in the thread that posts it).
+# Where ibgwd's own ib->eth CPU goes (run 20261205-005120, 845 samples): its code 36%, spread over the
+# worker round (session poll, flushes, CQ poll: a round's fixed cost, repeated in the busy_poll
+# window), the kernel's scheduling, system call and wait paths 24% (sched_yield and ppoll: switches
+# and wake-ups), libc 8%, the virtio PMD 7%, the rxe provider 4%. Its TCP and rsocket code are a few
+# percent: what is left is the cost of events (a wake-up, a yield, a round) at a few hundred events
+# per MB, which TCG makes dear; the relay's own is its kernel TCP and copies, which scale with bytes.
+set -u
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "SKIP: the VM testbed needs root"; exit 77; }
+command -v perf >/dev/null || { echo "SKIP: no perf (Debian package linux-perf; make deps installs it)"; exit 77; }
+# the guest runs the host's perf from the shared tree: the binary and the libraries it links
+rm -rf build/perf && mkdir -p build/perf/lib && cp "$(command -v perf)" build/perf/ &&
+	ldd "$(command -v perf)" | awk '/=> \// { print $3 }' | xargs -I{} cp -L {} build/perf/lib/ || exit 1
+rc=0
+for v in ${BENCH_CPU_VARIANTS:-vhost}; do
+	out=$PWD/build/bench-cpu/$v
+	rm -rf "$out"
+	BENCH_PROFILE=$out BENCH_VARIANTS=$v BENCH_BYTES=${BENCH_CPU_BYTES:-32M} BENCH_TIMEOUT=600 \
+		tests/bench/bench_e2e.sh || rc=1
+done
+exit $rc
