@@ -155,6 +155,15 @@ struct eth_tcb {
 	STAILQ_HEAD(, eth_rseg) rq;
 	uint32_t rq_len;   /* bytes in frames */
 	uint32_t rq_chunk; /* bytes of rbuf that entries cover (the rest of rbuf.len follows them) */
+	/* where the last lend() walk passed (rcvq.c): a lend skips the bytes lent before, so with deep
+	 * queues a walk from the head each time would cost the queue's length per call. Positions are
+	 * counted from the stream's start (consume() advances the _dropped ones), so they survive the
+	 * consumes; the entry is still queued while its end lies past rq_dropped. */
+	struct eth_rseg *lend_at;
+	uint64_t lend_at_end;  /* position after lend_at's last byte */
+	uint64_t lend_at_cend; /* the same in rbuf's bytes that entries cover */
+	uint64_t rq_dropped;   /* bytes consume() dropped from entries */
+	uint64_t chunk_dropped; /* of which rbuf's bytes */
 };
 
 /* A neighbour of either family (arp.c: one cache code for ARP and IPv6 neighbour discovery). */

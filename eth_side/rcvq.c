@@ -171,7 +171,9 @@ uint32_t eth_rcvq_consume(struct eth_tcb *t, uint32_t n)
 		} else {
 			eth_bufq_consume(&st->chunks, &t->rbuf, k);
 			t->rq_chunk -= k;
+			t->chunk_dropped += k;
 		}
+		t->rq_dropped += k;
 		r->len -= k;
 		n -= k;
 		done += k;
@@ -208,40 +210,58 @@ static void chunk_segs(struct eth_tcb *t, uint32_t *off, uint32_t len, struct xl
 unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, unsigned max)
 {
 	struct eth_stack *st = t->st;
+	struct eth_rseg *r = STAILQ_FIRST(&t->rq);
+	uint64_t want = t->rq_dropped + skip; /* the first byte asked for */
+	uint64_t pos = t->rq_dropped;         /* r's first byte */
+	uint64_t cpos = t->chunk_dropped;     /* the same in rbuf's bytes */
 	unsigned k = 0;
-	uint32_t coff = 0; /* rbuf offset of the chunk run being walked */
 
-	for (struct eth_rseg *r = STAILQ_FIRST(&t->rq); r && k < max; r = STAILQ_NEXT(r, link)) {
-		uint32_t in = 0;
-		if (skip >= r->len) {
-			skip -= r->len;
+	/* resume after the entry the last walk passed: still queued, and before the bytes asked for */
+	if (t->lend_at && t->lend_at_end > t->rq_dropped && t->lend_at_end <= want) {
+		r = STAILQ_NEXT(t->lend_at, link);
+		pos = t->lend_at_end;
+		cpos = t->lend_at_cend;
+	}
+	for (; r && k < max; r = STAILQ_NEXT(r, link)) {
+		uint32_t in = want > pos ? (uint32_t)(want - pos) : 0;
+
+		if (in >= r->len) {
+			pos += r->len;
 			if (!r->m)
-				coff += r->len;
+				cpos += r->len;
+			t->lend_at = r;
+			t->lend_at_end = pos;
+			t->lend_at_cend = cpos;
 			continue;
 		}
-		in = (uint32_t)skip;
-		skip = 0;
 		if (!r->m) {
-			uint32_t o = coff + in;
+			uint32_t o = (uint32_t)(cpos - t->chunk_dropped) + in;
 			chunk_segs(t, &o, r->len - in, segs, &k, max);
-			coff += r->len;
-			continue;
+		} else {
+			segs[k++] = (struct xlt_seg){
+			    .data = r->data + in,
+			    .len = r->len - in,
+			    /* (a received frame's own buffer lies in DPDK's heap: a virtio_user port
+			     * sends from it, so an echo or a TCP -> TCP relay copies nothing there
+			     * either) */
+			    .flags = (st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0) |
+			             (RTE_MBUF_DIRECT(r->m) ? XLT_SEG_DEVMEM : 0),
+			    .hold = r->m,
+			    .hops = &mbuf_hops,
+			};
 		}
-		segs[k++] = (struct xlt_seg){
-		    .data = r->data + in,
-		    .len = r->len - in,
-		    /* (a received frame's own buffer lies in DPDK's heap: a virtio_user port sends
-		     * from it, so an echo or a TCP -> TCP relay copies nothing there either) */
-		    .flags = (st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0) |
-		             (RTE_MBUF_DIRECT(r->m) ? XLT_SEG_DEVMEM : 0),
-		    .hold = r->m,
-		    .hops = &mbuf_hops,
-		};
+		pos += r->len;
+		if (!r->m)
+			cpos += r->len;
 	}
 	/* then rbuf's bytes no entry covers */
-	if (k < max && skip < t->rbuf.len - coff) {
-		uint32_t o = coff + (uint32_t)skip;
-		chunk_segs(t, &o, t->rbuf.len - o, segs, &k, max);
+	if (k < max && !r) {
+		uint32_t coff = (uint32_t)(cpos - t->chunk_dropped), in = want > pos ? (uint32_t)(want - pos) : 0;
+
+		if (in < t->rbuf.len - coff) {
+			uint32_t o = coff + in;
+			chunk_segs(t, &o, t->rbuf.len - o, segs, &k, max);
+		}
 	}
 	return k;
 }
@@ -252,6 +272,7 @@ void eth_rcvq_free(struct eth_tcb *t)
 
 	while (!STAILQ_EMPTY(&t->rq))
 		pop(t);
+	t->lend_at = NULL;
 	t->rbuf.cap += t->rq_len;
 	t->rq_len = 0;
 	t->rq_chunk = 0;

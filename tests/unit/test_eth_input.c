@@ -1600,6 +1600,94 @@ static void test_lend_frames(void **state)
 	se->paused = 0;
 }
 
+/* lend() with a growing skip resumes where its last walk passed instead of walking the queue from its
+ * head each time (rcvq.c's cursor); consumes (whole entries and parts of one), new arrivals and a
+ * cursor whose entry was consumed and reused must all still yield the stream's bytes in order. */
+static size_t lent_matches(struct xlt_stream *s, size_t skip, const uint8_t *want, size_t n)
+{
+	size_t off = 0;
+
+	/* one lend() yields up to XLT_LEND_MAX segments: ask again past them */
+	while (off < n) {
+		struct xlt_seg v[XLT_LEND_MAX];
+		unsigned k = s->ops->lend(s, skip + off, v, XLT_LEND_MAX);
+
+		if (!k)
+			break;
+		for (unsigned i = 0; i < k && off < n; i++) {
+			size_t m = v[i].len < n - off ? v[i].len : n - off;
+			assert_memory_equal(v[i].data, want + off, m);
+			off += m;
+		}
+	}
+	return off;
+}
+
+/* Frames of 1400 bytes, every third a small segment that is copied (an entry of rbuf's bytes). */
+static size_t send_mixed(struct conn *c, const uint8_t *data, unsigned frames)
+{
+	size_t n = 0;
+
+	for (unsigned f = 0; f < frames; f++) {
+		size_t len = f % 3 ? 1400 : 300;
+		peer_data(c, data + n, len, 0);
+		n += len;
+	}
+	eh_forget(&h);
+	return n;
+}
+
+static void test_lend_cursor(void **state)
+{
+	static uint8_t stream[2 * 11 * 1400]; /* (two batches of 11000 bytes: the harness's window is 16 KiB) */
+	struct conn c = established_echo(41201);
+	struct eh_session *se = session_of(41201);
+	struct xlt_stream *s = se->s;
+	uint64_t copied0 = S()->copied_in;
+	size_t sent = 0, gone = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(stream); i++)
+		stream[i] = (uint8_t)(i * 131 + i / 251);
+	se->paused = 1;
+	sent += send_mixed(&c, stream, 11);
+	assert_int_equal(sent, 11000);
+	assert_int_equal(S()->copied_in - copied0, 4 * 300);
+	assert_int_equal(s->ops->backlog(s), sent);
+	/* skips growing by less than, then more than, an entry */
+	for (size_t skip = 0; skip < sent - gone; skip += 333)
+		assert_int_equal(lent_matches(s, skip, stream + gone + skip, sent - gone - skip), sent - gone - skip);
+	for (size_t skip = 0; skip < sent - gone; skip += 2900)
+		assert_int_equal(lent_matches(s, skip, stream + gone + skip, sent - gone - skip), sent - gone - skip);
+	/* the cursor sits deep in the queue, copies after it; consume part of the first copied entry, then
+	 * lend straight past the cursor, before any walk from the head: its positions must count the
+	 * consume, in bytes and in rbuf's bytes */
+	assert_int_equal(lent_matches(s, 9000, stream + 9000, 1), 1);
+	s->ops->consume(s, 150);
+	gone += 150;
+	assert_int_equal(lent_matches(s, 8900, stream + gone + 8900, sent - gone - 8900), sent - gone - 8900);
+	for (size_t skip = 0; skip < sent - gone; skip += 1111)
+		assert_int_equal(lent_matches(s, skip, stream + gone + skip, sent - gone - skip), sent - gone - skip);
+	s->ops->consume(s, sent - gone - 200);
+	gone = sent - 200;
+	eh_poll(&h); /* (the window update: the peer may send again) */
+	eh_forget(&h);
+	/* the consumed entries go back to the free list and carry the new arrivals */
+	sent += send_mixed(&c, stream + sent, 11);
+	assert_int_equal(s->ops->backlog(s), sent - gone);
+	/* (the cursor's entry was consumed and may carry a new arrival: a walk from the head) */
+	assert_int_equal(lent_matches(s, 5000, stream + gone + 5000, 1), 1);
+	for (size_t skip = 0; skip < sent - gone; skip += 777)
+		assert_int_equal(lent_matches(s, skip, stream + gone + skip, sent - gone - skip), sent - gone - skip);
+	assert_int_equal(lent_matches(s, 0, stream + gone, sent - gone), sent - gone);
+	s->ops->consume(s, sent - gone);
+	assert_int_equal(s->ops->backlog(s), 0);
+	assert_int_equal(S()->rx_pinned, 0);
+	eh_poll(&h);
+	eh_forget(&h);
+	se->paused = 0;
+}
+
 /* ---- TCP over IPv6 (issue #16) ---- */
 
 #define peer_ip6 eh_peer_ip6
@@ -2274,6 +2362,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lend_cursor, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
 	    cmocka_unit_test_setup_teardown(test_chain_split_headers, setup_ofl, teardown),
