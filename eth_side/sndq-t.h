@@ -30,6 +30,12 @@ struct eth_sndq {
 	uint32_t lent;     /* bytes of lent entries (the rest of the queue is in sbuf) */
 	uint32_t copy_cap; /* sbuf's bytes at most (eth_tcp_params.copy_size), within sbuf.cap */
 	uint32_t sent_due; /* acknowledged bytes that write_lent took, for the next on_sent */
+	/* where the last frame's payload ended (sndq.c): frames mostly go out in sequence, so the next
+	 * one starts in that entry or after it, and a walk from the head would cost the queue's length
+	 * per frame. Counted since the ring was made, so acknowledgements leave them valid: entries
+	 * popped, bytes acknowledged (in sbuf: copies), the entry's number and where it starts. */
+	uint64_t popped, acked, sbuf_acked;
+	uint64_t at_ent, at_pos, at_soff;
 };
 
 #endif

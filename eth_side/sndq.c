@@ -80,6 +80,7 @@ static int ring_make(struct eth_tcb *t)
 	if (!q->ring)
 		return -ENOMEM;
 	q->head = q->n = 0;
+	q->popped = q->acked = q->sbuf_acked = q->at_ent = 0; /* (at_ent <= popped: no cursor) */
 	if (t->sbuf.len) {
 		*ent_at(t, 0) = (struct eth_sndq_ent){.len = t->sbuf.len};
 		q->n = 1;
@@ -273,13 +274,23 @@ static int append_ref(struct eth_tcb *t, struct rte_mbuf *m, struct rte_mbuf **l
 int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32_t len)
 {
 	bool ext = t->st->c.offloads & ETH_OFFLOAD_EXTMEM, dev = t->st->c.offloads & ETH_OFFLOAD_DEVMEM;
+	struct eth_sndq *q = &t->sndq;
 	struct rte_mbuf *last = m;
 	uint32_t pos = 0, soff = 0;
+	unsigned i = 0;
 	int ret;
 
-	if (!t->sndq.ring)
+	if (!q->ring)
 		return append_copy(t, m, &last, NULL, off, len);
-	for (unsigned i = 0; len && i < t->sndq.n; i++) {
+	/* start at the entry where the last frame ended when it is still queued past the head (whose
+	 * start moves with partial acknowledgements) and starts at or before OFF: a retransmission
+	 * of older bytes walks from the head */
+	if (q->at_ent > q->popped && q->at_ent - q->popped < q->n && q->at_pos - q->acked <= off) {
+		i = (unsigned)(q->at_ent - q->popped);
+		pos = (uint32_t)(q->at_pos - q->acked);
+		soff = (uint32_t)(q->at_soff - q->sbuf_acked);
+	}
+	for (; len && i < q->n; i++) {
 		const struct eth_sndq_ent *e = ent_at(t, i);
 		uint32_t in, k;
 
@@ -299,6 +310,9 @@ int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32
 			ret = append_copy(t, m, &last, e->data + in, 0, k);
 		if (ret)
 			return ret;
+		q->at_ent = q->popped + i;
+		q->at_pos = q->acked + pos;
+		q->at_soff = q->sbuf_acked + soff;
 		pos += e->len;
 		if (!e->data)
 			soff += e->len;
@@ -327,7 +341,9 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 				q->lent -= k;
 			} else {
 				eth_bufq_consume(&st->chunks, &t->sbuf, k);
+				q->sbuf_acked += k;
 			}
+			q->acked += k;
 			if (e->report)
 				q->sent_due += k;
 			e->len -= k;
@@ -338,6 +354,7 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 				e->hops->put(e->hold); /* frames still pointing at it hold their own */
 			q->head = (uint16_t)((q->head + 1u) % ETH_SNDQ_ENTS);
 			q->n--;
+			q->popped++;
 		}
 		if (!q->n)
 			ring_drop(t);

@@ -36,6 +36,15 @@
 # ratio less), checksums 12-17% of the own samples; the rest is per-frame work (mbuf allocation,
 # references, TCP input) and the copies a TCP -> TCP route keeps (send queue into frames, small
 # segments).
+# Those runs unwound call chains by frame pointers, which neither ibgwd's release build nor DPDK's
+# PMDs keep: the af_packet PMD's frame copies (memcpy called from rte_eth_rx_burst) and where
+# inlined code ran could not be told apart, and counted as ibgwd's own. With DWARF call chains
+# (2026-12-05 02:50-03:20 UTC, quick runs) the own CPU of the same transfer fell from 0.33 to 0.18 s,
+# the copies showing as the link's, and the profile showed the send queue walked from its head for
+# every frame (its entry lookup the largest own item with 4 MB buffers) and the receive queue's
+# lend() likewise: both now resume where the last walk ended (sndq.c, rcvq.c). Own ceilings then
+# 1.29x (before the send-queue cursor) and 2.01x HAProxy's; checksums are now the largest own item
+# (about a third), then mbuf allocation and frees.
 # Exits non-zero when the benchmark could not run or a transfer failed; missed targets are reported,
 # not failed.
 #
@@ -246,24 +255,26 @@ done
 # ceiling is the bytes over the own CPU seconds: what one core could relay were the link free, as a NIC
 # DPDK drives is. Conservative for ibgwd: HAProxy's TCP receive work runs in its senders' context or
 # under the IP receive path, uncounted, while ibgwd's is its own code. BENCH_ETH_SPLIT=0 skips it.
+# Call chains are unwound from DWARF (BENCH_ETH_CALLGRAPH, default dwarf,8192): DPDK's PMDs and
+# ibgwd's release build keep no frame pointers, so only DWARF tells a PMD's copy from ibgwd's code.
 split_line=
 if [ "${BENCH_ETH_SPLIT:-1}" = 1 ] && command -v perf >/dev/null; then
-	mkdir -p "${BUILD:-build}/bench-eth-cpu" # each relay's own samples by function
+	mkdir -p "${BUILD:-build}/bench-eth-cpu" # each relay's samples (.script) and own samples by function
 	sed -i 's/^idle_sleep = .*/idle_sleep = 100us/' "$tmp/ibgw.conf"
 	kill -HUP "$gw_pid"
 	sleep 2
 	split_run() { # LABEL PID HOST PORT: "LABEL Mbit/s samples own_user own_kernel link rdma delivery"
 		local mbit perf_pid t
-		perf record -q -a -g -F 1999 -o "$tmp/$1.data" >/dev/null 2>&1 &
+		perf record -q -a --call-graph "${BENCH_ETH_CALLGRAPH:-dwarf,8192}" -F 1999 -o "$tmp/$1.data" >/dev/null 2>&1 &
 		perf_pid=$!
 		sleep 1
 		mbit=$(xfer "$3" "$4")
 		kill -INT "$perf_pid"
 		wait "$perf_pid"
 		for t in /proc/"$2"/task/*; do echo "${t##*/} $1"; done >"$tmp/$1.tids"
-		echo "$1 $mbit $(perf script -i "$tmp/$1.data" -F comm,tid,ip,sym,dso 2>/dev/null |
-			awk -v tids="$tmp/$1.tids" -v detail="${BUILD:-build}/bench-eth-cpu/$1-own.txt" -f tests/bench/cpu_split.awk |
-			cut -d' ' -f2-)"
+		perf script -i "$tmp/$1.data" -F comm,tid,ip,sym,dso 2>/dev/null >"${BUILD:-build}/bench-eth-cpu/$1.script"
+		echo "$1 $mbit $(awk -v tids="$tmp/$1.tids" -v detail="${BUILD:-build}/bench-eth-cpu/$1-own.txt" -f tests/bench/cpu_split.awk \
+			"${BUILD:-build}/bench-eth-cpu/$1.script" | cut -d' ' -f2-)"
 	}
 	{ split_run ibgwd "$gw_pid" "$ETH_GW_IP" 8000; split_run haproxy "$haproxy_pid" 198.18.1.1 8002; } >"$tmp/split"
 	cat "$tmp/split"

@@ -391,6 +391,96 @@ static void test_peer_reset_in_flight(void **state)
 	assert_int_equal(L.gets, L.puts);
 }
 
+/* Checks every kept frame's payload against WANT (the queue's bytes from c->gnxt on) and forgets
+ * them; returns the highest sequence offset they reached (at least HI). */
+static uint32_t check_kept(const struct conn *c, const uint8_t *want, size_t total, uint32_t hi)
+{
+	uint8_t got[2000];
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		uint32_t seq, n = payload(i, &seq, got), off = seq - c->gnxt;
+
+		if (!n)
+			continue;
+		assert_true(off + n <= total);
+		assert_memory_equal(got, want + off, n);
+		if (off + n > hi)
+			hi = off + n;
+	}
+	eh_forget(&h);
+	return hi;
+}
+
+/* Whether the queue's cursor (where the last frame ended) is in use, and then that it names the
+ * right place: its entry's start, in bytes and in sbuf's bytes, counted from the queue's head. */
+static bool cursor_checked(const struct eth_tcb *t)
+{
+	const struct eth_sndq *q = &t->sndq;
+	const struct eth_sndq_ent *e = (const struct eth_sndq_ent *)(const void *)q->ring->data;
+	uint64_t pos = 0, soff = 0;
+
+	if (q->at_ent <= q->popped || q->at_ent - q->popped >= q->n)
+		return false;
+	for (unsigned i = 0; i < q->at_ent - q->popped; i++) {
+		const struct eth_sndq_ent *x = &e[(q->head + i) % ETH_SNDQ_ENTS];
+		pos += x->len;
+		if (!x->data)
+			soff += x->len;
+	}
+	assert_int_equal(q->at_pos - q->acked, pos);
+	assert_int_equal(q->at_soff - q->sbuf_acked, soff);
+	return true;
+}
+
+/* A queue of many entries (stretches of different memory, copies among them): each frame starts
+ * where the last one ended rather than walking the queue from its head (sndq.c's cursor), while
+ * acknowledgements cut entries in two and pop them and a retransmission goes back to the oldest
+ * bytes; every frame carries the right bytes, and everything is reported once. */
+static void test_many_entries(void **state)
+{
+	static uint8_t want[SBUF];
+	struct conn c = open_conn(42009);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+	uint32_t n = 0, hi = 0, acked = 0;
+	unsigned cursor_used = 0, round;
+
+	(void)state;
+	eh_forget(&h);
+	for (unsigned i = 0; i < 100; i++) {
+		const uint8_t *src = mem + i * 300; /* (gaps: no entry merges into the one before) */
+
+		assert_int_equal(lend(src, 150, i % 7 != 3), 150); /* every 7th: copied */
+		memcpy(want + n, src, 150);
+		n += 150;
+	}
+	assert_true(t->sndq.n >= 90);
+	for (round = 0; round < 200 && acked < n; round++) {
+		eh_poll(&h);
+		hi = check_kept(&c, want, n, hi);
+		if (t->sndq.ring && cursor_checked(t))
+			cursor_used++;
+		if (round == 3) {
+			/* frames lost: the retransmission timer sends the oldest bytes again */
+			uint64_t rtx = eth_stack_stats(h.st)->tcp_retransmits;
+			eh_advance_ms(&h, 1100);
+			assert_true(eth_stack_stats(h.st)->tcp_retransmits > rtx);
+			hi = check_kept(&c, want, n, hi);
+		}
+		/* the peer acknowledges 1100 bytes a round: entries cut in two, popped */
+		acked = hi < acked + 1100 ? hi : acked + 1100;
+		feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + acked, 65535);
+		hi = check_kept(&c, want, n, hi);
+		if (t->sndq.ring && cursor_checked(t))
+			cursor_used++;
+		eh_advance_ms(&h, 50);
+	}
+	assert_true(round > 5);
+	assert_true(cursor_used >= round / 2);
+	assert_int_equal(acked, n);
+	assert_int_equal(reported, n);
+	eh_forget(&h);
+}
+
 /* On a port that sends from DPDK's memory only (ETH_OFFLOAD_DEVMEM, as virtio_user): bytes lent as
  * XLT_SEG_DEVMEM (an IB buffer set in DPDK's heap) leave by reference, a retransmission too; lent
  * bytes without it (a set in pages of its own) are copied into each frame, even right after the
@@ -442,6 +532,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_copy_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_abort_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_reset_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_entries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devmem_port, setup_devmem, teardown),
 	};
 
