@@ -1,9 +1,14 @@
-/* Software checksums. DPDK 22.11's rte_raw_cksum adds one 16-bit word at a time; this loop reads 64
- * bits at once and adds their two 32-bit halves into four 64-bit accumulators (independent chains
- * the CPU runs side by side). A half is below 2^32, so an accumulator cannot carry out before 2^31
- * reads, far beyond any frame; the halves are congruent to their 16-bit words modulo 0xffff, which is
- * all the ones'-complement sum keeps, and the end-around folding gives rte_raw_cksum's value. */
+/* Software checksums. DPDK 22.11's rte_raw_cksum adds one 16-bit word at a time; this loop adds
+ * 32-bit words into 64-bit accumulators: with SSE2 (every x86-64), 64 bytes a step, each 16-byte
+ * load widened into two vectors of two 64-bit lanes; otherwise 32 bytes a step, the two halves of each
+ * 64-bit read into four scalar accumulators (independent chains the CPU runs side by side). A word is
+ * below 2^32, so an accumulator cannot carry out before 2^32 additions, far beyond any frame; the
+ * 32-bit words are congruent to their 16-bit words modulo 0xffff, which is all the ones'-complement
+ * sum keeps, and the end-around folding gives rte_raw_cksum's value. */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <rte_mbuf.h>
 
@@ -19,6 +24,37 @@ uint16_t eth_cksum(const void *buf, size_t len)
 	const uint8_t *p = buf;
 	uint64_t a = 0, b = 0, c = 0, d = 0, s;
 
+#ifdef __SSE2__
+	if (len >= 64) {
+		const __m128i z = _mm_setzero_si128();
+		__m128i v0 = z, v1 = z, v2 = z, v3 = z;
+		uint64_t lanes[8];
+
+		for (; len >= 64; p += 64, len -= 64) {
+			__m128i w0 = _mm_loadu_si128((const __m128i *)(const void *)p);
+			__m128i w1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+			__m128i w2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+			__m128i w3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+
+			v0 = _mm_add_epi64(v0, _mm_unpacklo_epi32(w0, z));
+			v1 = _mm_add_epi64(v1, _mm_unpackhi_epi32(w0, z));
+			v2 = _mm_add_epi64(v2, _mm_unpacklo_epi32(w1, z));
+			v3 = _mm_add_epi64(v3, _mm_unpackhi_epi32(w1, z));
+			v0 = _mm_add_epi64(v0, _mm_unpacklo_epi32(w2, z));
+			v1 = _mm_add_epi64(v1, _mm_unpackhi_epi32(w2, z));
+			v2 = _mm_add_epi64(v2, _mm_unpacklo_epi32(w3, z));
+			v3 = _mm_add_epi64(v3, _mm_unpackhi_epi32(w3, z));
+		}
+		_mm_storeu_si128((__m128i *)(void *)lanes, v0);
+		_mm_storeu_si128((__m128i *)(void *)(lanes + 2), v1);
+		_mm_storeu_si128((__m128i *)(void *)(lanes + 4), v2);
+		_mm_storeu_si128((__m128i *)(void *)(lanes + 6), v3);
+		a = lanes[0] + lanes[1];
+		b = lanes[2] + lanes[3];
+		c = lanes[4] + lanes[5];
+		d = lanes[6] + lanes[7];
+	}
+#endif
 	for (; len >= 32; p += 32, len -= 32) {
 		uint64_t w[4];
 
