@@ -35,7 +35,7 @@
  * the rest of each buffer); every frame the engine sends is well-formed with right checksums, or
  * what the device it was told about completes (eh_check_frame); after the instance is destroyed
  * every mbuf is back in the pool.
- * fuzz-sources: eth_side/stack.c eth_side/exception.c eth_side/arp.c eth_side/ipv4.c eth_side/ipv6.c eth_side/tcp_conn.c eth_side/tcp_in.c eth_side/tcp_out.c eth_side/tcp_timer.c eth_side/tcp_opt.c eth_side/twheel.c eth_side/buf.c eth_side/rcvq.c eth_side/siphash.c eth_side/syncookie.c eth_side/sndq.c eth_side/pmtu.c
+ * fuzz-sources: eth_side/stack.c eth_side/exception.c eth_side/arp.c eth_side/ipv4.c eth_side/ipv6.c eth_side/tcp_conn.c eth_side/tcp_in.c eth_side/tcp_out.c eth_side/tcp_timer.c eth_side/tcp_opt.c eth_side/twheel.c eth_side/buf.c eth_side/rcvq.c eth_side/siphash.c eth_side/syncookie.c eth_side/sndq.c eth_side/pmtu.c eth_side/cksum.c
  */
 #include "tests/fuzz/fuzz_eth_harness.h"
 
