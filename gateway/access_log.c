@@ -5,7 +5,8 @@
  *    per batch. A regular file never blocks on a full disk: write() fails at once (ENOSPC), as it does
  *    on EIO; the batch is then lost and its lines counted in ibgw_access_log_write_errors_total. A
  *    write cut short (the disk filled mid-batch) leaves a partial line: the next batch that is written
- *    starts with a newline, so every other line stays whole and parseable.
+ *    starts with a newline, so every other line stays whole and parseable. A line cut before its
+ *    newline only is whole (that newline comes before any later byte) and counts as written.
  *  - syslog gets one datagram per line on our own non-blocking socket to /dev/log (glibc's syslog()
  *    blocks while the daemon's socket buffer is full); EAGAIN loses the line, counted. The facility is
  *    the daemon's own (LOG_DAEMON), priority info.
@@ -349,10 +350,11 @@ static void flush_file(void)
 		write_failed(al.lines, errno);
 	} else {
 		/* cut short (a full disk): the whole lines count as written, the rest as lost */
-		unsigned done = count_lines(al.buf, (size_t)n);
+		unsigned done = count_lines(al.buf, (size_t)n) + (al.buf[n] == '\n');
 		al.partial = n > 0 && al.buf[n - 1] != '\n';
 		al.written += done;
-		write_failed(al.lines - done, ENOSPC);
+		if (done < al.lines)
+			write_failed(al.lines - done, ENOSPC);
 	}
 }
 
