@@ -10,6 +10,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "cksum.h"
@@ -127,4 +128,26 @@ uint16_t eth_cksum_l4(const struct rte_mbuf *m, uint32_t phdr, uint32_t l4_off)
 
 	eth_cksum_chain(m, l4_off, m->pkt_len - l4_off, &sum);
 	return (uint16_t)~eth_cksum_add(phdr, sum);
+}
+
+uint16_t eth_ipv4_cksum(const struct rte_ipv4_hdr *ip)
+{
+	return (uint16_t)~eth_cksum(ip, (size_t)(ip->version_ihl & 0xf) * 4u);
+}
+
+uint16_t eth_ipv4_phdr_cksum(const struct rte_ipv4_hdr *ip)
+{
+	struct {
+		rte_be32_t src, dst;
+		uint8_t zero, proto;
+		rte_be16_t len;
+	} __rte_packed psd = {
+	    .src = ip->src_addr,
+	    .dst = ip->dst_addr,
+	    .proto = ip->next_proto_id,
+	    .len = rte_cpu_to_be_16(
+	        (uint16_t)(rte_be_to_cpu_16(ip->total_length) - (ip->version_ihl & 0xf) * 4u)),
+	};
+
+	return eth_cksum(&psd, sizeof(psd));
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rte_ipv4_hdr;
 struct rte_mbuf;
 
 /* The folded sum of LEN bytes at BUF taken as host-order 16-bit words (a last odd byte padded with
@@ -22,6 +23,13 @@ bool eth_cksum_chain(const struct rte_mbuf *m, uint32_t off, uint32_t len, uint1
 /* The TCP/UDP checksum field of the frame M, whose L4 header starts at packet offset L4_OFF and runs to
  * the chain's end (lent bytes ride in mbufs of their own: sndq.c), PHDR the pseudo-header's sum. */
 uint16_t eth_cksum_l4(const struct rte_mbuf *m, uint32_t phdr, uint32_t l4_off);
+
+/* An IPv4 header's checksum field (the field itself zero), as DPDK's rte_ipv4_cksum gives it. */
+uint16_t eth_ipv4_cksum(const struct rte_ipv4_hdr *ip);
+
+/* The folded sum of IP's pseudo-header for its upper-layer message (the rest of the packet after the
+ * header), as DPDK's rte_ipv4_phdr_cksum without offload flags. */
+uint16_t eth_ipv4_phdr_cksum(const struct rte_ipv4_hdr *ip);
 
 /* The folded ones'-complement sum of A and B (two folded sums, or a sum and a pseudo-header's). */
 static inline uint16_t eth_cksum_add(uint32_t a, uint32_t b)

@@ -10,6 +10,7 @@
 #include <rte_icmp.h>
 #include <rte_ip.h>
 
+#include "cksum.h"
 #include "engine.h"
 
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst)
@@ -37,7 +38,7 @@ void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t s
 	ip->hdr_checksum = 0;
 	ip->src_addr = src;
 	ip->dst_addr = dst;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ip->hdr_checksum = eth_ipv4_cksum(ip);
 }
 
 void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload)
@@ -67,7 +68,7 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	/* the pair's connections moved here with the VIP: the peer that held it before may still have them */
 	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);
 	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ip->hdr_checksum = eth_ipv4_cksum(ip);
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	eth_arp_output(st, m, st->c.flow_peer);
 	return true;
@@ -135,7 +136,7 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	tot = rte_be_to_cpu_16(ip->total_length);
 	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || ihl > m->data_len || tot < ihl || tot > m->pkt_len)
 		goto hdr_err;
-	if (rte_raw_cksum(ip, ihl) != 0xffff) {
+	if (eth_cksum(ip, ihl) != 0xffff) {
 		xlt_counter_add(&st->stats.ip_checksum_errors, 1);
 		goto drop;
 	}

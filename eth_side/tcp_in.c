@@ -1147,7 +1147,7 @@ void eth_tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr
 	struct xlt_ip src = xlt_ip_v4(ip->src_addr), dst = xlt_ip_v4(ip->dst_addr);
 
 	tcp_input(st, m, (struct rte_tcp_hdr *)((uint8_t *)ip + ihl),
-	          rte_be_to_cpu_16(ip->total_length) - ihl, &src, &dst, rte_ipv4_phdr_cksum(ip, 0), true);
+	          rte_be_to_cpu_16(ip->total_length) - ihl, &src, &dst, eth_ipv4_phdr_cksum(ip), true);
 }
 
 void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip, uint32_t l4off,

@@ -2,7 +2,8 @@
  * every length from 0 to past a jumbo segment at every alignment of 8, over random bytes and the
  * edge patterns (all zero: the only input whose sum is 0; all 0xff; sums that carry at every fold);
  * the chain sum over the same bytes cut into segments at every odd and even point; and a frame's
- * TCP checksum field against rte_ipv4_udptcp_cksum. */
+ * TCP checksum field against rte_ipv4_udptcp_cksum; an IPv4 header's checksum and pseudo-header sum
+ * against rte_ipv4_cksum and rte_ipv4_phdr_cksum. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,39 @@ static void test_chain(void **state)
 	assert_int_equal(rte_mempool_avail_count(eh_pool), EH_MBUFS);
 }
 
+/* An IPv4 header's checksum and its pseudo-header's sum, against DPDK's, over random headers (with
+ * options too) and a header whose sum is all ones (its checksum field 0, as DPDK's). */
+static void test_ipv4(void **state)
+{
+	uint8_t raw[60];
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)raw;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 2000; seed++) {
+		unsigned ihl = 5 + seed % 11;
+
+		fill_random(raw, sizeof(raw), seed);
+		ip->version_ihl = (uint8_t)(0x40 | ihl);
+		ip->total_length = rte_cpu_to_be_16((uint16_t)(ihl * 4 + seed % 9000));
+		ip->hdr_checksum = 0;
+		assert_int_equal(eth_ipv4_cksum(ip), rte_ipv4_cksum(ip));
+		assert_int_equal(eth_ipv4_phdr_cksum(ip), rte_ipv4_phdr_cksum(ip, 0));
+		ip->hdr_checksum = eth_ipv4_cksum(ip);
+		assert_int_equal(eth_cksum(ip, ihl * 4), 0xffff); /* what input verifies */
+	}
+	memset(raw, 0, sizeof(raw));
+	ip->version_ihl = 0x45;
+	{
+		uint16_t first, rest; /* (the sum takes host-order words) */
+		memcpy(&first, raw, 2);
+		rest = (uint16_t)(0xffff - first);
+		memcpy(&ip->total_length, &rest, 2);
+	}
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	assert_int_equal(eth_ipv4_cksum(ip), 0);
+	assert_int_equal(eth_ipv4_cksum(ip), rte_ipv4_cksum(ip));
+}
+
 /* A TCP frame's checksum field, as one buffer and as a chain, against DPDK's. */
 static void test_l4(void **state)
 {
@@ -153,6 +187,7 @@ int main(void)
 	    cmocka_unit_test(test_patterns),
 	    cmocka_unit_test(test_chain),
 	    cmocka_unit_test(test_l4),
+	    cmocka_unit_test(test_ipv4),
 	};
 
 	if (eh_eal_init()) {
