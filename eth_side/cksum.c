@@ -151,3 +151,10 @@ uint16_t eth_ipv4_phdr_cksum(const struct rte_ipv4_hdr *ip)
 
 	return eth_cksum(&psd, sizeof(psd));
 }
+
+uint16_t eth_ipv6_phdr_cksum(const struct rte_ipv6_hdr *ip, uint32_t len, uint8_t proto)
+{
+	uint32_t be[2] = {rte_cpu_to_be_32(len), rte_cpu_to_be_32(proto)};
+
+	return eth_cksum_add(eth_cksum(ip->src_addr, 32), eth_cksum(be, sizeof(be)));
+}

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct rte_ipv4_hdr;
+struct rte_ipv6_hdr;
 struct rte_mbuf;
 
 /* The folded sum of LEN bytes at BUF taken as host-order 16-bit words (a last odd byte padded with
@@ -30,6 +31,10 @@ uint16_t eth_ipv4_cksum(const struct rte_ipv4_hdr *ip);
 /* The folded sum of IP's pseudo-header for its upper-layer message (the rest of the packet after the
  * header), as DPDK's rte_ipv4_phdr_cksum without offload flags. */
 uint16_t eth_ipv4_phdr_cksum(const struct rte_ipv4_hdr *ip);
+
+/* The folded sum of IP's pseudo-header (RFC 8200 8.1) for an upper-layer message of LEN bytes and
+ * protocol PROTO (whatever extension headers come before it). */
+uint16_t eth_ipv6_phdr_cksum(const struct rte_ipv6_hdr *ip, uint32_t len, uint8_t proto);
 
 /* The folded ones'-complement sum of A and B (two folded sums, or a sum and a pseudo-header's). */
 static inline uint16_t eth_cksum_add(uint32_t a, uint32_t b)

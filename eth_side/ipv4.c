@@ -90,7 +90,7 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	uint32_t src = ip->src_addr;
 
 	xlt_counter_add(&st->stats.icmp_in, 1);
-	if (len < sizeof(*ic) || rte_raw_cksum(ic, len) != 0xffff) {
+	if (len < sizeof(*ic) || eth_cksum(ic, len) != 0xffff) {
 		xlt_counter_add(&st->stats.icmp_errors, 1);
 		goto drop;
 	}
@@ -115,7 +115,7 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	}
 	ic->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
 	ic->icmp_cksum = 0;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, len);
+	ic->icmp_cksum = (uint16_t)~eth_cksum(ic, len);
 	xlt_counter_add(&st->stats.icmp_echo_replies, 1);
 	eth_ipv4_output(st, m, src, IPPROTO_ICMP, len);
 	return;

@@ -37,6 +37,7 @@
 #include <rte_ether.h>
 #include <rte_ip.h>
 
+#include "cksum.h"
 #include "engine.h"
 
 #define ICMP6_ECHO_REQUEST   128
@@ -254,13 +255,7 @@ bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac)
 /* The ICMPv6 checksum over the pseudo-header (RFC 8200 8.1) and LEN bytes at L4. */
 static uint16_t cksum6(const struct rte_ipv6_hdr *ip, const void *l4, uint32_t len)
 {
-	uint32_t sum = rte_raw_cksum(ip->src_addr, 32);
-	uint32_t be_len = rte_cpu_to_be_32(len), be_nh = rte_cpu_to_be_32(IPPROTO_ICMPV6);
-
-	sum += rte_raw_cksum(&be_len, 4) + rte_raw_cksum(&be_nh, 4) + rte_raw_cksum(l4, len);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return (uint16_t)~eth_cksum_add(eth_ipv6_phdr_cksum(ip, len, IPPROTO_ICMPV6), eth_cksum(l4, len));
 }
 
 /* Builds a frame of SRC -> DST (Ethernet destination DMAC) with an ICMPv6 message of LEN bytes

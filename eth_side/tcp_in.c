@@ -1154,8 +1154,6 @@ void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_i
                     uint32_t tlen)
 {
 	struct xlt_ip src, dst;
-	uint32_t be[2] = {rte_cpu_to_be_32(tlen), rte_cpu_to_be_32(IPPROTO_TCP)};
-	uint32_t phdr;
 
 	memcpy(src.b, ip->src_addr, 16);
 	memcpy(dst.b, ip->dst_addr, 16);
@@ -1165,10 +1163,7 @@ void eth_tcp_input6(struct eth_stack *st, struct rte_mbuf *m, const struct rte_i
 		rte_pktmbuf_free(m);
 		return;
 	}
-	/* RFC 8200 8.1: the upper-layer length and next header, whatever extension headers came first */
-	phdr = (uint32_t)rte_raw_cksum(ip->src_addr, 32) + rte_raw_cksum(be, sizeof(be));
-	phdr = (phdr & 0xffff) + (phdr >> 16);
-	phdr = (phdr & 0xffff) + (phdr >> 16);
-	tcp_input(st, m, rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, l4off), tlen, &src, &dst, phdr,
-	          false);
+	/* the upper-layer length and next header, whatever extension headers came first */
+	tcp_input(st, m, rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, l4off), tlen, &src, &dst,
+	          eth_ipv6_phdr_cksum(ip, tlen, IPPROTO_TCP), false);
 }

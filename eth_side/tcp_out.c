@@ -97,7 +97,8 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 		th->cksum = v6 ? rte_ipv6_phdr_cksum(ip6, m->ol_flags) : rte_ipv4_phdr_cksum(ip, m->ol_flags);
 	} else {
 		/* in software, over the chain (lent bytes ride in mbufs of their own: sndq.c) */
-		phdr = v6 ? rte_ipv6_phdr_cksum(ip6, 0) : eth_ipv4_phdr_cksum(ip);
+		phdr = v6 ? eth_ipv6_phdr_cksum(ip6, rte_be_to_cpu_16(ip6->payload_len), ip6->proto)
+			   : eth_ipv4_phdr_cksum(ip);
 		th->cksum = eth_cksum_l4(m, phdr, (uint32_t)((uint8_t *)th - (uint8_t *)l3));
 	}
 }

@@ -248,7 +248,7 @@ for r in $(seq "$REPS"); do
 		"haproxy $(tail -1 "$tmp/relay_haproxy") Mbit/s"
 done
 # Where the two relays' CPU goes (issue #14: the engine's own ceiling beside the kernel's), one
-# transfer each under a system-wide `perf record -g`, sorted by tests/bench/cpu_split.awk: ibgwd's and
+# transfer each under a system-wide `perf record` with call chains, sorted by tests/bench/cpu_split.awk: ibgwd's and
 # HAProxy's own work (user code and the kernel work they ask for) apart from the link (af_packet's send
 # path, veth) and the peers' receive path that veth runs in the sender's context. ibgwd runs it at the
 # default idle_sleep (reloaded): a busy-polling worker's spinning would count as its own work. The
@@ -402,8 +402,11 @@ awk -v a="$rx_ibgwd" -v b="$rx_kernel" -v r="$rx_pr" -v m="$MTU" 'BEGIN {
 # soft-RoCE under TCG (tens of MB/s), which would then be what the figure measures. testpmd's
 # forwarding modes are not TCP endpoints, and Debian packages no DPDK TCP load generator. So the
 # ceiling comes from the cpu split instead: what one core could relay were the link free.
-[ -n "$split_line" ] || echo "BENCH engine ceiling: not measured (no perf; the relay's cpu split gives it, see bench_eth.sh)"
-[ -n "$split_line" ] && echo "BENCH $split_line"
+if [ -n "$split_line" ]; then
+	echo "BENCH $split_line"
+else
+	echo "BENCH engine ceiling: not measured (no perf; the relay's cpu split gives it, see bench_eth.sh)"
+fi
 [ -s "$tmp/perf.txt" ] && { echo "== perf profile of ibgwd during the $BENCH_ETH_PERF transfer"; cat "$tmp/perf.txt"; }
 kill "${pids[-1]}" 2>/dev/null
 gw_stop || echo "note: ibgwd exited with $?"

@@ -420,10 +420,11 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 			;;
 		*) for t in /proc/"${PIDOF[${p%_[ie]}_$([ "${p##*_}" = i ] && echo out || echo in)]}"/task/*; do echo "${t##*/} relay"; done ;;
 		esac >"$W/$p.tids"
-		"$PERF" report -i "$W/$p.data" --stdio --no-children --tid "$(awk '{ printf "%s%s", s, $1; s = "," }' "$W/$p.tids")" \
+		tids=$(awk '{ printf "%s%s", s, $1; s = "," }' "$W/$p.tids")
+		"$PERF" report -i "$W/$p.data" --stdio --no-children --tid "$tids" \
 			--sort dso,sym -g none --percent-limit 0.2 2>/dev/null | grep -v '^#' | grep -v '^$' >"$BENCH_PROFILE/$p-threads.txt"
 		# the relaying threads' samples with their call chains stay (for a closer look at a class)
-		"$PERF" script -i "$W/$p.data" --tid "$(awk '{ printf "%s%s", s, $1; s = "," }' "$W/$p.tids")" \
+		"$PERF" script -i "$W/$p.data" --tid "$tids" \
 			-F comm,tid,ip,sym,dso >"$BENCH_PROFILE/$p.script" 2>/dev/null
 		awk -v tids="$W/$p.tids" -v detail="$BENCH_PROFILE/$p-own.txt" -f "$GW_ROOT/tests/bench/cpu_split.awk" \
 			"$BENCH_PROFILE/$p.script" >"$BENCH_PROFILE/$p-split.txt"

@@ -3,7 +3,7 @@
  * edge patterns (all zero: the only input whose sum is 0; all 0xff; sums that carry at every fold);
  * the chain sum over the same bytes cut into segments at every odd and even point; and a frame's
  * TCP checksum field against rte_ipv4_udptcp_cksum; an IPv4 header's checksum and pseudo-header sum
- * against rte_ipv4_cksum and rte_ipv4_phdr_cksum. */
+ * against rte_ipv4_cksum and rte_ipv4_phdr_cksum, an IPv6 pseudo-header's against rte_ipv6_phdr_cksum. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,6 +149,20 @@ static void test_ipv4(void **state)
 	assert_int_equal(eth_ipv4_cksum(ip), rte_ipv4_cksum(ip));
 }
 
+/* An IPv6 pseudo-header's sum against DPDK's, over random addresses, lengths and protocols. */
+static void test_ipv6_phdr(void **state)
+{
+	struct rte_ipv6_hdr ip;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 2000; seed++) {
+		fill_random((uint8_t *)&ip, sizeof(ip), seed);
+		ip.payload_len = rte_cpu_to_be_16((uint16_t)(seed * 37));
+		ip.proto &= 0x7f; /* (DPDK shifts the protocol into an int's sign bit from 128 on) */
+		assert_int_equal(eth_ipv6_phdr_cksum(&ip, seed * 37 % 65536, ip.proto), rte_ipv6_phdr_cksum(&ip, 0));
+	}
+}
+
 /* A TCP frame's checksum field, as one buffer and as a chain, against DPDK's. */
 static void test_l4(void **state)
 {
@@ -188,6 +202,7 @@ int main(void)
 	    cmocka_unit_test(test_chain),
 	    cmocka_unit_test(test_l4),
 	    cmocka_unit_test(test_ipv4),
+	    cmocka_unit_test(test_ipv6_phdr),
 	};
 
 	if (eh_eal_init()) {
