@@ -1,5 +1,6 @@
 /* TCP segment arrival: RFC 9293 3.10.7, hardened by RFC 5961 and extended by RFC 7323 (timestamps,
- * PAWS, window scaling), RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno) and RFC 6298.
+ * PAWS, window scaling), RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno), RFC 6298 and
+ * RFC 7661 (the window grows only while it limits the sender).
  *
  * Order of the checks for a synchronized connection, as the RFCs give it: PAWS, sequence
  * acceptability (with trimming to the window), RST (exact match resets, anything else in the window
@@ -524,7 +525,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	if (t->sack_ok && sg->o.n_sack)
 		sack_news = sack_update(t, sg);
 	if (eth_seq_gt(ack, t->snd_una)) {
-		uint32_t acked = ack - t->snd_una, data;
+		uint32_t acked = ack - t->snd_una, data, was_out = t->snd_max - t->snd_una;
 
 		if (t->ts_ok && sg->o.ts_ok && sg->o.tsecr) {
 			uint32_t rtt = eth_tcp_tsval(t) - sg->o.tsecr;
@@ -565,11 +566,20 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			}
 		} else {
 			t->dupacks = 0;
-			if (t->cwnd < t->ssthresh)
-				t->cwnd += acked < 2u * t->mss ? acked : 2u * t->mss; /* RFC 3465, L = 2 */
-			else if ((t->bytes_acked += acked) >= t->cwnd) {
-				t->bytes_acked -= t->cwnd;
-				t->cwnd += t->mss;
+			/* The window grows only while it is what limits the sender (RFC 7661; Linux's
+			 * tcp_is_cwnd_limited): a flow held back by its source (IB credits) or by the
+			 * peer's window keeps the window it has shown it uses, instead of one it never
+			 * tried that would then go out as one burst. Slow start counts every byte
+			 * acknowledged (as Linux does): RFC 3465's L = 2 segments per ACK makes it linear
+			 * against receivers that coalesce segments (GRO, LRO) and acknowledge up to 64 KiB
+			 * at once; congestion avoidance counts bytes (RFC 3465 2.1). */
+			if (t->cwnd <= 2u * was_out) {
+				if (t->cwnd < t->ssthresh)
+					t->cwnd = t->ssthresh - t->cwnd > acked ? t->cwnd + acked : t->ssthresh;
+				else if ((t->bytes_acked += acked) >= t->cwnd) {
+					t->bytes_acked -= t->cwnd;
+					t->cwnd += t->mss;
+				}
 			}
 			if (t->cwnd > (1u << 30))
 				t->cwnd = 1u << 30;

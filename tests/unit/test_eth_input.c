@@ -5,7 +5,8 @@
  * TIME_WAIT expiry and reuse, the half-open table's shares per listener and SYN cookies (with the
  * options they carry, and what they refuse), the rate limits on ACKs to invalid segments,
  * out-of-order data that expires, keepalive, the persist timer against a zero window,
- * our own zero window, fast retransmit with SACK (also on ACKs riding on data), and a peer that
+ * our own zero window, fast retransmit with SACK (also on ACKs riding on data), slow start against
+ * ACKs of whole bursts and a window its source holds back (RFC 7661), and a peer that
  * vanishes with data outstanding (RTO backoff, then user_timeout); and what a device with offloads
  * brings (no host link here has LRO): merged segments as mbuf chains, good and hostile, checksums
  * the device vouched for, TSO frames out; TCP over IPv6 (extension headers before TCP, neighbour
@@ -202,6 +203,13 @@ static int setup(void **state)
 {
 	(void)state;
 	return eh_start(&h, 8, 16384, 16384);
+}
+
+/* a send buffer that holds 80 segments: the congestion window, not the buffer, bounds each flight */
+static int setup_big_sbuf(void **state)
+{
+	(void)state;
+	return eh_start(&h, 8, 16384, 256 * 1024);
 }
 
 static int setup_backlog16(void **state)
@@ -1044,6 +1052,87 @@ static void test_fast_retransmit_sack_on_data(void **state)
 		resent += v[i].seq == c.gnxt && v[i].len == 1448;
 	assert_int_equal(resent, 1);
 	assert_int_equal(S()->tcp_rto_expiries, 0);
+}
+
+/* The data segments kept since the last eh_forget: their count, each checked to follow the last
+ * from *SEQ (advanced past them) with a full segment of SEG bytes. */
+static unsigned data_frames(uint32_t *seq, uint32_t seg)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+		uint32_t len = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip) - (th->data_off >> 4) * 4u;
+
+		if (!len)
+			continue;
+		assert_int_equal(rte_be_to_cpu_32(th->sent_seq), *seq);
+		assert_int_equal(len, seg);
+		*seq += len;
+		n++;
+	}
+	return n;
+}
+
+/* Slow start against a receiver that coalesces segments (GRO, LRO: Linux then acknowledges a whole
+ * burst at once): every byte acknowledged counts, so the window doubles each round trip, 10, 20, 40
+ * segments; RFC 3465's L = 2 would give 10, 12, 14. */
+static void test_slow_start_stretch_acks(void **state)
+{
+	static uint8_t blob[80 * 1448];
+	struct conn c = established_echo(41060);
+	struct eh_session *se = session_of(41060);
+	uint32_t seq = c.gnxt;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	for (unsigned want = 10; want <= 40; want *= 2) {
+		assert_int_equal(data_frames(&seq, 1448), want);
+		c.gnxt = seq;
+		ack_all(&c, 65535); /* one ACK for the whole flight: the next one goes at once */
+	}
+	assert_int_equal(data_frames(&seq, 1448), 10); /* what was left */
+	c.gnxt = seq;
+	ack_all(&c, 65535);
+	assert_int_equal(S()->tcp_retransmits, 0);
+}
+
+/* A sender its source holds back (here one segment at a time: the IB side's credits, on a gateway)
+ * keeps its initial window, however many ACKs come (RFC 7661): when the source then has plenty, 10
+ * segments go, not the 40 that counting each ACK of the slow phase would have allowed at once. */
+static void test_cwnd_app_limited(void **state)
+{
+	static uint8_t blob[40 * 1448];
+	struct conn c = established_echo(41061);
+	struct eh_session *se = session_of(41061);
+	uint32_t seq = c.gnxt;
+
+	(void)state;
+	for (unsigned i = 0; i < 30; i++) {
+		eh_forget(&h);
+		assert_int_equal(se->s->ops->write(se->s, blob, 1448), 1448);
+		eh_poll(&h);
+		assert_int_equal(data_frames(&seq, 1448), 1);
+		c.gnxt = seq;
+		ack_all(&c, 65535);
+	}
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(data_frames(&seq, 1448), 10);
+	/* and it grows from there once the window is what limits it */
+	c.gnxt = seq;
+	ack_all(&c, 65535);
+	assert_int_equal(data_frames(&seq, 1448), 20);
+	c.gnxt = seq;
+	ack_all(&c, 65535);
+	assert_int_equal(data_frames(&seq, 1448), 10);
+	c.gnxt = seq;
+	ack_all(&c, 65535);
 }
 
 /* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
@@ -2359,6 +2448,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slow_start_stretch_acks, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_cwnd_app_limited, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
