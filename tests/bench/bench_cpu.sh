@@ -1,10 +1,10 @@
 #!/bin/bash
 # Where each relay's CPU goes (issue #14), end to end in the soft-RoCE VM: one transfer each way through
 # ibgwd and through the stock rsocket/socket relays (tests/tools/rs_relay.c), each under a system-wide
-# `perf record -g`; tests/bench/cpu_split.awk sorts the relaying threads' samples into soft-RoCE (rdma),
-# the emulated Ethernet link (vhost-net, tap, af_packet, veth: link), the peers' receive path that veth
-# runs in the sender's context (delivery), and the rest (own: user code and the kernel work it asks
-# for). On this machine rxe and the link cost more per byte than either relay's own work, and
+# `perf record -g`, in BENCH_PROFILE_REPS rounds whose median ratio is reported (3; BENCH_QUICK=1: 1);
+# tests/bench/cpu_split.awk sorts the relaying threads' samples into soft-RoCE (rdma), the emulated
+# Ethernet link (vhost-net, tap, af_packet, veth: link), the peers' receive path that veth runs in the
+# sender's context (delivery), and the rest (own: user code and the kernel work it asks for). On this machine rxe and the link cost more per byte than either relay's own work, and
 # bench_e2e's CPU per MB counts them; with an HCA and a NIC the own part is what stays on the CPU, so
 # issue #14's "CPU per MB <= 0.5x the relay's" is judged on it here (one "BENCH cpu split" line per
 # direction and port), beside bench_e2e's whole-process figures.
@@ -37,6 +37,8 @@ command -v perf >/dev/null || { echo "SKIP: no perf (Debian package linux-perf; 
 # the guest runs the host's perf from the shared tree: the binary and the libraries it links
 rm -rf build/perf && mkdir -p build/perf/lib && cp "$(command -v perf)" build/perf/ &&
 	ldd "$(command -v perf)" | awk '/=> \// { print $3 }' | xargs -I{} cp -L {} build/perf/lib/ || exit 1
+[ "${BENCH_QUICK:-0}" = 1 ] && : "${BENCH_PROFILE_REPS:=1}"
+export BENCH_PROFILE_REPS=${BENCH_PROFILE_REPS:-3}
 rc=0
 for v in ${BENCH_CPU_VARIANTS:-vhost}; do
 	out=$PWD/build/bench-cpu/$v
