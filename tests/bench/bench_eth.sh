@@ -288,7 +288,7 @@ if [ "${BENCH_ETH_SPLIT:-1}" = 1 ] && command -v perf >/dev/null; then
 		split_run haproxy "$haproxy_pid" 198.18.1.1 8002
 	done >"$tmp/split"
 	cat "$tmp/split"
-	split_line=$(awk -v b="$SPLIT_BYTES" -v m="$MTU" '
+	split_line=$(awk -v b="$SPLIT_BYTES" -v m="$MTU" -f tests/bench/median.awk -f <(echo '
 		# pair n: T (Mbit/s), all, own, L(ink), D(elivery) CPU seconds of each relay
 		$1 == "ibgwd" { n++ }
 		{ k = $1 SUBSEP n; T[k] = $2; own[k] = ($4 + $5) / 1999; all[k] = $3 / 1999; L[k] = $6 / 1999; D[k] = $8 / 1999 }
@@ -302,16 +302,10 @@ if [ "${BENCH_ETH_SPLIT:-1}" = 1 ] && command -v perf >/dev/null; then
 				if (T["ibgwd", i] > 0 && T["haproxy", i] > 0 && ceil("ibgwd" SUBSEP i) > 0 && ceil("haproxy" SUBSEP i) > 0)
 					{ good++; r[good] = ceil("ibgwd" SUBSEP i) / ceil("haproxy" SUBSEP i); at[good] = i }
 			if (!good) { print "tcp relay af_packet-" m " cpu split: no profile (target >= 1.5: MISSED)"; exit }
-			# sort the ratios (few), the median pair described
-			for (i = 1; i <= good; i++) for (j = i + 1; j <= good; j++)
-				if (r[j] < r[i]) { x = r[i]; r[i] = r[j]; r[j] = x; x = at[i]; at[i] = at[j]; at[j] = x }
-			mid = int((good + 1) / 2)
-			med = (good % 2) ? r[mid] : (r[mid] + r[mid + 1]) / 2
-			list = ""
-			for (i = 1; i <= good; i++) list = list (i > 1 ? " " : "") sprintf("%.2f", r[i])
+			med = median(r, at, good) # the median pair described
 			printf "tcp relay af_packet-%s cpu split (%d pairs of %.0f MB, the median pair): %s; %s; ceiling ratio %.2f, pairs %s (target >= 1.5: %s)\n",
-				m, good, b / 1e6, desc("ibgwd", at[mid]), desc("haproxy", at[mid]), med, list, (med >= 1.5 ? "met" : "MISSED")
-		}' "$tmp/split")
+				m, good, b / 1e6, desc("ibgwd", MEDIAN_AT), desc("haproxy", MEDIAN_AT), med, MEDIAN_LIST, (med >= 1.5 ? "met" : "MISSED")
+		}') "$tmp/split")
 fi
 busy1=$(gw_metric "$ETH_STATS" 'ibgw_worker_busy_iterations_total{worker="0"}')
 loops1=$(gw_metric "$ETH_STATS" 'ibgw_worker_loop_iterations_total{worker="0"}')

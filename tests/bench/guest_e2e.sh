@@ -447,7 +447,7 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 	for d in i e; do
 		[ $d = i ] && dir=ib_to_eth || dir=eth_to_ib
 		awk -v d="$d" '$2 == "g" d || $2 == "relay_" d || $2 == "relayo_" d' "$W/splits" |
-			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" '
+			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f <(echo '
 			function ms(x) { return x / hz * 1000 / mb }
 			function desc(i, k) {
 				return sprintf("%.1f (user %.1f kernel %.1f; all %.1f: link %.1f rdma %.1f delivery %.1f)",
@@ -464,16 +464,11 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 					if (((i, "g ibgwd") in U) && U[i, cmp] + K[i, cmp] > 0)
 						{ good++; r[good] = (U[i, "g ibgwd"] + K[i, "g ibgwd"]) / (U[i, cmp] + K[i, cmp]); at[good] = i }
 				if (!good) { print line ": no profile (target <= 0.5: MISSED)"; exit }
-				for (i = 1; i <= good; i++) for (j = i + 1; j <= good; j++)
-					if (r[j] < r[i]) { x = r[i]; r[i] = r[j]; r[j] = x; x = at[i]; at[i] = at[j]; at[j] = x }
-				mid = int((good + 1) / 2)
-				med = (good % 2) ? r[mid] : (r[mid] + r[mid + 1]) / 2
-				list = ""
-				for (i = 1; i <= good; i++) list = list (i > 1 ? " " : "") sprintf("%.2f", r[i])
+				med = median(r, at, good)
 				printf "%s, the median of %d rounds: ibgwd %s, its vhost-net thread %.1f; %s %s; ratio %.2f, rounds %s (target <= 0.5: %s)\n",
-					line, good, desc(at[mid], "g ibgwd"), ms(N[at[mid], "g ibgwd-vhost"]), cn, desc(at[mid], cmp), med, list,
-					med <= 0.5 ? "met" : "MISSED"
-			}'
+					line, good, desc(MEDIAN_AT, "g ibgwd"), ms(N[MEDIAN_AT, "g ibgwd-vhost"]), cn, desc(MEDIAN_AT, cmp), med,
+					MEDIAN_LIST, med <= 0.5 ? "met" : "MISSED"
+			}')
 	done
 	exit 0
 fi
