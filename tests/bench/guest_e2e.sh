@@ -444,31 +444,34 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 	# per direction: ms of CPU per MB (1e6 B) by class, ibgwd vs each relay; the target (issue #14:
 	# <= 0.5x the relay's) is judged on what would still run on a CPU with an HCA and a NIC doing
 	# their work: own = own_user + own_kernel
+	# (the program in a file: the guest has no /dev/fd for a process substitution)
+	cat >"$W/cpu_median.awk" <<'AWK'
+	function ms(x) { return x / hz * 1000 / mb }
+	function desc(i, k) {
+		return sprintf("%.1f (user %.1f kernel %.1f; all %.1f: link %.1f rdma %.1f delivery %.1f)",
+			ms(U[i, k] + K[i, k]), ms(U[i, k]), ms(K[i, k]), ms(N[i, k]), ms(L[i, k]), ms(R[i, k]), ms(D[i, k]))
+	}
+	# "ROUND PATH LABEL samples own_user own_kernel link rdma delivery"; PATH g[ie], relay_[ie], relayo_[ie]
+	{ p = $2; sub(/_?[ie]$/, "", p); k = p " " $3; i = $1; n = i > n ? i : n
+	  N[i, k] = $4; U[i, k] = $5; K[i, k] = $6; L[i, k] = $7; R[i, k] = $8; D[i, k] = $9 }
+	END {
+		cmp = (port ~ /^vhost/) ? "relayo relay" : "relay relay"
+		cn = (port ~ /^vhost/) ? "relay[offload]" : "relay"
+		line = "BENCH cpu split " dir " " port ": own CPU ms/MB (user + kernel; soft-RoCE, the emulated link and the peers' receive path apart)"
+		for (i = 1; i <= n; i++)
+			if (((i, "g ibgwd") in U) && U[i, cmp] + K[i, cmp] > 0)
+				{ good++; r[good] = (U[i, "g ibgwd"] + K[i, "g ibgwd"]) / (U[i, cmp] + K[i, cmp]); at[good] = i }
+		if (!good) { print line ": no profile (target <= 0.5: MISSED)"; exit }
+		med = median(r, at, good)
+		printf "%s, the median of %d rounds: ibgwd %s, its vhost-net thread %.1f; %s %s; ratio %.2f, rounds %s (target <= 0.5: %s)\n",
+			line, good, desc(MEDIAN_AT, "g ibgwd"), ms(N[MEDIAN_AT, "g ibgwd-vhost"]), cn, desc(MEDIAN_AT, cmp), med,
+			MEDIAN_LIST, med <= 0.5 ? "met" : "MISSED"
+	}
+AWK
 	for d in i e; do
 		[ $d = i ] && dir=ib_to_eth || dir=eth_to_ib
 		awk -v d="$d" '$2 == "g" d || $2 == "relay_" d || $2 == "relayo_" d' "$W/splits" |
-			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f <(echo '
-			function ms(x) { return x / hz * 1000 / mb }
-			function desc(i, k) {
-				return sprintf("%.1f (user %.1f kernel %.1f; all %.1f: link %.1f rdma %.1f delivery %.1f)",
-					ms(U[i, k] + K[i, k]), ms(U[i, k]), ms(K[i, k]), ms(N[i, k]), ms(L[i, k]), ms(R[i, k]), ms(D[i, k]))
-			}
-			# "ROUND PATH LABEL samples own_user own_kernel link rdma delivery"; PATH g[ie], relay_[ie], relayo_[ie]
-			{ p = $2; sub(/_?[ie]$/, "", p); k = p " " $3; i = $1; n = i > n ? i : n
-			  N[i, k] = $4; U[i, k] = $5; K[i, k] = $6; L[i, k] = $7; R[i, k] = $8; D[i, k] = $9 }
-			END {
-				cmp = (port ~ /^vhost/) ? "relayo relay" : "relay relay"
-				cn = (port ~ /^vhost/) ? "relay[offload]" : "relay"
-				line = "BENCH cpu split " dir " " port ": own CPU ms/MB (user + kernel; soft-RoCE, the emulated link and the peers'"'"' receive path apart)"
-				for (i = 1; i <= n; i++)
-					if (((i, "g ibgwd") in U) && U[i, cmp] + K[i, cmp] > 0)
-						{ good++; r[good] = (U[i, "g ibgwd"] + K[i, "g ibgwd"]) / (U[i, cmp] + K[i, cmp]); at[good] = i }
-				if (!good) { print line ": no profile (target <= 0.5: MISSED)"; exit }
-				med = median(r, at, good)
-				printf "%s, the median of %d rounds: ibgwd %s, its vhost-net thread %.1f; %s %s; ratio %.2f, rounds %s (target <= 0.5: %s)\n",
-					line, good, desc(MEDIAN_AT, "g ibgwd"), ms(N[MEDIAN_AT, "g ibgwd-vhost"]), cn, desc(MEDIAN_AT, cmp), med,
-					MEDIAN_LIST, med <= 0.5 ? "met" : "MISSED"
-			}')
+			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f "$W/cpu_median.awk"
 	done
 	exit 0
 fi
