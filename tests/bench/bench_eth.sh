@@ -305,7 +305,7 @@ if [ "${BENCH_ETH_SPLIT:-1}" = 1 ] && command -v perf >/dev/null; then
 			med = median(r, at, good) # the median pair described
 			printf "tcp relay af_packet-%s cpu split (%d pairs of %.0f MB, the median pair): %s; %s; ceiling ratio %.2f, pairs %s (target >= 1.5: %s)\n",
 				m, good, b / 1e6, desc("ibgwd", MEDIAN_AT), desc("haproxy", MEDIAN_AT), med, MEDIAN_LIST, (med >= 1.5 ? "met" : "MISSED")
-		}') "$tmp/split")
+		}') "$tmp/split") || exit 1 # no figure: the run broke
 fi
 busy1=$(gw_metric "$ETH_STATS" 'ibgw_worker_busy_iterations_total{worker="0"}')
 loops1=$(gw_metric "$ETH_STATS" 'ibgw_worker_loop_iterations_total{worker="0"}')

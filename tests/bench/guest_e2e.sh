@@ -471,7 +471,8 @@ AWK
 	for d in i e; do
 		[ $d = i ] && dir=ib_to_eth || dir=eth_to_ib
 		awk -v d="$d" '$2 == "g" d || $2 == "relay_" d || $2 == "relayo_" d' "$W/splits" |
-			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f "$W/cpu_median.awk"
+			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f "$W/cpu_median.awk" ||
+			exit 1 # no figure: the run broke
 	done
 	exit 0
 fi
