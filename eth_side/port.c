@@ -128,6 +128,18 @@ static void find_packet_fds(struct eth_port *p, int ifindex)
 		p->rx_fd[q] = fds[q];
 }
 
+/* The data room per buffer that holds a merged frame of 64 KiB (an IPv4 packet's 65,535 bytes and
+ * its Ethernet header) in LRO_BUFS buffers. */
+#define LRO_BUFS 30u
+#define LRO_ROOM RTE_ALIGN_CEIL((RTE_ETHER_HDR_LEN + UINT16_MAX + LRO_BUFS - 1) / LRO_BUFS, 64u)
+
+static bool lro_wanted(const struct rte_eth_dev_info *info)
+{
+	const uint64_t want = RTE_ETH_RX_OFFLOAD_TCP_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_LRO;
+
+	return (info->rx_offload_capa & want) == want;
+}
+
 /* What the engine can use of the device's offloads, asked for in ECONF. TSO needs the checksum and
  * multi-segment transmission too (a TSO frame is an mbuf chain); LRO needs the receive checksum
  * (merged segments carry no valid sum). A device with none (af_packet) is left as it is. */
@@ -153,7 +165,7 @@ static unsigned offloads_choose(const struct rte_eth_dev_info *info, struct rte_
 	if ((info->rx_offload_capa & rx_csum) == rx_csum) {
 		econf->rxmode.offloads |= rx_csum;
 		o |= ETH_OFFLOAD_RX_CSUM;
-		if ((info->rx_offload_capa & lro) == lro) {
+		if (lro_wanted(info)) {
 			econf->rxmode.offloads |= lro;
 			econf->rxmode.max_lro_pkt_size = info->max_lro_pkt_size; /* 0: ethdev's default */
 			o |= ETH_OFFLOAD_LRO;
@@ -205,6 +217,12 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 	}
 	if (c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM > room)
 		room = c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM;
+	/* A merged frame (LRO) of 64 KiB must fill at most LRO_BUFS buffers: the Ethernet -> IB side
+	 * RDMA-writes its payload straight from them, one scatter entry each, and HCAs take 30 to 32
+	 * entries per work request. In DPDK's default 2 KiB buffers the largest takes 33, and so two
+	 * writes. */
+	if (c->offloads && lro_wanted(&info) && RTE_PKTMBUF_HEADROOM + LRO_ROOM > room)
+		room = RTE_PKTMBUF_HEADROOM + LRO_ROOM;
 	/* af_packet copies whole ring frames and refuses a queue whose mbufs are smaller than a frame */
 	if (af_packet) {
 		unsigned frame = vdev_arg(c->vdev, "framesz", AF_PACKET_FRAMESZ);
