@@ -1058,19 +1058,15 @@ static void test_fast_retransmit_sack_on_data(void **state)
  * from *SEQ (advanced past them) with a full segment of SEG bytes. */
 static unsigned data_frames(uint32_t *seq, uint32_t seg)
 {
-	unsigned n = 0;
+	static struct out v[EH_KEEP];
+	unsigned n = 0, k = sent(v, EH_KEEP);
 
-	for (unsigned i = 0; i < h.n_kept; i++) {
-		const uint8_t *p = rte_pktmbuf_mtod(h.kept[i], const uint8_t *);
-		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
-		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
-		uint32_t len = rte_be_to_cpu_16(ip->total_length) - sizeof(*ip) - (th->data_off >> 4) * 4u;
-
-		if (!len)
+	for (unsigned i = 0; i < k; i++) {
+		if (!v[i].len)
 			continue;
-		assert_int_equal(rte_be_to_cpu_32(th->sent_seq), *seq);
-		assert_int_equal(len, seg);
-		*seq += len;
+		assert_int_equal(v[i].seq, *seq);
+		assert_int_equal(v[i].len, seg);
+		*seq += v[i].len;
 		n++;
 	}
 	return n;
