@@ -133,13 +133,6 @@ static void find_packet_fds(struct eth_port *p, int ifindex)
 #define LRO_BUFS 30u
 #define LRO_ROOM RTE_ALIGN_CEIL((RTE_ETHER_HDR_LEN + UINT16_MAX + LRO_BUFS - 1) / LRO_BUFS, 64u)
 
-static bool lro_wanted(const struct rte_eth_dev_info *info)
-{
-	const uint64_t want = RTE_ETH_RX_OFFLOAD_TCP_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_LRO;
-
-	return (info->rx_offload_capa & want) == want;
-}
-
 /* What the engine can use of the device's offloads, asked for in ECONF. TSO needs the checksum and
  * multi-segment transmission too (a TSO frame is an mbuf chain); LRO needs the receive checksum
  * (merged segments carry no valid sum). A device with none (af_packet) is left as it is. */
@@ -165,7 +158,7 @@ static unsigned offloads_choose(const struct rte_eth_dev_info *info, struct rte_
 	if ((info->rx_offload_capa & rx_csum) == rx_csum) {
 		econf->rxmode.offloads |= rx_csum;
 		o |= ETH_OFFLOAD_RX_CSUM;
-		if (lro_wanted(info)) {
+		if ((info->rx_offload_capa & lro) == lro) {
 			econf->rxmode.offloads |= lro;
 			econf->rxmode.max_lro_pkt_size = info->max_lro_pkt_size; /* 0: ethdev's default */
 			o |= ETH_OFFLOAD_LRO;
@@ -215,13 +208,15 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		ret = -EINVAL;
 		goto err;
 	}
+	if (c->offloads)
+		p->offloads = offloads_choose(&info, &econf); /* (LRO sizes the buffers below) */
 	if (c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM > room)
 		room = c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_PKTMBUF_HEADROOM;
 	/* A merged frame (LRO) of 64 KiB must fill at most LRO_BUFS buffers: the Ethernet -> IB side
 	 * RDMA-writes its payload straight from them, one scatter entry each, and HCAs take 30 to 32
 	 * entries per work request. In DPDK's default 2 KiB buffers the largest takes 33, and so two
 	 * writes. */
-	if (c->offloads && lro_wanted(&info) && RTE_PKTMBUF_HEADROOM + LRO_ROOM > room)
+	if ((p->offloads & ETH_OFFLOAD_LRO) && RTE_PKTMBUF_HEADROOM + LRO_ROOM > room)
 		room = RTE_PKTMBUF_HEADROOM + LRO_ROOM;
 	/* af_packet copies whole ring frames and refuses a queue whose mbufs are smaller than a frame */
 	if (af_packet) {
@@ -266,8 +261,6 @@ struct eth_port *eth_port_create(const struct conf_eth *c, unsigned n_queues, ch
 		ret = -EINVAL;
 		goto err;
 	}
-	if (c->offloads)
-		p->offloads = offloads_choose(&info, &econf);
 	/* af_packet copies every segment of a frame into its ring with the CPU: frames may carry lent
 	 * memory DPDK does not know (ETH_OFFLOAD_EXTMEM) */
 	if (af_packet && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
