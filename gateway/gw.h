@@ -72,6 +72,8 @@ struct gw_worker_stats {
 	uint64_t busy_loops;	  /* iterations that found work */
 	uint64_t idle_sleeps;	  /* naps taken while idle */
 	uint64_t idle_wakeups;	  /* naps ended by an fd (a frame, a completion), not the timeout */
+	uint64_t poll_hits;	  /* busy_poll windows that found the work they polled for */
+	uint64_t poll_misses;	  /* busy_poll windows that ended in a nap all the same */
 	uint64_t rx_packets;	  /* packets taken from the worker's RX queue */
 	uint64_t sessions_active; /* gauge */
 };
@@ -172,6 +174,7 @@ struct gw_worker {
 	/* worker only: */
 	alignas(64) const struct gw_live *live; /* this round's snapshot (gw_live_enter) */
 	bool hot; /* a side expects work within [gateway] busy_poll (set by rx or flush this round) */
+	bool polling; /* in a busy_poll window: empty rounds yield instead of napping */
 	struct gw_session *sessions; /* pool of n_sessions */
 	SLIST_HEAD(, gw_session) free_sessions;
 	struct xlt_session_owner owner;

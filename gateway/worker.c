@@ -56,6 +56,11 @@ const struct xlt_metric_desc gw_worker_metrics[] = {
 	 "naps taken by an idle worker", NULL},
 	{"worker_idle_wakeups_total", XLT_COUNTER, offsetof(struct gw_worker_stats, idle_wakeups),
 	 "naps ended by an fd (a frame, an IB completion) before their timeout", NULL},
+	{"worker_poll_windows_total", XLT_COUNTER, offsetof(struct gw_worker_stats, poll_hits),
+	 "[gateway] busy_poll windows, by outcome: hit (work came while the worker polled for it), miss "
+	 "(it napped all the same)", "outcome=hit"},
+	{"worker_poll_windows_total", XLT_COUNTER, offsetof(struct gw_worker_stats, poll_misses), "",
+	 "outcome=miss"},
 	{"worker_rx_packets_total", XLT_COUNTER, offsetof(struct gw_worker_stats, rx_packets),
 	 "packets taken from the worker's RX queue", NULL},
 	{"worker_sessions_active", XLT_GAUGE, offsetof(struct gw_worker_stats, sessions_active),
@@ -133,6 +138,10 @@ int gw_worker_main(void *arg)
 		xlt_counter_add(&w->st.loops, 1);
 		if (work) {
 			xlt_counter_add(&w->st.busy_loops, 1);
+			if (w->polling) {
+				w->polling = false;
+				xlt_counter_add(&w->st.poll_hits, 1);
+			}
 			nap_us = 0;
 			armed = false;
 			continue;
@@ -140,8 +149,13 @@ int gw_worker_main(void *arg)
 		if (!live->idle_sleep_us)
 			continue;
 		if (w->hot) {
+			w->polling = true;
 			sched_yield(); /* polling for what is due: see above */
 			continue;
+		}
+		if (w->polling) {
+			w->polling = false; /* the window ran out: the nap it was to spare comes anyway */
+			xlt_counter_add(&w->st.poll_misses, 1);
 		}
 		if (!armed) {
 			n_fds = 0;

@@ -40,6 +40,9 @@
 #   vhost-busy  vhost with idle_sleep = 0
 #   vhost-lean  vhost with busy_poll = 0 (a worker sleeps as soon as a round finds nothing: the least
 #             CPU per byte, the most latency); leanN / vhost-leanN: busy_poll = N us
+#   vhost-rbufSIZE  vhost with ib_rbuf = SIZE on the routes (e.g. vhost-rbuf256K)
+#   VARIANT+base  VARIANT run by a second build (BENCH_BASE_IBGWD: its path in the tree), an A/B of two
+#             builds in one run (e.g. BENCH_VARIANTS="vhost vhost+base")
 #   xdp       DPDK's net_af_xdp PMD on the same veth instead of net_af_packet (libxdp's default XDP
 #             program; its object files come from the host's libxdp1 via build/bpf)
 # rsocket's rpoll (rdma-core 44) misses the wake-up of a listening rsocket when a connection arrives and
@@ -53,7 +56,8 @@
 # both scraped around ibgwd's own throughput slices only), target 0 on vhost-net (offloads);
 # throughput against the direct path, target >= 0.9x on vhost-net; Ethernet -> IB RDMA writes
 # (ibgw_ib_messages_total{dir="tx"}) and doorbells (ibgw_ib_send_doorbells_total) per MB of IB
-# payload sent (ibgw_ib_bytes_total{dir="tx"}) during the eth->ib slices.
+# payload sent (ibgw_ib_bytes_total{dir="tx"}) during the eth->ib slices; and what each MB cost in
+# events (IB messages, frames each way, worker rounds, naps, busy_poll windows), each way.
 # Env: BENCH_BYTES (16M), BENCH_REPS (5), BENCH_WSIZE (65536: rsend/send size), BENCH_ITERS (200: round
 # trips per latency run, split in BENCH_LAT_SPLIT (4) slices; 0: no latency runs), BENCH_TPUT_SPLIT
 # (2: transfers of BYTES/2 per path and block), BENCH_VARIANTS ("default jumbo vhost"), BENCH_RS_WAKE
@@ -87,6 +91,9 @@ TB=$GW_ROOT/$TOOLS/tcp_bulk RSB=$GW_ROOT/$TOOLS/rs_bulk RLY=$GW_ROOT/$TOOLS/rs_r
 # private copies: the tree is shared with people rebuilding it while a run is on
 mkdir -p /tmp/e2e-bin
 cp "$IBGWD" "$TB" "$RSB" "$RLY" /tmp/e2e-bin/ || fail "cannot copy the binaries"
+if [ -n "${BENCH_BASE_IBGWD:-}" ]; then
+	cp "$GW_ROOT/$BENCH_BASE_IBGWD" /tmp/e2e-bin/ibgwd-base || fail "cannot copy BENCH_BASE_IBGWD"
+fi
 IBGWD=/tmp/e2e-bin/ibgwd TB=/tmp/e2e-bin/tcp_bulk RSB=/tmp/e2e-bin/rs_bulk RLY=/tmp/e2e-bin/rs_relay
 W=${BENCH_WORKDIR:-/tmp/e2e} # BENCH_WORKDIR under the project tree keeps the logs (9p-shared with the host)
 mkdir -p $W
@@ -166,6 +173,13 @@ eth_ns ping -c 1 -W 5 "$RO_IP" >/dev/null || fail "relay[offload] veth: no ping"
 # ---- ibgwd, one variant at a time ----
 gw_up() { # VARIANT
 	local gwif=$ETH_IF gwx="idle_sleep = 100us" rx="" ex="" vx=",qdisc_bypass=1" mtu=1500 mbufs=8191 pmd=net_af_packet0
+	local name=$1 bin=$IBGWD
+	# VARIANT+base: the same variant run by the second build (BENCH_BASE_IBGWD), for an A/B in one run
+	case $1 in *+base)
+		[ -x /tmp/e2e-bin/ibgwd-base ] || fail "variant $1: no BENCH_BASE_IBGWD"
+		bin=/tmp/e2e-bin/ibgwd-base
+		set -- "${1%+base}" ;;
+	esac
 	case $1 in
 	default | gro) ;;
 	busy) gwx="idle_sleep = 0" ;;
@@ -177,12 +191,13 @@ ib_sbuf = 1M
 tcp_rbuf = 1M
 tcp_sbuf = 1M" ;;
 	jumbo) mtu=9000 mbufs=4095 vx=",qdisc_bypass=1,blocksz=16384,framesz=16384,framecnt=512" ex="mtu = 9000" ;;
-	vhost | vhost-busy | vhost-lean*) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
+	vhost | vhost-busy | vhost-lean* | vhost-rbuf*) # DPDK virtio_user on the kernel's vhost-net: a tap device that the run moves into the namespace
 		modprobe vhost_net || fail "no vhost_net"
 		case $1 in
 		vhost-busy) gwx="idle_sleep = 0" ;;
 		vhost-lean) gwx="busy_poll = 0" ;;
 		vhost-lean[0-9]*) gwx="busy_poll = ${1#vhost-lean}us" ;;
+		vhost-rbuf*) rx="ib_rbuf = ${1#vhost-rbuf}" ;;
 		esac
 		pmd=virtio_user0 gwif=ibv$$ vx=",path=/dev/vhost-net,queues=1,queue_size=1024" ;;
 	xdp) # libxdp loads its default XDP program from an object file the initrd lacks (bench_e2e.sh copies it)
@@ -234,8 +249,8 @@ connect = ib:$H:7481
 max_sessions = 4
 $rx
 EOC
-	GW_LOG=$W/ibgwd-$1.log
-	gw_start $W/ibgw.conf
+	GW_LOG=$W/ibgwd-$name.log
+	IBGWD=$bin gw_start $W/ibgw.conf
 	gw_wait_ready "$ETH_STATS" 60
 	if [ "$pmd" = virtio_user0 ]; then
 		eth_ns ip addr flush dev "$ETH_PEER" # the peer's address moves to the tap
@@ -289,15 +304,23 @@ ib_lat() { local o; o=$("$RSB" -t 120 latency "$H" "$1" 64 "$LAT_N" 2>>$W/errors
 eth_lat() { local o; o=$(eth_ns "$TB" -t 120 latency "$1" "$2" 64 "$LAT_N" 2>>$W/errors); [[ $o =~ ^ok.*rtt_us=([0-9.]+) ]] && echo "${BASH_REMATCH[1]}"; }
 # ibgwd's own counters of what its bytes cost (issue #14), one line: bytes relayed ib_to_eth and
 # eth_to_ib (ibgw_route_bytes_total, all routes), bytes copied each way (ibgw_copied_bytes_total),
-# IB data messages = RDMA writes sent, their bytes, and doorbells (ibv_post_send calls)
+# IB data messages = RDMA writes sent, their bytes, and doorbells (ibv_post_send calls); then the
+# events the bytes took: IB data messages received, frames sent and received, the worker's rounds,
+# rounds with work, naps, busy_poll windows hit and missed
 mscrape() {
 	curl -s -m 20 "http://127.0.0.1:$ETH_STATS/metrics" | awk '
 	/^ibgw_route_bytes_total\{/ { if (/dir="ib_to_eth"/) rbi += $NF; else if (/dir="eth_to_ib"/) rbe += $NF }
 	/^ibgw_copied_bytes_total\{/ { if (/dir="ib_to_eth"/) cpi += $NF; else if (/dir="eth_to_ib"/) cpe += $NF }
-	/^ibgw_ib_messages_total\{/ && /dir="tx"/ { wr += $NF }
+	/^ibgw_ib_messages_total\{/ { if (/dir="tx"/) wr += $NF; else mr += $NF }
 	/^ibgw_ib_bytes_total\{/ && /dir="tx"/ { wb += $NF }
 	/^ibgw_ib_send_doorbells_total\{/ { db += $NF }
-	END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", rbi, rbe, cpi, cpe, wr, wb, db }'
+	/^ibgw_port_tx_packets_total\{/ { ft += $NF }
+	/^ibgw_port_rx_packets_total\{/ { fr += $NF }
+	/^ibgw_worker_loop_iterations_total\{/ { lo += $NF }
+	/^ibgw_worker_busy_iterations_total\{/ { bl += $NF }
+	/^ibgw_worker_idle_sleeps_total\{/ { sl += $NF }
+	/^ibgw_worker_poll_windows_total\{/ { if (/outcome="hit"/) ph += $NF; else pm += $NF }
+	END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", rbi, rbe, cpi, cpe, wr, wb, db, mr, ft, fr, lo, bl, sl, ph, pm }'
 }
 # one slice of path P: its seconds appended to $W/t_P, the CPU ticks of the process relaying it to
 # $W/c_P; for ibgwd's paths also its counters before and after (outside the CPU window) to $W/m_P
@@ -329,20 +352,27 @@ tput_slice() {
 	return 0
 }
 # the counters' deltas over path P's slices: "copies-per-byte writes-per-MB doorbells-per-MB" of the
-# direction P relays (gi: ib_to_eth, ge: eth_to_ib; writes and doorbells only for ge), empty fields
-# when no slice was scraped
+# direction P relays (gi: ib_to_eth, ge: eth_to_ib; writes and doorbells only for ge), then per MB of
+# that direction: IB data messages (gi: received, ge: sent), frames sent, frames received, rounds,
+# rounds with work, naps, busy_poll windows hit, missed; "-" for each figure when no slice was scraped
+EV_KEYS=(ib fout fin rounds work naps hit miss) # the names of those per-MB figures, in order
 cost_of() {
-	[ -s "$W/m_$1" ] || { echo "- - -"; return 0; }
-	awk -v p="$1" 'NF == 14 {
-		for (i = 1; i <= 7; i++) d[i] += $(i + 7) - $i
+	[ -s "$W/m_$1" ] || { echo "- - - - - - - - - - -"; return 0; }
+	awk -v p="$1" 'NF == 30 {
+		for (i = 1; i <= 15; i++) d[i] += $(i + 15) - $i
 		n++
 	}
 	END {
-		if (!n) { print "- - -"; exit }
+		if (!n) { print "- - - - - - - - - - -"; exit }
 		rb = p == "gi" ? d[1] : d[2]; cp = p == "gi" ? d[3] : d[4]
 		printf "%s", (rb > 0 ? sprintf("%.3f", cp / rb) : "-")
-		if (p == "ge" && d[6] > 0) printf " %.1f %.1f\n", d[5] * 1e6 / d[6], d[7] * 1e6 / d[6]
-		else print " - -"
+		if (p == "ge" && d[6] > 0) printf " %.1f %.1f", d[5] * 1e6 / d[6], d[7] * 1e6 / d[6]
+		else printf " - -"
+		if (rb <= 0) { print " - - - - - - - -"; exit }
+		d[0] = p == "gi" ? d[8] : d[5]
+		split("0 9 10 11 12 13 14 15", k, " ")
+		for (i = 1; i <= 8; i++) printf " %.1f", d[k[i]] * 1e6 / rb
+		printf "\n"
 	}' "$W/m_$1"
 }
 # Only the path being measured runs: ibgwd and the relays of the other paths are stopped (SIGSTOP).
@@ -552,9 +582,17 @@ for r in $(seq "$REPS"); do
 		done
 		# what the bytes cost ibgwd (its own counters over its slices): copies per byte relayed each
 		# way, Ethernet -> IB RDMA writes and doorbells per MB
-		read -r cpb_i _ _ <<<"$(cost_of gi)"
-		read -r cpb_e wpm dpm <<<"$(cost_of ge)"
+		read -r cpb_i _ _ ev_i <<<"$(cost_of gi)"
+		read -r cpb_e wpm dpm ev_e <<<"$(cost_of ge)"
 		printf ' copies/B=%s/%s writes/MB=%s' "$cpb_i" "$cpb_e" "$wpm"
+		for d in i2e e2i; do
+			if [ $d = i2e ]; then ev=$ev_i; else ev=$ev_e; fi
+			printf ' %s_events/MB=%s' "$d" "${ev// //}"
+			read -r -a evs <<<"$ev"
+			for k in "${!EV_KEYS[@]}"; do
+				[ "${evs[$k]:--}" = - ] || put "ibgw_${v}_${d}_ev_${EV_KEYS[$k]}" "${evs[$k]}"
+			done
+		done
 		[ "$cpb_i" = - ] || put "ibgw_${v}_i2e_cpb" "$cpb_i"
 		[ "$cpb_e" = - ] || put "ibgw_${v}_e2i_cpb" "$cpb_e"
 		[ "$wpm" = - ] || put "ibgw_${v}_e2i_wpm" "$wpm"
@@ -666,7 +704,7 @@ END {
 for v in $VARIANTS; do
 	[ -f "$W/metrics-$v.txt" ] || continue
 	echo "-- ibgwd [$v] after its first block (selected metrics)"
-	grep -E '^ibgw_(worker_(loop|busy|idle)|route_(bytes|backpressure_(seconds|events))|tcp_(retrans|zero|dup|ooo|rto)|ib_(credit|stall|messages|bytes|send_doorbells)|copied_bytes|port_(rx|tx)_packets)' \
+	grep -E '^ibgw_(worker_(loop|busy|idle|poll)|route_(bytes|backpressure_(seconds|events))|tcp_(retrans|zero|dup|ooo|rto)|ib_(credit|stall|messages|bytes|send_doorbells)|copied_bytes|port_(rx|tx)_packets)' \
 		"$W/metrics-$v.txt" | grep -v ' 0$' | head -60
 done
 
@@ -726,6 +764,14 @@ END {
 		print "BENCH " w ": " f(med(g "_idle_cpu_pct"), 1) "% of a vCPU, at the rates relayed " f(med(g "_i2e_idlems"), 1) " ms/MB ib_to_eth, " f(med(g "_e2i_idlems"), 1) " eth_to_ib (report: included in its CPU per MB)"
 		if (has(g "_i2e_net_x") && has(g "_e2i_net_x"))
 			print "BENCH cpu ms/MB less idle polling " port[v] ": ratio to " rn[v] " " f(med(g "_i2e_net_x"), 2) " ib_to_eth, " f(med(g "_e2i_net_x"), 2) " eth_to_ib (report: an estimate, the CPU per MB above less the idle floor)"
+	}
+	for (d = 1; d <= 2; d++) {
+		dk = d == 1 ? "i2e" : "e2i"; dn = d == 1 ? "ib_to_eth" : "eth_to_ib"
+		for (i = 1; i <= nv; i++) {
+			v = V[i]; g = "ibgw_" v "_" dk "_ev_"; w = "events/MB " dn " " port[v]
+			if (!has(g "ib") || !has(g "rounds")) { fail(w); continue }
+			print "BENCH " w ": IB data messages " f(med(g "ib"), 1) " (" (d == 1 ? "received" : "sent") "), frames out " f(med(g "fout"), 1) " and in " f(med(g "fin"), 1) "; worker rounds " f(med(g "rounds"), 0) " (" f(med(g "work"), 0) " with work), naps " f(med(g "naps"), 0) ", busy_poll windows " f(med(g "hit"), 0) " hit and " f(med(g "miss"), 0) " missed (report: what the bytes cost in events)"
+		}
 	}
 	for (i = 1; i <= nv; i++) {
 		v = V[i]; g = "ibgw_" v "_e2i"; w = "rdma writes/MB eth_to_ib " port[v]

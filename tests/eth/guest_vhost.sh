@@ -26,6 +26,11 @@ $(gw_routes <<<'echo tcp:7 echo')"
 		rx=$(gw_metric "$ETH_STATS" "ibgw_port_rx_packets_total$p") tx=$(gw_metric "$ETH_STATS" "ibgw_port_tx_packets_total$p")
 		sin=$(gw_metric "$ETH_STATS" "ibgw_tcp_segments_in_total$w") sout=$(gw_metric "$ETH_STATS" "ibgw_tcp_segments_out_total$w")
 		csum=$(gw_metric "$ETH_STATS" "ibgw_tcp_checksum_errors_total$w")
+		# for the log: how often the worker's busy_poll windows found work (test_idle_wake.sh checks
+		# the counters)
+		hit=$(gw_metric "$ETH_STATS" 'ibgw_worker_poll_windows_total{worker="0",outcome="hit"}')
+		miss=$(gw_metric "$ETH_STATS" 'ibgw_worker_poll_windows_total{worker="0",outcome="miss"}')
+		echo "offloads = $1: busy_poll windows: $hit hit, $miss missed"
 		# the echo sends from the received frames (DPDK's memory, which vhost-net reads): copies
 		# only where the receive queue copied (small segments, and frames past the pinned-frame
 		# budget), a small share that follows the timing (offloads off, 16 MiB under TCG: 0.4-5.2%
