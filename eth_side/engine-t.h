@@ -116,6 +116,10 @@ struct eth_tcb {
 	/* send side (RFC 9293 names) */
 	uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, snd_wl1, snd_wl2, max_sndwnd;
 	uint32_t cwnd, ssthresh, recover, high_rxt, bytes_acked;
+	/* whether the window limits the sender (RFC 7661; Linux's max_packets_out): the largest flight
+	 * since snd_una passed cwnd_use_seq, where the measure restarts about once a round trip */
+	uint32_t cwnd_use, cwnd_use_seq;
+	bool rto_slow_start;	/* slow start after a timeout, until snd_una reaches recover */
 	uint16_t mss;		/* payload per segment (options excluded) */
 	uint16_t peer_mss;
 	uint16_t pmtu;		/* path MTU an ICMP error taught us (pmtu.c); 0: the link's */

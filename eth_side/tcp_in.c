@@ -496,6 +496,7 @@ static void enter_recovery(struct eth_tcb *t)
 	t->ssthresh = flight / 2 > 2u * t->mss ? flight / 2 : 2u * t->mss;
 	t->recover = t->snd_max;
 	t->in_recovery = true;
+	t->rto_slow_start = false; /* a new loss: fast recovery takes over */
 	t->rtt_timing = false; /* Karn */
 	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
 	len = eth_sndq_len(t) < eth_tcp_seg_max(t) ? eth_sndq_len(t) : eth_tcp_seg_max(t);
@@ -525,7 +526,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 	if (t->sack_ok && sg->o.n_sack)
 		sack_news = sack_update(t, sg);
 	if (eth_seq_gt(ack, t->snd_una)) {
-		uint32_t acked = ack - t->snd_una, data, was_out = t->snd_max - t->snd_una;
+		uint32_t acked = ack - t->snd_una, data;
 
 		if (t->ts_ok && sg->o.ts_ok && sg->o.tsecr) {
 			uint32_t rtt = eth_tcp_tsval(t) - sg->o.tsecr;
@@ -569,13 +570,25 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			/* The window grows only while it is what limits the sender (RFC 7661; Linux's
 			 * tcp_is_cwnd_limited): a flow held back by its source (IB credits) or by the
 			 * peer's window keeps the window it has shown it uses, instead of one it never
-			 * tried that would then go out as one burst. Slow start counts every byte
-			 * acknowledged (as Linux does): RFC 3465's L = 2 segments per ACK makes it linear
-			 * against receivers that coalesce segments (GRO, LRO) and acknowledge up to 64 KiB
-			 * at once; congestion avoidance counts bytes (RFC 3465 2.1). */
-			if (t->cwnd <= 2u * was_out) {
+			 * tried that would then go out as one burst. The measure is the largest flight
+			 * of the last round trip (tcp_out.c), not the flight as each ACK finds it: ACKs
+			 * handled together in one RX burst would otherwise see the flight shrink ACK by
+			 * ACK before anything new could go, and stop the growth after a third of it.
+			 * Slow start counts every byte acknowledged (as Linux does): RFC 3465's L = 2
+			 * segments per ACK makes it linear against receivers that coalesce segments (GRO,
+			 * LRO) and acknowledge up to 64 KiB at once; but after a timeout, while the
+			 * retransmissions fill the hole, L = 1 segment (RFC 3465 2.3): one ACK may then
+			 * cover all the peer held beyond the hole, and the window would jump to ssthresh
+			 * and go out as one burst. Congestion avoidance counts bytes (RFC 3465 2.1). */
+			bool after_rto = t->rto_slow_start; /* (the ACK that fills the hole counts as such) */
+
+			if (after_rto && eth_seq_geq(ack, t->recover))
+				t->rto_slow_start = false;
+			if (t->cwnd <= 2u * t->cwnd_use) {
+				uint32_t inc = after_rto && acked > t->mss ? t->mss : acked;
+
 				if (t->cwnd < t->ssthresh)
-					t->cwnd = t->ssthresh - t->cwnd > acked ? t->cwnd + acked : t->ssthresh;
+					t->cwnd = t->ssthresh - t->cwnd > inc ? t->cwnd + inc : t->ssthresh;
 				else if ((t->bytes_acked += acked) >= t->cwnd) {
 					t->bytes_acked -= t->cwnd;
 					t->cwnd += t->mss;

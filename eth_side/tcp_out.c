@@ -302,6 +302,12 @@ static int send_at_nxt(struct eth_tcb *t, uint32_t len, bool fin)
 		t->rttime_ms = st->now_ms;
 	}
 	t->snd_nxt += len + fin;
+	/* the largest flight of the round trip, which the window's growth asks about (tcp_in.c): a new
+	 * measure once what was in flight at the last restart has been acknowledged */
+	if (eth_seq_geq(t->snd_una, t->cwnd_use_seq) || t->snd_nxt - t->snd_una > t->cwnd_use) {
+		t->cwnd_use = t->snd_nxt - t->snd_una;
+		t->cwnd_use_seq = t->snd_nxt;
+	}
 	if (fin)
 		t->fin_sent = true;
 	if (eth_seq_gt(t->snd_nxt, t->snd_max))

@@ -160,6 +160,7 @@ static void rexmit_fire(struct eth_tcb *t)
 	t->in_recovery = false;
 	t->dupacks = 0;
 	t->recover = t->snd_max;
+	t->rto_slow_start = true;
 	t->n_sacked = 0; /* RFC 2018 8: the receiver may have reneged */
 	t->high_rxt = t->snd_una;
 	t->snd_nxt = t->snd_una; /* go back N */

@@ -131,8 +131,10 @@ static void learn_tsecr(struct conn *c)
 	}
 }
 
-static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t wnd, const uint8_t *data,
-		 size_t len)
+/* Feeds one segment from the peer, as it arrives in an RX burst: what it makes the engine send waits
+ * for the next eh_poll (the round's flush). */
+static void feed_unpolled(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t wnd,
+			  const uint8_t *data, size_t len)
 {
 	uint8_t frame[1600], opt[12] = {1, 1, 8, 10};
 	size_t ol = 0;
@@ -149,8 +151,14 @@ static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint
 		opt[11] = (uint8_t)c->tsecr;
 		ol = 12;
 	}
-	eh_forget(&h);
 	eh_feed(&h, frame, eh_tcp_frame(frame, c->pport, c->gport, seq, ack, flags, wnd, opt, ol, data, len));
+}
+
+static void feed(struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t wnd, const uint8_t *data,
+		 size_t len)
+{
+	eh_forget(&h);
+	feed_unpolled(c, flags, seq, ack, wnd, data, len);
 	eh_poll(&h);
 	learn_tsecr(c);
 }
@@ -1129,6 +1137,65 @@ static void test_cwnd_app_limited(void **state)
 	assert_int_equal(data_frames(&seq, 1448), 10);
 	c.gnxt = seq;
 	ack_all(&c, 65535);
+}
+
+/* The delayed ACKs of a whole flight handled in one RX burst (the worker napped, or they came back
+ * to back): nothing can go out between them, so the flight each finds shrinks, yet the window was
+ * what limited the sender: it still doubles (10, then 20 segments; measured by the flight as each
+ * ACK found it, it grew to 14). */
+static void test_slow_start_batched_acks(void **state)
+{
+	static uint8_t blob[80 * 1448];
+	struct conn c = established_echo(41063);
+	struct eh_session *se = session_of(41063);
+	uint32_t seq = c.gnxt;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(data_frames(&seq, 1448), 10);
+	eh_forget(&h);
+	for (unsigned i = 1; i <= 5; i++)
+		feed_unpolled(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt + i * 2 * 1448, 65535, NULL, 0);
+	eh_poll(&h);
+	c.gnxt = seq;
+	assert_int_equal(data_frames(&seq, 1448), 20);
+	c.gnxt = seq;
+	ack_all(&c, 65535);
+	assert_int_equal(data_frames(&seq, 1448), 40);
+	assert_int_equal(S()->tcp_retransmits, 0);
+}
+
+/* After a timeout the retransmitted first segment may be all the peer lacked: its ACK then covers
+ * the whole flight. Slow start grows one segment for that ACK (RFC 3465 2.3), so 2 segments follow,
+ * not the 5 (ssthresh, half the flight) that counting every byte acknowledged would send at once;
+ * once past the hole, every byte counts again (2, then 4). */
+static void test_slow_start_after_rto(void **state)
+{
+	static uint8_t blob[80 * 1448];
+	struct conn c = established_echo(41064);
+	struct eh_session *se = session_of(41064);
+	uint32_t seq = c.gnxt, first = c.gnxt;
+	struct out v[4];
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(data_frames(&seq, 1448), 10);
+	eh_forget(&h);
+	eh_advance_ms(&h, 3000);
+	assert_int_equal(S()->tcp_rto_expiries, 1);
+	assert_int_equal(sent(v, 4), 1);
+	assert_int_equal(v[0].seq, first);
+	assert_int_equal(v[0].len, 1448);
+	c.gnxt = seq; /* the peer held segments 2 to 10: all of it is acknowledged at once */
+	ack_all(&c, 65535);
+	assert_int_equal(data_frames(&seq, 1448), 2);
+	c.gnxt = seq;
+	ack_all(&c, 65535);
+	assert_int_equal(data_frames(&seq, 1448), 4);
 }
 
 /* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
@@ -2446,6 +2513,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slow_start_stretch_acks, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_cwnd_app_limited, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_slow_start_batched_acks, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_slow_start_after_rto, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
