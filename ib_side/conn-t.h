@@ -231,6 +231,8 @@ struct ib_conn {
 	uint8_t events;	    /* IB_EV_* due */
 	bool listed;	    /* on the worker's work list */
 	bool released;
+	bool retired;	    /* the worker is done with it (lingering or handed back): off its work list for
+			     * good, since the control thread frees it once handed back */
 	bool abort_due;	    /* our abort waits for a control slot: the next control completion posts it */
 	bool abort_sent;    /* our abort (CTRL DISCONNECT) is posted: hand back once it completed */
 	uint64_t linger_until; /* ... or at this time, whichever comes first */

@@ -68,7 +68,10 @@ static void work(struct ib_conn *c)
 {
 	struct ib_worker *w = c->w;
 
-	if (c->listed)
+	/* a retired connection is only waited for (its completions, on_wc); what would list it again
+	 * (a DISCONNECTED from the control thread, a failed post) is moot, and the list must not
+	 * point to it once it is handed back */
+	if (c->listed || c->retired)
 		return;
 	c->listed = true;
 	STAILQ_INSERT_TAIL(&w->work, c, work_link);
@@ -189,13 +192,21 @@ static int post_chain(struct ib_conn *c)
 	return 0;
 }
 
-/* Forgets C's chain unposted: its queue pair is dead, or the peer gets nothing more from us. */
+/* Forgets C's chain unposted: its queue pair is dead, or the peer gets nothing more from us. What the
+ * chain's work requests accounted goes back as for a refused post (unposted): nothing waits for
+ * completions that will never come (the lent holds of its writes, at release). */
 static void chain_drop(struct ib_conn *c)
 {
-	if (c->w->chain_conn == c) {
-		c->w->n_chain = 0;
-		c->w->chain_conn = NULL;
+	struct ib_worker *w = c->w;
+
+	if (w->chain_conn != c)
+		return;
+	if (w->n_chain) {
+		w->chain_wr[w->n_chain - 1].next = NULL;
+		unposted(c, &w->chain_wr[0]);
 	}
+	w->n_chain = 0;
+	w->chain_conn = NULL;
 }
 
 /* The next work request of C's chain (zeroed, linked; its two scatter entries in *SGE), or NULL
@@ -999,6 +1010,7 @@ static bool lingers(const struct ib_worker *w, struct ib_conn *c)
 /* The worker is done with C: hands it back now, or once it need not linger any more. */
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
+	c->retired = true;
 	if (lingers(w, c)) {
 		SLIST_INSERT_HEAD(&w->linger, c, list_link);
 		return;

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ib_side/conn.h"
+#include "ib_side/ib.h"
 #include "ib_side/proto.h"
 
 #define RSIZE 1024u
@@ -388,6 +389,34 @@ static void test_send_ring_wrap(void **state)
 	rm_tx(c);
 }
 
+/* A chain the flush phase drops unposted (here: the peer's next advert is absurd, so the connection
+ * is reset) gives back what its writes accounted, as a refused post does: at release the lent holds
+ * go at once, instead of waiting IB_LENT_WAIT_NS for completions that will never come (pinning the
+ * frames, shared by every tenant, and counting them late). */
+static void test_dropped_chain(void **state)
+{
+	struct ib_conn *c = mk_tx();
+	struct ib_rs_sge tsgl[2] = {{.addr = 0x10000, .key = 9, .length = 100},
+				    {.addr = 0x20000, .key = 9, .length = 0xffffffffu}};
+	struct xlt_seg g = lent_seg(0, 600);
+
+	(void)state;
+	w.wake_fd = -1;
+	c->bufs->tsgl = tsgl;
+	c->rx.eof = true; /* (no credit to return: the chain holds the data write alone) */
+	assert_int_equal(ib_conn_ops.write_lent(&c->s, &g, 1), 600);
+	assert_int_equal(holds, 1);
+	ib_worker_flush(&w); /* one write of 100 chained into entry 0; entry 1 is refused */
+	assert_int_equal(w.st.violations[IB_VIOL_ADVERT], 1);
+	assert_int_equal(w.n_chain, 0);
+	assert_int_equal(c->tx.posted, 0);
+	assert_int_equal(c->tx.wrs, 0);
+	assert_false(ib_lent_wait(c, 1));
+	assert_int_equal(holds, 0);
+	STAILQ_INIT(&w.work);
+	rm_tx(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +427,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_seg_flags, setup),
 	    cmocka_unit_test_setup(test_send_ring, setup),
 	    cmocka_unit_test_setup(test_send_ring_wrap, setup),
+	    cmocka_unit_test_setup(test_dropped_chain, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
