@@ -169,8 +169,10 @@ void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t s
 /* tcp_conn.c */
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
 void eth_tcb_free(struct eth_tcb *t);
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
-                               uint16_t lport, uint64_t h);
+/* The connection of the 4-tuple (LADDR: one of our addresses, NULL: any of them), H its flow hash
+ * (eth_flow_hash: of the other three, so one chain holds the tuple on each of our addresses). */
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *laddr, const struct xlt_ip *raddr,
+                               uint16_t rport, uint16_t lport, uint64_t h);
 void eth_tcb_hash(struct eth_tcb *t, uint64_t h);
 void eth_tcb_set_state(struct eth_tcb *t, enum eth_tcp_state s);
 /* Leaves the table and the timers, state CLOSED (the stream is untouched). */

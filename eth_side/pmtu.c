@@ -83,8 +83,9 @@ bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v
 	struct eth_tcb *t;
 	uint16_t old;
 
-	t = eth_tcb_lookup(st, &q->remote, q->rport, q->lport, eth_flow_hash(st, &q->remote, q->rport, q->lport));
-	if (!t || !xlt_ip_eq(&t->laddr, &q->local))
+	t = eth_tcb_lookup(st, &q->local, &q->remote, q->rport, q->lport,
+	                   eth_flow_hash(st, &q->remote, q->rport, q->lport));
+	if (!t)
 		return false; /* not a connection of ours: the kernel's, perhaps (the caller punts it) */
 	xlt_counter_add(&st->stats.icmp_too_big_in, 1);
 	if (t->state == ETH_TCP_CLOSED || t->state == ETH_TCP_TIME_WAIT ||

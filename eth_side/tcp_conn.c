@@ -127,13 +127,14 @@ void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 	t->hashed = true;
 }
 
-struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,
-                               uint16_t lport, uint64_t h)
+struct eth_tcb *eth_tcb_lookup(struct eth_stack *st, const struct xlt_ip *laddr, const struct xlt_ip *raddr,
+                               uint16_t rport, uint16_t lport, uint64_t h)
 {
 	struct eth_tcb *t;
 
 	SLIST_FOREACH(t, &st->htab[(uint32_t)h & st->hmask], hlink)
-		if (t->rport == rport && t->lport == lport && xlt_ip_eq(&t->raddr, raddr))
+		if (t->rport == rport && t->lport == lport && xlt_ip_eq(&t->raddr, raddr) &&
+		    (!laddr || xlt_ip_eq(&t->laddr, laddr)))
 			return t;
 	return NULL;
 }
@@ -428,7 +429,7 @@ void eth_tcb_set_mss(struct eth_tcb *t)
 	if (t->peer_mss && t->peer_mss < mss)
 		mss = t->peer_mss;
 	if (t->ts_ok)
-		mss -= 12;
+		mss = mss > 12 ? mss - 12 : 0; /* (a peer announcing an MSS below 12 with timestamps) */
 	if (mss < 64)
 		mss = 64; /* a peer announcing a tiny MSS gets tiny segments, not a loop of empty ones */
 	t->mss = (uint16_t)mss;
@@ -478,7 +479,7 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *ad
 			st->next_port = 32768;
 		/* a port whose flow hashes back to this worker: the peer's segments are steered here */
 		h = eth_flow_hash(st, addr, port, cand);
-		if (eth_flow_owner(st, h) != st->c.worker || eth_tcb_lookup(st, addr, port, cand, h))
+		if (eth_flow_owner(st, h) != st->c.worker || eth_tcb_lookup(st, NULL, addr, port, cand, h))
 			continue;
 		lport = cand;
 		break;

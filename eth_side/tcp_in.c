@@ -487,6 +487,17 @@ static void sack_trim(struct eth_tcb *t)
 		t->sacked[0].start = t->snd_una;
 }
 
+/* The retransmission at snd_una: one segment of what was sent (never bytes beyond snd_max, which the
+ * peer's window may not have room for, nor the FIN). */
+static uint32_t rexmit_len(const struct eth_tcb *t)
+{
+	uint32_t len = t->snd_max - t->snd_una, seg = eth_tcp_seg_max(t);
+
+	if (len > eth_sndq_len(t))
+		len = eth_sndq_len(t);
+	return len < seg ? len : seg;
+}
+
 static void enter_recovery(struct eth_tcb *t)
 {
 	struct eth_stack *st = t->st;
@@ -499,7 +510,7 @@ static void enter_recovery(struct eth_tcb *t)
 	t->rto_slow_start = false; /* a new loss: fast recovery takes over */
 	t->rtt_timing = false; /* Karn */
 	/* the first lost segment goes now, SACK or not (RFC 5681 3.2 step 3) */
-	len = eth_sndq_len(t) < eth_tcp_seg_max(t) ? eth_sndq_len(t) : eth_tcp_seg_max(t);
+	len = rexmit_len(t);
 	if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0)
 		ETH_REXMIT(t);
 	t->high_rxt = t->snd_una + len;
@@ -557,7 +568,7 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 				if (eth_seq_lt(t->high_rxt, t->snd_una))
 					t->high_rxt = t->snd_una;
 				if (!t->sack_ok || !t->n_sacked) {
-					uint32_t len = eth_sndq_len(t) < eth_tcp_seg_max(t) ? eth_sndq_len(t) : eth_tcp_seg_max(t);
+					uint32_t len = rexmit_len(t);
 					if (len && eth_tcp_xmit(t, t->snd_una, len, RTE_TCP_ACK_FLAG) == 0) {
 						ETH_REXMIT(t);
 						t->high_rxt = t->snd_una + len;
@@ -1133,9 +1144,9 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	                                                ? (sg.len + m->tso_segsz - 1u) / m->tso_segsz
 	                                                : 1u);
 	h = eth_flow_hash(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port));
-	t = eth_tcb_lookup(st, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
-	if (t && !xlt_ip_eq(&t->laddr, dst))
-		t = NULL; /* the same ports on another of our addresses */
+	/* (the same ports on another of our addresses are another connection: a SYN there must not
+	 * shadow this one) */
+	t = eth_tcb_lookup(st, dst, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (t && st->locals && st->locals->reset_gone &&
 	    eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
 		/* removed_addr_reset: its address moved away */

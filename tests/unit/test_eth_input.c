@@ -175,18 +175,17 @@ static void ack_all(struct conn *c, uint16_t wnd)
 	feed(c, RTE_TCP_ACK_FLAG, c->pnxt, c->gnxt, wnd, NULL, 0);
 }
 
-/* Opens a connection from the peer's PPORT to GPORT, with Linux's SYN options when OPTS. */
-static void open_conn(struct conn *c, uint16_t pport, uint16_t gport, bool opts)
+/* Opens a connection from the peer's PPORT to GPORT with the SYN options OPTS (OLEN bytes; TS: they
+ * have a timestamp) and window WND, in the SYN and the ACK. */
+static void open_conn_with(struct conn *c, uint16_t pport, uint16_t gport, const uint8_t *opts, size_t olen,
+			   bool ts, uint16_t wnd)
 {
-	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
 	uint8_t frame[200];
 	struct out o;
 
-	*c = (struct conn){.pport = pport, .gport = gport, .pnxt = PEER_ISN, .ts = opts, .tsval = 1};
+	*c = (struct conn){.pport = pport, .gport = gport, .pnxt = PEER_ISN, .ts = ts, .tsval = 1};
 	eh_forget(&h);
-	eh_feed(&h, frame,
-		eh_tcp_frame(frame, pport, gport, c->pnxt, 0, RTE_TCP_SYN_FLAG, 65535, opts ? syn_opts : NULL,
-			     opts ? sizeof(syn_opts) : 0, NULL, 0));
+	eh_feed(&h, frame, eh_tcp_frame(frame, pport, gport, c->pnxt, 0, RTE_TCP_SYN_FLAG, wnd, opts, olen, NULL, 0));
 	eh_poll(&h);
 	o = one();
 	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
@@ -195,7 +194,15 @@ static void open_conn(struct conn *c, uint16_t pport, uint16_t gport, bool opts)
 	c->iss = o.seq;
 	c->gnxt = o.seq + 1;
 	c->tsecr = o.o.tsval;
-	ack_all(c, 65535);
+	ack_all(c, wnd);
+}
+
+/* Opens a connection from the peer's PPORT to GPORT, with Linux's SYN options when OPTS. */
+static void open_conn(struct conn *c, uint16_t pport, uint16_t gport, bool opts)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+
+	open_conn_with(c, pport, gport, opts ? syn_opts : NULL, opts ? sizeof(syn_opts) : 0, opts, 65535);
 }
 
 static struct eh_session *session_of(uint16_t pport)
@@ -1196,6 +1203,96 @@ static void test_slow_start_after_rto(void **state)
 	c.gnxt = seq;
 	ack_all(&c, 65535);
 	assert_int_equal(data_frames(&seq, 1448), 4);
+}
+
+/* A SYN from a peer's address and port to another of our addresses, on the same port, is another
+ * connection: it must not hide the one the peer has with our first address (the lookup once matched
+ * on ports and the peer's address only, and the new block, first in its chain, then swallowed every
+ * segment of the old one, which got resets). Spoofing that SYN takes no sequence number. */
+static void test_syn_to_other_address(void **state)
+{
+	static const uint8_t msg[] = "still mine";
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	struct conn c = established_echo(41065);
+	struct rte_ipv4_hdr *ip;
+	struct rte_tcp_hdr *th;
+	uint8_t f[200];
+	size_t n;
+	struct out o;
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* a second address of ours */
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	/* the spoofed SYN: the peer's address and port, to 198.18.0.9:7 */
+	n = eh_tcp_frame(f, c.pport, c.gport, 12345, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	th = (struct rte_tcp_hdr *)(ip + 1);
+	ip->dst_addr = EH_GW_IP2;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	th->cksum = 0;
+	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	eh_forget(&h);
+	eh_feed(&h, f, n);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG); /* (from 198.18.0.9) */
+	assert_int_equal(o.ack, 12346);
+	/* the first connection still echoes */
+	peer_data(&c, msg, sizeof(msg), 0);
+	o = one();
+	assert_int_equal(o.flags & RTE_TCP_RST_FLAG, 0);
+	assert_int_equal(o.len, sizeof(msg));
+	assert_memory_equal(o.data, msg, sizeof(msg));
+	eth_stack_set_locals(h.st, NULL);
+}
+
+/* A peer announcing an MSS below 12 with timestamps gets the smallest segments (64 bytes), not an
+ * MSS wrapped past 65000 (frames far beyond the MTU, their IP length wrapped). */
+static void test_tiny_mss_with_timestamps(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0, 5, 1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0};
+	static uint8_t blob[1000];
+	struct conn c;
+	struct out v[16];
+	unsigned n;
+
+	(void)state;
+	open_conn_with(&c, 41066, EH_ECHO_PORT, syn_opts, sizeof(syn_opts), true, 65535);
+	eh_forget(&h);
+	assert_int_equal(session_of(41066)->s->ops->write(session_of(41066)->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent(v, 16);
+	assert_true(n >= 1);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(v[i].len, 64);
+}
+
+/* Fast retransmit resends what was sent, never bytes beyond snd_max: here the peer's window held
+ * 100 bytes, 10000 wait, and three duplicate ACKs bring the 100 again, not a full segment that
+ * reaches past the window (and whose ACK, above snd_max, would then be dropped). */
+static void test_fast_rexmit_within_sent(void **state)
+{
+	static uint8_t blob[10000];
+	struct conn c;
+	struct eh_session *se;
+	struct out o;
+
+	(void)state;
+	open_conn_with(&c, 41067, EH_ECHO_PORT, NULL, 0, false, 100);
+	se = session_of(41067);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.len, 100);
+	for (unsigned i = 0; i < 3; i++)
+		ack_all(&c, 100); /* (c.gnxt still at snd_una: duplicates, the window unchanged) */
+	assert_int_equal(S()->tcp_fast_retransmits, 1);
+	o = one();
+	assert_int_equal(o.seq, c.gnxt);
+	assert_int_equal(o.len, 100);
 }
 
 /* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
@@ -2515,6 +2612,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cwnd_app_limited, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_slow_start_batched_acks, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_slow_start_after_rto, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_syn_to_other_address, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tiny_mss_with_timestamps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
