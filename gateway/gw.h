@@ -359,17 +359,18 @@ void gw_route_put(struct gw_route *r);
 
 /* session.c: sessions (workers; admission on any thread).
  * Any thread: would a session from ADDR (either family; unspecified: a source with no IP address) be
- * admitted now? 0 or -EACCES (allow list), -EBUSY (route or global limit, draining). Counts the
+ * admitted now? 0 or -EACCES (allow list), -ESHUTDOWN (route removed, draining), -EBUSY (the
+ * route's max_sessions; checked before the gateway's), -ENOSPC ([gateway] max_sessions). Counts the
  * rejection. Use it to refuse early (IB CONNECT_REQUEST); gw_session_accept checks again. */
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);
 /* Worker: a listener of route R accepted stream S (OPEN, peer_addr set). Admits it (allow list,
  * limits), opens the far side (echo/discard here, tcp and ib through their side's connect) and
- * starts the session, which then owns S. Returns 0, or -EACCES/-EBUSY/-ENOMEM/connect errors: S was
+ * starts the session, which then owns S. Returns 0, or gw_session_check's errors, -ENOMEM or connect errors: S was
  * not taken, the caller must reset and release it. */
 int gw_session_accept(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s);
 /* Any thread: the two halves of admission, for a listener that reserves the slots before it accepts
  * (IB, at the connect request): gw_session_admit checks as gw_session_check does and takes a route and
- * a global slot (0, -EACCES or -EBUSY, counted); gw_session_unadmit gives them back. Worker:
+ * a global slot (0 or gw_session_check's errors, counted); gw_session_unadmit gives them back. Worker:
  * gw_session_start starts the session of S with slots already taken; on 0 the session owns them,
  * on failure it gives them back. */
 int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr);

@@ -38,19 +38,23 @@ static uint32_t max_sessions(const struct gw_daemon *d)
 int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_ip *addr)
 {
 	enum gw_reject why;
+	int ret;
 
+	/* (the route's limit before the gateway's: a listener that frees a slot to let a request in,
+	 * ib_side's admit, must know whether only one of the route's own would do) */
 	if (!conf_route_allows(&r->conf, addr))
-		why = GW_REJECT_ACL;
+		why = GW_REJECT_ACL, ret = -EACCES;
 	else if (atomic_load_explicit(&r->removed, memory_order_acquire) ||
-	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING ||
-	         atomic_load_explicit(&d->sessions_admitted, memory_order_relaxed) >= max_sessions(d))
-		why = GW_REJECT_GLOBAL;
+	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING)
+		why = GW_REJECT_GLOBAL, ret = -ESHUTDOWN;
 	else if (atomic_load_explicit(&r->active, memory_order_relaxed) >= r->conf.max_sessions)
-		why = GW_REJECT_LIMIT;
+		why = GW_REJECT_LIMIT, ret = -EBUSY;
+	else if (atomic_load_explicit(&d->sessions_admitted, memory_order_relaxed) >= max_sessions(d))
+		why = GW_REJECT_GLOBAL, ret = -ENOSPC;
 	else
 		return 0;
 	atomic_fetch_add_explicit(&r->rejected[why], 1, memory_order_relaxed);
-	return why == GW_REJECT_ACL ? -EACCES : -EBUSY;
+	return ret;
 }
 
 /* Takes a route slot and a global slot, or counts why not. */
@@ -69,7 +73,7 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 		atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_GLOBAL], 1, memory_order_relaxed);
-		return -EBUSY;
+		return -ENOSPC;
 	}
 	gw_route_get(r);
 	return 0;

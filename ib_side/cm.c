@@ -98,6 +98,7 @@ struct ib_ctl {
 	TAILQ_HEAD(, ib_conn) ho;   /* half-open (accepting) connections, oldest first */
 	struct xlt_ratelim rl_accept, rl_reject, rl_half_open; /* lines a peer can cause (LOG_EVERY_NS) */
 	uint32_t dying; /* passive connections failed, not yet handed back and freed */
+	uint32_t max_conns; /* the sessions the gateway may ever hold ([gateway] max_sessions at start) */
 	LIST_HEAD(, ib_listener) listeners;
 	uint64_t now;
 	bool serving;
@@ -620,21 +621,23 @@ static void reject(struct ib_ctl *ctl, struct rdma_cm_id *id, enum ib_reject why
 static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_fail why);
 
 /* Admission with a reservation. When the route or the gateway is full, the oldest half-open
- * connection (of the route, else of any) gives its slot up for this request: a handshake completes
- * within a round trip, so only a connection that is not completing its own loses out. The refusal
- * that led to it is counted all the same (limit or global). */
+ * connection whose slot lets this request in gives it up: a handshake completes within a round trip,
+ * so only a connection that is not completing its own loses out. A full route takes the slot of one of
+ * its own half-open connections only, a full gateway (its route has room) that of any: a request to a
+ * route it cannot enter never ends another route's handshake. The refusal that led to it is counted
+ * all the same (limit or global). */
 static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 {
 	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr);
 	struct ib_conn *old = NULL;
 
-	if (ret != -EBUSY)
+	if (ret != -EBUSY && ret != -ENOSPC)
 		return ret;
 	/* oldest first: the list is in deadline order, which is age order */
 	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old; c = TAILQ_NEXT(c, ho_link))
 		if (c->route == route && atomic_load_explicit(&c->reserved, memory_order_acquire))
 			old = c;
-	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old; c = TAILQ_NEXT(c, ho_link))
+	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old && ret == -ENOSPC; c = TAILQ_NEXT(c, ho_link))
 		if (atomic_load_explicit(&c->reserved, memory_order_acquire))
 			old = c;
 	if (!old)
@@ -661,6 +664,7 @@ static void accept_params(const struct ib_dev *dev, struct rdma_conn_param *p)
 
 static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 {
+	struct ib_msg adopt;
 	struct ib_listener *l;
 	struct ib_rs_params p;
 	struct rdma_conn_param param;
@@ -683,18 +687,24 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 		reject(ctl, e->id, ret == -EPROTONOSUPPORT ? IB_REJ_VERSION : IB_REJ_MALFORMED, &addr);
 		return;
 	}
+	dev = dev_of(ctl, e->id->verbs);
+	/* connections failed or ended but not freed yet still hold their queue pair and buffers (a
+	 * session's slot goes back when it ends, its connection's once the worker handed it back: after
+	 * its abort reached the peer, IB_LINGER_NS at most, and its lent writes completed): beyond
+	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
+	 * back, a peer ending sessions that linger), new requests wait for room, so memory stays within
+	 * max_sessions + that (+ the one admission may displace). Checked before admission, which may
+	 * end a half-open connection to make room: never for a request that is refused all the same. */
+	if (!dev || ctl->dying >= IB_SLOT_SPARE || ctl->st.active >= ctl->max_conns + IB_SLOT_SPARE) {
+		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
+		return;
+	}
 	ret = admit(ctl, l->route, &addr);
 	if (ret) {
 		reject(ctl, e->id, ret == -EACCES ? IB_REJ_ACL : IB_REJ_LIMIT, &addr);
 		return;
 	}
-	dev = dev_of(ctl, e->id->verbs);
-	/* connections failed but not freed yet still hold their queue pair and buffers: beyond
-	 * IB_SLOT_SPARE of them (a flood displacing half-open ones faster than the workers hand them
-	 * back), new requests wait for room, so memory stays within max_sessions + that */
-	c = dev && ctl->dying < IB_SLOT_SPARE
-		    ? conn_new(ctl, pick_worker(ctl), clamp_depth(l->rp.rq_depth, IB_RS_QP_MAX))
-		    : NULL;
+	c = conn_new(ctl, pick_worker(ctl), clamp_depth(l->rp.rq_depth, IB_RS_QP_MAX));
 	if (!c) {
 		ctl->hooks->unadmit(ctl->hooks->arg, l->route);
 		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
@@ -735,7 +745,11 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	accept_params(dev, &param);
 	param.private_data = ours;
 	param.private_data_len = sizeof(ours);
-	if (to_worker(ctl, c, IB_MSG_ADOPT, 0))
+	/* the worker must find ADOPT on its ring when the peer's first write completes, which may be the
+	 * moment rdma_accept returns: never behind the pending list (then the request waits no longer,
+	 * it is refused as for want of any other resource) */
+	adopt = (struct ib_msg){.type = IB_MSG_ADOPT, .slot = c->slot, .gen = c->gen, .conn = c};
+	if (ctl->pend[c->w->id].n || rte_ring_sp_enqueue_elem(c->w->in, &adopt, sizeof(adopt)))
 		goto err;
 	if (rdma_accept(c->id, &param)) {
 		char a[XLT_IP_STRLEN];
@@ -1217,6 +1231,7 @@ struct ib_ctl *ib_ctl_create(const struct ib_params *p, unsigned n_workers, void
 	ctl->serving = true;
 	ctl->wake_fd = -1;
 	ctl->mem_limit = mem_limit;
+	ctl->max_conns = max_conns;
 	ctl->spare_depth = clamp_depth(p->rq_depth, IB_RS_QP_MAX);
 	ctl->max_need =
 	    (uint32_t)clamp_depth(p->sq_depth, IB_RS_QP_MAX) + ctl->spare_depth + IB_RS_CTRL_SLOTS;

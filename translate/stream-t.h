@@ -179,7 +179,8 @@ struct xlt_listen_hooks {
 	 * thread: may ADDR (the source, either family; unspecified when it has no IP address, AF_IB)
 	 * open a session on ROUTE now? 0 RESERVES a route and a global session slot for the connection
 	 * (taken over by a session through accept, else given back by unadmit); -EACCES (source not
-	 * allowed) or -EBUSY (limits, draining). */
+	 * allowed), -ESHUTDOWN (the route is going, or the gateway drains), -EBUSY (the route is full:
+	 * only a slot of its own makes room) or -ENOSPC (the gateway is full: any slot makes room). */
 	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
 	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
 	void (*unadmit)(void *arg, void *route);

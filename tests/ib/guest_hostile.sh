@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
-trap 'gw_cleanup; for p in ${VICTIM:-} ${FLOOD:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+trap 'gw_cleanup; for p in ${VICTIM:-} ${FLOOD:-} ${HOLD:-} ${HO:-}; do kill -KILL $p 2>/dev/null; done' EXIT
 IB=$IB_ADDR_A
 BAD="timeout 150 $TOOLS/ib_badpeer -p 7471 -t 30000 $IB" # generous waits: a loaded host slows the VM
 # max_sessions and memory_limit are lowered from their defaults (256, 1G) so that case (e), 1000
@@ -21,7 +21,11 @@ bind = $IB
 [route echo]
 listen = ib:7471
 connect = echo
-max_sessions = $MAXS"
+max_sessions = $MAXS
+[route full]
+listen = ib:7472
+connect = echo
+max_sessions = 1"
 
 closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
 # closed connections by reason, "access=N error=N reset=N ..." (one scrape)
@@ -152,6 +156,32 @@ check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + gacc - 
 	"(e) each of the $((gacc - served)) accepted by the gateway counted as failed half_open (expired at the deadline or displaced by a newer request)"
 check "[ $((gacc - served)) -ge $acc ]" "(e) the attacker's $acc unanswered accepts among them"
 check_m ibgw_ib_connections_active "1" "(e) only the victim's connection left"
+
+# ---- (f) requests to a full route end no other route's handshake ----
+# A full gateway lets a request in by failing the oldest half-open connection (a SYN queue's rule);
+# a full route may only take the slot of a half-open connection of its own: a request that cannot
+# get in never ends another route's handshake (one request per attempt would otherwise keep every
+# other route's clients from connecting).
+$TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" hold 1 60 >/tmp/hold.out 2>&1 &
+HOLD=$!
+for _ in $(seq 300); do grep -q '^held' /tmp/hold.out && break; sleep 0.1; done
+check "grep -q '^held 1' /tmp/hold.out" "(f) route full: its one session held"
+ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}') lim0=$(m 'ibgw_route_sessions_rejected_total{route="full",reason="limit"}')
+$BAD halfopen 1 8 >/tmp/ho1.out 2>&1 &
+HO=$!
+m_is ibgw_ib_connections_half_open 1
+t0=$SECONDS
+out=$(timeout 60 $TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" halfopen 5 0 2>&1)
+check "echo '$out' | grep -q 'rejected 5' && [ \$(m 'ibgw_route_sessions_rejected_total{route=\"full\",reason=\"limit\"}') = $((lim0 + 5)) ]" \
+	"(f) 5 requests to the full route refused, counted rejected limit ($out)"
+# (within the 5 s the half-open one has before its deadline)
+check "[ \$(m ibgw_ib_connections_half_open) = 1 ] && [ \$(m 'ibgw_ib_connections_failed_total{reason=\"half_open\"}') = $ho0 ] && [ $((SECONDS - t0)) -lt 5 ]" \
+	"(f) the echo route's half-open connection still there ($((SECONDS - t0)) s after it)"
+wait $HO
+check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + 1))" "(f) it ended at its deadline, counted half_open"
+kill -USR1 $HOLD
+wait $HOLD
+check_m ibgw_ib_connections_active "1" "(f) only the victim's connection left"
 
 # ---- the victim, all along ----
 check "kill -0 $GW_PID" "ibgwd alive"
