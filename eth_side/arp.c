@@ -13,7 +13,10 @@
  * beyond what any host on the segment could do anyway. The configured default gateway, which carries
  * every off-link flow, is pinned: asked for from the start, never evicted, never forgotten (while it
  * does not answer it is asked again every ARP_PINNED_RETRY_MS), and its address changes only by a
- * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error).
+ * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error); a
+ * re-check (unicast, to the address we have) is answered by that address only: another one may be an
+ * attacker racing the gateway's answer, and a gateway that really moved leaves its re-checks
+ * unanswered, so that it is asked for by broadcast (INCOMPLETE) again.
  *
  * The same code is IPv6's neighbour cache (RFC 4861), a second table of its own with the same bounds
  * (struct eth_nbr_cache: a flood in one family evicts nothing of the other): ipv6.c sends the
@@ -376,7 +379,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (e && e->pinned) {
 		/* the gateway: only the answer to a question we asked (a re-check, or while unknown) */
 		if (op == RTE_ARP_OP_REPLY && tip == st->c.addr &&
-		    (e->state == ETH_ARP_INCOMPLETE || e->state == ETH_ARP_STALE))
+		    (e->state == ETH_ARP_INCOMPLETE || (e->state == ETH_ARP_STALE && !memcmp(sha, e->mac, 6))))
 			learn(st, c, e, sha);
 		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only)
 			/* an unsolicited claim on the gateway's address: ignored */
@@ -453,8 +456,10 @@ bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint
 		}
 		return true;
 	}
-	if (e->pinned && (!solicited || e->state != ETH_ARP_STALE))
-		return !(tll && memcmp(tll, e->mac, 6)); /* an unsolicited claim on the gateway: ignored */
+	/* an unsolicited claim on the gateway, or an answer to its re-check from another address:
+	 * ignored (see above) */
+	if (e->pinned && (!solicited || e->state != ETH_ARP_STALE || (tll && memcmp(tll, e->mac, 6))))
+		return !(tll && memcmp(tll, e->mac, 6));
 	if (!override && tll && memcmp(tll, e->mac, 6)) {
 		/* another address without the override flag: not taken; what we have is in doubt */
 		if (e->state == ETH_ARP_REACHABLE) {

@@ -161,6 +161,9 @@ void eth_ipv6_announce_addr(struct eth_stack *st, const uint8_t *a);
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */
 void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload);
+/* The same from source address SRC (one of ours). */
+void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src, uint32_t dst, uint8_t proto,
+                         uint16_t payload);
 void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload);
 /* The same from source address SRC (one of ours: a connection's local address). */
 void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,

@@ -43,6 +43,12 @@ void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t s
 
 void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload)
 {
+	eth_ipv4_output_src(st, m, st->c.addr, dst, proto, payload);
+}
+
+void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src, uint32_t dst, uint8_t proto,
+                         uint16_t payload)
+{
 	uint32_t nh = eth_ipv4_nexthop(st, dst);
 
 	if (!nh) {
@@ -50,7 +56,7 @@ void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uin
 		rte_pktmbuf_free(m);
 		return;
 	}
-	eth_ipv4_fill(st, rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *), dst, proto, payload);
+	eth_ipv4_fill_src(st, rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *), src, dst, proto, payload);
 	eth_arp_output(st, m, nh);
 }
 
@@ -117,7 +123,8 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	ic->icmp_cksum = 0;
 	ic->icmp_cksum = (uint16_t)~eth_cksum(ic, len);
 	xlt_counter_add(&st->stats.icmp_echo_replies, 1);
-	eth_ipv4_output(st, m, src, IPPROTO_ICMP, len);
+	/* from the address pinged (one the kernel TAP owns, a VIP, as well as [eth] address) */
+	eth_ipv4_output_src(st, m, ip->dst_addr, src, IPPROTO_ICMP, len);
 	return;
 drop:
 	rte_pktmbuf_free(m);

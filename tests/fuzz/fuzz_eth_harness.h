@@ -634,6 +634,9 @@ static inline void eh_arp_hello(struct eh *h)
 	eh_feed(h, f, sizeof(f));
 }
 
+/* [eth] gateway of the next eh_start (network order; 0: none), for a test that wants one. */
+static uint32_t eh_gateway;
+
 /* A fresh instance with listeners on 7 (echo) and 9 (discard), the peer known by ARP, told that its
  * device does OFFLOADS (ETH_OFFLOAD_*). */
 static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf, uint32_t sbuf,
@@ -646,6 +649,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .pool = eh_pool,
 	    .addr = EH_GW_IP,
 	    .prefix = 24,
+	    .gateway = eh_gateway,
 	    .prefix6 = 64, /* (IPv6 too, so that ipv6.c meets the fuzzer) */
 	    .mtu = EH_MTU,
 	    .offloads = offloads,

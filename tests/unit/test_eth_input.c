@@ -1295,6 +1295,97 @@ static void test_fast_rexmit_within_sent(void **state)
 	assert_int_equal(o.len, 100);
 }
 
+/* An ARP reply from IP with sender MAC SHA, to us. */
+static void arp_reply(uint32_t ip, const uint8_t *sha)
+{
+	uint8_t f[42] = {0};
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
+	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
+
+	memcpy(e->dst_addr.addr_bytes, eh_gw_mac, 6);
+	memcpy(e->src_addr.addr_bytes, sha, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	a->arp_hlen = 6;
+	a->arp_plen = 4;
+	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
+	a->arp_data.arp_sip = ip;
+	memcpy(a->arp_data.arp_tha.addr_bytes, eh_gw_mac, 6);
+	a->arp_data.arp_tip = EH_GW_IP;
+	eh_feed(&h, f, sizeof(f));
+	eh_poll(&h);
+}
+
+/* A SYN to the echo port from the off-link SRC:PORT; returns the Ethernet destination of the SYN-ACK
+ * (the gateway's MAC as the engine knows it) in DST. */
+static void offlink_syn(uint32_t src, uint16_t port, uint8_t *dst)
+{
+	uint8_t f[200];
+	size_t n = eh_tcp_frame(f, port, EH_ECHO_PORT, 777, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+	unsigned found = 0;
+
+	ip->src_addr = src;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	th->cksum = 0;
+	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	eh_forget(&h);
+	eh_feed(&h, f, n);
+	eh_poll(&h);
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
+		if (e->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+			memcpy(dst, e->dst_addr.addr_bytes, 6);
+			found++;
+		}
+	}
+	assert_int_equal(found, 1);
+}
+
+static int setup_gateway(void **state)
+{
+	int ret;
+
+	(void)state;
+	eh_gateway = EH_PEER_IP; /* (on-link: the peer answers for it) */
+	ret = eh_start(&h, 8, 16384, 16384);
+	eh_gateway = 0;
+	return ret;
+}
+
+/* The pinned gateway's entry, re-checked once it aged (a unicast request to the address we have), is
+ * confirmed by that address only: an attacker's reply racing the gateway's answer is ignored and
+ * counted, and off-link traffic keeps going to the real gateway (it used to take the first reply). */
+static void test_gateway_recheck_spoofed(void **state)
+{
+	static const uint8_t evil[6] = {0x02, 0x66, 0, 0, 0, 0x66};
+	uint8_t dst[6];
+	uint64_t err0;
+
+	(void)state;
+	eh_advance_ms(&h, 10); /* the gateway is asked for */
+	arp_reply(EH_PEER_IP, eh_peer_mac);
+	offlink_syn(RTE_BE32(0xc6120107u), 40001, dst); /* 198.18.1.7 */
+	assert_memory_equal(dst, eh_peer_mac, 6);
+	eh_advance_ms(&h, 61000); /* the entry ages: its next use re-checks it */
+	offlink_syn(RTE_BE32(0xc6120108u), 40002, dst);
+	assert_memory_equal(dst, eh_peer_mac, 6);
+	err0 = S()->arp_errors;
+	arp_reply(EH_PEER_IP, evil);
+	assert_int_equal(S()->arp_errors, err0 + 1);
+	offlink_syn(RTE_BE32(0xc6120109u), 40003, dst);
+	assert_memory_equal(dst, eh_peer_mac, 6);
+	/* the gateway's own answer confirms it */
+	arp_reply(EH_PEER_IP, eh_peer_mac);
+	assert_int_equal(S()->arp_errors, err0 + 1);
+	offlink_syn(RTE_BE32(0xc612010au), 40004, dst);
+	assert_memory_equal(dst, eh_peer_mac, 6);
+}
+
 /* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
  * port GPORT to the peer's PPORT with sequence number SEQ, reporting next-hop MTU. */
 static void feed_frag_needed(uint16_t pport, uint16_t gport, uint32_t seq, uint16_t mtu)
@@ -1681,6 +1772,42 @@ static void test_rx_csum_not_trusted(void **state)
 	assert_int_equal(S()->tcp_checksum_errors, 3);
 	assert_int_equal(S()->tcp_bytes_in, 0);
 	assert_int_equal(h.n_kept, 0);
+}
+
+/* An echo request to an address of the kernel TAP's (a VIP) is answered from that address, not from
+ * [eth] address: a pinger (a VIP's health check, conntrack) takes no reply from another. */
+static void test_echo_from_address_pinged(void **state)
+{
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	size_t len;
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2);
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	eh_poll(&h); /* (the new address announced) */
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_ident = rte_cpu_to_be_16(9);
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	for (unsigned k = 0; k < 2; k++) {
+		uint32_t to = k ? EH_GW_IP2 : EH_GW_IP;
+		const struct rte_ipv4_hdr *r;
+
+		len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+		ip->dst_addr = to;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		feed_rx(f, len, NULL);
+		assert_int_equal(h.n_kept, 1);
+		r = rte_pktmbuf_mtod_offset(h.kept[0], const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+		assert_int_equal(r->src_addr, to);
+		assert_int_equal(r->dst_addr, EH_PEER_IP);
+	}
+	assert_int_equal(S()->icmp_echo_replies, 2);
+	eth_stack_set_locals(h.st, NULL);
 }
 
 /* An ICMP echo request in one buffer is answered; as a chain the engine keeps (it does not fit its
@@ -2615,6 +2742,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_syn_to_other_address, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tiny_mss_with_timestamps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
+	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
