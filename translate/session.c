@@ -167,8 +167,15 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 		return;
 	if (s->kind == XLT_SESSION_RELAY && !dst)
 		return; /* B not attached yet (connect retried by the owner): A's bytes wait, window closed */
-	if (dst && dst->state != XLT_STREAM_OPEN)
+	if (dst && dst->state != XLT_STREAM_OPEN) {
+		/* closed: its peer ended both ways in order (an rsocket peer's DISCONNECT without a
+		 * SHUTDOWN first), so what the source still has for it can never be delivered; the source
+		 * is reset, as a TCP peer answers data for a closed socket, instead of its bytes waiting
+		 * in a closed window until half_closed_timeout */
+		if (dst->state == XLT_STREAM_CLOSED && src->ops->peek(src, &p) > 0)
+			xlt_session_abort(s, XLT_END_RESET);
 		return; /* connecting: A's bytes wait in A's buffer, its window/credits closed */
+	}
 	if (dir == 0 && s->pre_off < s->pre_len) {
 		/* the preamble first, whether A sent anything or not; A's bytes wait behind it */
 		s->pre_off = (uint16_t)(s->pre_off +

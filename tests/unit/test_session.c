@@ -213,6 +213,43 @@ static void test_half_close_both_ways(void **state)
 	free(b);
 }
 
+/* B's peer ends both ways in order (an rsocket DISCONNECT without SHUTDOWN) while A's peer still has
+ * bytes for it: they can never be delivered, so A is reset at once (its bytes used to wait in a
+ * closed window until half_closed_timeout). Without bytes for B, A is left to finish in order. */
+static void test_closed_destination_resets_source(void **state)
+{
+	struct xlt_route_stats st = {0};
+
+	(void)state;
+	for (int pending = 0; pending < 2; pending++) {
+		struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+		struct xlt_session s = {0};
+
+		reset_globals();
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, NULL);
+		peer_sends(b, "answer", 6);
+		assert_int_equal(a->tx_len, 6);
+		b->s.peer_done = 1;
+		b->s.ev.on_readable(b->s.ev.arg);
+		assert_int_equal(a->shutdowns, 1);
+		b->tx_room = 0; /* (B's peer reads nothing more) */
+		if (pending)
+			peer_sends(a, "request", 7);
+		closed(b, 0);
+		assert_int_equal(a->aborts, pending);
+		if (!pending) {
+			/* A's peer sends only now: reset then */
+			peer_sends(a, "late", 4);
+			assert_int_equal(a->aborts, 1);
+		}
+		closed(a, -ECONNRESET);
+		assert_int_equal(done_calls, 1);
+		assert_int_equal(done_reason, XLT_END_RESET);
+		free(a);
+		free(b);
+	}
+}
+
 static void test_error_aborts_other_end(void **state)
 {
 	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
@@ -1141,6 +1178,7 @@ int main(void)
 		cmocka_unit_test(test_relay_backpressure_integrity),
 		cmocka_unit_test(test_half_close_both_ways),
 		cmocka_unit_test(test_error_aborts_other_end),
+		cmocka_unit_test(test_closed_destination_resets_source),
 		cmocka_unit_test(test_connect_refused_and_timeout),
 		cmocka_unit_test(test_connect_then_flush),
 		cmocka_unit_test(test_echo),
