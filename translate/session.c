@@ -504,7 +504,9 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		return; /* ending already; or connecting, which the route's connect_timeout bounds */
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = dir_bytes(s, i);
-		if (b != s->moved[i]) {
+		/* lent bytes the destination reported delivered are progress too: a source that lent all
+		 * it had and waits (for an answer) is not idle while they go out */
+		if (b != s->moved[i] || s->delivered[i]) {
 			s->moved[i] = b;
 			s->moved_ns[i] = now;
 		}
