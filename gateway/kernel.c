@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -187,6 +188,28 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 		publish(d);
 }
 
+/* The kernel must not configure addresses on the TAP from router advertisements (SLAAC): every
+ * address on it becomes ibgwd's own, so a forged RA (they reach the kernel: ibgwd does not act on
+ * them) would give it listeners on a prefix an attacker chose, and could fill its address set
+ * before a VIP comes. The RAs still reach the kernel, for its own routes. */
+static void tap_no_autoconf(const char *ifname)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/autoconf", ifname);
+	f = fopen(path, "w");
+	if (!f) {
+		if (errno != ENOENT) /* (no IPv6 in the kernel: nothing to turn off) */
+			GW_WARN("kernel_tap %s: cannot turn SLAAC off (%s): %s", ifname, path, strerror(errno));
+		return;
+	}
+	bool bad = fputs("0\n", f) < 0;
+
+	if (fclose(f) || bad)
+		GW_WARN("kernel_tap %s: cannot turn SLAAC off (%s)", ifname, path);
+}
+
 int gw_kernel_tap_create(struct gw_daemon *d)
 {
 	const struct conf_eth *e = &d->conf->eth;
@@ -200,6 +223,7 @@ int gw_kernel_tap_create(struct gw_daemon *d)
 		GW_ERR("%s", err);
 		return -errno;
 	}
+	tap_no_autoconf(e->kernel_tap);
 	d->locals.reset_gone = (uint8_t)e->removed_addr_reset;
 	return 0;
 }

@@ -87,14 +87,22 @@ for i in range(5):
 [ "$r" = 6pdu-wgbi ] || fail "UDP over IPv6 to the kernel: '$r'"
 ra0=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
 ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
-from scapy.all import Ether, IPv6, ICMPv6ND_RA, sendp, get_if_hwaddr
+from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
 sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
-      ICMPv6ND_RA(routerlifetime=0), iface='br0', count=3, verbose=False)
+      ICMPv6ND_RA(routerlifetime=0) /
+      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
+                            preferredlifetime=300), iface='br0', count=3, verbose=False)
 EOF
 sleep 0.5
 ra1=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
 [ $((ra1 - ra0)) -ge 3 ] || fail "router advertisements did not reach the kernel ($ra0 -> $ra1)"
 ok "UDP over IPv6 answered by the kernel, 3 router advertisements to all-nodes reached it"
+# each offered a prefix for SLAAC: the TAP takes no address from it (ibgwd turned autoconf off on it),
+# since every address on the TAP becomes ibgwd's own: listeners on a prefix a forger chose
+! ha_g 1 ip -6 addr show dev "$HA_TAP" | grep -q '2001:db8:66:' ||
+	fail "the TAP took an address from a forged router advertisement: $(ha_g 1 ip -6 addr show dev "$HA_TAP" | grep 2001:db8:66:)"
+[ "$(ha_g 1 sysctl -n "net.ipv6.conf.$HA_TAP.autoconf")" = 0 ] || fail "autoconf is on on the TAP"
+ok "no address taken from the advertised prefix (autoconf off on the TAP)"
 
 # a SYN flood over IPv6 at the kernel's port: cut to kernel_tap_rate (the same buckets as IPv4's); one at
 # ibgwd's listener stays with ibgwd
