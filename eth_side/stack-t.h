@@ -84,7 +84,7 @@ struct eth_stack_conf {
 struct eth_stack_stats {
 	uint64_t frames_in;
 	uint64_t frames_out;
-	uint64_t frames_dropped;    /* not for us, unknown ethertype, runt */
+	uint64_t frames_dropped;    /* not for us, unknown ethertype, runt, a group address as sender */
 	uint64_t tx_drops;	    /* the device queue stayed full */
 	uint64_t steered_out;	    /* handed to the owning worker */
 	uint64_t steer_drops;	    /* the owner's ring was full */

@@ -473,15 +473,23 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *ad
 		*err = ret;
 		return NULL;
 	}
+	/* RFC 6056's algorithm 3: a counter from an offset keyed by the destination, so that our ports
+	 * tell an off-path attacker nothing about those of other destinations (a SYN to a predictable
+	 * port in SYN_SENT breaks the connect: the simultaneous-open rule) */
+	uint32_t fold = 0, off;
+
+	for (unsigned i = 0; i < 4; i++)
+		fold ^= (uint32_t)addr->b[4 * i] << 24 | (uint32_t)addr->b[4 * i + 1] << 16 |
+		        (uint32_t)addr->b[4 * i + 2] << 8 | addr->b[4 * i + 3];
+	off = (uint32_t)eth_siphash_3u32(&st->isn_key, fold, port, 0x706f7274u);
 	for (unsigned i = 0; i < 28232; i++) {
-		uint16_t cand = st->next_port++;
-		if (st->next_port >= 61000 || st->next_port < 32768)
-			st->next_port = 32768;
+		uint16_t cand = (uint16_t)(32768 + (off + st->next_port + i) % 28232);
 		/* a port whose flow hashes back to this worker: the peer's segments are steered here */
 		h = eth_flow_hash(st, addr, port, cand);
 		if (eth_flow_owner(st, h) != st->c.worker || eth_tcb_lookup(st, NULL, addr, port, cand, h))
 			continue;
 		lport = cand;
+		st->next_port = (uint16_t)(st->next_port + i + 1);
 		break;
 	}
 	if (!lport) {

@@ -1810,6 +1810,29 @@ static void test_echo_from_address_pinged(void **state)
 	eth_stack_set_locals(h.st, NULL);
 }
 
+/* A frame whose sender is a group address (multicast, broadcast) is dropped: no station sends one,
+ * and an answer to it (an echo reply, a neighbour advertisement) would reach every host. */
+static void test_group_source_dropped(void **state)
+{
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
+	uint64_t drops0 = S()->frames_dropped;
+	size_t len;
+
+	(void)state;
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 1); /* (answered from a unicast sender) */
+	memset(e->src_addr.addr_bytes, 0xff, 6);
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->frames_dropped, drops0 + 1);
+	assert_int_equal(S()->icmp_echo_replies, 1);
+}
+
 /* An ICMP echo request in one buffer is answered; as a chain the engine keeps (it does not fit its
  * first buffer, or that buffer is full) it is dropped and counted; one that fits is made one. */
 static void test_chain_icmp(void **state)
@@ -2744,6 +2767,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
