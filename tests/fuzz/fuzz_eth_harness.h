@@ -613,25 +613,37 @@ static inline size_t eh_tcp_frame_big(uint8_t *out, uint16_t sport, uint16_t dpo
 	                      EH_PAYLOAD_MAX);
 }
 
-/* An ARP request from the peer for the gateway: the engine learns the peer and answers. */
-static inline void eh_arp_hello(struct eh *h)
+/* Feeds an ARP message OP (RTE_ARP_OP_*) to the gateway's address from SIP with sender MAC SHA: a
+ * request is broadcast, a reply unicast to the gateway. */
+static inline void eh_arp(struct eh *h, uint16_t op, const uint8_t *sha, uint32_t sip)
 {
 	uint8_t f[42] = {0};
 	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
 	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
 
-	memset(e->dst_addr.addr_bytes, 0xff, 6);
-	memcpy(e->src_addr.addr_bytes, eh_peer_mac, 6);
+	if (op == RTE_ARP_OP_REPLY) {
+		memcpy(e->dst_addr.addr_bytes, eh_gw_mac, 6);
+		memcpy(a->arp_data.arp_tha.addr_bytes, eh_gw_mac, 6);
+	} else {
+		memset(e->dst_addr.addr_bytes, 0xff, 6);
+	}
+	memcpy(e->src_addr.addr_bytes, sha, 6);
 	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
 	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
 	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	a->arp_hlen = 6;
 	a->arp_plen = 4;
-	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-	memcpy(a->arp_data.arp_sha.addr_bytes, eh_peer_mac, 6);
-	a->arp_data.arp_sip = EH_PEER_IP;
+	a->arp_opcode = rte_cpu_to_be_16(op);
+	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
+	a->arp_data.arp_sip = sip;
 	a->arp_data.arp_tip = EH_GW_IP;
 	eh_feed(h, f, sizeof(f));
+}
+
+/* An ARP request from the peer for the gateway: the engine learns the peer and answers. */
+static inline void eh_arp_hello(struct eh *h)
+{
+	eh_arp(h, RTE_ARP_OP_REQUEST, eh_peer_mac, EH_PEER_IP);
 }
 
 /* [eth] gateway of the next eh_start (network order; 0: none), for a test that wants one. */

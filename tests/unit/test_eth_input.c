@@ -1087,25 +1087,38 @@ static unsigned data_frames(uint32_t *seq, uint32_t seg)
 	return n;
 }
 
+/* An echo connection from PPORT whose session writes 80 segments at once: the first flight (the
+ * initial window, 10) is checked, *SEQ follows it. */
+static struct conn bulk_flight(uint16_t pport, uint32_t *seq)
+{
+	static uint8_t blob[80 * 1448];
+	struct conn c = established_echo(pport);
+	struct eh_session *se = session_of(pport);
+
+	*seq = c.gnxt;
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(data_frames(seq, 1448), 10);
+	return c;
+}
+
 /* Slow start against a receiver that coalesces segments (GRO, LRO: Linux then acknowledges a whole
  * burst at once): every byte acknowledged counts, so the window doubles each round trip, 10, 20, 40
  * segments; RFC 3465's L = 2 would give 10, 12, 14. */
 static void test_slow_start_stretch_acks(void **state)
 {
-	static uint8_t blob[80 * 1448];
-	struct conn c = established_echo(41060);
-	struct eh_session *se = session_of(41060);
-	uint32_t seq = c.gnxt;
+	uint32_t seq;
+	struct conn c = bulk_flight(41060, &seq);
 
 	(void)state;
-	eh_forget(&h);
-	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
-	eh_poll(&h);
-	for (unsigned want = 10; want <= 40; want *= 2) {
-		assert_int_equal(data_frames(&seq, 1448), want);
+	for (unsigned want = 20; want <= 40; want *= 2) {
 		c.gnxt = seq;
 		ack_all(&c, 65535); /* one ACK for the whole flight: the next one goes at once */
+		assert_int_equal(data_frames(&seq, 1448), want);
 	}
+	c.gnxt = seq;
+	ack_all(&c, 65535);
 	assert_int_equal(data_frames(&seq, 1448), 10); /* what was left */
 	c.gnxt = seq;
 	ack_all(&c, 65535);
@@ -1152,16 +1165,10 @@ static void test_cwnd_app_limited(void **state)
  * ACK found it, it grew to 14). */
 static void test_slow_start_batched_acks(void **state)
 {
-	static uint8_t blob[80 * 1448];
-	struct conn c = established_echo(41063);
-	struct eh_session *se = session_of(41063);
-	uint32_t seq = c.gnxt;
+	uint32_t seq;
+	struct conn c = bulk_flight(41063, &seq);
 
 	(void)state;
-	eh_forget(&h);
-	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
-	eh_poll(&h);
-	assert_int_equal(data_frames(&seq, 1448), 10);
 	eh_forget(&h);
 	for (unsigned i = 1; i <= 5; i++)
 		feed_unpolled(&c, RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt + i * 2 * 1448, 65535, NULL, 0);
@@ -1180,17 +1187,12 @@ static void test_slow_start_batched_acks(void **state)
  * once past the hole, every byte counts again (2, then 4). */
 static void test_slow_start_after_rto(void **state)
 {
-	static uint8_t blob[80 * 1448];
-	struct conn c = established_echo(41064);
-	struct eh_session *se = session_of(41064);
-	uint32_t seq = c.gnxt, first = c.gnxt;
+	uint32_t seq;
+	struct conn c = bulk_flight(41064, &seq);
+	uint32_t first = seq - 10 * 1448;
 	struct out v[4];
 
 	(void)state;
-	eh_forget(&h);
-	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
-	eh_poll(&h);
-	assert_int_equal(data_frames(&seq, 1448), 10);
 	eh_forget(&h);
 	eh_advance_ms(&h, 3000);
 	assert_int_equal(S()->tcp_rto_expiries, 1);
@@ -1298,23 +1300,7 @@ static void test_fast_rexmit_within_sent(void **state)
 /* An ARP reply from IP with sender MAC SHA, to us. */
 static void arp_reply(uint32_t ip, const uint8_t *sha)
 {
-	uint8_t f[42] = {0};
-	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
-	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
-
-	memcpy(e->dst_addr.addr_bytes, eh_gw_mac, 6);
-	memcpy(e->src_addr.addr_bytes, sha, 6);
-	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	a->arp_hlen = 6;
-	a->arp_plen = 4;
-	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
-	a->arp_data.arp_sip = ip;
-	memcpy(a->arp_data.arp_tha.addr_bytes, eh_gw_mac, 6);
-	a->arp_data.arp_tip = EH_GW_IP;
-	eh_feed(&h, f, sizeof(f));
+	eh_arp(&h, RTE_ARP_OP_REPLY, sha, ip);
 	eh_poll(&h);
 }
 

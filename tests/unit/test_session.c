@@ -1122,14 +1122,16 @@ static void test_lend_stuck_destination(void **state)
 	peer_sends(a, data, sizeof(data));
 	assert_int_equal(s.lent[0], sizeof(data));
 	assert_false(s.blocked[0]); /* took everything */
-	/* delivering, a little each tick: never blocked */
-	for (unsigned i = 0; i < 30; i++) {
-		peer_acks(b, 50);
+	/* delivering, a little each tick, for longer than idle_timeout: never blocked, and not idle
+	 * either (deliveries are progress: the source lent all it had, it may be waiting for an answer) */
+	for (unsigned i = 0; i < 60; i++) {
+		peer_acks(b, 25);
 		clock_ns += 100 * MS;
 		xlt_session_tick(&s, clock_ns);
 		assert_false(s.blocked[0]);
 	}
-	assert_int_equal(b->aborts, 0);
+	assert_int_equal(a->aborts + b->aborts, 0);
+	assert_int_equal(done_calls, 0);
 	/* then nothing more: blocked at the next tick, held = what is lent, ended by the stall limit */
 	clock_ns += 100 * MS;
 	xlt_session_tick(&s, clock_ns);
@@ -1140,40 +1142,6 @@ static void test_lend_stuck_destination(void **state)
 	assert_int_equal(b->aborts, 1);
 	finish_aborted(a, b);
 	assert_int_equal(done_reason, XLT_END_CREDIT_STALL_TIMEOUT);
-	free(a);
-	free(b);
-}
-
-/* A source that lent all it had and then waits (for an answer) while its destination delivers them
- * slowly, longer than idle_timeout: the deliveries are progress, the session is not idle (it was
- * reset by the idle limit, the bytes taken being all it counted). */
-static void test_lend_slow_delivery_not_idle(void **state)
-{
-	struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, 100000);
-	struct xlt_route_stats st = {0};
-	struct xlt_session s = {0};
-	uint8_t data[2000];
-
-	(void)state;
-	reset_globals();
-	memset(data, 5, sizeof(data));
-	a->s.ops = b->s.ops = &lend_ops;
-	xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
-	peer_sends(a, data, sizeof(data));
-	assert_int_equal(s.lent[0], sizeof(data));
-	for (unsigned i = 0; i < 100; i++) { /* 10 s, twice idle_timeout */
-		peer_acks(b, 10);
-		clock_ns += 100 * MS;
-		xlt_session_tick(&s, clock_ns);
-	}
-	assert_int_equal(a->aborts + b->aborts, 0);
-	assert_int_equal(done_calls, 0);
-	assert_int_equal(s.lent[0], sizeof(data) - 1000);
-	/* then nothing at all: idle (or stalled) in the end */
-	run_ticks(&s, a, b, 10000);
-	assert_int_equal(b->aborts, 1);
-	finish_aborted(a, b);
-	assert_int_not_equal(done_reason, XLT_END_OK);
 	free(a);
 	free(b);
 }
@@ -1213,7 +1181,6 @@ int main(void)
 		cmocka_unit_test(test_half_close_both_ways),
 		cmocka_unit_test(test_error_aborts_other_end),
 		cmocka_unit_test(test_closed_destination_resets_source),
-		cmocka_unit_test(test_lend_slow_delivery_not_idle),
 		cmocka_unit_test(test_connect_refused_and_timeout),
 		cmocka_unit_test(test_connect_then_flush),
 		cmocka_unit_test(test_echo),
