@@ -771,7 +771,7 @@ END {
 		for (i = 1; i <= nv; i++) {
 			v = V[i]; g = "ibgw_" v "_" dk "_ev_"; w = "events/MB " dn " " port[v]
 			if (!has(g "ib") || !has(g "rounds")) { fail(w); continue }
-			print "BENCH " w ": IB data messages " f(med(g "ib"), 1) " (" (d == 1 ? "received" : "sent") "), frames out " f(med(g "fout"), 1) " and in " f(med(g "fin"), 1) "; worker rounds " f(med(g "rounds"), 0) " (" f(med(g "work"), 0) " with work), naps " f(med(g "naps"), 0) " (" f(med(g "woken"), 0) " ended by an fd), busy_poll windows " f(med(g "hit"), 0) " hit and " f(med(g "miss"), 0) " missed (report: what the bytes cost in events; the counters span each slice whole, the clients' start and end with it, when the worker naps 1 ms at a time)"
+			print "BENCH " w ": IB data messages " f(med(g "ib"), 1) " (" (d == 1 ? "received" : "sent") "), frames out " f(med(g "fout"), 1) " and in " f(med(g "fin"), 1) "; worker rounds " f(med(g "rounds"), 0) " (" f(med(g "work"), 0) " with work), naps " f(med(g "naps"), 0) " (" f(med(g "woken"), 0) " ended by an fd), busy_poll windows " f(med(g "hit"), 0) " hit and " f(med(g "miss"), 0) " missed (report: what the bytes cost in events; the counters span each slice whole, the start and end of its clients with it, when the worker naps 1 ms at a time)"
 		}
 	}
 	for (i = 1; i <= nv; i++) {
