@@ -151,8 +151,11 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 	if (lstate == ETH_LOCAL_NONE) {
 		uint32_t h = rte_be_to_cpu_32(ip->dst_addr);
 
-		/* multicast and broadcast (VRRP advertisements, routing protocols): the kernel's */
-		if (((h >> 28) == 0xe || h == 0xffffffffu || (ip->dst_addr & ~st->netmask) == ~st->netmask) &&
+		/* multicast and broadcast (VRRP advertisements, routing protocols): the kernel's; our
+		 * network's broadcast only (another's x.x.x.255 is someone's unicast, not for the kernel
+		 * to route) */
+		if (((h >> 28) == 0xe || h == 0xffffffffu ||
+		     ((ip->dst_addr & ~st->netmask) == ~st->netmask && !((ip->dst_addr ^ st->c.addr) & st->netmask))) &&
 		    eth_exc_punt_l3(st, m))
 			return;
 		xlt_counter_add(&st->stats.ip_not_for_us, 1);

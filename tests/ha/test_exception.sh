@@ -29,6 +29,31 @@ ha_c ping -c 3 -i 0.2 -W 2 "$GW" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $
 grep -q '3 received' "$tmp/ping" && ! grep -q duplicates "$tmp/ping" || { cat "$tmp/ping"; fail "ping: lost or duplicated replies"; }
 ok "ping answered by ibgwd alone (3 replies, no duplicates)"
 
+# broadcast to the kernel: our network's only; another network's x.x.x.255 sent to our MAC is a
+# unicast address elsewhere, not for the kernel to route (ip_not_for_us)
+GW_MAC=$(ha_c ip neigh show "$GW" | awk '{ print $5 }')
+bcast=$(awk -v ip="$GW" 'BEGIN { split(ip, o, "."); printf "%d.%d.%d.255", o[1], o[2], o[3] }')
+udp_to() { # DST: 20 UDP datagrams to ibgwd's MAC; prints the kernel's share of them
+	local k0 k1
+	k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+	ha_c "$PY3" - "$GW_MAC" "$1" <<'EOF' 2>/dev/null || fail "scapy: cannot send to $1"
+import sys
+from scapy.all import Ether, IP, UDP, sendp, get_if_hwaddr
+sendp(Ether(src=get_if_hwaddr('br0'), dst=sys.argv[1]) / IP(dst=sys.argv[2]) / UDP(dport=9999) / b'x',
+      iface='br0', count=20, verbose=False)
+EOF
+	sleep 0.5
+	k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
+	echo $((k1 - k0))
+}
+nf0=$(ha_metric 1 'ibgw_ip_not_for_us_total{worker="0"}')
+n=$(udp_to 198.19.5.255)
+nf1=$(ha_metric 1 'ibgw_ip_not_for_us_total{worker="0"}')
+[ "$n" = 0 ] && [ $((nf1 - nf0)) -ge 20 ] || fail "another network's .255: $n to the kernel, $((nf1 - nf0)) not for us"
+n=$(udp_to "$bcast")
+[ "$n" -ge 20 ] || fail "our network's broadcast $bcast: $n of 20 to the kernel"
+ok "broadcast to the kernel: $bcast (20 of 20), never another network's 198.19.5.255 (0, counted not for us)"
+
 r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 7 1000000 20)
 [ "$r" = ok ] || fail "ibgwd's echo route: $r"
 [ "$(ha_metric 1 'ibgw_route_sessions_total{route="echo"}')" -ge 1 ] || fail "the echo session was not ibgwd's"
