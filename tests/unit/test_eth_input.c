@@ -1207,6 +1207,25 @@ static void test_slow_start_after_rto(void **state)
 	assert_int_equal(data_frames(&seq, 1448), 4);
 }
 
+/* Feeds a SYN (sequence number SEQ) from SRC:SPORT to DST:DPORT (IPv4, network order) and polls. */
+static void feed_syn_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t seq)
+{
+	uint8_t f[200];
+	size_t n = eh_tcp_frame(f, sport, dport, seq, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+
+	ip->src_addr = src;
+	ip->dst_addr = dst;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	th->cksum = 0;
+	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+	eh_forget(&h);
+	eh_feed(&h, f, n);
+	eh_poll(&h);
+}
+
 /* A SYN from a peer's address and port to another of our addresses, on the same port, is another
  * connection: it must not hide the one the peer has with our first address (the lookup once matched
  * on ports and the peer's address only, and the new block, first in its chain, then swallowed every
@@ -1216,10 +1235,6 @@ static void test_syn_to_other_address(void **state)
 	static const uint8_t msg[] = "still mine";
 	struct eth_local_set ls = {.gen = 1, .n = 1};
 	struct conn c = established_echo(41065);
-	struct rte_ipv4_hdr *ip;
-	struct rte_tcp_hdr *th;
-	uint8_t f[200];
-	size_t n;
 	struct out o;
 
 	(void)state;
@@ -1227,17 +1242,7 @@ static void test_syn_to_other_address(void **state)
 	ls.a[0].state = ETH_LOCAL_UP;
 	eth_stack_set_locals(h.st, &ls);
 	/* the spoofed SYN: the peer's address and port, to 198.18.0.9:7 */
-	n = eh_tcp_frame(f, c.pport, c.gport, 12345, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
-	ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
-	th = (struct rte_tcp_hdr *)(ip + 1);
-	ip->dst_addr = EH_GW_IP2;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	th->cksum = 0;
-	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
-	eh_forget(&h);
-	eh_feed(&h, f, n);
-	eh_poll(&h);
+	feed_syn_between(EH_PEER_IP, c.pport, EH_GW_IP2, c.gport, 12345);
 	o = one();
 	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG); /* (from 198.18.0.9) */
 	assert_int_equal(o.ack, 12346);
@@ -1308,20 +1313,9 @@ static void arp_reply(uint32_t ip, const uint8_t *sha)
  * (the gateway's MAC as the engine knows it) in DST. */
 static void offlink_syn(uint32_t src, uint16_t port, uint8_t *dst)
 {
-	uint8_t f[200];
-	size_t n = eh_tcp_frame(f, port, EH_ECHO_PORT, 777, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
-	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
 	unsigned found = 0;
 
-	ip->src_addr = src;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	th->cksum = 0;
-	th->cksum = rte_ipv4_udptcp_cksum(ip, th);
-	eh_forget(&h);
-	eh_feed(&h, f, n);
-	eh_poll(&h);
+	feed_syn_between(src, port, EH_GW_IP, EH_ECHO_PORT, 777);
 	for (unsigned i = 0; i < h.n_kept; i++) {
 		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
 		if (e->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
