@@ -391,14 +391,20 @@ uint32_t eth_tcp_isn(struct eth_stack *st, const struct xlt_ip *raddr, const str
 	return (uint32_t)(st->now_ns / 4000) + (uint32_t)f;
 }
 
-uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport)
+/* A secret function of the peer RADDR:RPORT, one per USE (a 16-bit tag). */
+static uint32_t peer_secret(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t use)
 {
 	uint8_t w[20];
-	uint32_t tag = (uint32_t)rport << 16 | 0x7473u;
+	uint32_t tag = (uint32_t)rport << 16 | use;
 
 	memcpy(w, raddr->b, 16);
 	memcpy(w + 16, &tag, 4);
 	return (uint32_t)eth_siphash(&st->isn_key, w, sizeof(w));
+}
+
+uint32_t eth_tcp_ts_offset(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport)
+{
+	return peer_secret(st, raddr, rport, 0x7473u);
 }
 
 uint8_t eth_tcp_wscale_for(uint32_t rbuf)
@@ -476,12 +482,8 @@ struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *ad
 	/* RFC 6056's algorithm 3: a counter from an offset keyed by the destination, so that our ports
 	 * tell an off-path attacker nothing about those of other destinations (a SYN to a predictable
 	 * port in SYN_SENT breaks the connect: the simultaneous-open rule) */
-	uint32_t fold = 0, off;
+	uint32_t off = peer_secret(st, addr, port, 0x706fu);
 
-	for (unsigned i = 0; i < 4; i++)
-		fold ^= (uint32_t)addr->b[4 * i] << 24 | (uint32_t)addr->b[4 * i + 1] << 16 |
-		        (uint32_t)addr->b[4 * i + 2] << 8 | addr->b[4 * i + 3];
-	off = (uint32_t)eth_siphash_3u32(&st->isn_key, fold, port, 0x706f7274u);
 	for (unsigned i = 0; i < 28232; i++) {
 		uint16_t cand = (uint16_t)(32768 + (off + st->next_port + i) % 28232);
 		/* a port whose flow hashes back to this worker: the peer's segments are steered here */

@@ -624,10 +624,10 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 		 * segment that SACKs something new, even one carrying data or another window. A peer that
 		 * sends too (an echo client, a relay) piggybacks its ACKs on data while its window moves:
 		 * under RFC 5681's rule alone its losses waited for the retransmission timer. After a
-		 * timeout (until the ACKs reach recover: rto_slow_start) only duplicates with new SACK information count:
-		 * they prove a loss among the data sent again, where plain duplicates may just answer our
-		 * own go-back-N copies (RFC 6582's reason to ignore them). */
-		/* (a flag, not ack <= recover: a recover left behind by 2^31 bytes reads as ahead) */
+		 * timeout (until the ACKs reach recover: rto_slow_start, a flag, since a recover left
+		 * behind by 2^31 bytes would read as ahead) only duplicates with new SACK information
+		 * count: they prove a loss among the data sent again, where plain duplicates may just
+		 * answer our own go-back-N copies (RFC 6582's reason to ignore them). */
 		bool after_rto = !t->in_recovery && t->rto_slow_start;
 		bool plain = sg->len == 0 && !has(sg, RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG) && wnd == t->snd_wnd;
 		if (t->snd_max != t->snd_una && (sack_news || (plain && !after_rto))) {

@@ -167,16 +167,26 @@ static void pend_flush(struct ib_ctl *ctl)
 	}
 }
 
+/* Puts a message for C's worker straight onto its ring: 0, or -ENOBUFS when the ring is full or
+ * messages wait on the pending list (it would overtake them). */
+static int to_worker_now(struct ib_ctl *ctl, struct ib_conn *c, enum ib_msg_type type, int err)
+{
+	struct ib_msg m = {.type = type, .err = err, .slot = c->slot, .gen = c->gen, .conn = c};
+
+	if (ctl->pend[c->w->id].n || rte_ring_sp_enqueue_elem(c->w->in, &m, sizeof(m)))
+		return -ENOBUFS;
+	return 0;
+}
+
 /* Queues a message for C's worker. The rings hold 4 messages per slot, more than a connection ever
  * has outstanding; the pending list is a safety net that keeps order. */
 static int to_worker(struct ib_ctl *ctl, struct ib_conn *c, enum ib_msg_type type, int err)
 {
 	struct ib_msg m = {.type = type, .err = err, .slot = c->slot, .gen = c->gen, .conn = c};
-	struct pending *p = &ctl->pend[c->w->id];
 
-	if (!p->n && !rte_ring_sp_enqueue_elem(c->w->in, &m, sizeof(m)))
+	if (!to_worker_now(ctl, c, type, err))
 		return 0;
-	return pend_push(p, &m) ? 0 : -ENOMEM;
+	return pend_push(&ctl->pend[c->w->id], &m) ? 0 : -ENOMEM;
 }
 
 /* ---- slots and connection objects ---- */
@@ -664,7 +674,6 @@ static void accept_params(const struct ib_dev *dev, struct rdma_conn_param *p)
 
 static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 {
-	struct ib_msg adopt;
 	struct ib_listener *l;
 	struct ib_rs_params p;
 	struct rdma_conn_param param;
@@ -748,8 +757,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	/* the worker must find ADOPT on its ring when the peer's first write completes, which may be the
 	 * moment rdma_accept returns: never behind the pending list (then the request waits no longer,
 	 * it is refused as for want of any other resource) */
-	adopt = (struct ib_msg){.type = IB_MSG_ADOPT, .slot = c->slot, .gen = c->gen, .conn = c};
-	if (ctl->pend[c->w->id].n || rte_ring_sp_enqueue_elem(c->w->in, &adopt, sizeof(adopt)))
+	if (to_worker_now(ctl, c, IB_MSG_ADOPT, 0))
 		goto err;
 	if (rdma_accept(c->id, &param)) {
 		char a[XLT_IP_STRLEN];
