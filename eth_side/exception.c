@@ -4,9 +4,16 @@
  * the bucket's time is at most BURST frames ahead of now, and moves it one interval on. Each worker
  * has its own bucket of rate / workers (no shared write), the control thread one for the kernel's
  * direction. A flood aimed at a kernel port is thereby cut to kernel_tap_rate before the kernel sees
- * it: the kernel's answers (SYN-ACK, RST) are at most as many, never more. */
+ * it: the kernel's answers (SYN-ACK, RST) are at most as many, never more.
+ *
+ * Frames come in two classes, each with buckets of its own (exc_class): the routing protocols the host
+ * runs on the TAP to hold the gateway's place at the edge (VRRP, BGP, OSPF, BFD), and the rest. A
+ * flood of the rest (broadcast ARP, whose copies the kernel gets, and the kernel's answers to them;
+ * SYNs to ssh) would otherwise take every token and starve the VRRP advertisements: the backup takes
+ * the VIP while the master still holds it. */
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +32,20 @@
 #define EXC_RING  4096
 #define EXC_BURST 32
 #define EXC_DEV   "net_tap_ibgw"
+#define EXC_PROTO_OSPF 89
+#define EXC_PROTO_VRRP 112
+
+enum exc_class { EXC_OTHER, EXC_ROUTING, EXC_CLASSES };
 
 struct exc_bucket {
-	uint64_t tat; /* theoretical arrival time (ns) */
+	uint64_t tat[EXC_CLASSES]; /* theoretical arrival time (ns), per class */
 } __rte_cache_aligned;
 
 struct eth_exc {
 	uint16_t port; /* the TAP's ethdev */
 	unsigned ifindex;
-	uint64_t interval_ns;                 /* per frame, each way (control's bucket) */
-	uint64_t w_interval_ns;               /* per frame, one worker's bucket */
+	uint64_t interval_ns;                 /* per frame and class, each way (control's buckets) */
+	uint64_t w_interval_ns;               /* per frame and class, one worker's buckets */
 	struct rte_ring *to_kernel;           /* workers enqueue (MP), control dequeues */
 	struct rte_ring *from_kernel;         /* control enqueues, worker 0 dequeues */
 	struct exc_bucket ctl;                /* control only */
@@ -54,19 +65,76 @@ const struct xlt_metric_desc eth_exc_metrics[] = {
      "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=rate"},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_ring_drops),
      "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=ring"},
+    {"exception_kernel_routing_frames_total", XLT_COUNTER, XS(from_kernel_routing),
+     "of the frames read from the kernel TAP, those of routing protocols (VRRP, BGP, OSPF, BFD), which have a kernel_tap_rate of their own", NULL},
+    {"exception_kernel_routing_drops_total", XLT_COUNTER, XS(from_kernel_routing_rate_drops),
+     "frames of routing protocols from the kernel TAP dropped over their own kernel_tap_rate", NULL},
 };
 #undef XS
 const unsigned eth_exc_n_metrics = sizeof(eth_exc_metrics) / sizeof(eth_exc_metrics[0]);
 
-static bool bucket_take(struct exc_bucket *b, uint64_t now_ns, uint64_t interval_ns)
+static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns, uint64_t interval_ns)
 {
 	/* a burst of a twentieth of a second's frames (at least 16) passes at once */
 	uint64_t burst_ns = interval_ns * 16 > 50000000 ? interval_ns * 16 : 50000000;
 
-	if (b->tat > now_ns + burst_ns)
+	if (b->tat[k] > now_ns + burst_ns)
 		return false;
-	b->tat = (b->tat > now_ns ? b->tat : now_ns) + interval_ns;
+	b->tat[k] = (b->tat[k] > now_ns ? b->tat[k] : now_ns) + interval_ns;
 	return true;
+}
+
+/* The class of frame M (Ethernet header first), either way. Routing: VRRP with the hop limit of 255
+ * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), OSPF, BGP
+ * (TCP port 179 on either end), BFD (single hop and echo with 255, RFC 5881; multihop). Fragments
+ * after the first and IPv6 with extension headers are the rest's: these protocols send neither. */
+static enum exc_class exc_class_of(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, l4;
+	uint16_t type, sport, dport;
+	uint8_t proto, ttl;
+	bool later_frag;
+
+	if (len < RTE_ETHER_HDR_LEN + 20)
+		return EXC_OTHER;
+	type = (uint16_t)(p[12] << 8 | p[13]);
+	p += RTE_ETHER_HDR_LEN;
+	len -= RTE_ETHER_HDR_LEN;
+	if (type == RTE_ETHER_TYPE_IPV4 && (p[0] >> 4) == 4) {
+		l4 = (p[0] & 15u) * 4;
+		if (l4 < 20 || len < l4)
+			return EXC_OTHER;
+		ttl = p[8];
+		proto = p[9];
+		later_frag = ((p[6] & 0x1f) << 8 | p[7]) != 0;
+	} else if (type == RTE_ETHER_TYPE_IPV6 && len >= 40 && (p[0] >> 4) == 6) {
+		l4 = 40;
+		proto = p[6];
+		ttl = p[7];
+		later_frag = false;
+	} else {
+		return EXC_OTHER;
+	}
+	switch (proto) {
+	case EXC_PROTO_VRRP:
+		return ttl == 255 ? EXC_ROUTING : EXC_OTHER;
+	case EXC_PROTO_OSPF:
+		return EXC_ROUTING;
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+		if (later_frag || len < l4 + 4)
+			return EXC_OTHER;
+		sport = (uint16_t)(p[l4] << 8 | p[l4 + 1]);
+		dport = (uint16_t)(p[l4 + 2] << 8 | p[l4 + 3]);
+		if (proto == IPPROTO_TCP)
+			return sport == 179 || dport == 179 ? EXC_ROUTING : EXC_OTHER;
+		if (dport == 4784 || ((dport == 3784 || dport == 3785) && ttl == 255))
+			return EXC_ROUTING;
+		return EXC_OTHER;
+	default:
+		return EXC_OTHER;
+	}
 }
 
 struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
@@ -182,10 +250,16 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 		n = rte_eth_rx_burst(x->port, 0, pkts, EXC_BURST);
 		k = 0;
 		for (unsigned i = 0; i < n; i++) {
-			if (bucket_take(&x->ctl, now_ns, x->interval_ns))
+			enum exc_class c = exc_class_of(pkts[i]);
+
+			if (bucket_take(&x->ctl, c, now_ns, x->interval_ns)) {
+				if (c == EXC_ROUTING)
+					xlt_counter_add(&x->st.from_kernel_routing, 1);
 				pkts[k++] = pkts[i];
-			else {
+			} else {
 				xlt_counter_add(&x->st.from_kernel_rate_drops, 1);
+				if (c == EXC_ROUTING)
+					xlt_counter_add(&x->st.from_kernel_routing_rate_drops, 1);
 				rte_pktmbuf_free(pkts[i]);
 			}
 		}
@@ -205,11 +279,15 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct eth_exc *x = st->c.exc;
+	enum exc_class c;
 
 	if (!x)
 		return false;
-	if (!bucket_take(&x->w[st->c.worker], st->now_ns, x->w_interval_ns)) {
+	c = exc_class_of(m);
+	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns)) {
 		xlt_counter_add(&st->stats.exc_rate_drops, 1);
+		if (c == EXC_ROUTING)
+			xlt_counter_add(&st->stats.exc_routing_rate_drops, 1);
 		rte_pktmbuf_free(m);
 		return true;
 	}
@@ -219,6 +297,8 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 		return true;
 	}
 	xlt_counter_add(&st->stats.exc_to_kernel, 1);
+	if (c == EXC_ROUTING)
+		xlt_counter_add(&st->stats.exc_routing_to_kernel, 1);
 	return true;
 }
 

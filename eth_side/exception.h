@@ -7,8 +7,8 @@
  * TAP; frames the kernel writes to the TAP are read, rate-limited and passed over a second ring to
  * worker 0, which sends them out its port queue. A worker therefore only enqueues (and worker 0 only
  * dequeues): no system call, lock or wait on a datapath. Both directions are token buckets of
- * [eth] kernel_tap_rate frames per second; what exceeds them or finds a ring full is dropped and
- * counted. */
+ * [eth] kernel_tap_rate frames per second, one for routing protocols (VRRP, BGP, OSPF, BFD) and one
+ * for the rest; what exceeds them or finds a ring full is dropped and counted. */
 #ifndef ETH_EXCEPTION_H
 #define ETH_EXCEPTION_H
 
@@ -27,6 +27,8 @@ struct eth_exc_stats {
 	uint64_t from_kernel;         /* frames read from the TAP and handed to worker 0 */
 	uint64_t from_kernel_rate_drops;
 	uint64_t from_kernel_ring_drops;
+	uint64_t from_kernel_routing;            /* of from_kernel: routing protocols (their own bucket) */
+	uint64_t from_kernel_routing_rate_drops; /* of from_kernel_rate_drops: the same */
 };
 
 /* Creates the TAP IFNAME with MAC, its queue fed from POOL, carrying RATE frames/s each way, for

@@ -176,6 +176,8 @@ struct eth_stack_stats {
 	uint64_t exc_rate_drops;    /* ... dropped instead: this worker's share of kernel_tap_rate */
 	uint64_t exc_ring_drops;    /* ... dropped instead: the ring to the control thread was full */
 	uint64_t exc_from_kernel;   /* frames from the kernel TAP sent out the port (worker 0) */
+	uint64_t exc_routing_to_kernel;  /* of exc_to_kernel: routing protocols (a bucket of their own) */
+	uint64_t exc_routing_rate_drops; /* of exc_rate_drops: the same */
 	uint64_t local_addr_resets; /* connections reset because their address left the TAP */
 	uint64_t flow_peer_out;	    /* segments of unknown flows passed to the flow peer */
 	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */

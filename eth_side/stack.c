@@ -125,6 +125,8 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"exception_frames_total", XLT_COUNTER, ST(exc_from_kernel), "frames handed to the kernel TAP's ring by the worker, or sent out the port from it (worker 0)", "dir=from_kernel"},
 	{"exception_drops_total", XLT_COUNTER, ST(exc_rate_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=rate"},
 	{"exception_drops_total", XLT_COUNTER, ST(exc_ring_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=ring"},
+	{"exception_routing_frames_total", XLT_COUNTER, ST(exc_routing_to_kernel), "of the frames the worker handed to the kernel TAP's ring, those of routing protocols (VRRP, BGP, OSPF, BFD), which have a kernel_tap_rate of their own", NULL},
+	{"exception_routing_drops_total", XLT_COUNTER, ST(exc_routing_rate_drops), "frames of routing protocols for the kernel TAP the worker dropped over its share of their own kernel_tap_rate", NULL},
 	{"tcp_flow_peer_segments_total", XLT_COUNTER, ST(flow_peer_out), "TCP segments for a VIP that matched no connection here, passed to [eth] flow_peer (the gateway that held the VIP before)", NULL},
 	{"tcp_local_address_resets_total", XLT_COUNTER, ST(local_addr_resets), "TCP connections reset because their local address left the kernel TAP (removed_addr_reset = 1)", NULL},
 	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
