@@ -84,7 +84,9 @@ static bool martian(const struct eth_stack *st, uint32_t src)
 {
 	uint32_t h = rte_be_to_cpu_32(src);
 
-	return h == 0 || h == 0xffffffffu || (h >> 28) >= 0xe || (h >> 24) == 127 || src == st->c.addr ||
+	/* (one of our own addresses, a VIP included, as a source: a reply would go to ourselves) */
+	return h == 0 || h == 0xffffffffu || (h >> 28) >= 0xe || (h >> 24) == 127 ||
+	       eth_local_state(st, src) != ETH_LOCAL_NONE ||
 	       (st->netmask != 0xffffffffu && (src & ~st->netmask) == ~st->netmask &&
 		((src ^ st->c.addr) & st->netmask) == 0);
 }

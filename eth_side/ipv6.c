@@ -72,6 +72,7 @@ struct nd_msg {
 } __attribute__((packed));
 
 static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 0x01};
+static const uint8_t loopback6[16] = {[15] = 0x01};
 static const uint8_t mac_all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1}; /* its Ethernet group (RFC 2464 7) */
 
 static bool is_unspecified(const uint8_t *a)
@@ -121,14 +122,23 @@ bool eth_ipv6_ours(const struct eth_stack *st, const uint8_t *a)
 	return st->c.prefix6 && ours(st, a);
 }
 
-/* A's state: ours (configured), on the kernel TAP, gone from it, or not ours (eth_local_state_ip). */
+/* An IPv4-mapped address (::ffff:0:0/96, RFC 4291 2.5.5.2): never on the wire (RFC 4038 4.2). */
+static bool v4mapped(const uint8_t *a)
+{
+	static const uint8_t pfx[12] = {[10] = 0xff, [11] = 0xff};
+
+	return !memcmp(a, pfx, sizeof(pfx));
+}
+
+/* A's state: ours (configured), on the kernel TAP, gone from it, or not ours (eth_local_state_ip,
+ * where a mapped address would name an IPv4 one of ours). */
 static unsigned lstate(const struct eth_stack *st, const uint8_t *a)
 {
 	struct xlt_ip ip;
 
 	if (ours(st, a))
 		return ETH_LOCAL_UP;
-	if (!st->locals || !st->locals->n)
+	if (!st->locals || !st->locals->n || v4mapped(a))
 		return ETH_LOCAL_NONE;
 	memcpy(ip.b, a, 16);
 	return eth_local_state_ip(st, &ip);
@@ -397,6 +407,14 @@ bool eth_ipv6_nd_learnable(const struct eth_stack *st, const struct rte_mbuf *m)
 	       ll;
 }
 
+/* Could MAC be a neighbour's link-layer address: no group, zero or our own one (as ARP's sender). */
+static bool lladdr_ok(const struct eth_stack *st, const uint8_t *mac)
+{
+	static const uint8_t zero[6];
+
+	return !(mac[0] & 1) && memcmp(mac, zero, 6) && memcmp(mac, st->c.mac, 6);
+}
+
 /* LO: learn only (a clone from another worker: it answered and counted). */
 static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, const struct rte_ipv6_hdr *ip,
                        const struct nd_msg *ns, uint32_t len, bool lo)
@@ -413,11 +431,15 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	 * source link-layer address (RFC 4861 7.1.1) */
 	if (dad && (sll || ip->dst_addr[0] != 0xff))
 		goto bad;
+	/* our answer goes to SLL: a group address would make one unicast solicitation a broadcast
+	 * (IEEE 802: no station has one), a zero or our own one is no neighbour's either */
+	if (sll && !lladdr_ok(st, sll))
+		goto bad;
 	if (lstate(st, ns->target) != ETH_LOCAL_UP)
 		return; /* someone else's (or one that left the kernel TAP): not ours to answer */
 	/* the solicitor's address, as RFC 4861 7.2.3 says: it is about to talk to us (an on-link
 	 * source only; nothing from a duplicate address probe) */
-	if (!dad && sll && on_link(st, ip->src_addr) && !(sll[0] & 1) && memcmp(sll, st->c.mac, 6))
+	if (!dad && sll && on_link(st, ip->src_addr))
 		eth_nd_learn_solicit(st, ip->src_addr, sll);
 	if (lo)
 		return;
@@ -456,9 +478,9 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 			xlt_counter_add(&st->stats.nd_conflicts, 1);
 		return;
 	}
-	if (tll && ((tll[0] & 1) || !memcmp(tll, st->c.mac, 6))) {
+	if (tll && !lladdr_ok(st, tll)) {
 		if (!lo)
-			/* a multicast or our own MAC for a neighbour */
+			/* a group, zero or our own MAC for a neighbour */
 			xlt_counter_add(&st->stats.nd_errors, 1);
 		return;
 	}
@@ -483,8 +505,9 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 	}
 	switch (ic->type) {
 	case ICMP6_ECHO_REQUEST:
-		if (lo || ic->code != 0 || lstate(st, ip->dst_addr) != ETH_LOCAL_UP)
-			goto drop; /* (echo to a multicast group: not answered, as a gateway need not) */
+		if (lo || ic->code != 0 || lstate(st, ip->dst_addr) != ETH_LOCAL_UP || is_unspecified(ip->src_addr))
+			goto drop; /* (echo to a multicast group: not answered, as a gateway need not; from
+			            * ::, no one to answer) */
 		ic->type = ICMP6_ECHO_REPLY;
 		xlt_counter_add(&st->stats.icmp6_echo_replies, 1);
 		icmp6_send(st, eh->src_addr.addr_bytes, ip->dst_addr, ip->src_addr, ic, (uint16_t)len, 64);
@@ -593,7 +616,8 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
 	    RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
 		goto hdr_err;
-	if (ip->src_addr[0] == 0xff || lstate(st, ip->src_addr) != ETH_LOCAL_NONE) {
+	if (ip->src_addr[0] == 0xff || v4mapped(ip->src_addr) || !memcmp(ip->src_addr, loopback6, 16) ||
+	    lstate(st, ip->src_addr) != ETH_LOCAL_NONE) {
 		xlt_counter_add(&st->stats.ip6_martians, 1);
 		goto drop;
 	}

@@ -478,9 +478,10 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	if (m->data_len < RTE_ETHER_HDR_LEN)
 		goto drop;
 	eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (eh->src_addr.addr_bytes[0] & 1)
+	if ((eh->src_addr.addr_bytes[0] & 1) || rte_is_zero_ether_addr(&eh->src_addr))
 		goto drop; /* a group address as a sender (IEEE 802): no station sends that, and a reply to it
-		            * would reach every host of the segment */
+		            * would reach every host of the segment; nor the zero one, which no switch learns
+		            * (a reply to it floods) */
 	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6) &&
 	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
 		/* other multicast (VRRP, OSPF): the kernel's, when it has a door */

@@ -130,7 +130,9 @@ static void challenge_ack(struct eth_tcb *t, const struct seg *sg)
 
 static void take_syn_options(struct eth_tcb *t, const struct seg *sg)
 {
-	t->peer_mss = sg->o.mss_ok ? sg->o.mss : 536; /* RFC 9293 3.7.1 default */
+	/* RFC 9293 3.7.1's default without the option; an MSS of 0 is no limit of the peer's either
+	 * (as Linux, and the SYN cookie path, read it): not "no limit" */
+	t->peer_mss = sg->o.mss_ok && sg->o.mss ? sg->o.mss : 536;
 	if (sg->o.ws_ok) {
 		t->ws_ok = true;
 		t->snd_wscale = sg->o.wscale;

@@ -1276,6 +1276,27 @@ static void test_tiny_mss_with_timestamps(void **state)
 		assert_int_equal(v[i].len, 64);
 }
 
+/* An MSS option of 0 limits the segments to the default 536 bytes, as no option does (and as the SYN
+ * cookie path reads it), not to the MTU. */
+static void test_zero_mss(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0, 0};
+	static uint8_t blob[3000];
+	struct conn c;
+	struct out v[16];
+	unsigned n;
+
+	(void)state;
+	open_conn_with(&c, 41067, EH_ECHO_PORT, syn_opts, sizeof(syn_opts), true, 65535);
+	eh_forget(&h);
+	assert_int_equal(session_of(41067)->s->ops->write(session_of(41067)->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent(v, 16);
+	assert_true(n >= 2);
+	for (unsigned i = 0; i < n; i++)
+		assert_true(v[i].len <= 536);
+}
+
 /* Fast retransmit resends what was sent, never bytes beyond snd_max: here the peer's window held
  * 100 bytes, 10000 wait, and three duplicate ACKs bring the 100 again, not a full segment that
  * reaches past the window (and whose ACK, above snd_max, would then be dropped). */
@@ -1791,7 +1812,8 @@ static void test_echo_from_address_pinged(void **state)
 }
 
 /* A frame whose sender is a group address (multicast, broadcast) is dropped: no station sends one,
- * and an answer to it (an echo reply, a neighbour advertisement) would reach every host. */
+ * and an answer to it (an echo reply, a neighbour advertisement) would reach every host; the same
+ * for the zero address. */
 static void test_group_source_dropped(void **state)
 {
 	uint8_t msg[64] = {0}, f[200];
@@ -1809,8 +1831,45 @@ static void test_group_source_dropped(void **state)
 	memset(e->src_addr.addr_bytes, 0xff, 6);
 	feed_rx(f, len, NULL);
 	assert_int_equal(h.n_kept, 0);
-	assert_int_equal(S()->frames_dropped, drops0 + 1);
+	memset(e->src_addr.addr_bytes, 0, 6); /* (nor the zero address) */
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->frames_dropped, drops0 + 2);
 	assert_int_equal(S()->icmp_echo_replies, 1);
+}
+
+/* A packet from one of our own addresses (a VIP on the kernel TAP as much as [eth] address) is a
+ * martian: an answer would go to ourselves (on-link: ARP requests for our own address). */
+static void test_own_source_martian(void **state)
+{
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	uint64_t e0;
+	size_t len;
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2);
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	eh_poll(&h);
+	eh_forget(&h);
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	for (unsigned k = 0; k < 2; k++) {
+		len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+		ip->src_addr = k ? EH_GW_IP : EH_GW_IP2;
+		ip->dst_addr = k ? EH_GW_IP2 : EH_GW_IP;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		e0 = S()->ip_header_errors;
+		feed_rx(f, len, NULL);
+		assert_int_equal(h.n_kept, 0);
+		assert_int_equal(S()->ip_header_errors, e0 + 1);
+	}
+	assert_int_equal(S()->icmp_echo_replies, 0);
+	eth_stack_set_locals(h.st, NULL);
 }
 
 /* An ICMP echo request in one buffer is answered; as a chain the engine keeps (it does not fit its
@@ -2653,6 +2712,98 @@ static void test_nd_no_override(void **state)
 	eh_forget(&h);
 }
 
+/* A solicitation that names a group, zero or our own MAC as its source link-layer address is an
+ * error: not answered (the answer goes to that address: one unicast solicitation would make a
+ * broadcast) and not learnt; an advertisement naming a zero MAC for a neighbour changes nothing. */
+static void test_nd_bad_lladdr(void **state)
+{
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, zero[6];
+	const uint8_t *bad[3] = {bcast, zero, eh_gw_mac};
+	uint8_t m[32] = {135}, f[200];
+	struct out v[4];
+	uint64_t e0;
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		memcpy(m + 8, eh_gw_ip6, 16);
+		m[24] = 1, m[25] = 1;
+		memcpy(m + 26, bad[k], 6);
+		e0 = S()->nd_errors;
+		eh_forget(&h);
+		eh_feed(&h, f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+		eh_poll(&h);
+		assert_int_equal(h.n_kept, 0);
+		assert_int_equal(S()->nd_errors, e0 + 1);
+		assert_int_equal(S()->nd_entries, 0);
+	}
+	nd_ns_from_peer(); /* (the same with the peer's own MAC: answered, learnt) */
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 1);
+	assert_int_equal(S()->nd_entries, 1);
+	e0 = S()->nd_errors;
+	nd_na_from(peer_ip6, 0x60, zero); /* solicited, override: to no MAC at all */
+	eh_poll(&h);
+	assert_int_equal(S()->nd_errors, e0 + 1);
+	eh_forget(&h);
+	eh_feed(&h, f, tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, 1, 0, RTE_TCP_SYN_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, NULL, 4), 1); /* (sent6 checks the Ethernet destination: the peer's) */
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40020, EH_ECHO_PORT, 2, v[0].seq + 1, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG,
+	             NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
+/* A SYN over IPv6 from SRC to DST (NULL: the peer's, address6), to the echo port from port 40030. */
+static void feed_syn6_between(const uint8_t *src, const uint8_t *dst)
+{
+	uint8_t seg[20] = {0x9c, 0x5e, 0, EH_ECHO_PORT, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, RTE_TCP_SYN_FLAG, 0xff, 0xff};
+	uint8_t f[200];
+
+	eh_feed(&h, f, frame6(f, src, dst, 0, NULL, 0, IPPROTO_TCP, seg, sizeof(seg), 64));
+	eh_poll(&h);
+}
+
+/* IPv4-mapped addresses never appear on the wire (RFC 4038): to one that names our IPv4 address, not
+ * for us (no SYN-ACK from ::ffff:a.b.c.d); from one, or from ::1, a martian. An echo request from ::
+ * has no one to answer. */
+static void test_ipv6_mapped_loopback(void **state)
+{
+	static const uint8_t loop[16] = {[15] = 1}, unspec[16];
+	uint8_t mapped_gw[16] = {[10] = 0xff, [11] = 0xff}, mapped_peer[16] = {[10] = 0xff, [11] = 0xff};
+	uint8_t echo[16] = {128, 0, 0, 0, 0, 9, 0, 1}, f[200];
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	uint64_t nf0 = S()->ip6_not_for_us, m0 = S()->ip6_martians, r0 = S()->icmp6_echo_replies;
+	uint32_t gw = EH_GW_IP, peer = EH_PEER_IP;
+
+	(void)state;
+	memcpy(mapped_gw + 12, &gw, 4);
+	memcpy(mapped_peer + 12, &peer, 4);
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* (a VIP: the kernel's addresses are looked up too) */
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	nd_ns_from_peer();
+	eh_poll(&h);
+	eh_forget(&h);
+	feed_syn6_between(NULL, mapped_gw);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->ip6_not_for_us, nf0 + 1);
+	feed_syn6_between(loop, NULL);
+	feed_syn6_between(mapped_peer, NULL);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->ip6_martians, m0 + 2);
+	eh_feed(&h, f, frame6(f, unspec, NULL, 0, NULL, 0, IPPROTO_ICMPV6, echo, sizeof(echo), 64));
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 0);
+	eh_feed(&h, f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, echo, sizeof(echo), 64));
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 1); /* (from the peer: answered) */
+	assert_int_equal(S()->icmp6_echo_replies, r0 + 1);
+	eth_stack_set_locals(h.st, NULL);
+	eh_forget(&h);
+}
+
 /* Active opens over IPv6: a solicitation for an unknown on-link neighbour (the SYN waits), an
  * unsolicited advertisement of another address makes no entry, the solicited one releases the SYN;
  * off-link without gateway6 fails at once. */
@@ -2744,10 +2895,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_slow_start_after_rto, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_syn_to_other_address, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tiny_mss_with_timestamps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_mss, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
@@ -2767,6 +2920,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_pmtu_too_big6, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nd_bad_lladdr, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ipv6_mapped_loopback, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_owner_chain, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_flood_keeps_used, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_clone_checks, setup, teardown),
