@@ -12,7 +12,10 @@ struct eth_chunk {
 	/* a queue's chain, or the pool's free list. Hand-linked, not sys/queue.h: trim cuts a chain
 	 * after its Nth chunk, which glibc's STAILQ can only do by writing its head's fields itself. */
 	struct eth_chunk *next;
-	uint8_t pad_[64 - sizeof(void *)];
+	/* in a queue, the chunk ETH_CHUNK_SKIP places on, for those that have one (buf.c find): a
+	 * peer aiming segments anywhere in a big receive window must not make each a walk of the chain */
+	struct eth_chunk *skip;
+	uint8_t pad_[64 - 2 * sizeof(void *)];
 	uint8_t data[ETH_CHUNK_DATA];
 };
 
@@ -37,6 +40,11 @@ struct eth_bufq {
 	uint32_t cap;	   /* bytes the queue may hold at most (the configured buffer size) */
 	struct eth_chunk *cur; /* access cursor: a chunk and its index from head (NULL: none) */
 	uint32_t cur_idx;
+	/* the chunk at index n_chunks - ETH_CHUNK_SKIP, whose skip the next chunk appended becomes
+	 * (NULL while fewer chunks): the chunks before it have theirs */
+	struct eth_chunk *skip_src;
 };
+
+#define ETH_CHUNK_SKIP 64u
 
 #endif

@@ -2,7 +2,9 @@
  *
  * Offsets inside a queue are "raw" while walking: raw = head_off + off, chunk k covering raw
  * [k * DATA, (k + 1) * DATA). The cursor remembers the last chunk found, so a sender reading its
- * queue front to back, or a receiver appending, walks each chunk once. */
+ * queue front to back, or a receiver appending, walks each chunk once. Skip links (every chunk's to
+ * the one ETH_CHUNK_SKIP on) bound any other lookup, such as a peer's out-of-order segments
+ * alternating between both ends of a big window, to n / ETH_CHUNK_SKIP + ETH_CHUNK_SKIP steps. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -70,6 +72,9 @@ static struct eth_chunk *find(struct eth_bufq *q, uint32_t raw)
 		c = q->cur;
 		i = q->cur_idx;
 	}
+	/* (chunk i has its skip link: i + SKIP <= k < n_chunks) */
+	for (; k - i >= ETH_CHUNK_SKIP; i += ETH_CHUNK_SKIP)
+		c = c->skip;
 	for (; i < k; i++)
 		c = c->next;
 	q->cur = c;
@@ -99,6 +104,12 @@ int eth_bufq_write_at(struct eth_chunk_pool *p, struct eth_bufq *q, uint32_t off
 		else
 			q->head = c;
 		q->tail = c;
+		if (q->skip_src) {
+			q->skip_src->skip = c;
+			q->skip_src = q->skip_src->next;
+		} else if (q->n_chunks + 1 == ETH_CHUNK_SKIP) {
+			q->skip_src = q->head;
+		}
 		q->n_chunks++;
 	}
 	c = find(q, raw);
@@ -201,6 +212,8 @@ void eth_bufq_consume(struct eth_chunk_pool *p, struct eth_bufq *q, uint32_t n)
 	}
 	q->n_chunks -= drop;
 	q->head_off -= drop * ETH_CHUNK_DATA;
+	if (q->n_chunks < ETH_CHUNK_SKIP)
+		q->skip_src = NULL; /* (else the same chunk: its index went down with n_chunks) */
 	if (!q->head) {
 		q->tail = NULL;
 		q->head_off = 0;
@@ -225,9 +238,9 @@ void eth_bufq_trim(struct eth_chunk_pool *p, struct eth_bufq *q)
 	keep = (q->head_off + q->len + ETH_CHUNK_DATA - 1) / ETH_CHUNK_DATA;
 	if (keep >= q->n_chunks)
 		return;
-	c = q->head;
-	for (uint32_t i = 1; i < keep; i++)
-		c = c->next;
+	q->cur = NULL;
+	q->skip_src = keep >= ETH_CHUNK_SKIP ? find(q, (keep - ETH_CHUNK_SKIP) * ETH_CHUNK_DATA) : NULL;
+	c = find(q, (keep - 1) * ETH_CHUNK_DATA);
 	q->tail = c;
 	next = c->next;
 	c->next = NULL;
@@ -237,8 +250,6 @@ void eth_bufq_trim(struct eth_chunk_pool *p, struct eth_bufq *q)
 		chunk_put(p, c);
 	}
 	q->n_chunks = keep;
-	if (q->cur && q->cur_idx >= keep)
-		q->cur = NULL;
 }
 
 void eth_bufq_free(struct eth_chunk_pool *p, struct eth_bufq *q)
@@ -250,7 +261,7 @@ void eth_bufq_free(struct eth_chunk_pool *p, struct eth_bufq *q)
 		chunk_put(p, c);
 		c = next;
 	}
-	q->head = q->tail = q->cur = NULL;
+	q->head = q->tail = q->cur = q->skip_src = NULL;
 	q->n_chunks = 0;
 	q->head_off = 0;
 	q->len = 0;
