@@ -240,7 +240,7 @@ static const struct conf_key conf_keys[] = {
 	{R(check_interval_ms), .key = "check_interval", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
 	 .doc = "time between active health checks of each backend (0 = none: a backend is judged by its "
-		"sessions' connects only); a check is a connect (tcp: through the DPDK port; ib: an rsocket "
+		"sessions' connects only; else at least 100ms); a check is a connect (tcp: through the DPDK port; ib: an rsocket "
 		"connect that completes), then closed"},
 	{R(check_timeout_ms), .key = "check_timeout", .type = T_DURATION, .unit_us = 1000, .min = 100,
 	 .max = 600 * 1000, .def = "1s",
@@ -1395,7 +1395,11 @@ static void check(struct parser *p)
 				     "route '%s' listens on %s like route '%s' (line %u)", r->name,
 				     conf_endpoint_str(&r->listen, a, sizeof(a)), c->routes[j].name,
 				     route_key_line(p, j, "listen"));
-		if (r->check_interval_ms && r->check_timeout_ms > r->check_interval_ms) {
+		if (r->check_interval_ms && r->check_interval_ms < 100)
+			/* the health tick's pace; and the timeout that follows it must stay at its own least */
+			perr(p, route_key_line(p, i, "check_interval"),
+			     "route '%s': check_interval must be 0 (no checks) or at least 100ms", r->name);
+		else if (r->check_interval_ms && r->check_timeout_ms > r->check_interval_ms) {
 			/* the default (1s) yields to a shorter interval; a timeout the file sets must fit */
 			if (!p->route_seen[i][find_key(SEC_ROUTE, "check_timeout") - conf_keys])
 				r->check_timeout_ms = r->check_interval_ms;

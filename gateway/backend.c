@@ -359,12 +359,20 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 			if (strcmp(b->name, name))
 				continue;
 			static const char *const admin_names[3] = {"ready", "drain", "maint"};
-			if (b->admin != s)
-				GW_NOTICE("route %s: backend %s set to %s (was %s)", route, name,
-				          admin_names[s], admin_names[b->admin]);
+			if (b->admin == s)
+				return 0; /* (nothing to publish: each snapshot is a whole table) */
+			GW_NOTICE("route %s: backend %s set to %s (was %s)", route, name, admin_names[s],
+			          admin_names[b->admin]);
 			b->admin = s;
 			if (s == CONF_BACKEND_READY)
 				b->next_check_ns = 0; /* back from maint: check at once */
+			/* at once; but each snapshot is a whole table, freed a second later: a client
+			 * flipping states in a loop gets the health tick's pace (every 100 ms) */
+			if (gw_now_ns() - d->bk_admin_pub_ns < 100000000ull) {
+				d->bk_dirty = true;
+				return 0;
+			}
+			d->bk_admin_pub_ns = gw_now_ns();
 			gw_backends_publish(d);
 			return 0;
 		}

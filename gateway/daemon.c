@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,6 +353,14 @@ int gw_daemon_run(struct gw_daemon *d)
 	    evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL) || evsignal_add(d->sig_usr1, NULL)) {
 		GW_ERR("cannot install signal handlers");
 		goto err;
+	}
+	{
+		sigset_t held; /* since start-up (main.c): what came meanwhile is handled now */
+
+		sigemptyset(&held);
+		sigaddset(&held, SIGHUP);
+		sigaddset(&held, SIGUSR1);
+		pthread_sigmask(SIG_UNBLOCK, &held, NULL);
 	}
 	d->cap_sessions = d->conf->gateway.max_sessions;
 	d->cap_memory = d->conf->gateway.memory_limit;

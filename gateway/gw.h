@@ -234,6 +234,7 @@ struct gw_daemon {
 	LIST_HEAD(, gw_backend) backends;
 	uint32_t bk_serial_next;
 	bool bk_dirty; /* a usable bit changed and is not published yet */
+	uint64_t bk_admin_pub_ns; /* when an admin state change (POST /backends) last published */
 	uint8_t bk_slot_used[GW_MAX_BACKENDS];
 	uint64_t bk_key[2]; /* random key of source balancing's hash (stable for the daemon's life) */
 	struct event *health_timer;

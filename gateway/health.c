@@ -213,6 +213,13 @@ static void result(struct gw_daemon *d, struct gw_check *c, uint64_t now)
 	const struct conf_route *rc = &c->r->conf;
 
 	b->checking = false;
+	if (!b->checked) {
+		/* a reload turned its checks off while this one ran: nothing would ever check it again
+		 * to undo a verdict (up stays as the reload left it) */
+		gw_route_put(c->r);
+		c->r = NULL;
+		return;
+	}
 	b->next_check_ns = c->start_ns + rc->check_interval_ms * 1000000ull;
 	if (b->next_check_ns < now)
 		b->next_check_ns = now;

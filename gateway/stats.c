@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ struct stats_conn {
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
+	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
 	LIST_ENTRY(stats_conn) link; /* st.conns */
 };
 
@@ -195,6 +197,14 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, false);
 		return;
 	}
+	/* a web page can make a browser on the operator's host (or behind an ssh tunnel to the
+	 * endpoint) send a form POST here; browsers say so, command-line clients never do */
+	if (c->browser) {
+		GW_WARN("stats: refused a backend state change sent by a browser (Origin or Sec-Fetch-Site)");
+		evbuffer_add_printf(body, "forbidden: not from a browser (use curl or another command-line client)\n");
+		reply(c, 403, "Forbidden", text, "", body, false);
+		return;
+	}
 	if (!from_management(c)) {
 		char a[INET_ADDRSTRLEN];
 		GW_WARN("stats: refused a backend state change from %s (not loopback or the management address)",
@@ -310,6 +320,18 @@ static void on_read(struct bufferevent *bev, void *arg)
 	if (!line) {
 		conn_free(c);
 		return;
+	}
+	/* the header lines: only whether a browser sent the request matters */
+	for (;;) {
+		char *h = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF);
+		bool last = !h || !*h;
+
+		if (!last && (!strncasecmp(h, "origin:", 7) ||
+		             (!strncasecmp(h, "sec-fetch-site:", 15) && !strstr(h + 15, "none"))))
+			c->browser = true;
+		free(h);
+		if (last)
+			break;
 	}
 	handle(c, line);
 	free(line);

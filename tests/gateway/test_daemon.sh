@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ibgwd as a daemon on a real DPDK port: af_packet on a veth whose peer lives in a network namespace.
-# Checks the stats endpoint (/metrics valid Prometheus text, /stats JSON, /health, 404, 405), that the
+# Checks SIGHUP and SIGUSR1 during start-up (handled once serving, not the daemon's end), the stats
+# endpoint (/metrics valid Prometheus text, /stats JSON, /health, 404, 405), that the
 # worker polls the port (packets sent from the namespace are counted), SIGHUP with a broken file keeps
 # the running config and counts a failed reload, a good reload applies, SIGTERM drains and exits 0,
 # and nothing is left behind (namespace, veth, process, DPDK runtime dir).
@@ -48,8 +49,16 @@ write_conf ""
 "$IBGWD" -t -c "$conf" >/dev/null || fail "test config rejected"
 
 gw_start "$conf"
+# SIGHUP and SIGUSR1 while the daemon starts (systemctl reload or logrotate right after a start): held
+# until the handlers are in place, then handled (a reload of the same file); never the daemon's end
+sleep 0.3
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] &&
+	fail "ibgwd served 0.3 s after its start: the signals below would not test start-up"
+kill -HUP "$GW_PID" && kill -USR1 "$GW_PID" || fail "ibgwd gone 0.3 s after its start"
 gw_wait_ready "$port"
-ok "ibgwd serving, /health 200"
+for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
+[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] || fail "the SIGHUP sent during start-up was not handled"
+ok "ibgwd serving, /health 200; SIGHUP and SIGUSR1 sent during its start-up were handled once it served"
 
 curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m1" || fail "GET /metrics"
 python3 tests/lib/prom_check.py --require ibgw_build_info ibgw_uptime_seconds ibgw_config_reloads_total \
@@ -90,8 +99,8 @@ write_conf "[route diag2]
 listen = ib:7001
 connect = discard"
 kill -HUP "$GW_PID"
-for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
-[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] || fail "good reload not counted"
+for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 2 ] && break; sleep 0.1; done
+[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 2 ] || fail "good reload not counted"
 [ "$(gw_metric "$port" ibgw_routes)" = 2 ] || fail "new route not applied"
 grep -q "route diag2 added" "$GW_LOG" || fail "route addition not logged"
 ok "good reload applied: 2 routes"

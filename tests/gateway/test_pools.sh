@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Backend pools on tcp: routes (tcp listener -> pool of three kernel TCP backends in a namespace, through
-# the DPDK port on af_packet): round robin spreads 100 sessions evenly, weights are respected, leastconn
-# follows held sessions, source hashing is stable per client, spreads clients and moves only the
-# clients of a backend that leaves; drain through POST /backends/... lets a held session finish while
-# new ones go elsewhere (and a POST from a non-management source gets 403); a reload that changes a
-# pool keeps the sessions and counters of the backends it keeps; a backend killed mid-run is marked
-# down within fall x check_interval + check_timeout by the health checks, its session ends (not
-# hangs), new sessions go to the others with every byte verified (sha256), a route without checks
-# retries a refused connect on another backend; the backend comes back up after rise checks; an IPv6
-# backend is named [v6]:port in /metrics, /stats and a POST.
+# Backend pools on tcp: routes (tcp listener -> pool of three kernel TCP backends in a namespace,
+# through the DPDK port on af_packet): round robin spreads 100 sessions evenly, weights are respected,
+# leastconn follows held sessions, source hashing is stable per client, spreads clients and moves only
+# the clients of a backend that leaves; drain through POST /backends/... lets a held session finish
+# while new ones go elsewhere (and a POST from a non-management source, or from a browser, gets 403);
+# a reload that changes a pool keeps the sessions and counters of the backends it keeps; a backend
+# killed mid-run is marked down within fall x check_interval + check_timeout by the health checks, its
+# session ends (not hangs), new sessions go to the others with every byte verified (sha256), a route
+# without checks retries a refused connect on another backend; the backend comes back up after rise
+# checks; an IPv6 backend is named [v6]:port in /metrics, /stats and a POST.
 # Each backend logs the sessions it carried: the test checks the clients' view against theirs.
 # timeout: 240
 set -u
@@ -40,7 +40,8 @@ BPID=()
 for n in 1 2 3; do start_backend $n; done
 
 POOL="tcp:$IP:7001, tcp:$IP:7002, tcp:$IP:7003"
-routes() { # $1: the rr route's pool ([eth] address6 first: the v6 route's IPv6 backend needs it)
+routes() { # $1: the rr route's pool, $2 wrr's extra, $3 hc's check_interval line ([eth] address6
+	# first: the v6 route's IPv6 backend needs it)
 	cat <<EOF
 address6 = 2001:db8:7::1/64
 
@@ -67,7 +68,7 @@ balance = source
 [route hc]
 listen = tcp:8005
 connect = $POOL
-check_interval = 500ms
+${3:-check_interval = 500ms}
 check_timeout = 400ms
 rise = 2
 fall = 2
@@ -198,13 +199,20 @@ code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST "http://198.18
 code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 "http://198.18.7.1:$ETH_STATS/health")
 [ "$code" = 200 ] || fail "GET /health from 198.18.7.2 got $code (the refusal must be the POST's only)"
 [ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "the refused POST changed the state"
+# a web page can make a browser on this host send a form POST to loopback: browsers name the page's
+# origin (Origin, Sec-Fetch-Site), command-line clients do not
+for h in 'Origin: http://attacker.example' 'Sec-Fetch-Site: cross-site'; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST -H "$h" "http://127.0.0.1:$ETH_STATS/backends/rr/${B[$hd]}?state=ready")
+	[ "$code" = 403 ] || fail "a POST from loopback with '$h' (a browser's form post) got $code, want 403"
+done
+[ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "a browser's POST changed the state"
 [ "$(post "rr/${B[$hd]}?state=bogus")" = 400 ] || fail "a bad state was not refused with 400"
 [ "$(post "rr/198.18.0.99:1?state=ready")" = 404 ] || fail "an unknown backend was not 404"
 [ "$(post "rr/${B[$hd]}?state=ready")" = 200 ] || fail "POST ready"
 peer run "$ETH_GW_IP" 8001 30 20000 >"$tmp/dr2.out"
 tally "$tmp/dr2.out" "after drain"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "ready again: 30 sessions went $c1/$c2/$c3"
-ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others; a POST from 198.18.7.2 got 403; ready again, it takes its share"
+ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others; a POST from 198.18.7.2 got 403, and so did a browser's (Origin, Sec-Fetch-Site); ready again, it takes its share"
 
 # ---- reload that changes a pool ----
 hold r1 8001
@@ -307,6 +315,31 @@ for bad in '%5B2001:db8:7::12%5:80' '%zz' '%00x'; do
 	[ "$code" = 400 ] || fail "POST to a backend name with a bad escape ($bad): $code, expected 400"
 done
 ok "IPv6 backend named $V6B in /metrics and /stats, set to drain by a POST with that name and back to maint with it percent-encoded (bad escapes: 400); 10 sessions all on backend 1, verified"
+
+# a reload that turns hc's checks off while a check of backend 2 is out, one failure from its fall: that
+# check's verdict no longer counts (nothing would check the backend again to undo it)
+kill -STOP "${BPID[2]}" # (it accepts no more: its checks time out, its greeting missing)
+f0=$(m "backend_checks_total{route=\"hc\",backend=\"${B[2]}\",result=\"failed\"}")
+for i in $(seq 40); do
+	[ "$(m "backend_checks_total{route=\"hc\",backend=\"${B[2]}\",result=\"failed\"}")" -gt "$f0" ] && break
+	sleep 0.05
+done
+# the first failure is in (fall 2: still up); the next check starts 500 ms after the first did and
+# times out 400 ms later: the reload lands while it is out
+sleep 0.2
+eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}" state=drain "check_interval = 0")"
+sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+kill -HUP "$GW_PID"
+for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" = 2 ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="ok"}')" = 2 ] || fail "the reload turning hc's checks off did not apply"
+sleep 1
+kill -CONT "${BPID[2]}"
+[ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ] ||
+	fail "hc: backend 2 down after a reload turned its checks off (the verdict of a check out at the reload)"
+peer run "$ETH_GW_IP" 8005 30 20000 >"$tmp/hc3.out"
+tally "$tmp/hc3.out" "hc without checks"
+[ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "hc without checks: 30 sessions went $c1/$c2/$c3"
+ok "hc: a reload turned the checks off while one of backend 2 was out: its verdict ignored, backend 2 up and taking its share (10/10/10)"
 
 sleep 0.5
 [ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"
