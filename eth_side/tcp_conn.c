@@ -653,6 +653,12 @@ static size_t op_backlog(struct xlt_stream *s)
 	return eth_rcvq_len(eth_tcb_of(s));
 }
 
+/* Sent and not acknowledged, or not sent yet (the send queue from snd_una). */
+static size_t op_unsent(struct xlt_stream *s)
+{
+	return eth_sndq_len(eth_tcb_of(s));
+}
+
 /* Lending (rcvq.c): the received bytes as segments of their frames, then of rbuf's chunks. */
 static unsigned op_lend(struct xlt_stream *s, size_t skip, struct xlt_seg *segs, unsigned max)
 {
@@ -681,4 +687,5 @@ const struct xlt_stream_ops eth_tcp_stream_ops = {
 	.info = op_info,
 	.write_lent = eth_sndq_write_lent,
 	.lend = op_lend,
+	.unsent = op_unsent,
 };

@@ -594,6 +594,14 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 	memcpy(out->gid, c->peer_gid, sizeof(out->gid));
 }
 
+/* Taken and not written to the peer's ring yet (their writes not completed). */
+static size_t op_unsent(struct xlt_stream *s)
+{
+	const struct ib_conn *c = (const struct ib_conn *)s;
+
+	return (size_t)(c->tx.queued - c->tx.done);
+}
+
 const struct xlt_stream_ops ib_conn_ops = {
 	.peek = op_peek,
 	.consume = op_consume,
@@ -604,6 +612,7 @@ const struct xlt_stream_ops ib_conn_ops = {
 	.info = op_info,
 	.lend = ib_conn_lend,
 	.write_lent = op_write_lent,
+	.unsent = op_unsent,
 };
 
 int ib_stream_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn)

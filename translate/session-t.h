@@ -100,6 +100,8 @@ struct xlt_session {
 	uint64_t lent[2]; /* bytes taken by each direction's destination (write_lent), not reported sent */
 	bool delivered[2]; /* some lent bytes were reported sent (on_sent) since the last tick */
 	bool stuck[2]; /* lent bytes of which none was reported sent for a tick: blocked on delivery */
+	size_t unsent[2]; /* the destination's unsent bytes (its op) as of the last tick */
+	bool copy_stuck[2]; /* copied bytes it held, none delivered, for a tick: blocked on delivery */
 	bool b_open;		/* B finished connecting (a close before that is a connect failure) */
 	uint64_t connect_start_ns; /* also when the session started */
 	uint64_t connect_ns;	   /* how long B took to connect (0: not connected, or open at once) */

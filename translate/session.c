@@ -212,7 +212,7 @@ static void pump_dir(struct xlt_session *s, unsigned dir)
 	}
 drained:
 	set_held(s, dir, 0);
-	set_blocked(s, dir, false);
+	set_blocked(s, dir, s->copy_stuck[dir]); /* (copies held undelivered: xlt_session_tick) */
 	if (src->peer_done) {
 		/* everything the source's peer sent has been handed over: pass its end of stream on
 		 * (discard answers it by closing its own direction, so the peer sees an orderly close) */
@@ -365,6 +365,8 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->lent[0] = s->lent[1] = 0;
 	s->delivered[0] = s->delivered[1] = false;
 	s->stuck[0] = s->stuck[1] = false;
+	s->unsent[0] = s->unsent[1] = 0;
+	s->copy_stuck[0] = s->copy_stuck[1] = false;
 	s->blocked_ns[0] = s->blocked_ns[1] = 0;
 	s->connect_ns = 0;
 	s->reason = XLT_END_OK;
@@ -431,14 +433,26 @@ static uint64_t since_ns(uint64_t now, uint64_t since)
  * tick mean it waits on its own peer: the direction is blocked, for the stall limit and the
  * backpressure metrics, until it reports some (on_sent). A destination that delivers keeps
  * reporting, tick after tick. */
-static void stuck_check(struct xlt_session *s, unsigned dir)
+static void stuck_check(struct xlt_session *s, unsigned dir, uint64_t now)
 {
 	if (s->lent[dir] && !s->delivered[dir] && !s->blocked[dir]) {
 		s->stuck[dir] = true;
 		set_held(s, dir, s->lent[dir]);
 		set_blocked(s, dir, true);
+	} else if (!s->lent[dir] && s->unsent[dir] && s->moved_ns[dir] != now && !s->blocked[dir]) {
+		/* the same for bytes the destination took by copy: none delivered during a whole tick */
+		s->copy_stuck[dir] = true;
+		set_blocked(s, dir, true);
 	}
 	s->delivered[dir] = false;
+}
+
+/* The bytes direction DIR's destination took and has not delivered yet (0: none, or not known). */
+static size_t dst_unsent(struct xlt_session *s, unsigned dir)
+{
+	struct xlt_stream *dst = dst_of(s, dir);
+
+	return dst && dst->ops->unsent && dst->state == XLT_STREAM_OPEN ? dst->ops->unsent(dst) : 0;
 }
 
 /* Enforces the stall limit on a blocked direction DIR. Returns true when the session was aborted. */
@@ -478,6 +492,12 @@ static void check_half_closed(struct xlt_session *s, uint64_t now)
 	if (!s->half_ns)
 		s->half_ns = now;
 	live = done0 ? 1 : 0;
+	if (s->unsent[!live]) {
+		/* the ended direction still delivers what its source ended with (a slow reader of the
+		 * last bytes): the half-closed clock starts once it is done; its stall limit meanwhile */
+		s->half_ns = now;
+		return;
+	}
 	if (s->blocked[live])
 		return; /* its source is not silent: bytes wait for the destination (stall limit) */
 	since = s->moved_ns[live] > s->half_ns ? s->moved_ns[live] : s->half_ns;
@@ -504,15 +524,22 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		return; /* ending already; or connecting, which the route's connect_timeout bounds */
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = dir_bytes(s, i);
+		size_t u = dst_unsent(s, i);
 		/* lent bytes the destination reported delivered are progress too: a source that lent all
-		 * it had and waits (for an answer) is not idle while they go out */
-		if (b != s->moved[i] || s->delivered[i]) {
+		 * it had and waits (for an answer) is not idle while they go out; and so are bytes it
+		 * took by copy and delivered since */
+		if (b != s->moved[i] || s->delivered[i] || u < s->unsent[i]) {
 			s->moved[i] = b;
 			s->moved_ns[i] = now;
+			if (s->copy_stuck[i]) {
+				s->copy_stuck[i] = false;
+				set_blocked(s, i, false);
+			}
 		}
+		s->unsent[i] = u;
 	}
 	for (unsigned i = 0; i < n; i++)
-		stuck_check(s, i);
+		stuck_check(s, i, now);
 	for (unsigned i = 0; i < n; i++)
 		if (check_stall(s, i, now))
 			return;

@@ -131,6 +131,12 @@ struct xlt_stream_ops {
 	 * write() (a preamble, echo's fallback) are never reported. An aborted or released stream
 	 * reports nothing more and puts its references. */
 	size_t (*write_lent)(struct xlt_stream *s, const struct xlt_seg *segs, unsigned n);
+	/* Optional (NULL: none known): bytes write and write_lent took that have not reached the peer
+	 * yet (TCP: not acknowledged; IB: their writes not completed). Their delivery is progress for
+	 * the session's limits: a slow reader still taking the last bytes of a stream whose source has
+	 * ended is neither idle nor half-closed, and bytes that stay for a whole tick are blocked on it
+	 * (the stall limit). Cheap, no side effects. */
+	size_t (*unsent)(struct xlt_stream *s);
 };
 
 struct xlt_stream_events {

@@ -8,7 +8,8 @@
 #                       CLOSE_WAIT towards the client, FIN_WAIT_2 towards the server; (2) the server
 #                       answers and closes, the client never closes: FIN_WAIT_2 towards the client;
 # and a slow reader (16 KiB every 0.1 s) under a short stall limit is NOT cut: its bytes come
-# back intact. The defaults are what the README says (checked through --config-reference).
+# back intact; nor a slow reader (8 KiB every 0.1 s) of an answer whose server closed, under a short
+# half-closed limit (its last bytes still go out). The defaults are what the README says (checked through --config-reference).
 # Fails before the limits existed: the keys were unknown (config rejected) and nothing ended these
 # sessions (the peers wait for a reset that never came).
 # timeout: 180
@@ -37,6 +38,7 @@ zerowin	tcp:7002	echo	stall_timeout=2s
 slow	tcp:7003	echo	stall_timeout=4s
 halfcl	tcp:7004	tcp:$ETH_PEER_IP:5004	half_closed_timeout=2s
 finwait	tcp:7005	tcp:$ETH_PEER_IP:5005	half_closed_timeout=2s
+download	tcp:7006	tcp:$ETH_PEER_IP:5006	half_closed_timeout=2s
 EOF
 )
 eth_setup
@@ -44,8 +46,10 @@ eth_gw_start "$tmp/ibgw.conf" "$routes"
 "$IBGWD" -t -c "$tmp/ibgw.conf" >/dev/null || fail "ibgwd -t rejects the config"
 eth_bg "$PY3" tests/eth/timeout_peer.py silent-server 5004 >"$tmp/srv1"
 eth_bg "$PY3" tests/eth/timeout_peer.py answer-close-server 5005 >"$tmp/srv2"
+eth_bg "$PY3" tests/eth/timeout_peer.py bulk-close-server 5006 400000 >"$tmp/srv3"
 eth_wait_listen 5004
 eth_wait_listen 5005
+eth_wait_listen 5006
 
 out=$(peer idle "$ETH_GW_IP" 7001) || fail "idle: $out"
 [ "$(ended idle idle_timeout)" = 1 ] || fail "idle: ended_total{reason=idle_timeout} is $(ended idle idle_timeout)"
@@ -83,7 +87,15 @@ out=$(peer finwait "$ETH_GW_IP" 7005) || fail "FIN_WAIT_2: $out"
 	fail "FIN_WAIT_2: ended_total{reason=half_closed_timeout} is $(ended finwait half_closed_timeout)"
 ok "server closed, client silent in CLOSE_WAIT (FIN_WAIT_2 here): reset by half_closed_timeout ($out)"
 
-for r in idle zerowin slow halfcl finwait; do
+# the server sends 400 kB and closes; the client reads 8 KiB every 0.1 s (5 s in all): the server's end
+# passes on once its last bytes are in the client's send queue, more than 2 s of reading before the
+# client has them all: those bytes going out are progress, the half-closed clock waits for them
+out=$(peer download "$ETH_GW_IP" 7006 400000) || fail "slow reader of a closed server's answer: $out"
+[ "$(ended download ok)" = 1 ] && [ "$(ended download half_closed_timeout)" = 0 ] ||
+	fail "slow download: ended ok $(ended download ok), half_closed_timeout $(ended download half_closed_timeout)"
+ok "slow reader of an answer whose server closed, under a 2 s half-closed limit: not cut ($out)"
+
+for r in idle zerowin slow halfcl finwait download; do
 	[ "$(gw_metric "$ETH_STATS" "ibgw_route_sessions_active{route=\"$r\"}")" = 0 ] || fail "route $r still has sessions"
 done
 [ "$(gw_metric "$ETH_STATS" 'ibgw_tcp_buffer_bytes{worker="0"}')" = 0 ] || fail "TCP buffers still held"

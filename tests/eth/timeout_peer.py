@@ -10,9 +10,12 @@ Clients (HOST PORT) print one line `ok ...` or `fail ...` and exit 0 / 1:
   halfclose HOST PORT       sends 'request' and its FIN, then waits (the far side stays silent)
   finwait HOST PORT         sends 'request', reads the answer up to the gateway's FIN, then stays silent
                             without closing: the gateway's side of this connection is in FIN_WAIT_2
+  download HOST PORT SIZE   sends 'request', then reads the answer 8 KiB every 0.1 s (a slow reader) up
+                            to the gateway's FIN; checks the SIZE bytes (sha256 of bulk-close-server's)
 Servers (PORT), in the background: print 'listening', serve connections until killed:
   silent-server PORT        reads up to the client's FIN, then keeps the connection open and silent
   answer-close-server PORT  reads 'request', answers 'answer' and closes
+  bulk-close-server PORT SIZE  reads 'request', sends SIZE bytes (the same each time) and closes
 
 A client that waits for a reset polls TCP_INFO until the kernel says CLOSE with ECONNRESET, for at
 most --wait seconds (default 30), and prints how long after its last action the reset came.
@@ -77,7 +80,7 @@ def main():
         del a[i:i + 2]
     mode = a[0]
     if mode.endswith('-server'):
-        serve(mode, int(a[1]))
+        serve(mode, int(a[1]), int(a[2]) if len(a) > 2 else 0)
         return 0
     host, port = a[1], int(a[2])
     if mode == 'idle':
@@ -162,11 +165,36 @@ def main():
             print('fail never saw CLOSE_WAIT')
             return 1
         return rc
+    if mode == 'download':
+        size = int(a[3])
+        s = connect(host, port, rcvbuf=16384)
+        s.sendall(b'request')
+        got, h, t0 = 0, hashlib.sha256(), time.time()
+        while time.time() - t0 < wait:
+            try:
+                c = s.recv(8192)
+            except ConnectionResetError:
+                print(f'fail reset after {got} of {size} bytes')
+                return 1
+            if not c:
+                break
+            got += len(c)
+            h.update(c)
+            time.sleep(0.1)
+        if got != size or h.hexdigest() != hashlib.sha256(bulk(size)).hexdigest():
+            print(f'fail got {got} of {size} bytes, sha equal: {h.hexdigest() == hashlib.sha256(bulk(size)).hexdigest()}')
+            return 1
+        print(f'ok {size} bytes intact in {time.time() - t0:.1f} s')
+        return 0
     print(__doc__)
     return 2
 
 
-def serve(mode, port):
+def bulk(size):
+    return hashlib.shake_256(b'bulk-close-server').digest(size)
+
+
+def serve(mode, port, size):
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(('0.0.0.0', port))
@@ -179,6 +207,10 @@ def serve(mode, port):
             while c.recv(4096):
                 pass
             keep.append(c)  # open and silent: never answers, never closes
+        elif mode == 'bulk-close-server':
+            recv_exact(c, len(b'request'))
+            c.sendall(bulk(size))
+            c.close()
         else:
             recv_exact(c, len(b'request'))
             c.sendall(b'answer')

@@ -31,6 +31,7 @@ struct fake {
 	size_t in_flight;
 	void *held[64];
 	unsigned n_held;
+	size_t unsent; /* (fake_ops_unsent) taken bytes its peer has not acknowledged yet */
 };
 
 static size_t f_peek(struct xlt_stream *s, const uint8_t **data)
@@ -854,6 +855,64 @@ static void test_half_closed_timeout(void **state)
 	free(b);
 }
 
+static size_t f_unsent(struct xlt_stream *s)
+{
+	return ((struct fake *)s)->unsent;
+}
+
+static const struct xlt_stream_ops fake_ops_unsent = {
+    .peek = f_peek, .consume = f_consume, .write = f_write, .shutdown = f_shutdown,
+    .abort = f_abort, .release = f_release, .unsent = f_unsent,
+};
+
+/* A destination that took the source's last bytes by copy and delivers them slowly (a slow reader of
+ * a response whose server closed): its deliveries are progress, so the half-closed clock starts only
+ * once it has delivered all, and no idle limit fires meanwhile; bytes it holds without delivering any
+ * for stall_ns are a stall. */
+static void test_half_closed_slow_reader(void **state)
+{
+	struct fake *a, *b;
+	struct xlt_route_stats st = {0};
+	struct xlt_session s = {0};
+
+	(void)state;
+	for (int stuck = 0; stuck < 2; stuck++) {
+		a = fake_new(XLT_STREAM_OPEN, CAP);
+		b = fake_new(XLT_STREAM_OPEN, CAP);
+		b->s.ops = &fake_ops_unsent;
+		reset_globals();
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+		a->s.peer_done = 1;
+		peer_sends(a, "response", 8);
+		assert_int_equal(b->shutdowns, 1); /* (taken whole: its end of stream passed on) */
+		b->unsent = 6100;
+		/* 6 s of slow delivery: beyond half_closed (1 s) and idle (5 s) */
+		for (int t = 0; t < 60; t++) {
+			b->unsent -= 100;
+			run_ticks(&s, a, b, 100);
+		}
+		assert_int_equal(a->aborts + b->aborts, 0);
+		if (stuck) {
+			/* then none delivered: a stall (its stall limit, 2 s), not half-closed */
+			run_ticks(&s, a, b, 3000);
+			assert_int_equal(a->aborts + b->aborts, 2);
+			finish_aborted(a, b);
+			assert_int_equal(done_reason, XLT_END_CREDIT_STALL_TIMEOUT);
+		} else {
+			/* all delivered: now the half-closed clock runs */
+			b->unsent = 0;
+			run_ticks(&s, a, b, 900);
+			assert_int_equal(a->aborts + b->aborts, 0);
+			run_ticks(&s, a, b, 1000);
+			assert_int_equal(a->aborts + b->aborts, 2);
+			finish_aborted(a, b);
+			assert_int_equal(done_reason, XLT_END_HALF_CLOSED_TIMEOUT);
+		}
+		free(a);
+		free(b);
+	}
+}
+
 /* While the far side connects, only the route's connect_timeout applies; the limits count from the
  * moment it opened. */
 static void test_limits_wait_for_connect(void **state)
@@ -1194,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_stall_timeout),
 		cmocka_unit_test(test_half_closed_timeout),
+		cmocka_unit_test(test_half_closed_slow_reader),
 		cmocka_unit_test(test_limits_wait_for_connect),
 		cmocka_unit_test(test_preamble),
 		cmocka_unit_test(test_preamble_then_eof),
