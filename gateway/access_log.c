@@ -227,7 +227,12 @@ void gw_alog_session(struct gw_worker *w, struct gw_session *s, enum gw_alog_eve
 	r->event = (uint8_t)ev;
 	r->reason = (uint8_t)s->x.reason;
 	fill_end(&r->client, c->listen.kind, a, &(struct xlt_ip){0}, 0);
-	fill_end(&r->backend, c->connect.kind, s->x.st[1], &c->connect.addr, c->connect.port);
+	/* with B gone (a failed connect, retried or not) the last backend tried; none tried yet: the
+	 * route's first */
+	if (s->last_ep.port)
+		fill_end(&r->backend, s->last_ep.kind, s->x.st[1], &s->last_ep.addr, s->last_ep.port);
+	else
+		fill_end(&r->backend, c->connect.kind, s->x.st[1], &c->connect.addr, c->connect.port);
 	memcpy(r->route, c->name, sizeof(r->route));
 	gw_alog_commit(w->alog);
 }

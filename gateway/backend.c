@@ -292,6 +292,15 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	return p->b[i];
 }
 
+unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, uint64_t tried)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; r->pool && i < r->pool->n; i++)
+		n += !(tried & (1ull << i)) && usable(w->live, r->pool->b[i]);
+	return n;
+}
+
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 {
 	atomic_fetch_sub_explicit(&b->active, 1, memory_order_relaxed);

@@ -360,9 +360,11 @@ static void eth_routes(struct gw_daemon *d)
 }
 
 static struct xlt_stream *eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                      uint16_t port, int *err)
+                                      uint16_t port, uint64_t timeout_ms, int *err)
 {
 	struct eth_tcp_params p = params_of(r);
+
+	p.connect_timeout_ms = timeout_ms;
 
 	if (!w->eth) {
 		*err = -ENETUNREACH;

@@ -144,6 +144,9 @@ struct gw_session {
 	unsigned be_idx;
 	uint64_t tried;
 	int last_err;
+	/* the endpoint of the last connect started (the access log's backend once B is gone: retried,
+	 * failed); kind unset (0 port) before any */
+	struct conf_endpoint last_ep;
 	uint64_t client; /* the client's key for source balancing (gw_client_key) */
 	/* the PROXY v2 header its far side gets first (route key proxy_protocol) */
 	uint8_t pp[GW_PP_HDR_MAX];
@@ -313,11 +316,12 @@ struct gw_side_ops {
 	 * fds arm filled, with revents (none fired: 0), and consumes or disarms them. */
 	int (*arm)(struct gw_worker *w, struct pollfd *fds, unsigned max, bool *covered);
 	void (*woken)(struct gw_worker *w, const struct pollfd *fds, unsigned n);
-	/* Worker: a far side of route R to ADDR:PORT, for the session code and health checks. Returns a
-	 * CONNECTING (or OPEN) stream whose events report the outcome, or NULL with *ERR set
+	/* Worker: a far side of route R to ADDR:PORT, for the session code and health checks, that gives
+	 * up after TIMEOUT_MS (what is left of the session's connect_timeout, or a check's timeout).
+	 * Returns a CONNECTING (or OPEN) stream whose events report the outcome, or NULL with *ERR set
 	 * (-ENETUNREACH without the engine). */
 	struct xlt_stream *(*connect)(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-	                              uint16_t port, int *err);
+	                              uint16_t port, uint64_t timeout_ms, int *err);
 };
 
 enum { GW_SIDE_ETH, GW_SIDE_IB, GW_N_SIDES };

@@ -283,7 +283,7 @@ keep:
 }
 
 static struct xlt_stream *ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
-                                     uint16_t port, int *err)
+                                     uint16_t port, uint64_t timeout_ms, int *err)
 {
 	struct ib_route_params rp;
 
@@ -293,6 +293,7 @@ static struct xlt_stream *ib_connect(struct gw_worker *w, struct gw_route *r, co
 		return NULL;
 	}
 	route_params_of(&r->conf, &rp);
+	rp.connect_timeout_ms = timeout_ms;
 	return ib_worker_connect(w->ib, &rp, r, (struct in_addr){xlt_ip_to_v4(addr)}, port, err);
 }
 

@@ -149,13 +149,24 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		unsigned i = 0;
 		struct gw_backend *b = gw_pool_pick(w, r, s->client, s->tried, &i);
 		struct xlt_stream *st;
+		uint64_t now, left_ms;
+		unsigned untried;
 
 		*err = 0;
 		if (!b) {
 			*err = s->last_err ? s->last_err : -EHOSTUNREACH;
 			return NULL;
 		}
-		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, err);
+		/* what is left of connect_timeout, shared by the backends left to try (this one
+		 * included): the route's bound holds over all of them, and a backend that never answers
+		 * leaves time for the next */
+		now = gw_now_ns();
+		left_ms = s->deadline_ns > now ? (s->deadline_ns - now + 999999) / 1000000 : 1;
+		untried = gw_pool_untried(w, r, s->tried);
+		if (untried > 1)
+			left_ms = left_ms / untried > 0 ? left_ms / untried : 1;
+		s->last_ep = b->ep;
+		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, left_ms, err);
 		if (st) {
 			s->be = b;
 			s->be_idx = i;
@@ -238,6 +249,7 @@ int gw_session_start(struct gw_worker *w, struct gw_route *r, struct xlt_stream 
 	s->be = NULL;
 	s->tried = 0;
 	s->last_err = 0;
+	s->last_ep.port = 0;
 	s->client = r->conf.balance == CONF_BALANCE_SOURCE ? gw_client_key(w->d, r, a) : 0;
 	s->deadline_ns = gw_now_ns() + r->conf.connect_timeout_ms * 1000000ull;
 	switch (to->kind) {

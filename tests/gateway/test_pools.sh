@@ -8,7 +8,10 @@
 # killed mid-run is marked down within fall x check_interval + check_timeout by the health checks, its
 # session ends (not hangs), new sessions go to the others with every byte verified (sha256), a route
 # without checks retries a refused connect on another backend; the backend comes back up after rise
-# checks; an IPv6 backend is named [v6]:port in /metrics, /stats and a POST.
+# checks; an IPv6 backend is named [v6]:port in /metrics, /stats and a POST; connect_timeout bounds
+# all tries (a silent backend takes its share, the live one after it is reached in time); the access
+# log names the backend that refused, not the route's first; a reload that turns checks off while one
+# is out ignores its verdict.
 # Each backend logs the sessions it carried: the test checks the clients' view against theirs.
 # timeout: 240
 set -u
@@ -79,6 +82,21 @@ check_expect = backend-
 listen = tcp:8006
 connect = $POOL
 
+# a backend that never answers (198.18.0.99: no such host) before a live one: each try gets its
+# share of connect_timeout, so the live one is reached within it
+[route to]
+listen = tcp:8008
+connect = tcp:198.18.0.99:7001, tcp:$IP:7001
+connect_timeout = 2s
+max_sessions = 16
+
+# the usable backend refuses (nothing listens on 7009): the access log names it, not the first
+# configured one (in maint, never tried)
+[route rf]
+listen = tcp:8009
+connect = tcp:$IP:7001 state=maint, tcp:$IP:7009
+max_sessions = 16
+
 [route v6]
 listen = tcp:8007
 connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
@@ -87,7 +105,7 @@ EOF
 eth_conf "$tmp/ibgw.conf" "$(routes "$POOL")"
 # the stats endpoint on every address (reading is harmless), so that a client that is neither
 # loopback nor the management address can try a POST (and be refused)
-sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+sed -i -e "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" -e "/^\[gateway\]/a access_log = $tmp/access.log" "$tmp/ibgw.conf"
 gw_start "$tmp/ibgw.conf"
 gw_wait_ready "$ETH_STATS" 30
 
@@ -221,7 +239,7 @@ gone=$((hr % 3 + 1)) # another backend, dropped from the pool
 keep=$((6 - hr - gone))
 tot_before=$(m "backend_sessions_total{route=\"rr\",backend=\"${B[$hr]}\"}")
 eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}" state=drain)"
-sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+sed -i -e "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" -e "/^\[gateway\]/a access_log = $tmp/access.log" "$tmp/ibgw.conf"
 kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="ok"}')" = 1 ] || fail "the reload did not apply"
@@ -316,6 +334,26 @@ for bad in '%5B2001:db8:7::12%5:80' '%zz' '%00x'; do
 done
 ok "IPv6 backend named $V6B in /metrics and /stats, set to drain by a POST with that name and back to maint with it percent-encoded (bad escapes: 400); 10 sessions all on backend 1, verified"
 
+# connect_timeout is the bound of all tries: a silent first backend takes its share (1 s of 2), the
+# live one is reached within the bound (before, the silent one took all 2 s and the live one was
+# tried with 2 s more, or not at all)
+t0=$(date +%s.%N)
+peer run "$ETH_GW_IP" 8008 1 20000 >"$tmp/to.out"
+t1=$(date +%s.%N)
+grep -q '^ok 1$' "$tmp/to.out" || fail "to: the session behind a silent backend: $(cat "$tmp/to.out")"
+took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+awk -v t="$took" 'BEGIN { exit !(t < 2.0) }' || fail "to: the session took $took s, beyond connect_timeout (2 s)"
+[ "$(m 'backend_connect_failures_total{route="to",backend="198.18.0.99:7001"}')" = 1 ] || fail "to: the silent backend's failure not counted"
+ok "to: behind a backend that never answers, the session reached the live one in $took s (connect_timeout 2 s, shared by the tries)"
+
+peer run "$ETH_GW_IP" 8009 1 20000 --timeout 5 >"$tmp/rf.out"
+grep -q '^ok' "$tmp/rf.out" && fail "rf: a session through a refusing backend succeeded"
+for i in $(seq 30); do grep -q '"route":"rf"' "$tmp/access.log" 2>/dev/null && break; sleep 0.1; done
+line=$(grep '"route":"rf"' "$tmp/access.log") || fail "rf: no access log line"
+echo "$line" | jq -e --arg ip "$IP" '.backend.addr == $ip and .backend.port == 7009 and .reason == "connect_refused"' >/dev/null ||
+	fail "rf: the access log does not name the backend tried (7009, refused): $line"
+ok "rf: a session whose backend refused is logged with that backend ($IP:7009), not the route's first"
+
 # a reload that turns hc's checks off while a check of backend 2 is out, one failure from its fall: that
 # check's verdict no longer counts (nothing would check the backend again to undo it)
 kill -STOP "${BPID[2]}" # (it accepts no more: its checks time out, its greeting missing)
@@ -328,7 +366,7 @@ done
 # times out 400 ms later: the reload lands while it is out
 sleep 0.2
 eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}" state=drain "check_interval = 0")"
-sed -i "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" "$tmp/ibgw.conf"
+sed -i -e "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" -e "/^\[gateway\]/a access_log = $tmp/access.log" "$tmp/ibgw.conf"
 kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" = 2 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="ok"}')" = 2 ] || fail "the reload turning hc's checks off did not apply"
