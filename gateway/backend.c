@@ -288,7 +288,6 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	if (i < 0)
 		return NULL;
 	*idx = (unsigned)i;
-	xlt_counter_add(&p->b[i]->st[w->id].sessions_total, 1);
 	return p->b[i];
 }
 

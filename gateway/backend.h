@@ -86,7 +86,9 @@ void gw_pool_destroy(struct gw_pool *p);
 
 /* Worker: picks a usable backend of R's pool for a session from CLIENT (gw_client_key), not one
  * of TRIED (bit i = backend i), per the route's balance. Reserves a place in it (active + 1, within
- * its max=) and counts a session on it. Returns it and its index in *IDX, or NULL when none is left. */
+ * its max=). Returns it and its index in *IDX, or NULL when none is left. A session counts on it
+ * once a connect to it is tried (gw_backend_tried): a retry for a shortage of ours (no connection
+ * object this instant) counts nothing. */
 struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx);
 /* Worker: how many backends of R's pool are usable and not in TRIED. */
@@ -96,6 +98,11 @@ unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, ui
 uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const struct xlt_stream *a);
 /* Worker: the session on B ended (or its connect failed: FAILED counts it). */
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed);
+/* Worker: a session's connect to B started, or failed at once (not for a shortage of ours). */
+static inline void gw_backend_tried(struct gw_worker *w, struct gw_backend *b)
+{
+	xlt_counter_add(&b->st[w->id].sessions_total, 1);
+}
 
 /* Control: a new snapshot with the backends' usable bits, published (on ENOMEM the old one stays and
  * the next health tick tries again). */

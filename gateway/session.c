@@ -168,6 +168,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		s->last_ep = b->ep;
 		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, left_ms, err);
 		if (st) {
+			gw_backend_tried(w, b);
 			s->be = b;
 			s->be_idx = i;
 			return st;
@@ -178,6 +179,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 			gw_backend_release(w, b, false); /* our shortage, not the backend's */
 			return NULL;
 		}
+		gw_backend_tried(w, b);
 		gw_backend_release(w, b, true);
 		s->tried |= 1ull << i;
 		s->last_err = *err;
