@@ -77,20 +77,6 @@ static inline unsigned eth_local_state_ip(const struct eth_stack *st, const stru
 			return ls->a[i].state;
 	return ETH_LOCAL_NONE;
 }
-/* Whether a segment to VIP A that matches no connection here may go to the flow peer: only for
- * flow_peer_ns after A came up here, as long as the peer that held it before may still drain
- * connections to it. After that a flood of stray segments to the VIP takes the exception path's rate
- * limit like any other, instead of crossing to the peer one for one. */
-static inline bool eth_flow_peer_open(const struct eth_stack *st, const struct xlt_ip *a)
-{
-	const struct eth_local_set *ls = st->locals;
-
-	for (uint32_t i = 0; ls && i < ls->n; i++)
-		if (xlt_ip_eq(&ls->a[i].addr, a))
-			return ls->a[i].state == ETH_LOCAL_UP && st->now_ns - ls->a[i].up_ns < st->c.flow_peer_ns;
-	return false;
-}
-
 /* The same for IPv4 ADDR (network order). */
 static inline unsigned eth_local_state(const struct eth_stack *st, uint32_t addr)
 {

@@ -211,15 +211,14 @@ void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const stru
 bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *);
-	struct xlt_ip peer, dst;
+	struct xlt_ip peer;
 
 	/* hop limit 0: passed here by the peer already (no router forwards it, no host sends it), so it
 	 * never goes back; not for address6 or the link-local address (no VIP), not a chain or a merged
 	 * frame (LRO: beyond the MTU, its TCP checksum maybe left to us) */
-	memcpy(dst.b, ip->dst_addr, 16);
 	if (is_unspecified(st->c.flow_peer6) || ip->hop_limits == 0 || ours(st, ip->dst_addr) ||
 	    m->nb_segs > 1 || (m->ol_flags & RTE_MBUF_F_RX_LRO) ||
-	    sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu || !eth_flow_peer_open(st, &dst))
+	    sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu)
 		return false;
 	ip->hop_limits = 0;
 	xlt_counter_add(&st->stats.flow_peer_out, 1);

@@ -25,7 +25,6 @@ struct eth_local_set {
 	struct {
 		struct xlt_ip addr; /* either family (IPv4 mapped), never link-local */
 		uint8_t state; /* ETH_LOCAL_UP or ETH_LOCAL_GONE */
-		uint64_t up_ns; /* when it last came up (the workers' clock): see eth_flow_peer_open */
 	} a[ETH_LOCAL_MAX];
 };
 

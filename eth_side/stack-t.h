@@ -59,7 +59,6 @@ struct eth_stack_conf {
 	uint8_t prefix6;
 	uint8_t gateway6[16];	  /* IPv6 default gateway; :: = none */
 	uint8_t flow_peer6[16];	  /* flow_peer for IPv6 VIPs; :: = none: see ipv6.c */
-	uint64_t flow_peer_ns;	  /* for how long after a VIP came up here its unknown flows go there */
 	uint32_t mtu;		  /* IP MTU */
 	uint32_t offloads;	  /* ETH_OFFLOAD_* the port does for us (eth_port_offloads) */
 	uint64_t time_wait_ms;

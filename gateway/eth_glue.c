@@ -146,9 +146,6 @@ static int eth_start(struct gw_daemon *d)
 			.flow_key = {key[0], key[1]},
 			.exc = d->exc,
 			.flow_peer = e->flow_peer.s_addr,
-			/* the peer drains at most drain_timeout after it gave the VIP up (a pair shares
-			 * its settings); the VIP reaches us a few seconds after that began */
-			.flow_peer_ns = (d->conf->gateway.drain_timeout_ms + GW_FLOW_PEER_SLACK_MS) * 1000000ull,
 			.hooks = &hooks,
 			.cb_arg = w,
 		};

@@ -30,9 +30,6 @@
 #define GW_VERSION     "0.1.0"
 /* backend objects at once (backend.h): every route's pool, and those that removed routes still hold */
 #define GW_MAX_BACKENDS (2 * CONF_MAX_ROUTES * CONF_MAX_BACKENDS)
-/* how much longer than drain_timeout unknown flows to a VIP that came up here go to flow_peer (the VIP
- * moves a few VRRP advertisements after the peer began draining) */
-#define GW_FLOW_PEER_SLACK_MS 5000
 
 struct event_base;
 struct event;

@@ -80,8 +80,6 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 		if (ls->a[i].state == s)
 			return false;
 		ls->a[i].state = s;
-		if (up)
-			ls->a[i].up_ns = gw_now_ns();
 		GW_NOTICE("kernel_tap: address %s %s", a,
 		          up ? "back: ibgwd serves it again" : "removed: no new connections to it");
 		return true;
@@ -106,7 +104,6 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 	}
 	ls->a[i].addr = *addr;
 	ls->a[i].state = ETH_LOCAL_UP;
-	ls->a[i].up_ns = gw_now_ns();
 	GW_NOTICE("kernel_tap: address %s added: ibgwd serves it", a);
 	return true;
 }

@@ -7,8 +7,7 @@
 # and served by ibgwd's listener; once removed, a session in flight on it finishes intact and new
 # connections to it fail; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
 # ibgwd's own listener keeps answering, and a flood at ibgwd's listener never reaches the kernel.
-# Then with removed_addr_reset = 1: the session in flight on a removed address is reset; with a
-# flow_peer, stray segments to a VIP go to it only for drain_timeout + 5 s after the VIP came up.
+# Then with removed_addr_reset = 1: the session in flight on a removed address is reset.
 # timeout: 150
 set -u
 cd "$(dirname "$0")/../.."
@@ -138,11 +137,8 @@ ha_g 1 ip link show "$HA_TAP" >/dev/null 2>&1 && fail "the TAP outlived ibgwd"
 ok "clean shutdown, the TAP is gone"
 
 # removed_addr_reset = 1 (not the default; the key's other behaviour): the session in flight on an
-# address that leaves the TAP is reset at its next segment. With a flow_peer (198.18.0.13: no such
-# host, what is passed to it is counted and goes nowhere) and drain_timeout 1 s (the time the peer may
-# drain a VIP's connections after it gave the VIP up; 10 s by default, shortened to keep the test short)
-HA_DRAIN_TIMEOUT=1s HA_ETH_EXTRA="removed_addr_reset = 1
-flow_peer = 198.18.0.13" ha_gw_conf 1 "$tmp/g1r.conf" "$(gw_routes <<R
+# address that leaves the TAP is reset at its next segment
+HA_ETH_EXTRA="removed_addr_reset = 1" ha_gw_conf 1 "$tmp/g1r.conf" "$(gw_routes <<R
 echo tcp:7 echo
 R
 )"
@@ -158,36 +154,5 @@ grep -q reset "$tmp/slow" || fail "removed_addr_reset = 1: the session on the re
 n=$(ha_metric 1 'ibgw_tcp_local_address_resets_total{worker="0"}')
 [ "$n" -eq 1 ] || fail "tcp_local_address_resets_total is $n, expected 1"
 ok "removed_addr_reset = 1: the session in flight on the removed address was reset ($(cat "$tmp/slow")), counted"
-
-# flow_peer: a stray segment to a VIP that matches no connection here goes to the peer only while the
-# peer may still drain connections to it: drain_timeout (1 s) + 5 s after the VIP came up here. After
-# that it takes the exception path (rate-limited) like any other: a flood of stray segments to a VIP
-# must not cross to the peer one for one for as long as the pair runs.
-VIP2=198.18.0.21
-ha_g 1 ip addr add "$VIP2/24" dev "$HA_TAP"
-t_up=$(date +%s.%N)
-for i in $(seq 50); do ha_c "$PY3" tests/ha/ha_client.py once "$VIP2" 7 1000 2 | grep -q '^ok' && break; done
-stray() { # a lone ACK to VIP2:7 from a port with no connection
-	ha_c "$PY3" - "$GW_MAC" "$VIP2" <<'EOF' 2>/dev/null || fail "scapy: cannot send the stray ACK"
-import sys
-from scapy.all import Ether, IP, TCP, sendp, get_if_hwaddr
-sendp(Ether(src=get_if_hwaddr('br0'), dst=sys.argv[1]) / IP(dst=sys.argv[2]) /
-      TCP(sport=40999, dport=7, flags='A', seq=1000, ack=2000), iface='br0', verbose=False)
-EOF
-	sleep 0.3
-}
-fp() { ha_metric 1 'ibgw_tcp_flow_peer_segments_total{worker="0"}'; }
-p0=$(fp)
-stray
-p1=$(fp)
-[ $((p1 - p0)) -eq 1 ] || fail "a stray ACK to $VIP2 just after it came up: $((p1 - p0)) passed to flow_peer, expected 1"
-sleep "$(awk -v a="$t_up" -v b="$(date +%s.%N)" 'BEGIN { d = a + 6.5 - b; print (d > 0 ? d : 0) }')"
-k0=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
-stray
-p2=$(fp)
-k1=$(ha_metric 1 'ibgw_exception_frames_total{worker="0",dir="to_kernel"}')
-[ "$p2" -eq "$p1" ] && [ $((k1 - k0)) -ge 1 ] ||
-	fail "a stray ACK to $VIP2 6.5 s after it came up: $((p2 - p1)) passed to flow_peer (expected 0), $((k1 - k0)) frames to the kernel"
-ok "flow_peer: a stray ACK to a VIP passed to the peer just after the VIP came up, to the kernel's rate-limited path 6.5 s after (drain_timeout 1 s + 5 s)"
 kill -TERM "${HA_PID[1]}"
 ha_gw_wait_exit 1 20 || fail "ibgwd exited with $?"
