@@ -6,11 +6,13 @@
  * direction. A flood aimed at a kernel port is thereby cut to kernel_tap_rate before the kernel sees
  * it: the kernel's answers (SYN-ACK, RST) are at most as many, never more.
  *
- * Frames come in two classes, each with buckets of its own (exc_class): the routing protocols the host
- * runs on the TAP to hold the gateway's place at the edge (VRRP, BGP, OSPF, BFD), and the rest. A
- * flood of the rest (broadcast ARP, whose copies the kernel gets, and the kernel's answers to them;
- * SYNs to ssh) would otherwise take every token and starve the VRRP advertisements: the backup takes
- * the VIP while the master still holds it. */
+ * Frames come in classes, each with buckets of its own (exc_class): the routing protocols the host
+ * runs on the TAP to hold the gateway's place at the edge, and the rest. A flood of the rest
+ * (broadcast ARP, whose copies the kernel gets, and the kernel's answers to them; SYNs to ssh) would
+ * otherwise take every token and starve the VRRP advertisements: the backup takes the VIP while the
+ * master still holds it. Those that only an on-link sender can make (hop limit 255: VRRP,
+ * single-hop BFD) have a bucket apart from those anyone can aim at us (BGP's port, OSPF, multihop
+ * BFD), so that not even a flood of these from afar starves VRRP. */
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -35,7 +37,7 @@
 #define EXC_PROTO_OSPF 89
 #define EXC_PROTO_VRRP 112
 
-enum exc_class { EXC_OTHER, EXC_ROUTING, EXC_CLASSES };
+enum exc_class { EXC_OTHER, EXC_ROUTING, EXC_LINK, EXC_CLASSES };
 
 struct exc_bucket {
 	uint64_t tat[EXC_CLASSES]; /* theoretical arrival time (ns), per class */
@@ -84,10 +86,11 @@ static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns,
 	return true;
 }
 
-/* The class of frame M (Ethernet header first), either way. Routing: VRRP with the hop limit of 255
- * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), OSPF, BGP
- * (TCP port 179 on either end), BFD (single hop and echo with 255, RFC 5881; multihop). Fragments
- * after the first and IPv6 with extension headers are the rest's: these protocols send neither. */
+/* The class of frame M (Ethernet header first), either way. Link: VRRP with the hop limit of 255
+ * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), single-hop
+ * BFD and its echo with 255 (RFC 5881). Routing: OSPF, BGP (TCP port 179 on either end), multihop
+ * BFD. Fragments after the first and IPv6 with extension headers are the rest's: these protocols
+ * send neither. */
 static enum exc_class exc_class_of(const struct rte_mbuf *m)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -118,7 +121,7 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 	}
 	switch (proto) {
 	case EXC_PROTO_VRRP:
-		return ttl == 255 ? EXC_ROUTING : EXC_OTHER;
+		return ttl == 255 ? EXC_LINK : EXC_OTHER;
 	case EXC_PROTO_OSPF:
 		return EXC_ROUTING;
 	case IPPROTO_TCP:
@@ -129,9 +132,9 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 		dport = (uint16_t)(p[l4 + 2] << 8 | p[l4 + 3]);
 		if (proto == IPPROTO_TCP)
 			return sport == 179 || dport == 179 ? EXC_ROUTING : EXC_OTHER;
-		if (dport == 4784 || ((dport == 3784 || dport == 3785) && ttl == 255))
-			return EXC_ROUTING;
-		return EXC_OTHER;
+		if ((dport == 3784 || dport == 3785) && ttl == 255)
+			return EXC_LINK;
+		return dport == 4784 ? EXC_ROUTING : EXC_OTHER;
 	default:
 		return EXC_OTHER;
 	}
@@ -253,12 +256,12 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 			enum exc_class c = exc_class_of(pkts[i]);
 
 			if (bucket_take(&x->ctl, c, now_ns, x->interval_ns)) {
-				if (c == EXC_ROUTING)
+				if (c != EXC_OTHER)
 					xlt_counter_add(&x->st.from_kernel_routing, 1);
 				pkts[k++] = pkts[i];
 			} else {
 				xlt_counter_add(&x->st.from_kernel_rate_drops, 1);
-				if (c == EXC_ROUTING)
+				if (c != EXC_OTHER)
 					xlt_counter_add(&x->st.from_kernel_routing_rate_drops, 1);
 				rte_pktmbuf_free(pkts[i]);
 			}
@@ -286,7 +289,7 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 	c = exc_class_of(m);
 	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns)) {
 		xlt_counter_add(&st->stats.exc_rate_drops, 1);
-		if (c == EXC_ROUTING)
+		if (c != EXC_OTHER)
 			xlt_counter_add(&st->stats.exc_routing_rate_drops, 1);
 		rte_pktmbuf_free(m);
 		return true;
@@ -297,7 +300,7 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 		return true;
 	}
 	xlt_counter_add(&st->stats.exc_to_kernel, 1);
-	if (c == EXC_ROUTING)
+	if (c != EXC_OTHER)
 		xlt_counter_add(&st->stats.exc_routing_to_kernel, 1);
 	return true;
 }

@@ -5,8 +5,11 @@
 # both ibgwds, which answer it and copy it to their kernels (which answer too, through the TAP), far
 # over kernel_tap_rate. Checks: the VIP never leaves the master, nor shows on the backup, while the
 # flood lasts (the advertisements crossed both gateways' exception paths in their own buckets: counted,
-# none dropped), the flood's excess was dropped and counted, and a session to the VIP is intact after.
-# On a build with one bucket for all, the backup takes the VIP within the first seconds.
+# none dropped), the flood's excess was dropped and counted. Then SYNs from port 179 (BGP's, which
+# anyone can send from afar) flood the master's routing bucket: the VIP stays (VRRP, hop limit 255, has
+# a bucket apart). A session to the VIP is intact after. On a build with one bucket for all, the
+# backup takes the VIP within the first seconds of the ARP flood; with VRRP in BGP's bucket, in the
+# second flood.
 # timeout: 90
 set -u
 cd "$(dirname "$0")/../.."
@@ -44,19 +47,24 @@ rd() { echo $(($(ha_metric "$1" 'ibgw_exception_routing_drops_total{worker="0"}'
 od() { echo $(($(ha_metric "$1" 'ibgw_exception_drops_total{worker="0",reason="rate"}') + $(ha_metric "$1" 'ibgw_exception_kernel_drops_total{reason="rate"}'))); }
 w2=$(wr 2) k1=$(kr 1) d1=$(od 1) d2=$(od 2)
 
-ha_c "$PY3" tests/ha/arpflood.py br0 "$FLOOD_RATE" "$FLOOD_S" "$(ha_ip 1)" "$(ha_ip 2)" >"$tmp/flood" &
-flood=$!
-lost= both=
-while kill -0 "$flood" 2>/dev/null; do
-	ha_vip_on 1 || lost=${lost:-$(date +%T.%N)}
-	ha_vip_on 2 && both=${both:-$(date +%T.%N)}
-	sleep 0.1
-done
-wait $flood
-sleep 1
-echo "flood: $(cat "$tmp/flood")"
-[ -z "$both" ] || fail "the VIP showed on the backup during the flood (first at $both): advertisements were lost"
-[ -z "$lost" ] || fail "the master lost the VIP during the flood (at $lost)"
+# flood WHAT ARGS...: tests/ha/flood.py from the client for FLOOD_S at FLOOD_RATE; fails if the VIP
+# leaves the master or shows on the backup meanwhile
+flood() {
+	local lost= both= f
+	ha_c "$PY3" tests/ha/flood.py br0 "$FLOOD_RATE" "$FLOOD_S" "$@" >"$tmp/flood" &
+	f=$!
+	while kill -0 "$f" 2>/dev/null; do
+		ha_vip_on 1 || lost=${lost:-$(date +%T.%N)}
+		ha_vip_on 2 && both=${both:-$(date +%T.%N)}
+		sleep 0.1
+	done
+	wait $f
+	sleep 1
+	echo "$1 flood: $(cat "$tmp/flood")"
+	[ -z "$both" ] || fail "$1 flood: the VIP showed on the backup (first at $both): advertisements were lost"
+	[ -z "$lost" ] || fail "$1 flood: the master lost the VIP (at $lost)"
+}
+flood arp "$(ha_ip 1)" "$(ha_ip 2)"
 n_w2=$(($(wr 2) - w2)) n_k1=$(($(kr 1) - k1))
 drops1=$(($(od 1) - d1)) drops2=$(($(od 2) - d2))
 # the master sends one advertisement per 0.5 s: FLOOD_S x 2 while the flood lasted
@@ -66,6 +74,21 @@ drops1=$(($(od 1) - d1)) drops2=$(($(od 2) - d2))
 [ "$drops1" -gt $((FLOOD_S * 500)) ] && [ "$drops2" -gt $((FLOOD_S * 500)) ] ||
 	fail "the flood did not exceed kernel_tap_rate: $drops1 and $drops2 frames dropped over the rate ($(cat "$tmp/flood"))"
 ok "ARP flood for ${FLOOD_S}s: the VIP stayed on the master; $n_k1 advertisements out of its TAP and $n_w2 into the backup's, none dropped; $drops1 and $drops2 other frames dropped over kernel_tap_rate"
+
+# SYNs from BGP's port 179 to both gateways' ssh port, as many each as the ARP flood's: routing
+# protocol frames anyone can send from afar (and the kernel's resets to port 179): they fill the
+# routing buckets, not VRRP's, which only an on-link sender (hop limit 255) reaches
+macs=()
+for k in 1 2; do
+	ha_c ping -c 1 -W 2 "$(ha_ip $k)" >/dev/null || fail "gateway $k does not answer ping"
+	macs[$k]=$(ha_c ip neigh show "$(ha_ip $k)" | awk '{ print $5 }')
+	[ -n "${macs[$k]}" ] || fail "no ARP entry for gateway $k in the client"
+done
+r0=$(ha_metric 2 'ibgw_exception_routing_drops_total{worker="0"}')
+FLOOD_RATE=$((FLOOD_RATE * 2)) flood bgp "${macs[1]}" "$(ha_ip 1)" "${macs[2]}" "$(ha_ip 2)"
+r1=$(ha_metric 2 'ibgw_exception_routing_drops_total{worker="0"}')
+[ $((r1 - r0)) -gt $((FLOOD_S * 500)) ] || fail "the BGP-port flood did not exceed the backup's routing bucket: $((r1 - r0)) dropped"
+ok "SYN flood from port 179 for ${FLOOD_S}s: the VIP stayed on the master; $((r1 - r0)) of the backup's frames dropped over its routing bucket"
 
 r=$(ha_c "$PY3" tests/ha/ha_client.py once "$HA_VIP" 7 100000 10)
 [ "$r" = ok ] || fail "a session to the VIP after the flood: $r"
