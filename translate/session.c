@@ -492,9 +492,10 @@ static void check_half_closed(struct xlt_session *s, uint64_t now)
 	if (!s->half_ns)
 		s->half_ns = now;
 	live = done0 ? 1 : 0;
-	if (s->unsent[!live]) {
+	if (s->unsent[!live] && s->moved_ns[!live] == now) {
 		/* the ended direction still delivers what its source ended with (a slow reader of the
-		 * last bytes): the half-closed clock starts once it is done; its stall limit meanwhile */
+		 * last bytes): the half-closed clock runs from its last delivery, so a reader that stops
+		 * taking them is still bounded by it (and by the stall limit) */
 		s->half_ns = now;
 		return;
 	}
@@ -533,7 +534,8 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 			s->moved_ns[i] = now;
 			if (s->copy_stuck[i]) {
 				s->copy_stuck[i] = false;
-				set_blocked(s, i, false);
+				if (!s->held[i] && !s->stuck[i])
+					set_blocked(s, i, false); /* (else the source's bytes still wait) */
 			}
 		}
 		s->unsent[i] = u;

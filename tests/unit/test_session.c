@@ -868,20 +868,25 @@ static const struct xlt_stream_ops fake_ops_unsent = {
 /* A destination that took the source's last bytes by copy and delivers them slowly (a slow reader of
  * a response whose server closed): its deliveries are progress, so the half-closed clock starts only
  * once it has delivered all, and no idle limit fires meanwhile; bytes it holds without delivering any
- * for stall_ns are a stall. */
+ * for stall_ns are a stall; without a stall limit, the half-closed limit still ends a reader that
+ * stopped (counted from its last delivery). */
 static void test_half_closed_slow_reader(void **state)
 {
 	struct fake *a, *b;
 	struct xlt_route_stats st = {0};
 	struct xlt_session s = {0};
+	struct xlt_session_limits nostall = lim, longhalf = lim;
 
 	(void)state;
-	for (int stuck = 0; stuck < 2; stuck++) {
+	nostall.stall_ns = 0;
+	longhalf.half_closed_ns = 4000 * MS; /* (beyond the stall limit, 2 s: which one ends it) */
+	for (int stuck = 0; stuck < 3; stuck++) {
 		a = fake_new(XLT_STREAM_OPEN, CAP);
 		b = fake_new(XLT_STREAM_OPEN, CAP);
 		b->s.ops = &fake_ops_unsent;
 		reset_globals();
-		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, &lim);
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner,
+		                  stuck == 2 ? &nostall : stuck ? &longhalf : &lim);
 		a->s.peer_done = 1;
 		peer_sends(a, "response", 8);
 		assert_int_equal(b->shutdowns, 1); /* (taken whole: its end of stream passed on) */
@@ -892,7 +897,15 @@ static void test_half_closed_slow_reader(void **state)
 			run_ticks(&s, a, b, 100);
 		}
 		assert_int_equal(a->aborts + b->aborts, 0);
-		if (stuck) {
+		if (stuck == 2) {
+			/* then none delivered, no stall limit: the half-closed one (1 s from the last) */
+			run_ticks(&s, a, b, 800);
+			assert_int_equal(a->aborts + b->aborts, 0);
+			run_ticks(&s, a, b, 1000);
+			assert_int_equal(a->aborts + b->aborts, 2);
+			finish_aborted(a, b);
+			assert_int_equal(done_reason, XLT_END_HALF_CLOSED_TIMEOUT);
+		} else if (stuck) {
 			/* then none delivered: a stall (its stall limit, 2 s), not half-closed */
 			run_ticks(&s, a, b, 3000);
 			assert_int_equal(a->aborts + b->aborts, 2);
