@@ -276,7 +276,7 @@ static const struct conf_key conf_keys[] = {
 	{R(connect_timeout_ms), .key = "connect_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
 	 .max = 600 * 1000, .def = "5s",
 	 .doc = "how long connecting the far side may take, every backend tried included (each try gets "
-		"an equal share of what is left among the usable backends not tried yet)"},
+		"an equal share of what is left among the usable backends not tried yet, 1s at least)"},
 	/* session limits: defaults in conf/ibgw.conf's words; 0 = no limit */
 	{R(idle_timeout_ms), .key = "idle_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 86400 * 1000, .def = "5m",

@@ -296,7 +296,7 @@ unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, ui
 	unsigned n = 0;
 
 	for (unsigned i = 0; r->pool && i < r->pool->n; i++)
-		n += !(tried & (1ull << i)) && usable(w->live, r->pool->b[i]);
+		n += candidate(w->live, r->pool, i, tried);
 	return n;
 }
 

@@ -91,7 +91,8 @@ void gw_pool_destroy(struct gw_pool *p);
  * object this instant) counts nothing. */
 struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx);
-/* Worker: how many backends of R's pool are usable and not in TRIED. */
+/* Worker: how many backends of R's pool a pick could choose now: usable, below their max=, not in
+ * TRIED. */
 unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, uint64_t tried);
 /* Worker: the key source balancing hashes for the client of stream A accepted by route R: an IB peer's
  * port GID when its connect request carried one, else its IPv4 address (network order). */

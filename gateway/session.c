@@ -159,12 +159,15 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		}
 		/* what is left of connect_timeout, shared by the backends left to try (this one
 		 * included): the route's bound holds over all of them, and a backend that never answers
-		 * leaves time for the next */
+		 * leaves time for the next; but each try gets a second at least (a SYN and its first
+		 * retransmission; an IB address and route resolution), or all that is left */
 		now = gw_now_ns();
 		left_ms = s->deadline_ns > now ? (s->deadline_ns - now + 999999) / 1000000 : 1;
 		untried = gw_pool_untried(w, r, s->tried);
-		if (untried > 1)
-			left_ms = left_ms / untried > 0 ? left_ms / untried : 1;
+		if (untried > 1) {
+			uint64_t share = left_ms / untried;
+			left_ms = share >= 1000 ? share : left_ms < 1000 ? left_ms : 1000;
+		}
 		s->last_ep = b->ep;
 		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, left_ms, err);
 		if (st) {
