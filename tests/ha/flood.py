@@ -15,14 +15,7 @@ import struct
 import sys
 import time
 
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    s = (s >> 16) + (s & 0xffff)
-    s += s >> 16
-    return ~s & 0xffff
+from synflood import csum  # (tests/ha/, the script's own folder)
 
 
 def arp_frames(smac, targets):
