@@ -336,23 +336,26 @@ static unsigned eth_flush(struct gw_worker *w)
 
 static void eth_routes(struct gw_daemon *d)
 {
+	void *msgs[CONF_MAX_ROUTES + 1];
+
 	for (unsigned i = 0; i < d->n_workers; i++) {
 		struct rte_ring *ring = glue[i].ctl;
+		unsigned n = 0;
 
 		if (!d->workers[i].eth || !ring)
 			continue;
-		for (unsigned k = 0; k < d->n_routes; k++) {
-			struct gw_route *r = d->routes[k];
-			if (r->conf.listen.kind != CONF_EP_TCP)
-				continue;
-			gw_route_get(r);
-			if (rte_ring_sp_enqueue(ring, r)) {
-				gw_route_put(r);
-				GW_ERR("worker %u: control ring full, route %s not applied", i, r->conf.name);
-			}
+		for (unsigned k = 0; k < d->n_routes; k++)
+			if (d->routes[k]->conf.listen.kind == CONF_EP_TCP)
+				msgs[n++] = d->routes[k];
+		msgs[n++] = MSG_COMMIT;
+		for (unsigned k = 0; k + 1 < n; k++)
+			gw_route_get(msgs[k]);
+		/* the whole set or none of it: a COMMIT behind a dropped route would close its listener */
+		if (!rte_ring_sp_enqueue_bulk(ring, msgs, n, NULL)) {
+			for (unsigned k = 0; k + 1 < n; k++)
+				gw_route_put(msgs[k]);
+			GW_ERR("worker %u: control ring full, its listeners stay as they were until the next reload", i);
 		}
-		if (rte_ring_sp_enqueue(ring, MSG_COMMIT))
-			GW_ERR("worker %u: control ring full, listeners not updated", i);
 	}
 }
 
