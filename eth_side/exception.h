@@ -7,8 +7,9 @@
  * TAP; frames the kernel writes to the TAP are read, rate-limited and passed over a second ring to
  * worker 0, which sends them out its port queue. A worker therefore only enqueues (and worker 0 only
  * dequeues): no system call, lock or wait on a datapath. Both directions are token buckets of
- * [eth] kernel_tap_rate frames per second, one for routing protocols (VRRP, BGP, OSPF, BFD) and one
- * for the rest; what exceeds them or finds a ring full is dropped and counted. */
+ * [eth] kernel_tap_rate frames per second, one per class (exception.c: routing protocols only an
+ * on-link sender makes, those anyone can send, the rest); what exceeds them or finds a ring full is
+ * dropped and counted. */
 #ifndef ETH_EXCEPTION_H
 #define ETH_EXCEPTION_H
 

@@ -376,11 +376,12 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 				b->next_check_ns = 0; /* back from maint: check at once */
 			/* at once; but each snapshot is a whole table, freed a second later: a client
 			 * flipping states in a loop gets the health tick's pace (every 100 ms) */
-			if (gw_now_ns() - d->bk_admin_pub_ns < 100000000ull) {
+			uint64_t now = gw_now_ns();
+			if (now - d->bk_admin_pub_ns < 100000000ull) {
 				d->bk_dirty = true;
 				return 0;
 			}
-			d->bk_admin_pub_ns = gw_now_ns();
+			d->bk_admin_pub_ns = now;
 			gw_backends_publish(d);
 			return 0;
 		}

@@ -46,6 +46,16 @@ uint64_t gw_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void gw_signals_hold(bool hold)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
 uint64_t gw_sessions_active(const struct gw_daemon *d)
 {
 	uint64_t n = 0;
@@ -354,14 +364,7 @@ int gw_daemon_run(struct gw_daemon *d)
 		GW_ERR("cannot install signal handlers");
 		goto err;
 	}
-	{
-		sigset_t held; /* since start-up (main.c): what came meanwhile is handled now */
-
-		sigemptyset(&held);
-		sigaddset(&held, SIGHUP);
-		sigaddset(&held, SIGUSR1);
-		pthread_sigmask(SIG_UNBLOCK, &held, NULL);
-	}
+	gw_signals_hold(false); /* held since start-up (main.c) */
 	d->cap_sessions = d->conf->gateway.max_sessions;
 	d->cap_memory = d->conf->gateway.memory_limit;
 	{

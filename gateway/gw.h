@@ -279,6 +279,14 @@ void gw_worker_copy_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* daemon.c: lifecycle on the control thread. Returns the process exit status. */
 int gw_daemon_run(struct gw_daemon *d);
 uint64_t gw_now_ns(void);
+/* Milliseconds from NOW_NS to DEADLINE_NS, rounded up; 1 at least (a timeout of 0 means none). */
+static inline uint64_t gw_ms_left(uint64_t deadline_ns, uint64_t now_ns)
+{
+	return deadline_ns > now_ns ? (deadline_ns - now_ns + 999999) / 1000000 : 1;
+}
+/* Blocks SIGHUP and SIGUSR1 in the calling thread (HOLD; main, before any thread exists) or
+ * unblocks them once their handlers are in place: what came meanwhile is handled then. */
+void gw_signals_hold(bool hold);
 uint64_t gw_sessions_active(const struct gw_daemon *d);
 
 /* The two sides of the gateway, one interface (HAProxy style: a table of named operations).

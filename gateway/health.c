@@ -147,8 +147,7 @@ static bool start(struct gw_worker *w, struct gw_check *c, uint64_t now)
 	const struct conf_endpoint *ep = &c->b->ep;
 	int err = 0;
 
-	c->s = gw_side_of(ep->kind)->connect(w, c->r, &ep->addr, ep->port,
-	                                     c->deadline_ns > now ? (c->deadline_ns - now + 999999) / 1000000 : 1, &err);
+	c->s = gw_side_of(ep->kind)->connect(w, c->r, &ep->addr, ep->port, gw_ms_left(c->deadline_ns, now), &err);
 	if (!c->s) {
 		if (transient(err) && now < c->deadline_ns)
 			return true; /* no connection object ready this instant: next round */

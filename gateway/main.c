@@ -9,8 +9,6 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,16 +183,9 @@ int main(int argc, char **argv)
 	int opt, eal_argc, status;
 
 	/* a reload (systemctl reload) or a log reopen (logrotate) asked for while the daemon starts
-	 * (DPDK can take seconds) waits for the handlers (gw_daemon_start unblocks them), instead of
+	 * (DPDK can take seconds) waits for the handlers (gw_daemon_run unblocks them), instead of
 	 * ending the daemon by the signals' default action; EAL's threads keep them blocked */
-	{
-		sigset_t hold;
-
-		sigemptyset(&hold);
-		sigaddset(&hold, SIGHUP);
-		sigaddset(&hold, SIGUSR1);
-		pthread_sigmask(SIG_BLOCK, &hold, NULL);
-	}
+	gw_signals_hold(true);
 
 	while ((opt = getopt_long(argc, argv, "c:tfvh", opts, NULL)) != -1) {
 		switch (opt) {

@@ -149,7 +149,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		unsigned i = 0;
 		struct gw_backend *b = gw_pool_pick(w, r, s->client, s->tried, &i);
 		struct xlt_stream *st;
-		uint64_t now, left_ms;
+		uint64_t left_ms;
 		unsigned untried;
 
 		*err = 0;
@@ -161,8 +161,7 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		 * included): the route's bound holds over all of them, and a backend that never answers
 		 * leaves time for the next; but each try gets a second at least (a SYN and its first
 		 * retransmission; an IB address and route resolution), or all that is left */
-		now = gw_now_ns();
-		left_ms = s->deadline_ns > now ? (s->deadline_ns - now + 999999) / 1000000 : 1;
+		left_ms = gw_ms_left(s->deadline_ns, gw_now_ns());
 		untried = gw_pool_untried(w, r, s->tried);
 		if (untried > 1) {
 			uint64_t share = left_ms / untried;
@@ -170,19 +169,18 @@ static struct xlt_stream *far_connect(struct gw_worker *w, struct gw_session *s,
 		}
 		s->last_ep = b->ep;
 		st = gw_side_of(b->ep.kind)->connect(w, r, &b->ep.addr, b->ep.port, left_ms, err);
-		if (st) {
-			gw_backend_tried(w, b);
-			s->be = b;
-			s->be_idx = i;
-			return st;
-		}
-		if (!*err)
+		if (!st && !*err)
 			*err = -EIO;
-		if (transient(*err)) {
+		if (!st && transient(*err)) {
 			gw_backend_release(w, b, false); /* our shortage, not the backend's */
 			return NULL;
 		}
 		gw_backend_tried(w, b);
+		if (st) {
+			s->be = b;
+			s->be_idx = i;
+			return st;
+		}
 		gw_backend_release(w, b, true);
 		s->tried |= 1ull << i;
 		s->last_err = *err;
