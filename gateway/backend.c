@@ -64,8 +64,10 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 		return NULL;
 	memset(b, 0, sizeof(*b));
 	snprintf(b->route, sizeof(b->route), "%s", route);
-	snprintf(b->name, sizeof(b->name), "%s%s%s:%u", v4 ? "" : "[", xlt_ip_fmt(&cb->ep.addr, a),
-	         v4 ? "" : "]", cb->ep.port);
+	/* an IB backend's name says so: a reload can turn a route's pool from tcp: to ib: (or back) on the
+	 * same address and port while sessions hold the old backend, and both are then in /metrics */
+	snprintf(b->name, sizeof(b->name), "%s%s%s%s:%u", cb->ep.kind == CONF_EP_IB ? "ib:" : "", v4 ? "" : "[",
+	         xlt_ip_fmt(&cb->ep.addr, a), v4 ? "" : "]", cb->ep.port);
 	b->ep = cb->ep;
 	b->serial = ++d->bk_serial_next;
 	b->slot = slot;

@@ -42,8 +42,8 @@ struct gw_backend_wstats {
 struct gw_backend {
 	/* immutable */
 	char route[CONF_NAME_MAX + 1];
-	char name[CONF_EP_STRLEN]; /* "198.18.0.2:80", "[2001:db8::10]:80": its name in /metrics, POST
-	                              /backends */
+	char name[CONF_EP_STRLEN]; /* "198.18.0.2:80", "[2001:db8::10]:80", "ib:198.19.0.1:9001": its
+	                              name in /metrics, POST /backends, the access log */
 	struct conf_endpoint ep; /* tcp: or ib: */
 	uint32_t serial;         /* unique in the daemon's life; tags its slot in the snapshot */
 	unsigned slot;           /* its index in struct gw_live's backend arrays */

@@ -5,7 +5,8 @@
 # service that carried it; IB health checks (an rsocket connect that completes, then DISCONNECT) pass,
 # a killed service is marked down within fall x check_interval + check_timeout and new sessions go
 # to the other; a route without checks retries a refused connect on the other backend; the service
-# back, its backend is up again after rise checks.
+# back, its backend is up again after rise checks. A reload turns a pool from tcp: to ib: on the same
+# address while a session holds the old backend: /metrics names each on its own (no duplicate series).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
@@ -28,7 +29,7 @@ serve 1
 serve 2
 # checks are off by default; this route turns them on at a pace the test can wait for (IB connects
 # under TCG take tens of ms: a timeout of 900 ms leaves room)
-ETH_READY_S=60 eth_gw_start /tmp/ibgw.conf "[ib]
+ROUTES="[ib]
 bind = $IB
 [route pool]
 listen = tcp:9000
@@ -47,6 +48,10 @@ listen = ib:7480
 connect = tcp:$ETH_PEER_IP:5001, tcp:$ETH_PEER_IP:5002
 balance = source
 max_sessions = 8"
+ETH_READY_S=60 eth_gw_start /tmp/ibgw.conf "$ROUTES
+[route kind]
+listen = tcp:9003
+connect = tcp:$ETH_PEER_IP:5003"
 eth_ns ping -c 1 -W 5 "$ETH_GW_IP" >/dev/null
 
 many() { # PORT N: N sessions, each an echo check of 20000 bytes with a half-close after sending,
@@ -92,7 +97,7 @@ with concurrent.futures.ThreadPoolExecutor(max_workers=3) as ex:
 PY
 }
 served() { grep -c 'served bytes=[1-9]' "/tmp/srv$1.log"; }
-bk() { echo "{route=\"$1\",backend=\"$IB:747$2\"${3:-}}"; }
+bk() { echo "{route=\"$1\",backend=\"ib:$IB:747$2\"${3:-}}"; } # (an IB backend's name starts with ib:)
 
 for _ in $(seq 100); do [ "$(m "ibgw_backend_checks_total$(bk pool 2 ',result="passed"')")" -ge 1 ] && break; sleep 0.1; done
 check "[ \$(m 'ibgw_backend_checks_total$(bk pool 1 ',result="passed"')') -ge 1 ] && [ \$(m 'ibgw_backend_checks_total$(bk pool 2 ',result="passed"')') -ge 1 ]" "IB health checks (rsocket connects) pass on both services"
@@ -156,10 +161,30 @@ s2=$(m "ibgw_backend_sessions_total{route=\"ibsrc\",backend=\"$ETH_PEER_IP:5002\
 check "[ $okn = 6 ] && [ '$((${s1:-0} + ${s2:-0}))' = 6 ] && { [ '$s1' = 0 ] || [ '$s2' = 0 ]; }" "ib: listener, balance = source: 6 rsocket sessions verified, all on one backend ($s1/$s2)"
 # checks go on every second (an IB connection each while it runs): maintenance stops them
 for n in 1 2; do
-	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$STATS/backends/pool/$IB:747$n?state=maint")
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$STATS/backends/pool/ib:$IB:747$n?state=maint")
 	check "[ $code = 200 ]" "POST maint for service $n"
 done
 check "[ \$(m 'ibgw_backend_state$(bk pool 2 ',state="maint"')') = 1 ] && [ \$(m 'ibgw_backend_up$(bk pool 2)') = 0 ]" "maint shown (up 0)"
 for _ in $(seq 50); do [ "$(m ibgw_ib_connections_active)" = 0 ] && break; sleep 0.1; done
 check "[ \$(m ibgw_ib_connections_active) = 0 ]" "both in maintenance (no checks): no IB connection left"
+# a reload turns route kind's pool from tcp: to ib: on the same address and port while a session
+# holds the tcp: backend: both backends are in /metrics at once, under names of their own (the same
+# name twice made duplicate series, which Prometheus rejects whole)
+eth_bg socat "TCP-LISTEN:5003,reuseaddr" EXEC:cat
+eth_wait_listen 5003
+eth_bg timeout 60 sh -c "sleep 30 | socat - TCP:$ETH_GW_IP:9003" >/dev/null 2>&1
+held=$ETH_BG_PID
+for _ in $(seq 100); do [ "$(m "ibgw_backend_sessions_active{route=\"kind\",backend=\"$ETH_PEER_IP:5003\"}")" = 1 ] && break; sleep 0.1; done
+check "[ \$(m 'ibgw_backend_sessions_active{route=\"kind\",backend=\"$ETH_PEER_IP:5003\"}') = 1 ]" "kind: a session held on the tcp: backend"
+eth_conf /tmp/ibgw.conf "$ROUTES
+[route kind]
+listen = tcp:9003
+connect = ib:$ETH_PEER_IP:5003"
+kill -HUP "$GW_PID"
+for _ in $(seq 100); do [ "$(m 'ibgw_config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
+check "[ \$(m 'ibgw_config_reloads_total{result=\"ok\"}') = 1 ]" "kind: the reload to ib: applied"
+curl -s "http://127.0.0.1:$STATS/metrics" >/tmp/kind.metrics
+check "python3 tests/lib/prom_check.py </tmp/kind.metrics >/dev/null" "kind: /metrics valid, no duplicate series ($(python3 tests/lib/prom_check.py </tmp/kind.metrics | head -3 | tr '\n' ' '))"
+check "grep -q '^ibgw_backend_up{route=\"kind\",backend=\"ib:$ETH_PEER_IP:5003\"} ' /tmp/kind.metrics && grep -q '^ibgw_backend_sessions_active{route=\"kind\",backend=\"$ETH_PEER_IP:5003\"} 1' /tmp/kind.metrics" "kind: the old tcp: backend (its session) and the new ib: one, each under its own name"
+kill "$held" 2>/dev/null
 ib_done

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A pool of two rsocket services behind a tcp: listener, in the soft-RoCE VM: round robin, IB health
 # checks, a killed service marked down and failed over, retries of refused IB connects, back up after
-# rise checks. In-VM half: tests/ib/guest_pools.sh.
+# rise checks, a reload from tcp: to ib: on the same address (no duplicate series in /metrics).
+# In-VM half: tests/ib/guest_pools.sh.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
