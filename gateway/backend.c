@@ -110,11 +110,7 @@ struct gw_pool *gw_pool_create(struct gw_daemon *d, const struct conf_route *c)
 			gw_pool_destroy(p); /* new backends with no reference go at the next sweep */
 			return NULL;
 		}
-		if (b->conf_admin != cb->state) {
-			/* the file changed this backend's state: it wins over an earlier POST */
-			b->admin = b->conf_admin = cb->state;
-			d->bk_dirty = true;
-		}
+		/* (a state= the file changed applies once the routes commit: gw_backends_routes) */
 		b->refs++;
 		p->b[p->n] = b;
 		p->weight[p->n] = cb->weight;
@@ -346,8 +342,18 @@ void gw_backends_routes(struct gw_daemon *d)
 		struct gw_route *r = d->routes[i];
 		if (!r->pool)
 			continue;
-		for (unsigned k = 0; k < r->pool->n; k++)
-			r->pool->b[k]->checked = r->conf.check_interval_ms > 0;
+		for (unsigned k = 0; k < r->pool->n; k++) {
+			struct gw_backend *pb = r->pool->b[k];
+			enum conf_backend_state cs = r->conf.backends[k].state;
+			pb->checked = r->conf.check_interval_ms > 0;
+			if (pb->conf_admin != cs) {
+				/* the file changed this backend's state: it wins over an earlier POST. Here
+				 * and not when the pool is made, so that a reload that fails later changes
+				 * nothing */
+				pb->admin = pb->conf_admin = cs;
+				d->bk_dirty = true;
+			}
+		}
 	}
 	LIST_FOREACH(b, &d->backends, link)
 		if (!b->checked && !b->up) {

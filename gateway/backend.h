@@ -110,7 +110,8 @@ static inline void gw_backend_tried(struct gw_worker *w, struct gw_backend *b)
 void gw_backends_publish(struct gw_daemon *d);
 /* Control: fills L's backend arrays from the backends' state (gw_live_make). */
 void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l);
-/* Control: after a reload, each backend follows the check settings of its current route. */
+/* Control: once a reload's routes are in (gw_routes_apply), each backend follows the check settings
+ * of its current route and a state= the file changed. */
 void gw_backends_routes(struct gw_daemon *d);
 /* Control: sets the admin state of backend NAME of route ROUTE. 0, -ENOENT. */
 int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s);

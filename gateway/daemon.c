@@ -190,10 +190,12 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	if (gw_alog_reload_prepare(d, c)) /* a new access log target must open before anything changes */
 		goto err;
 	live = gw_live_make(d, c);
-	if (!live || gw_routes_apply(d, c)) {
+	if (!live) {
 		GW_ERR("reload: out of memory");
 		goto err;
 	}
+	if (gw_routes_apply(d, c)) /* (says why) */
+		goto err;
 	/* 2. the commit: nothing below fails */
 	d->restart_pending = diff_and_report(d, d->conf, c);
 	/* the restart-only values keep their running ones so what runs and what is shown agree */

@@ -86,12 +86,18 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 				break;
 			}
 		if (!next[i] && !(fresh[i] = (next[i] = route_new(d, c)) != NULL)) {
+			int e = errno == ENOSPC ? ENOSPC : ENOMEM;
 			/* nothing was published yet: the new objects go, the table stays as it was */
 			for (unsigned k = 0; k < i; k++)
 				if (fresh[k])
 					route_free(next[k]);
-			GW_ERR("out of memory applying routes");
-			return -ENOMEM;
+			if (e == ENOSPC)
+				GW_ERR("route %s: more backends than ibgwd holds at once (%u; backends a reload "
+				       "removed count until their last session ends)",
+				       c->name, GW_MAX_BACKENDS);
+			else
+				GW_ERR("route %s: out of memory", c->name);
+			return -e;
 		}
 	}
 	for (unsigned j = 0; j < d->n_routes; j++) {
