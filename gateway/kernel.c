@@ -175,6 +175,13 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 			}
 			if (!got || xlt_ip_is_any(&addr))
 				continue;
+			/* only addresses someone configured are ours: an IPv6 address with a lifetime
+			 * (SLAAC, privacy) came from a router advertisement, which anyone on the link can
+			 * forge. tap_no_autoconf stops the kernel making them, but its write fails where
+			 * /proc/sys is read-only (systemd's ProtectKernelTunables); ip addr add and
+			 * keepalived's VIPs are permanent */
+			if (nh->nlmsg_type == RTM_NEWADDR && alen == 16 && !(flags & IFA_F_PERMANENT))
+				continue;
 			/* an IPv6 address under duplicate address detection is not the kernel's yet: its
 			 * next RTM_NEWADDR says (a failed one never becomes ours) */
 			if (nh->nlmsg_type == RTM_NEWADDR && (flags & IFA_F_TENTATIVE) &&
@@ -189,9 +196,10 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The kernel must not configure addresses on the TAP from router advertisements (SLAAC): every
- * address on it becomes ibgwd's own, so a forged RA (they reach the kernel: ibgwd does not act on
- * them) would give it listeners on a prefix an attacker chose, and could fill its address set
- * before a VIP comes. The RAs still reach the kernel, for its own routes. */
+ * address on it would become ibgwd's own, so a forged RA (they reach the kernel: ibgwd does not act
+ * on them) would give it listeners on a prefix an attacker chose, and could fill its address set
+ * before a VIP comes. The RAs still reach the kernel, for its own routes. Where this write fails,
+ * nl_read still takes no address with a lifetime. */
 static void tap_no_autoconf(const char *ifname)
 {
 	char path[128];

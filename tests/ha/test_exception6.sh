@@ -103,6 +103,30 @@ ok "UDP over IPv6 answered by the kernel, 3 router advertisements to all-nodes r
 	fail "the TAP took an address from a forged router advertisement: $(ha_g 1 ip -6 addr show dev "$HA_TAP" | grep 2001:db8:66:)"
 [ "$(ha_g 1 sysctl -n "net.ipv6.conf.$HA_TAP.autoconf")" = 0 ] || fail "autoconf is on on the TAP"
 ok "no address taken from the advertised prefix (autoconf off on the TAP)"
+# where that sysctl cannot be written (systemd's ProtectKernelTunables makes /proc/sys read-only,
+# conf/ibgwd.service sets it) the kernel does take the address: ibgwd must not make it its own
+# (2001:db8::77, added by hand as keepalived adds a VIP, is the control: that one ibgwd takes)
+ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.autoconf=1"
+ha_g 1 ip -6 addr add 2001:db8::77/64 dev "$HA_TAP" nodad
+ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
+from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
+sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
+      ICMPv6ND_RA(routerlifetime=0) /
+      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
+                            preferredlifetime=300), iface='br0', count=3, verbose=False)
+EOF
+for _ in $(seq 50); do ha_g 1 ip -6 addr show dev "$HA_TAP" | grep -q '2001:db8:66:' && break; sleep 0.1; done
+slaac=$(ha_g 1 ip -6 addr show dev "$HA_TAP" | awk '/inet6 2001:db8:66:/ { print $2; exit }')
+[ -n "$slaac" ] || fail "with autoconf on, the TAP took no address from the advertisement (the case is not shown)"
+sleep 0.5
+! grep -q "kernel_tap: address ${slaac%/*} " "${HA_LOG[1]}" ||
+	fail "ibgwd made the SLAAC address ${slaac%/*} its own: $(grep "kernel_tap: address ${slaac%/*}" "${HA_LOG[1]}")"
+grep -q "kernel_tap: address 2001:db8::77 added" "${HA_LOG[1]}" ||
+	fail "ibgwd did not take 2001:db8::77, added by hand (the check above proves nothing): $(grep 'kernel_tap: address' "${HA_LOG[1]}" | head -3)"
+ha_g 1 ip -6 addr del "$slaac" dev "$HA_TAP"
+ha_g 1 ip -6 addr del 2001:db8::77/64 dev "$HA_TAP"
+ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.autoconf=0"
+ok "autoconf on (as where /proc/sys is read-only): the kernel took ${slaac%/*} from the forged prefix, ibgwd did not (it took 2001:db8::77, added by hand)"
 
 # a SYN flood over IPv6 at the kernel's port: cut to kernel_tap_rate (the same buckets as IPv4's); one at
 # ibgwd's listener stays with ibgwd
