@@ -22,7 +22,7 @@ PKGS_BUILD := build-essential pkg-config clang libclang-rt-14-dev libdpdk-dev dp
 	libevent-dev libinih-dev libcmocka-dev
 PKGS_TEST := dpdk iproute2 iputils-ping ethtool curl jq python3 python3-scapy socat iperf3 haproxy netcat-openbsd \
 	procps psmisc qemu-system-x86 busybox-static kmod cpio xz-utils zstd ibverbs-utils rdmacm-utils \
-	perftest ibverbs-providers keepalived frr linux-perf
+	perftest ibverbs-providers keepalived frr linux-perf strace systemd
 PKGS := $(PKGS_BUILD) $(PKGS_TEST)
 
 PC_LIBS := libdpdk libibverbs librdmacm libevent libevent_pthreads inih

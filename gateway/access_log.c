@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -292,12 +293,23 @@ static int target_open(struct target *t, const char *spec)
 			        strerror(-t->fd));
 		return 0;
 	}
-	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread */
-	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0640);
+	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread. O_NOFOLLOW
+	 * and a regular file only: where the log's directory is writable by others, a link planted
+	 * there (at start or before the next logrotate's SIGUSR1) would have ibgwd, root by default,
+	 * append to any file */
+	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0640);
 	if (t->fd < 0) {
 		int e = errno;
-		GW_ERR("access log: cannot open %s: %s", spec, strerror(e));
+		GW_ERR("access log: cannot open %s: %s", spec,
+		       e == ELOOP ? "a symbolic link (name the file itself)" : strerror(e));
 		return -e;
+	}
+	struct stat sb;
+	if (fstat(t->fd, &sb) || !S_ISREG(sb.st_mode)) {
+		GW_ERR("access log: %s is not a regular file", spec);
+		close(t->fd);
+		t->fd = -1;
+		return -EINVAL;
 	}
 	t->kind = TGT_FILE;
 	return 0;

@@ -53,6 +53,8 @@ void gw_signals_hold(bool hold)
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
 	pthread_sigmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
@@ -434,6 +436,10 @@ err:
 	gw_alog_fini(d); /* the workers are stopped: what they logged last is written */
 	gw_sessions_fini(d);
 	gw_live_fini(d); /* the workers are stopped */
+	/* freeing a signal event puts back the default action, which for all four ends the process: a
+	 * reload or a log reopen asked for while main tears DPDK down would kill it mid-way (its runtime
+	 * directory left behind, the exit status the signal's) */
+	gw_signals_hold(true);
 	if (d->sweep_timer)
 		event_free(d->sweep_timer);
 	if (d->drain_timer)

@@ -284,8 +284,9 @@ static inline uint64_t gw_ms_left(uint64_t deadline_ns, uint64_t now_ns)
 {
 	return deadline_ns > now_ns ? (deadline_ns - now_ns + 999999) / 1000000 : 1;
 }
-/* Blocks SIGHUP and SIGUSR1 in the calling thread (HOLD; main, before any thread exists) or
- * unblocks them once their handlers are in place: what came meanwhile is handled then. */
+/* Blocks SIGHUP, SIGUSR1, SIGTERM and SIGINT in the calling thread (HOLD; main, before any thread
+ * exists, and gw_daemon_run before it frees their handlers) or unblocks them once their handlers are
+ * in place: what came meanwhile is handled then (a stop asked for during start-up drains at once). */
 void gw_signals_hold(bool hold);
 uint64_t gw_sessions_active(const struct gw_daemon *d);
 

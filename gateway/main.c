@@ -182,9 +182,10 @@ int main(int argc, char **argv)
 	char eal_buf[4096], *eal_argv[MAX_EAL_ARGS], prefix[64], errbuf[256], runtime_dir[PATH_MAX] = "";
 	int opt, eal_argc, status;
 
-	/* a reload (systemctl reload) or a log reopen (logrotate) asked for while the daemon starts
-	 * (DPDK can take seconds) waits for the handlers (gw_daemon_run unblocks them), instead of
-	 * ending the daemon by the signals' default action; EAL's threads keep them blocked */
+	/* a reload (systemctl reload), a log reopen (logrotate) or a stop asked for while the daemon
+	 * starts (DPDK can take seconds) waits for the handlers (gw_daemon_run unblocks them), instead of
+	 * ending the daemon by the signals' default action with DPDK half set up; EAL's threads keep
+	 * them blocked */
 	gw_signals_hold(true);
 
 	while ((opt = getopt_long(argc, argv, "c:tfvh", opts, NULL)) != -1) {

@@ -8,8 +8,9 @@
 #  2. logrotate: the file is renamed and SIGUSR1 sent while sessions run: later sessions land in the
 #     new file, and every session has its one line in one of the two files (none lost, none doubled);
 #  3. access_log_interval = 1s (set by SIGHUP, which applies it at once): a session that lasts ~4 s
-#     gets progress lines before its end line, in that file even though a reload to a file that
-#     cannot be opened came in between (it fails whole);
+#     gets progress lines before its end line, in that file even though reloads to a file that
+#     cannot be opened and to a symbolic link came in between (each fails whole; a link is never
+#     followed);
 #  4. a full log disk (a 64 KiB tmpfs with 8 KiB free; the log moved there by SIGHUP): sessions still
 #     pass with sha256 intact, the lines that did not fit are counted in
 #     ibgw_access_log_write_errors_total, /health answers; once there is room again every line is
@@ -108,10 +109,20 @@ mkconf "$tmp/no-such-dir/access.log" 0
 kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 1 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="failed"}')" = 1 ] || fail "part 3: a reload to an unopenable access log did not fail"
+# nor is a symbolic link followed (planted where others may write, it would make ibgwd, root by
+# default, append to any file): that reload fails too, the file it names untouched
+echo keep >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/link.log"
+mkconf "$tmp/link.log" 0
+kill -HUP "$GW_PID"
+for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && [ "$(cat "$tmp/victim")" = keep ] ||
+	fail "part 3: a reload to a symbolic link did not fail ($(m 'config_reloads_total{result="failed"}') failed; the file: $(head -c 200 "$tmp/victim"))"
+grep -q "access log: cannot open $tmp/link.log: a symbolic link" "$GW_LOG" || fail "part 3: the symbolic link not named in the log"
 peer slow "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 23000 4 "$tmp/c.json" || fail "part 3: the slow session failed"
 N=1 wait_lines "$log3" && sleep 0.3
 check progress 23000 "$log3" || fail "part 3: progress lines"
-ok "access_log_interval: progress lines for a long session (a reload to an unopenable file failed and changed nothing)"
+ok "access_log_interval: progress lines for a long session (reloads to an unopenable file and to a symbolic link failed and changed nothing)"
 
 # 4. a full disk: a 64 KiB tmpfs with 8 KiB free, so that some lines fit and the rest do not
 mkdir -p "$full"

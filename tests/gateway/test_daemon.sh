@@ -4,7 +4,8 @@
 # endpoint (/metrics valid Prometheus text, /stats JSON, /health, 404, 405), that the
 # worker polls the port (packets sent from the namespace are counted), SIGHUP with a broken file keeps
 # the running config and counts a failed reload, a good reload applies, SIGTERM drains and exits 0,
-# and nothing is left behind (namespace, veth, process, DPDK runtime dir).
+# and nothing is left behind (namespace, veth, process, DPDK runtime dir); SIGTERM during start-up and
+# SIGHUP/SIGUSR1 during a stop end it cleanly too.
 # timeout: 180
 set -u
 cd "$(dirname "$0")/../.."
@@ -115,4 +116,35 @@ grep -q "draining" "$GW_LOG" || fail "no drain on SIGTERM"
 [ ! -e "/var/run/dpdk/ibgwd-$pid" ] || fail "DPDK runtime dir left behind"
 grep -q "ERROR: AddressSanitizer\|runtime error:" "$GW_LOG" && fail "sanitizer report"
 ok "SIGTERM drained and exited 0"
+
+# SIGTERM during start-up (systemctl stop right after a start): held until the handlers are in place,
+# then a drain and exit 0, the runtime dir removed (the default action left it behind)
+gw_start "$conf"
+pid=$GW_PID
+sleep 0.1
+when="during its start-up"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] &&
+	when="0.1 s after its start (it served already: start-up itself not tested this run)"
+gw_stop TERM 30
+rc=$?
+[ $rc = 0 ] || fail "SIGTERM $when: ibgwd exited $rc"
+[ ! -e "/var/run/dpdk/ibgwd-$pid" ] || fail "SIGTERM $when: DPDK runtime dir left behind"
+ok "SIGTERM $when: exit 0, nothing left behind"
+
+# SIGHUP and SIGUSR1 every 10 ms while ibgwd stops (a reload or logrotate during a stop): never its
+# end (once the handlers are freed their default action would end it mid-teardown)
+gw_start "$conf"
+gw_wait_ready "$port"
+pid=$GW_PID
+(while kill -HUP "$pid" 2>/dev/null && kill -USR1 "$pid" 2>/dev/null; do sleep 0.01; done) &
+spam=$!
+sleep 0.2
+gw_stop TERM 30
+rc=$?
+kill "$spam" 2>/dev/null
+wait "$spam" 2>/dev/null
+[ $rc = 0 ] || fail "SIGHUP/SIGUSR1 during the stop: ibgwd exited $rc"
+[ ! -e "/var/run/dpdk/ibgwd-$pid" ] || fail "SIGHUP/SIGUSR1 during the stop: DPDK runtime dir left behind"
+grep -q "ERROR: AddressSanitizer\|runtime error:" "$GW_LOG" && fail "sanitizer report"
+ok "SIGHUP and SIGUSR1 every 10 ms during a stop: exit 0, nothing left behind"
 echo "all daemon checks passed"
