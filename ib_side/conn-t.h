@@ -226,6 +226,9 @@ struct ib_conn {
 	int post_err;	    /* a post of its chain failed (-errno): closed at its next progress */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
+	uint64_t cm_gone_ns; /* when (IB_CM_GONE_WAIT_NS) */
+	uint64_t ka_rx_since; /* the peer's keepalives in the second from then (IB_KA_RX_MAX) */
+	uint32_t ka_rx_n;
 	bool fin_posted, fin_acked;
 	bool stalled, withheld, want_writable;
 	uint8_t events;	    /* IB_EV_* due */

@@ -47,6 +47,12 @@ enum {
  * would say so by itself only after its retries ran out, which is never when they are infinite
  * (rxe treats rsocket's retry_count 7 as "retry forever") and can take long on real fabrics. */
 #define IB_KA_DEAD   3
+/* Keepalives a peer may send in one second (on_recv): rsocket sends one a second at most, ibgwd one
+ * per [ib] keepalive (100 ms at the least). */
+#define IB_KA_RX_MAX 100
+/* A disconnect waits for the CQs to drain (the peer's last messages may still be queued there), but
+ * no longer than this: a CQ that stays backlogged (a flood on another connection) must not hold it. */
+#define IB_CM_GONE_WAIT_NS 20000000ull
 /* A connection we abort is handed back to the control thread, which moves its queue pair to the error
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
  * flushed, and an rsocket peer learns that a stream ended only from that message (it ignores the
@@ -760,6 +766,7 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 		break;
 	case IB_MSG_DISCONNECTED:
 		c->cm_gone = true;
+		c->cm_gone_ns = w->now;
 		work(c);
 		break;
 	default:
@@ -877,6 +884,17 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	case IB_RS_MSG_KEEPALIVE:
 		xlt_counter_add(&w->st.ctrl_rx, 1);
 		xlt_counter_add(&w->st.keepalives_rx, 1);
+		/* a keepalive costs its sender no credit, and us a completion and a receive: a flood
+		 * of them would take this worker's time and keep its CQs backlogged (which defers
+		 * other connections' disconnects) */
+		if (w->now - c->ka_rx_since >= 1000000000ull) {
+			c->ka_rx_since = w->now;
+			c->ka_rx_n = 0;
+		}
+		if (++c->ka_rx_n > IB_KA_RX_MAX) {
+			violated(c, IB_VIOL_MESSAGE);
+			return;
+		}
 		break;
 	case IB_RS_MSG_SHUTDOWN:
 	case IB_RS_MSG_DISCONNECT:
@@ -1019,6 +1037,12 @@ static bool lingers(const struct ib_worker *w, struct ib_conn *c)
 /* The worker is done with C: hands it back now, or once it need not linger any more. */
 static void retire(struct ib_worker *w, struct ib_conn *c)
 {
+	if (c->listed) {
+		/* an abort whose post failed (post_chain) listed it again in this flush: handed back,
+		 * it would be freed while still on the list */
+		STAILQ_REMOVE(&w->work, c, ib_conn, work_link);
+		c->listed = false;
+	}
 	c->retired = true;
 	if (lingers(w, c)) {
 		SLIST_INSERT_HEAD(&w->linger, c, list_link);
@@ -1058,8 +1082,9 @@ unsigned ib_worker_relay(struct ib_worker *w)
 		if (c->released)
 			continue; /* the flush phase hands it back */
 		/* with a CQ backlog its last messages may still be queued: the flush phase relists it and
-		 * the next round decides */
-		if (c->cm_gone && c->ws < IB_W_CLOSING && !w->cq_backlog) {
+		 * the next round decides (IB_CM_GONE_WAIT_NS at most) */
+		if (c->cm_gone && c->ws < IB_W_CLOSING &&
+		    (!w->cq_backlog || w->now - c->cm_gone_ns >= IB_CM_GONE_WAIT_NS)) {
 			/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
 			c->cm_gone = false;
 			c->qp_dead = true;

@@ -45,9 +45,9 @@
  *   claim             connection T writes 64 KiB of a marker ("TENANT-SECRET-...") and reads its echo,
  *                     closes; connection C then sends a zero-length DATA message claiming 64 KiB. Must:
  *                     no marker byte of T ever comes back to C (C may get nothing, or zeros)
- *   absurd credits|sgl  an SGL message granting 40000 credits (16 at most are possible), or a buffer
- *                     advert of length 0xFFFFFFF0 at address 0. Must: the gateway resets the connection
- *                     (within 5 s)
+ *   absurd credits|sgl|keepalives  an SGL message granting 40000 credits (16 at most are possible), a
+ *                     buffer advert of length 0xFFFFFFF0 at address 0, or keepalives back to back (10 s
+ *                     at most). Must: the gateway resets the connection (within 5 s of the last)
  *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
@@ -646,6 +646,35 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 	if (!strcmp(what, "credits")) {
 		/* we consumed nothing and grant 16: an edge of 40000 is impossible */
 		st = rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(4, 40000), x.sgl_addr, x.sgl_key, 0, 0, ms);
+	} else if (!strcmp(what, "keepalives")) {
+		/* keepalives (CTRL, value 1) back to back for 10 s at most, 16 to a post with the last
+		 * signaled (as fast as this emulated device goes): each costs no credit */
+		struct ibv_send_wr wr[16], *bad;
+		struct timespec t0, t;
+		unsigned n = 0;
+
+		memset(wr, 0, sizeof(wr));
+		for (unsigned i = 0; i < 16; i++) {
+			wr[i].wr_id = 1;
+			wr[i].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr[i].imm_data = IMM(7, 1);
+			wr[i].wr.rdma.remote_addr = x.sgl_addr;
+			wr[i].wr.rdma.rkey = x.sgl_key;
+			wr[i].next = i < 15 ? &wr[i + 1] : NULL;
+		}
+		wr[15].send_flags = IBV_SEND_SIGNALED;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			x.send_status = -1;
+			if (ibv_post_send(x.id->qp, wr, &bad))
+				break;
+			rc_wait(&x, 2000, send_done, 0); /* (the reset comes as an error or no completion) */
+			st = x.send_status;
+			n += st == IBV_WC_SUCCESS ? 16 : 0;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while (st == IBV_WC_SUCCESS && !x.gone && t.tv_sec - t0.tv_sec < 10);
+		printf("absurd keepalives: %u sent in %.2f s\n", n,
+		       (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
 		/* an advert of the second entry: length 0xFFFFFFF0 at address 0, credit edge unchanged */
 		uint64_t z = 0;
@@ -852,7 +881,7 @@ int main(int argc, char **argv)
 	if (argc - optind != 2 || bad_pdata(mode, pd, &param)) {
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
 				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
-				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|absurd credits|sgl|"
+				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|absurd credits|sgl|keepalives|"
 				"halfopen N SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
 		return 2;
