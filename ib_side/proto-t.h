@@ -113,6 +113,8 @@ struct ib_tx {
 			       * further ahead of msgs_sent; 0 until known */
 	bool edge_known;      /* edge came from the peer (private data or an SGL message) */
 	uint8_t target_idx;   /* entry of our target_sgl the next write uses */
+	struct ib_rs_sge cur; /* that entry as ib_tx_blocked read and checked it, for ib_tx_next: the peer
+			       * may write the entry again in between */
 	uint64_t queued;      /* bytes taken */
 	uint64_t posted;      /* bytes posted */
 	uint64_t done;	      /* bytes completed */

@@ -222,10 +222,10 @@ uint32_t ib_tx_queue(struct ib_tx *tx, uint32_t n)
 	return off;
 }
 
-enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_rs_sge *target)
+enum ib_tx_block ib_tx_blocked(struct ib_tx *tx, const volatile struct ib_rs_sge *target)
 {
 	uint64_t addr;
-	uint32_t length;
+	uint32_t length, key;
 
 	if (tx->queued == tx->posted)
 		return IB_TX_EMPTY;
@@ -235,6 +235,7 @@ enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_
 		return IB_TX_NO_CREDIT;
 	length = target[tx->target_idx].length;
 	addr = target[tx->target_idx].addr;
+	key = target[tx->target_idx].key;
 	if (!length)
 		return IB_TX_NO_TARGET;
 	/* The peer writes its adverts into our target_sgl whenever it likes, and we may use one before
@@ -242,6 +243,8 @@ enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_
 	 * used. Writes go to the peer's own memory under its own key; this keeps our arithmetic sane. */
 	if (length > IB_RS_IMM_MASK || addr + length < addr)
 		return IB_TX_BAD_TARGET;
+	/* what was checked is what ib_tx_next uses, not a second read of memory the peer writes */
+	tx->cur = (struct ib_rs_sge){.addr = addr, .key = key, .length = length};
 	return IB_TX_OK;
 }
 
@@ -250,7 +253,7 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 	volatile struct ib_rs_sge *t = &target[tx->target_idx];
 	uint64_t pending = tx->queued - tx->posted;
 	uint32_t len = pending < tx->max_xfer ? (uint32_t)pending : tx->max_xfer;
-	uint32_t room = t->length;
+	uint32_t room = tx->cur.length;
 
 	if (len > room)
 		len = room;
@@ -259,9 +262,9 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 	w->seg0 = len < tx->size - w->off ? len : tx->size - w->off;
 	/* rsocket's rule: update the target entry before the data goes, so a late advert from the peer
 	 * for the other entry can never be mistaken for this one */
-	w->raddr = t->addr;
-	w->rkey = t->key;
-	t->addr = t->addr + len;
+	w->raddr = tx->cur.addr;
+	w->rkey = tx->cur.key;
+	t->addr = tx->cur.addr + len;
 	t->length = room - len;
 	if (room == len)
 		tx->target_idx ^= 1;

@@ -94,7 +94,7 @@ uint32_t ib_tx_queue(struct ib_tx *tx, uint32_t n);
 /* Can a data write go out now, and if not, why. TARGET is our target_sgl (2 entries), written by
  * the peer's adverts. IB_TX_BAD_TARGET: the entry to use now holds an absurd advert (the peer broke
  * the protocol). */
-enum ib_tx_block ib_tx_blocked(const struct ib_tx *tx, const volatile struct ib_rs_sge *target);
+enum ib_tx_block ib_tx_blocked(struct ib_tx *tx, const volatile struct ib_rs_sge *target);
 
 /* Plans and commits the next data write (call when ib_tx_blocked() is IB_TX_OK): fills W, consumes
  * target space (moving to the other entry when one is used up), counts the message. */

@@ -277,6 +277,7 @@ static void test_tx_entries_and_ring(void **state)
 	assert_int_equal(tx.target_idx, 1);
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_TARGET);
 	target[1] = (struct ib_rs_sge){.addr = 0x2000, .key = 8, .length = 100};
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(w.len, 50);
 	assert_int_equal(w.raddr, 0x2000);
@@ -295,10 +296,34 @@ static void test_tx_entries_and_ring(void **state)
 	target[0] = (struct ib_rs_sge){.addr = 0x1000, .key = 7, .length = 1000};
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_CREDIT); /* 3 messages sent, edge 3 */
 	tx.edge = 10;
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(w.off, 200);
 	assert_int_equal(w.len, 100);
 	assert_int_equal(w.seg0, 56);
+}
+
+/* The peer writes its adverts into our target_sgl at any time, also between ib_tx_blocked's check
+ * and ib_tx_next's use: the write goes where the checked entry said, never to an absurd advert
+ * that came in between (one that wraps the address space here). */
+static void test_tx_entry_rewritten_after_check(void **state)
+{
+	struct ib_rs_sge target[2] = {{.addr = 0x1000, .key = 7, .length = 100}, {0}};
+	struct ib_tx_write w;
+	struct ib_tx tx;
+
+	(void)state;
+	ib_tx_init(&tx, 256, 8, 3);
+	ib_tx_queue(&tx, 60);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
+	target[0] = (struct ib_rs_sge){.addr = UINT64_MAX - 8, .key = 9, .length = 0xFFFFFF};
+	ib_tx_next(&tx, target, &w);
+	assert_int_equal(w.raddr, 0x1000);
+	assert_int_equal(w.rkey, 7);
+	assert_int_equal(w.len, 60);
+	/* the entry is what the write left of the checked one; the next check sees that */
+	assert_int_equal(target[0].addr, 0x1000 + 60);
+	assert_int_equal(target[0].length, 40);
 }
 
 static void test_tx_limits(void **state)
@@ -310,8 +335,10 @@ static void test_tx_limits(void **state)
 	(void)state;
 	ib_tx_init(&tx, 1 << 20, 2, 100);
 	ib_tx_queue(&tx, 300000);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(w.len, IB_RS_MAX_XFER);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_WR); /* 2 work requests in flight */
 	ib_tx_done(&tx, IB_RS_MAX_XFER);
@@ -324,6 +351,7 @@ static void test_tx_limits(void **state)
 	assert_int_equal(tx.msgs_sent, 0);
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_WR);
 	ib_tx_done(&tx, w.len);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_WR);
 	ib_tx_done(&tx, w.len);
@@ -374,6 +402,7 @@ static void test_end_to_end_random(void **state)
 		case 1: /* the sender posts */
 			while (ib_tx_blocked(&tx, target) == IB_TX_OK && count < 64) {
 				struct ib_tx_write w;
+				assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 				ib_tx_next(&tx, target, &w);
 				assert_true(w.len > 0 && w.len <= RSIZE / 2);
 				assert_true(w.seg0 <= w.len);
@@ -550,6 +579,7 @@ static void test_tx_bad_target(void **state)
 	(void)state;
 	ib_tx_init(&tx, 1024, 8, 10);
 	ib_tx_queue(&tx, 500);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 	ib_tx_next(&tx, target, &w);
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_NO_TARGET); /* entry 1: nothing yet */
 	target[1] = (struct ib_rs_sge){.addr = 0x2000, .key = 7, .length = IB_RS_IMM_MASK + 1};
@@ -575,6 +605,7 @@ int main(void)
 	    cmocka_unit_test(test_rx_bare_edges),
 	    cmocka_unit_test(test_rx_wrap),
 	    cmocka_unit_test(test_tx_entries_and_ring),
+	    cmocka_unit_test(test_tx_entry_rewritten_after_check),
 	    cmocka_unit_test(test_tx_limits),
 	    cmocka_unit_test(test_end_to_end_random),
 	    cmocka_unit_test(test_recv_checks_the_peer),
