@@ -46,6 +46,7 @@
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <net/if_arp.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -331,6 +332,16 @@ static uint64_t needed_caps(const struct conf *c)
 	return keep;
 }
 
+bool gw_privs_may_bind_low(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct cd[2];
+
+	if (syscall(SYS_capget, &h, cd))
+		return true; /* cannot tell: the bind will say */
+	return cd[CAP_NET_BIND_SERVICE / 32].effective & (1u << (CAP_NET_BIND_SERVICE % 32));
+}
+
 int gw_privs_drop(const struct conf *c, char *err, size_t len)
 {
 	int tids[2], n, ret;
@@ -382,9 +393,11 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len)
 /* Once everything is open, what the kept capabilities were for is done: a seccomp filter (which,
  * unlike capabilities, is not part of the credentials the RDMA devices compare, and reaches every
  * thread at once with TSYNC) refuses with EPERM what they would still allow: new packet or raw
- * sockets (CAP_NET_RAW), rtnetlink sockets and the socket ioctls that configure interfaces, routes
- * and ARP, tap creation, ethtool (CAP_NET_ADMIN), and bpf(). Nothing the running daemon does needs
- * them: the port's sockets and tap exist, rdma_cm and verbs work on their own devices. */
+ * sockets (CAP_NET_RAW), netlink sockets other than RDMA's (rtnetlink, nftables, generic netlink),
+ * the firewall tables' socket options, and the socket ioctls that configure interfaces, routes,
+ * ARP, tunnels and PHYs, tap creation, ethtool (CAP_NET_ADMIN); bpf() and io_uring. Nothing the
+ * running daemon does needs them: the port's sockets and tap exist, rdma_cm and verbs work on their
+ * own devices. */
 int gw_privs_lock_syscalls(void)
 {
 #if defined(__x86_64__)
@@ -406,7 +419,8 @@ int gw_privs_lock_syscalls(void)
 	    SIOCSIFTXQLEN,  SIOCETHTOOL,    SIOCSIFMAP,         SIOCDARP,      SIOCSARP,
 	    SIOCDRARP,      SIOCSRARP,      SIOCBRADDBR,        SIOCBRDELBR,   SIOCBRADDIF,
 	    SIOCBRDELIF,    SIOCSIFVLAN,    SIOCBONDENSLAVE,    TUN_SETIFF,    TUN_SETPERSIST,
-	    TUN_SETOWNER,   TUN_SETGROUP,   TUN_SETLINK,
+	    TUN_SETOWNER,   TUN_SETGROUP,   TUN_SETLINK,        SIOCSMIIREG,   SIOCSHWTSTAMP,
+	    SIOCWANDEV,     SIOCDEVPRIVATE + 1, SIOCDEVPRIVATE + 2, SIOCDEVPRIVATE + 3, /* tunnels */
 	};
 	enum { N_IOCTLS = sizeof(ioctls) / sizeof(ioctls[0]) };
 	struct sock_filter f[64 + N_IOCTLS];
@@ -424,24 +438,40 @@ int gw_privs_lock_syscalls(void)
 #endif
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bpf, 0, 1);
 	f[n++] = DENY;
-	/* socket(domain, type, protocol); offsets count from the next instruction */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0,
-	                                      13); /* not socket: to ioctl */
-	f[n++] = ARG(0);
-	f[n++] = IF_EQ(AF_PACKET, 10); /* deny */
-	f[n++] =
-	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 3); /* else: to AF_INET */
-	f[n++] = ARG(2);
-	f[n++] = IF_EQ(NETLINK_ROUTE, 7); /* deny */
-	f[n++] = ALLOW;
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 3); /* else: allow */
-	f[n++] = ARG(1);
-	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K,
-	                                      0xf); /* the type without SOCK_NONBLOCK/CLOEXEC */
-	f[n++] = IF_EQ(SOCK_RAW, 1);                /* deny */
-	f[n++] = ALLOW;
+	/* io_uring's IORING_OP_SOCKET would make sockets this filter never sees (ibgwd uses none) */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1);
 	f[n++] = DENY;
+	/* socket(domain, type, protocol): no packet socket; netlink only for RDMA (rdma-core); no raw
+	 * or SOCK_PACKET IP socket (the kernel makes the latter a packet socket). Jump offsets count
+	 * from the next instruction; the block is 13 long */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 13);
+	f[n++] = ARG(0);                                                                      /* 0 */
+	f[n++] = IF_EQ(AF_PACKET, 10);                                                        /* 1: deny */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 2);   /* 2 */
+	f[n++] = ARG(2);                                                                      /* 3 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_RDMA, 6, 7); /* 4 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);      /* 5 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 4);     /* 6 */
+	f[n++] = ARG(1);                                                                      /* 7 */
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* 8: no NONBLOCK/CLOEXEC */
+	f[n++] = IF_EQ(SOCK_RAW, 2);                                           /* 9: deny */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_PACKET, 1, 0); /* 10 */
+	f[n++] = ALLOW;                                                                       /* 11 */
+	f[n++] = DENY;                                                                        /* 12 */
+	/* setsockopt(fd, level, name, ...): not the firewall tables (iptables, arptables, ebtables:
+	 * SOL_IP 64 and up, ip6tables: SOL_IPV6 64 and up), multicast routing (200 and up) or
+	 * transparent proxying; ibgwd's own kernel sockets set none of these. The block is 10 long */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsockopt, 0, 10);
+	f[n++] = ARG(1);                                                                        /* 0 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IP, 0, 3);         /* 1 */
+	f[n++] = ARG(2);                                                                        /* 2 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 64, 5, 0);             /* 3 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IP_TRANSPARENT, 4, 3); /* 4 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IPV6, 0, 2);       /* 5 */
+	f[n++] = ARG(2);                                                                        /* 6 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 64, 1, 0);             /* 7 */
+	f[n++] = ALLOW;                                                                         /* 8 */
+	f[n++] = DENY;                                                                          /* 9 */
 	/* ioctl(fd, request, ...) */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0,
 	                                      N_IOCTLS + 3); /* else: allow */
@@ -496,7 +526,7 @@ int gw_privs_check(const struct conf *c)
 	check_readable(c);
 	GW_NOTICE("privileges: %d thread(s) run as %s (uid %u, gid %u) with capabilities %s only (effective, "
 	          "permitted and bounding sets), no_new_privs; seccomp refuses new raw sockets, network "
-	          "configuration and bpf",
+	          "configuration, bpf and io_uring",
 	          n, c->gateway.user, (unsigned)prep.uid, (unsigned)prep.gid,
 	          caps_str(prep.keep, kept, sizeof(kept)));
 	return 0;

@@ -4,6 +4,7 @@
 #ifndef GW_PRIVS_H
 #define GW_PRIVS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct conf;
@@ -26,8 +27,13 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len);
 int gw_privs_check(const struct conf *c);
 
 /* Any thread, no_new_privs set: installs on every thread of the process the seccomp filter that
- * refuses (EPERM) new packet and raw sockets, rtnetlink sockets, the ioctls that configure interfaces,
- * routes, ARP and taps, ethtool, and bpf(). gw_privs_check does it after a drop. Returns 0 or -errno. */
+ * refuses (EPERM) new packet and raw sockets, netlink sockets but RDMA's, the firewall tables'
+ * socket options, the ioctls that configure interfaces, routes, ARP, taps and tunnels, ethtool,
+ * bpf() and io_uring (privs.c says why). gw_privs_check does it after a drop. Returns 0 or -errno. */
 int gw_privs_lock_syscalls(void);
+
+/* Any thread: may the daemon still bind a port below 1024 (CAP_NET_BIND_SERVICE effective)? A drop
+ * keeps it only when the file at start had such a listener; a reload that adds one is refused. */
+bool gw_privs_may_bind_low(void);
 
 #endif

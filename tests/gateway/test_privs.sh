@@ -5,7 +5,9 @@
 #     capabilities an af_packet port needs (CAP_NET_RAW, CAP_NET_ADMIN; plus CAP_IPC_LOCK when this
 #     machine does not let RLIMIT_MEMLOCK be lifted), in the effective, permitted and bounding sets;
 #     and the seccomp filter (Seccomp: 2) that refuses what those would still allow (the filter itself:
-#     tests/unit/test_privs_filter.c); /metrics answers; 1 MB echoes through the port; SIGHUP as nobody re-reads the root-owned 0644 file; SIGTERM drains, exit 0;
+#     tests/unit/test_privs_filter.c); /metrics answers; 1 MB echoes through the port; SIGHUP as nobody re-reads the root-owned 0644 file;
+#     a reload adding an ib: listener below 1024 (none at start: CAP_NET_BIND_SERVICE not kept) is
+#     refused, saying why; SIGTERM drains, exit 0;
 #   - a user that does not exist fails at start and with -t, naming it;
 #   - a world-writable or group-writable config is refused, the file named; root's 0644 is accepted;
 #   - `eal_args = -d /tmp/x.so` is refused as FILE:LINE.
@@ -130,6 +132,24 @@ for i in $(seq 100); do
 done
 [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] || fail "SIGHUP as nobody did not reload"
 ok "SIGHUP as nobody re-read the root-owned 0644 file"
+# a reload that adds an ib: listener below 1024 is refused: the file at start had none, so
+# CAP_NET_BIND_SERVICE was not kept, and rdma_cm would refuse the bind after the reload said it was done
+cat >>"$conf" <<CONF
+[route low]
+listen = ib:701
+connect = echo
+CONF
+kill -HUP "$GW_PID"
+for i in $(seq 100); do
+	[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="failed"}')" = 1 ] && break
+	sleep 0.1
+done
+[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="failed"}')" = 1 ] ||
+	fail "a reload adding ib:701 as nobody without CAP_NET_BIND_SERVICE was not refused"
+grep -q "route low listens on ib:701, below 1024, which needs CAP_NET_BIND_SERVICE" "$GW_LOG" ||
+	fail "the refusal does not say why"
+[ "$(gw_metric "$port" ibgw_routes)" = 1 ] || fail "the refused reload changed the routes"
+ok "a reload adding ib:701 (below 1024, CAP_NET_BIND_SERVICE not kept) refused, saying why; the routes unchanged"
 gw_stop TERM 20
 rc=$?
 [ $rc = 0 ] || fail "ibgwd exited $rc"

@@ -52,6 +52,16 @@ static int try_ioctl(unsigned long req)
 	return r;
 }
 
+/* errno of setsockopt(udp socket, LEVEL, NAME, int 1) (0 when it worked). */
+static int try_setsockopt(int level, int name)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1, r;
+
+	r = setsockopt(fd, level, name, &one, sizeof(one)) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
 /* In a child: the filter on, then each call. Exit status: index of the first wrong answer + 1. */
 static int child(void)
 {
@@ -70,6 +80,25 @@ static int child(void)
 		return 5;
 	if (syscall(SYS_bpf, 0, NULL, 0) != -1 || errno != EPERM)
 		return 6;
+	/* SOCK_PACKET on an IP family is a packet socket (the kernel turns it into one); nftables and
+	 * generic netlink (ethtool, devlink); the iptables socket option on any IP socket; tunnel and
+	 * PHY ioctls; io_uring, whose socket op this filter would never see */
+	if (try_socket(AF_INET, SOCK_PACKET, htons(0x0003)) != EPERM)
+		return 10;
+	if (try_socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER) != EPERM ||
+	    try_socket(AF_NETLINK, SOCK_RAW, NETLINK_GENERIC) != EPERM)
+		return 11;
+	if (try_setsockopt(SOL_IP, 64 /* IPT_SO_SET_REPLACE */) != EPERM ||
+	    try_setsockopt(SOL_IPV6, 64 /* IP6T_SO_SET_REPLACE */) != EPERM ||
+	    try_setsockopt(SOL_IP, 200 /* MRT_INIT */) != EPERM || try_setsockopt(SOL_IP, IP_TRANSPARENT) != EPERM)
+		return 12;
+	if (try_ioctl(SIOCSMIIREG) != EPERM || try_ioctl(SIOCDEVPRIVATE + 1) != EPERM)
+		return 13;
+	{
+		char params[120] = {0}; /* struct io_uring_params */
+		if (syscall(SYS_io_uring_setup, 1, params) != -1 || errno != EPERM)
+			return 14;
+	}
 	/* what the daemon does */
 	if (try_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0) || try_socket(AF_INET, SOCK_DGRAM, 0) ||
 	    try_socket(AF_UNIX, SOCK_DGRAM, 0))
@@ -78,6 +107,8 @@ static int child(void)
 		return 8;
 	if (try_ioctl(SIOCGIFFLAGS) || try_ioctl(SIOCGIFINDEX))
 		return 9;
+	if (try_setsockopt(SOL_SOCKET, SO_REUSEADDR) || try_setsockopt(SOL_IP, IP_TOS))
+		return 15;
 	return 0;
 }
 
