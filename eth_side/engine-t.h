@@ -108,6 +108,7 @@ struct eth_tcb {
 	bool ts_ok, sack_ok, ws_ok;
 	bool ack_now, in_recovery, rtt_timing, want_writable, zero_wnd_adv;
 	bool eof_told; /* on_readable fired with peer_done set */
+	bool sws_override; /* the persist timer found the window open but too small: send into it */
 	uint8_t snd_wscale, rcv_wscale;
 	uint8_t n_ooo, n_sacked;
 	uint8_t dupacks, backoff, probes;

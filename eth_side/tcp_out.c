@@ -337,9 +337,11 @@ static bool send_data(struct eth_tcb *t)
 		if (len > usable)
 			len = usable;
 		/* sender SWS avoidance (RFC 9293 3.8.6.2.1): a runt only if it is all we have, or the
-		 * window is at least half the largest the peer ever offered */
-		if (len && len < seg && len < avail && usable < t->max_sndwnd / 2)
+		 * window is at least half the largest the peer ever offered, or the persist timer said
+		 * so (the override timeout) */
+		if (len && len < seg && len < avail && usable < t->max_sndwnd / 2 && !t->sws_override)
 			len = 0;
+		t->sws_override = false;
 		/* a TSO frame short of the data ends on a whole segment: no runt in the middle of a stream */
 		if (len > seg && len < avail)
 			len -= len % seg;

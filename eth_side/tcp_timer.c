@@ -142,10 +142,19 @@ static void rexmit_fire(struct eth_tcb *t)
 		}
 		if (gave_up(t))
 			return;
-		/* Linux's probe: an old sequence number the peer must answer with its window */
-		eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
 		if (t->backoff < MAX_BACKOFF)
 			t->backoff++;
+		if (t->snd_wnd) {
+			/* open, but below what sender SWS avoidance waits for, and nothing in flight: the
+			 * override timeout (RFC 9293 3.8.6.2.1) sends what fits. A probe alone would wait
+			 * for ever on a receiver that keeps a small window open (Linux advertises 0
+			 * instead; small stacks do not), holding the bytes lent from the IB ring */
+			t->sws_override = true;
+			eth_tcb_output_later(t);
+			return;
+		}
+		/* Linux's probe: an old sequence number the peer must answer with its window */
+		eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
 		eth_tcp_rexmit_arm(t);
 		return;
 	}

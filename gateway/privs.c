@@ -506,10 +506,16 @@ int gw_privs_check(const struct conf *c)
 	char kept[160];
 
 	if (!prep.dropped) {
+		/* the capabilities stay (credentials cannot change once the RDMA devices are open, and
+		 * a daemon run as root by choice keeps root's file access), but what they were for at
+		 * start-up is done all the same: the filter costs nothing and takes no credential */
+		int lk = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? -errno : gw_privs_lock_syscalls();
+		if (lk)
+			GW_WARN("privileges: cannot install the seccomp filter: %s", strerror(-lk));
 		GW_NOTICE("privileges: running as uid %u with the capabilities it was started with (set "
-		          "[gateway] user "
-		          "to drop them)",
-		          (unsigned)geteuid());
+		          "[gateway] user to drop them)%s",
+		          (unsigned)geteuid(),
+		          lk ? "" : "; seccomp refuses new raw sockets, network configuration, bpf and io_uring");
 		return 0;
 	}
 	if ((ret = gw_privs_lock_syscalls())) {

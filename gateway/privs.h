@@ -21,15 +21,17 @@ int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len
  * permitted, bounding) and sets no_new_privs. Returns 0 or -errno with a message in ERR. */
 int gw_privs_drop(const struct conf *c, char *err, size_t len);
 
-/* Control thread, once start-up is done and before the workers run: checks every thread's
- * /proc/self/task/<tid>/status against what gw_privs_drop set and logs one line saying what was kept.
- * Returns 0 or -EPERM (logged); on failure the daemon must not serve. */
+/* Control thread, once start-up is done and before the workers run: installs the seccomp filter
+ * (gw_privs_lock_syscalls); after a drop, checks every thread's /proc/self/task/<tid>/status against
+ * what gw_privs_drop set. Logs one line saying what was kept. Returns 0 or -EPERM (logged); on
+ * failure the daemon must not serve (without a drop, a filter that cannot be installed is a
+ * warning). */
 int gw_privs_check(const struct conf *c);
 
 /* Any thread, no_new_privs set: installs on every thread of the process the seccomp filter that
  * refuses (EPERM) new packet and raw sockets, netlink sockets but RDMA's, the firewall tables'
  * socket options, the ioctls that configure interfaces, routes, ARP, taps and tunnels, ethtool,
- * bpf() and io_uring (privs.c says why). gw_privs_check does it after a drop. Returns 0 or -errno. */
+ * bpf() and io_uring (privs.c says why). gw_privs_check does it. Returns 0 or -errno. */
 int gw_privs_lock_syscalls(void);
 
 /* Any thread: may the daemon still bind a port below 1024 (CAP_NET_BIND_SERVICE effective)? A drop

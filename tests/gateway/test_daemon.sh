@@ -62,6 +62,16 @@ for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result=
 [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] || fail "the SIGHUP sent during start-up was not handled"
 ok "ibgwd serving, /health 200; SIGHUP and SIGUSR1 sent $early were handled once it served"
 
+# as root without [gateway] user the capabilities stay, but the seccomp filter is on in every thread
+# (what they were for at start-up is done): no_new_privs and Seccomp 2 everywhere
+bad=$(for st in /proc/$GW_PID/task/*/status; do
+	awk '/^NoNewPrivs:/ { n = $2 } /^Seccomp:/ { s = $2 } END { if (n != 1 || s != 2) print FILENAME, n, s }' "$st"
+done)
+[ -z "$bad" ] || fail "threads without no_new_privs or the seccomp filter: $bad"
+grep -q "privileges: running as uid 0 with the capabilities it was started with .*; seccomp refuses" "$GW_LOG" ||
+	fail "the privileges line does not say the filter is on: $(grep 'privileges:' "$GW_LOG")"
+ok "as root without user: every thread has no_new_privs and the seccomp filter"
+
 curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m1" || fail "GET /metrics"
 python3 tests/lib/prom_check.py --require ibgw_build_info ibgw_uptime_seconds ibgw_config_reloads_total \
 	ibgw_worker_loop_iterations_total ibgw_port_rx_packets_total ibgw_port_rx_nombuf_total \

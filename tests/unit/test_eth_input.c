@@ -941,6 +941,45 @@ static void test_persist(void **state)
 	assert_int_equal(got, sizeof(blob));
 }
 
+/* The peer's window stays open but small (1024 bytes, after it once offered 8 MiB), its reader
+ * slow: sender SWS avoidance holds the runt back and nothing is in flight, so the persist timer's
+ * override (RFC 9293 3.8.6.2.1) sends what fits each time, and every byte gets there. Probing
+ * alone, answered every time, never sent a byte (the bytes lent from an IB ring stayed held). */
+static void test_small_window_override(void **state)
+{
+	static uint8_t blob[7000];
+	struct conn c = established_echo(41035);
+	struct eh_session *se = session_of(41035);
+	struct out v[16];
+	uint32_t got = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7 + 3);
+	ack_all(&c, 8); /* 1024 bytes: the window scale is 7 */
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, 4000), 4000);
+	eh_poll(&h);
+	for (unsigned i = 0; i < 60 && got < 4000; i++) {
+		unsigned n = sent(v, 16);
+		for (unsigned k = 0; k < n; k++) {
+			if (!v[k].len)
+				continue; /* (a probe, not data) */
+			assert_int_equal(v[k].seq, c.gnxt);
+			assert_true(v[k].len <= 1024);
+			assert_memory_equal(v[k].data, blob + got, v[k].len);
+			got += v[k].len;
+			c.gnxt += v[k].len;
+		}
+		eh_forget(&h);
+		if (n)
+			ack_all(&c, 8); /* everything taken, 1024 bytes of window again */
+		eh_advance_ms(&h, 1000);
+	}
+	assert_int_equal(got, 4000);
+	assert_int_equal(S()->tcp_active, 1);
+}
+
 /* A session that stops reading: the advertised window closes (counted once), and opens again. */
 static void test_zero_window_sent(void **state)
 {
@@ -2886,6 +2925,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ooo_expiry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_small_window_override, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
