@@ -228,6 +228,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	for (unsigned i = 0; i < GW_N_SIDES; i++)
 		gw_sides[i]->routes(d);
 	d->reloads_ok++;
+	gw_stats_stale();
 	GW_NOTICE("reload done: %u route(s)%s", c->n_routes,
 	          d->restart_pending ? "; some changes need a restart (see above)" : "");
 	return;
@@ -237,6 +238,7 @@ err:
 	conf_free(c);
 	GW_ERR("reload failed: keeping the running configuration");
 	d->reloads_failed++;
+	gw_stats_stale();
 }
 
 static void on_usr1(evutil_socket_t fd, short what, void *arg)

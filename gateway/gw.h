@@ -419,8 +419,10 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m);
  * 0, or -EINVAL for other streams. */
 int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
 
-/* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. */
+/* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. gw_stats_stale (control):
+ * what the last render showed changed (a reload): the next request renders anew. */
 int gw_stats_start(struct gw_daemon *d);
 void gw_stats_stop(struct gw_daemon *d);
+void gw_stats_stale(void);
 
 #endif

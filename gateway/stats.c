@@ -6,7 +6,13 @@
  * or its memory: at most STATS_MAX_CONNS connections (beyond, a new one is closed at once), one request
  * each, STATS_DEADLINE_S from accept to the end of the request and as long again for the reply to leave,
  * whatever the client does (a slow sender or a slow reader is cut), a request head of STATS_MAX_HEAD
- * bytes, no body read, "Connection: close". This is a small HTTP/1.x responder of its own on bufferevents:
+ * bytes, no body read, "Connection: close". When all are taken, a new connection closes the oldest
+ * one still without a whole request after STATS_IDLE_EVICT_MS (a client that sends its request
+ * does so at once; one that holds the connection idle is what the cap is for), so idle connections
+ * can no longer keep scrapes and health checks out. A render of /metrics or /stats is reused for
+ * ten times as long as it took (a client asking in a loop, with 256 routes, would otherwise keep
+ * the control thread rendering); a reload or a backend state change makes the next request render
+ * again. This is a small HTTP/1.x responder of its own on bufferevents:
  * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total time (its
  * timeout restarts with every byte read, so one byte every 9 s held a connection for hours). A client that
  * resets mid-reply costs an EPIPE (SIGPIPE is ignored, daemon.c). */
@@ -32,12 +38,14 @@
 #include "log.h"
 #include "metrics.h"
 
-#define STATS_MAX_CONNS	 64
-#define STATS_DEADLINE_S 10
-#define STATS_MAX_HEAD	 8192
+#define STATS_MAX_CONNS	    64
+#define STATS_DEADLINE_S    10
+#define STATS_MAX_HEAD	    8192
+#define STATS_IDLE_EVICT_MS 250
+#define STATS_REUSE_FACTOR  10 /* a render serves for this many times its own duration */
 
-enum drop_reason { DROP_LIMIT, DROP_TIMEOUT, DROP_OVERSIZE, DROP_COUNT };
-static const char *const drop_names[DROP_COUNT] = {"limit", "timeout", "oversize"};
+enum drop_reason { DROP_LIMIT, DROP_TIMEOUT, DROP_OVERSIZE, DROP_EVICTED, DROP_COUNT };
+static const char *const drop_names[DROP_COUNT] = {"limit", "timeout", "oversize", "evicted"};
 
 struct stats_conn {
 	struct gw_daemon *d;
@@ -46,17 +54,32 @@ struct stats_conn {
 	bool replied; /* the reply is queued: free once it has left */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
-	LIST_ENTRY(stats_conn) link; /* st.conns */
+	uint64_t born_ns; /* accepted */
+	TAILQ_ENTRY(stats_conn) link; /* st.conns, oldest first */
+};
+
+/* The last render of each format (control thread only). */
+struct stats_render {
+	char *text;
+	size_t len;
+	uint64_t at_ns, cost_ns;
 };
 
 /* control thread only */
 static struct {
 	struct evconnlistener *lis;
 	struct event *resume; /* re-enables the listener after an accept error */
-	LIST_HEAD(, stats_conn) conns;
+	TAILQ_HEAD(, stats_conn) conns;
 	unsigned n_conns;
 	uint64_t dropped[DROP_COUNT];
-} st;
+	struct stats_render last[2]; /* Prometheus, JSON */
+	uint64_t renders[2], reused[2];
+} st = {.conns = TAILQ_HEAD_INITIALIZER(st.conns)};
+
+void gw_stats_stale(void)
+{
+	st.last[0].at_ns = st.last[1].at_ns = 0;
+}
 
 static void render(struct gw_daemon *d, struct gw_metrics *m)
 {
@@ -82,9 +105,17 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_sample(m, d->restart_pending > 0, NULL);
 	gw_metrics_family(m, "stats_connections_dropped_total", XLT_COUNTER,
 			  "stats endpoint connections closed early: limit (too many open), timeout (request not "
-			  "done in time), oversize (request head too large)");
+			  "done in time), oversize (request head too large), evicted (the oldest one still without "
+			  "a request, for a new connection when all were taken)");
 	for (unsigned k = 0; k < DROP_COUNT; k++)
 		gw_metrics_sample(m, (double)st.dropped[k], "reason", drop_names[k], NULL);
+	gw_metrics_family(m, "stats_renders_total", XLT_COUNTER,
+			  "renders of /metrics and /stats, by result: rendered, or reused (a render at most "
+			  "ten times its own duration old; reloads and backend changes render anew)");
+	gw_metrics_sample(m, (double)st.renders[0], "format", "prometheus", "result", "rendered", NULL);
+	gw_metrics_sample(m, (double)st.reused[0], "format", "prometheus", "result", "reused", NULL);
+	gw_metrics_sample(m, (double)st.renders[1], "format", "json", "result", "rendered", NULL);
+	gw_metrics_sample(m, (double)st.reused[1], "format", "json", "result", "reused", NULL);
 	gw_metrics_family(m, "routes", XLT_GAUGE, "routes in the running configuration");
 	gw_metrics_sample(m, d->n_routes, NULL);
 	gw_metrics_family(m, "workers", XLT_GAUGE, "datapath workers");
@@ -118,7 +149,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 
 static void conn_free(struct stats_conn *c)
 {
-	LIST_REMOVE(c, link);
+	TAILQ_REMOVE(&st.conns, c, link);
 	st.n_conns--;
 	event_free(c->deadline);
 	bufferevent_free(c->bev); /* closes the socket */
@@ -229,6 +260,7 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		return;
 	}
 	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s);
+	gw_stats_stale(); /* the next /metrics shows it */
 	if (ret) {
 		evbuffer_add_printf(body, "no backend %s in route %s\n", backend, path);
 		reply(c, 404, "Not Found", text, "", body, false);
@@ -278,9 +310,27 @@ static void handle(struct stats_conn *c, char *line)
 		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
 	} else {
 		bool prom = !strcmp(target, "/metrics");
-		gw_metrics_begin(&m, body, prom ? GW_METRICS_PROMETHEUS : GW_METRICS_JSON);
-		render(d, &m);
-		gw_metrics_end(&m);
+		struct stats_render *r = &st.last[!prom];
+		uint64_t t0 = gw_now_ns();
+
+		if (r->text && r->at_ns && t0 - r->at_ns < STATS_REUSE_FACTOR * r->cost_ns) {
+			evbuffer_add(body, r->text, r->len);
+			st.reused[!prom]++;
+		} else {
+			gw_metrics_begin(&m, body, prom ? GW_METRICS_PROMETHEUS : GW_METRICS_JSON);
+			render(d, &m);
+			gw_metrics_end(&m);
+			st.renders[!prom]++;
+			/* kept for the next ones (without memory for it, the next renders too) */
+			size_t len = evbuffer_get_length(body);
+			char *t = len > r->len || !r->text ? realloc(r->text, len ? len : 1) : r->text;
+			if (t) {
+				r->text = t;
+				r->len = (size_t)evbuffer_copyout(body, t, len);
+				r->at_ns = t0;
+				r->cost_ns = gw_now_ns() - t0;
+			}
+		}
 		reply(c, 200, "OK", prom ? "text/plain; version=0.0.4; charset=utf-8" : "application/json", "", body,
 		      head);
 	}
@@ -367,9 +417,19 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 
 	(void)lis;
 	if (st.n_conns >= STATS_MAX_CONNS) {
-		st.dropped[DROP_LIMIT]++;
-		close(fd);
-		return;
+		/* the oldest connection still without a whole request, if it had its time */
+		struct stats_conn *old = TAILQ_FIRST(&st.conns);
+		uint64_t now = gw_now_ns();
+
+		while (old && old->replied)
+			old = TAILQ_NEXT(old, link);
+		if (!old || now - old->born_ns < STATS_IDLE_EVICT_MS * 1000000ull) {
+			st.dropped[DROP_LIMIT]++;
+			close(fd);
+			return;
+		}
+		st.dropped[DROP_EVICTED]++;
+		conn_free(old);
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -388,7 +448,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	bufferevent_setwatermark(c->bev, EV_READ, 0, STATS_MAX_HEAD + 1);
 	if (bufferevent_enable(c->bev, EV_READ))
 		goto err;
-	LIST_INSERT_HEAD(&st.conns, c, link);
+	c->born_ns = gw_now_ns();
+	TAILQ_INSERT_TAIL(&st.conns, c, link);
 	st.n_conns++;
 	return;
 err:
@@ -452,8 +513,12 @@ int gw_stats_start(struct gw_daemon *d)
 void gw_stats_stop(struct gw_daemon *d)
 {
 	(void)d;
-	while (!LIST_EMPTY(&st.conns))
-		conn_free(LIST_FIRST(&st.conns));
+	while (!TAILQ_EMPTY(&st.conns))
+		conn_free(TAILQ_FIRST(&st.conns));
+	for (unsigned k = 0; k < 2; k++) {
+		free(st.last[k].text);
+		st.last[k] = (struct stats_render){0};
+	}
 	if (st.resume)
 		event_free(st.resume);
 	st.resume = NULL;
