@@ -169,6 +169,9 @@ struct conf_route {
 	uint64_t check_interval_ms;
 	uint64_t check_timeout_ms;
 	uint32_t rise, fall;
+	/* passive: sessions in a row a backend reset before its first byte, then out for eject_time */
+	uint32_t eject_after;
+	uint64_t eject_time_ms;
 	struct conf_bytes check_send;   /* sent once connected (TCP checks) */
 	struct conf_bytes check_expect; /* must be the first bytes the backend sends (TCP checks) */
 	/* sources allowed, both families in one list (an IPv4 /n is the mapped /96+n: 0.0.0.0/0 is every

@@ -249,6 +249,14 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "consecutive passed checks that bring a down backend up"},
 	{R(fall), .type = T_UINT, .min = 1, .max = 100, .def = "3",
 	 .doc = "consecutive failed checks that take an up backend down"},
+	{R(eject_after), .type = T_UINT, .min = 0, .max = 1000, .def = "5",
+	 .doc = "passive check of a pool's backends: sessions in a row that a backend resets before sending its "
+		"first byte, after which it takes no new session for eject_time (0 = never; never the pool's "
+		"last usable backend)"},
+	{R(eject_time_ms), .key = "eject_time", .type = T_DURATION, .unit_us = 1000, .min = 1000,
+	 .max = 3600 * 1000, .def = "10s",
+	 .doc = "how long an ejected backend takes no new session; doubled each time it is ejected again "
+		"before it served a session (16 times at most)"},
 	{R(check_send), .type = T_BYTES, .def = "",
 	 .doc = "tcp checks: bytes sent once connected (C escapes \\r \\n \\t \\\\ \\xHH)"},
 	{R(check_expect), .type = T_BYTES, .def = "",
@@ -1622,6 +1630,7 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b)
 	       a->n_backends == b->n_backends && !memcmp(a->backends, b->backends, sizeof(a->backends)) &&
 	       a->balance == b->balance && a->check_interval_ms == b->check_interval_ms &&
 	       a->check_timeout_ms == b->check_timeout_ms && a->rise == b->rise && a->fall == b->fall &&
+	       a->eject_after == b->eject_after && a->eject_time_ms == b->eject_time_ms &&
 	       !memcmp(&a->check_send, &b->check_send, sizeof(a->check_send)) &&
 	       !memcmp(&a->check_expect, &b->check_expect, sizeof(a->check_expect)) &&
 	       a->proxy_protocol == b->proxy_protocol && a->accept_proxy == b->accept_proxy &&

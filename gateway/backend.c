@@ -18,6 +18,7 @@
  *  - A backend's max= is enforced with its atomic active count: the pick reserves (add, and undo when
  *    it went over), so concurrent workers never exceed it. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,26 +264,36 @@ static int pick_source(struct gw_daemon *d, const struct gw_live *l, struct gw_p
 	return -1;
 }
 
+static int pick_by(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried)
+{
+	switch (r->conf.balance) {
+	case CONF_BALANCE_LEASTCONN:
+		return pick_leastconn(w->live, r->pool, w->id, tried);
+	case CONF_BALANCE_SOURCE:
+		return pick_source(w->d, w->live, r->pool, client, tried);
+	default:
+		return pick_rr(w->live, r->pool, w->id, tried);
+	}
+}
+
 struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx)
 {
 	struct gw_pool *p = r->pool;
-	const struct gw_live *l = w->live;
+	uint64_t suspect = 0;
 	int i;
 
 	if (!p)
 		return NULL;
-	switch (r->conf.balance) {
-	case CONF_BALANCE_LEASTCONN:
-		i = pick_leastconn(l, p, w->id, tried);
-		break;
-	case CONF_BALANCE_SOURCE:
-		i = pick_source(w->d, l, p, client, tried);
-		break;
-	default:
-		i = pick_rr(l, p, w->id, tried);
-		break;
-	}
+	/* a backend that reset eject_after sessions in a row before its first byte is passed over at
+	 * once, before the control thread's next tick ejects it (gw_backends_eject), unless nothing
+	 * else is left */
+	for (unsigned k = 0; r->conf.eject_after && k < p->n; k++)
+		if (atomic_load_explicit(&p->b[k]->reset_run, memory_order_relaxed) >= r->conf.eject_after)
+			suspect |= 1ull << k;
+	i = pick_by(w, r, client, tried | suspect);
+	if (i < 0 && suspect)
+		i = pick_by(w, r, client, tried);
 	if (i < 0)
 		return NULL;
 	*idx = (unsigned)i;
@@ -305,6 +316,83 @@ void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 		xlt_counter_add(&b->st[w->id].connect_failures, 1);
 }
 
+void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served)
+{
+	if (early_reset) {
+		xlt_counter_add(&b->st[w->id].early_resets, 1);
+		atomic_fetch_add_explicit(&b->reset_run, 1, memory_order_relaxed);
+	} else if (served) {
+		/* (read first: a backend that serves leaves the line shared, unwritten) */
+		if (atomic_load_explicit(&b->reset_run, memory_order_relaxed))
+			atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+		if (!atomic_load_explicit(&b->served, memory_order_relaxed))
+			atomic_store_explicit(&b->served, true, memory_order_relaxed);
+	}
+}
+
+/* Control: may B take new sessions (health, admin state, passive check)? */
+static bool may_take(const struct gw_backend *b)
+{
+	return b->up && b->admin == CONF_BACKEND_READY && !b->ejected;
+}
+
+/* A backend that accepts connections and resets them at once passes connect checks, and with
+ * leastconn it would take nearly every new session (its sessions end at once). Its sessions are
+ * not retried elsewhere (the client's first bytes may have gone to it), but the next ones are kept
+ * away from it for a while (as Envoy's outlier detection and HAProxy's observe layer4 do). */
+void gw_backends_eject(struct gw_daemon *d, uint64_t now)
+{
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		const struct gw_route *r = d->routes[i];
+		const struct gw_pool *p = r->pool;
+		unsigned n_usable = 0;
+
+		if (!p)
+			continue;
+		for (unsigned k = 0; k < p->n; k++)
+			n_usable += may_take(p->b[k]);
+		for (unsigned k = 0; k < p->n; k++) {
+			struct gw_backend *b = p->b[k];
+			unsigned shift;
+
+			if (atomic_load_explicit(&b->served, memory_order_relaxed)) {
+				atomic_store_explicit(&b->served, false, memory_order_relaxed);
+				b->ejections = 0;
+			}
+			if (b->ejected) {
+				if (now < b->eject_until_ns)
+					continue;
+				b->ejected = false;
+				atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+				d->bk_dirty = true;
+				GW_NOTICE("route %s: backend %s takes sessions again after its ejection", r->conf.name,
+				          b->name);
+				continue;
+			}
+			if (!r->conf.eject_after ||
+			    atomic_load_explicit(&b->reset_run, memory_order_relaxed) < r->conf.eject_after ||
+			    !may_take(b))
+				continue;
+			if (n_usable <= 1) {
+				/* the last one: ejecting it would refuse every session, not some; its count
+				 * starts again (the pick passes it over only while another is usable) */
+				atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+				continue;
+			}
+			shift = b->ejections < 4 ? b->ejections : 4;
+			b->ejected = true;
+			b->eject_until_ns = now + (r->conf.eject_time_ms << shift) * 1000000ull;
+			b->ejections++;
+			n_usable--;
+			d->bk_dirty = true;
+			GW_WARN("route %s: backend %s ejected for %" PRIu64 " ms: it reset %u session(s) in a row "
+			        "before sending a byte",
+			        r->conf.name, b->name, r->conf.eject_time_ms << shift,
+			        (unsigned)atomic_load_explicit(&b->reset_run, memory_order_relaxed));
+		}
+	}
+}
+
 /* ---- control: publication, admin state, lifetime ---- */
 
 void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
@@ -313,7 +401,7 @@ void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
 
 	LIST_FOREACH(b, &d->backends, link) {
 		l->bk_serial[b->slot] = b->serial;
-		l->bk_usable[b->slot] = b->up && b->admin == CONF_BACKEND_READY;
+		l->bk_usable[b->slot] = may_take(b);
 	}
 }
 
@@ -433,7 +521,7 @@ static unsigned state_of(const struct gw_backend *b)
 {
 	if (b->admin == CONF_BACKEND_MAINT)
 		return 3;
-	if (!b->up)
+	if (!b->up || b->ejected)
 		return 1;
 	return b->admin == CONF_BACKEND_DRAIN ? 2 : 0;
 }
@@ -480,6 +568,19 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 			n += xlt_counter_read(&b->st[w].connect_failures);
 		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
 	}
+	gw_metrics_family(m, "backend_early_resets_total", XLT_COUNTER,
+	                  "sessions the backend reset before sending a byte (eject_after of them in a row eject it)");
+	LIST_FOREACH(b, &d->backends, link) {
+		uint64_t n = 0;
+		for (unsigned w = 0; w < d->n_workers; w++)
+			n += xlt_counter_read(&b->st[w].early_resets);
+		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
+	}
+	gw_metrics_family(m, "backend_ejected", XLT_GAUGE,
+	                  "1 while the backend takes no new session after resetting eject_after sessions in a row "
+	                  "(backend_state says down meanwhile)");
+	LIST_FOREACH(b, &d->backends, link)
+		gw_metrics_sample(m, b->ejected, "route", b->route, "backend", b->name, NULL);
 	gw_metrics_family(m, "backend_checks_total", XLT_COUNTER, "health checks of the backend, by result");
 	LIST_FOREACH(b, &d->backends, link) {
 		gw_metrics_sample(m, (double)b->checks_passed, "route", b->route, "backend", b->name,

@@ -1,6 +1,7 @@
 /* Backend pools: a route whose connect names several tcp: (or ib:) destinations spreads its sessions
- * over them (backend.c), skipping those that health checks found down (health.c) or that an operator
- * set to drain or maintenance.
+ * over them (backend.c), skipping those that health checks found down (health.c), that reset their
+ * sessions before sending a byte (the passive check, gw_backends_eject) or that an operator set to
+ * drain or maintenance.
  *
  * Who owns what:
  *  - struct gw_backend is one destination of one route NAME (route name + endpoint). It outlives
@@ -37,6 +38,7 @@ struct gw_backend_wstats {
 	alignas(64) uint64_t sessions_total; /* sessions sent to the backend (each connect attempt) */
 	uint64_t
 	    connect_failures; /* far-side connects that failed (each was retried elsewhere if time allowed) */
+	uint64_t early_resets; /* sessions the backend reset before sending a byte (passive check) */
 };
 
 struct gw_backend {
@@ -50,6 +52,10 @@ struct gw_backend {
 	uint64_t hkey;           /* keyed hash of the endpoint (source balancing) */
 	/* any thread (atomic): sessions holding it now, all workers and route objects */
 	_Atomic uint32_t active;
+	/* workers: sessions in a row it reset before its first byte (a served session clears it), and
+	 * whether one was served since control last looked */
+	_Atomic uint32_t reset_run;
+	_Atomic bool served;
 	/* control thread only */
 	unsigned refs;       /* pools (route objects) naming it */
 	uint32_t admin;      /* enum conf_backend_state in force */
@@ -59,6 +65,9 @@ struct gw_backend {
 	unsigned rise_run, fall_run;
 	uint64_t next_check_ns;
 	bool checking; /* a check is out (its record belongs to worker 0 until the result comes back) */
+	bool ejected;  /* passive check: out until eject_until */
+	uint64_t eject_until_ns;
+	unsigned ejections; /* in a row, without a served session between (doubles the time) */
 	uint64_t checks_passed, checks_failed;
 	uint64_t check_ns_last, check_ns_sum;        /* latency of passed checks (connect, send, expect) */
 	struct gw_check *chk;                        /* health.c's record, allocated on the first check */
@@ -99,6 +108,12 @@ unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, ui
 uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const struct xlt_stream *a);
 /* Worker: the session on B ended (or its connect failed: FAILED counts it). */
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed);
+/* Worker: a session on B is over, B's side open once: B reset it before sending a byte (EARLY_RESET)
+ * or it served it (SERVED: bytes came from B). The passive check (gw_backends_eject) reads these. */
+void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served);
+/* Control, every health tick: ejects a backend that reset eject_after sessions in a row before
+ * their first byte (never a pool's last usable one) and lets it back after eject_time. */
+void gw_backends_eject(struct gw_daemon *d, uint64_t now_ns);
 /* Worker: a session's connect to B started, or failed at once (not for a shortage of ours). */
 static inline void gw_backend_tried(struct gw_worker *w, struct gw_backend *b)
 {

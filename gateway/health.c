@@ -283,10 +283,12 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 	while ((n = rte_ring_sc_dequeue_burst(h.res, msgs, 64, NULL)) > 0)
 		for (unsigned i = 0; i < n; i++)
 			result(d, msgs[i], now);
-	if (atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING)
+	if (atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING) {
 		for (unsigned i = 0; i < d->n_routes; i++)
 			if (d->routes[i]->pool && d->routes[i]->conf.check_interval_ms)
 				dispatch(d->routes[i], now);
+		gw_backends_eject(d, now);
+	}
 	if (d->bk_dirty)
 		gw_backends_publish(d);
 }

@@ -96,9 +96,15 @@ static uint64_t owner_now(void *arg)
 static void owner_ended(void *arg, struct xlt_session *x)
 {
 	struct gw_worker *w = arg;
+	struct gw_session *s = (struct gw_session *)x;
 
+	if (s->be && x->b_open && x->st[1]) {
+		/* the passive check: reset by the backend before its first byte, or served */
+		uint64_t in = x->st[1]->bytes_in;
+		gw_backend_outcome(w, s->be, x->reason == XLT_END_RESET && x->err_by == 1 && !in, in > 0);
+	}
 	if (w->live->alog_on)
-		gw_alog_session(w, (struct gw_session *)x, GW_ALOG_END, gw_now_ns());
+		gw_alog_session(w, s, GW_ALOG_END, gw_now_ns());
 }
 
 static void owner_done(void *arg, struct xlt_session *x, enum xlt_end_reason reason)

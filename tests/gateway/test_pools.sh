@@ -97,6 +97,20 @@ listen = tcp:8009
 connect = tcp:$IP:7001 state=maint, tcp:$IP:7009
 max_sessions = 16
 
+# a backend that accepts and resets at once (7010) beside a good one, leastconn (the worst case: its
+# sessions end at once, so it looks least loaded), eject_after and eject_time at their defaults
+[route ej]
+listen = tcp:8010
+connect = tcp:$IP:7010, tcp:$IP:7001
+balance = leastconn
+max_sessions = 16
+
+# the same resetting backend as the only usable one: never ejected (that would refuse every session)
+[route ej1]
+listen = tcp:8011
+connect = tcp:$IP:7010, tcp:$IP:7001 state=maint
+max_sessions = 16
+
 [route v6]
 listen = tcp:8007
 connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
@@ -345,6 +359,40 @@ took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 awk -v t="$took" 'BEGIN { exit !(t < 2.0) }' || fail "to: the session took $took s, beyond connect_timeout (2 s)"
 [ "$(m 'backend_connect_failures_total{route="to",backend="198.18.0.99:7001"}')" = 1 ] || fail "to: the silent backend's failure not counted"
 ok "to: behind a backend that never answers, the session reached the live one in $took s (connect_timeout 2 s, shared by the tries)"
+
+# passive check: a backend that accepts and resets at once passes connects, so only its sessions show
+# it. After eject_after (5) in a row it takes no new session for eject_time (10 s); then once more,
+# and the next ejection lasts twice as long
+eth_bg "$PY3" -c "
+import socket, struct
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$IP', 7010)); s.listen(64)
+while True:
+    c, _ = s.accept()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    c.close()"
+eth_wait_listen 7010
+EB=$IP:7010
+peer run "$ETH_GW_IP" 8010 30 20000 --timeout 5 >"$tmp/ej.out"
+nf=$(grep -vc '^ok 1$' "$tmp/ej.out")
+for i in $(seq 20); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] && break; sleep 0.05; done # (the 100 ms tick)
+[ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] || fail "ej: the resetting backend not ejected ($nf of 30 sessions failed, $(m "backend_early_resets_total{route=\"ej\",backend=\"$EB\"}") early resets; $(grep '"route":"ej"' "$tmp/access.log" | grep -v '"reason":"ok"' | head -2))"
+er=$(m "backend_early_resets_total{route=\"ej\",backend=\"$EB\"}")
+[ "$er" -ge 5 ] && [ "$nf" = "$er" ] && [ "$nf" -le 6 ] || fail "ej: $nf of 30 sessions failed, $er early resets counted (5 to eject: the next pick passes it over)"
+tail -n 15 "$tmp/ej.out" | grep -qv '^ok 1$' && fail "ej: sessions failed after the ejection: $(tail -n 15 "$tmp/ej.out" | grep -v '^ok 1$' | head -3)"
+[ "$(m "backend_state{route=\"ej\",backend=\"$EB\",state=\"down\"}")" = 1 ] || fail "ej: the ejected backend's state is not down"
+grep -q "route ej: backend $EB ejected for 10000 ms: it reset [0-9]* session(s) in a row" "$GW_LOG" || fail "ej: the ejection not logged"
+ok "ej: a backend that resets at once, leastconn: ejected after $er early resets of 30 sessions (the rest, the last 15 among them, all on the good backend, verified), state down"
+peer run "$ETH_GW_IP" 8011 8 20000 --timeout 5 >"$tmp/ej1.out"
+[ "$(grep -c '^ok' "$tmp/ej1.out")" = 0 ] || fail "ej1: sessions through the only, resetting backend succeeded"
+[ "$(m "backend_ejected{route=\"ej1\",backend=\"$EB\"}")" = 0 ] || fail "ej1: the pool's last usable backend was ejected"
+ok "ej1: the same backend as its pool's only usable one: 8 sessions reset, never ejected"
+for i in $(seq 130); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] && break; sleep 0.1; done
+[ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] || fail "ej: not back after eject_time (10 s)"
+peer run "$ETH_GW_IP" 8010 20 20000 --timeout 5 >"$tmp/ej2.out"
+for i in $(seq 20); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] && break; sleep 0.05; done
+[ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] || fail "ej: the backend not ejected again"
+grep -q "route ej: backend $EB ejected for 20000 ms" "$GW_LOG" || fail "ej: the second ejection does not last twice as long"
+ok "ej: back after 10 s, ejected again after $(grep -vc '^ok 1$' "$tmp/ej2.out") more resets, for 20 s"
 
 peer run "$ETH_GW_IP" 8009 1 20000 --timeout 5 >"$tmp/rf.out"
 grep -q '^ok' "$tmp/rf.out" && fail "rf: a session through a refusing backend succeeded"
