@@ -1,8 +1,21 @@
-/* Logging backend. The level is a relaxed atomic so SIGHUP can change it while workers log. */
+/* Logging backend. The level is a relaxed atomic so SIGHUP can change it while workers log.
+ *
+ * A datapath thread never waits for the log: journald or a syslog daemon that stalls (a flush, a
+ * rotation, a full disk) or a pipe nobody reads would stop every session of that worker. There a
+ * line that cannot go at once is dropped and counted (gw_log_dropped): to a socket (journald's
+ * stream, syslog's datagrams, the latter through a socket of the thread's own, glibc's syslog()
+ * blocks) with MSG_DONTWAIT, to a pipe or a terminal only when poll() says a line fits (lines are
+ * shorter than PIPE_BUF); a regular file is written as it is. */
+#include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -10,9 +23,82 @@
 
 static enum conf_log_target log_target = CONF_LOG_STDERR;
 static _Atomic int log_level = CONF_LOG_INFO; /* written by the control thread, read by all */
+static _Atomic uint64_t log_dropped;
+static _Thread_local bool log_nowait; /* this thread is a worker */
+static _Thread_local int log_sock = -1; /* its own syslog socket (connected to /dev/log) */
+static enum { ERR_FILE, ERR_SOCKET, ERR_PIPE } err_kind; /* what stderr is (gw_log_init) */
+
+void gw_log_nowait(void)
+{
+	log_nowait = true;
+}
+
+uint64_t gw_log_dropped(void)
+{
+	return atomic_load_explicit(&log_dropped, memory_order_relaxed);
+}
+
+static void dropped(void)
+{
+	atomic_fetch_add_explicit(&log_dropped, 1, memory_order_relaxed);
+}
+
+/* A worker's line to syslog: the daemon facility, as openlog() set it for the rest. */
+static void syslog_nowait(int level, const char *msg)
+{
+	char line[2100];
+	int n;
+
+	if (log_sock < 0) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX, .sun_path = "/dev/log"};
+		log_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (log_sock >= 0 && connect(log_sock, (struct sockaddr *)&sun, sizeof(sun))) {
+			close(log_sock);
+			log_sock = -1;
+		}
+		if (log_sock < 0) {
+			dropped();
+			return;
+		}
+	}
+	n = snprintf(line, sizeof(line), "<%d>ibgwd[%d]: %s", LOG_DAEMON | level, (int)getpid(), msg);
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1;
+	if (send(log_sock, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		dropped();
+		if (errno != EAGAIN && errno != ENOBUFS) { /* syslog restarted: connect again next time */
+			close(log_sock);
+			log_sock = -1;
+		}
+	}
+}
+
+/* A worker's line to stderr. */
+static void stderr_nowait(const char *line, size_t n)
+{
+	if (err_kind == ERR_SOCKET) {
+		if (send(STDERR_FILENO, line, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n)
+			dropped();
+		return;
+	}
+	if (err_kind == ERR_PIPE) {
+		struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) {
+			dropped();
+			return;
+		}
+	}
+	if (write(STDERR_FILENO, line, n) < 0)
+		dropped();
+}
 
 void gw_log_init(enum conf_log_target target, enum conf_log_level level)
 {
+	struct stat sb;
+
+	err_kind = fstat(STDERR_FILENO, &sb) || S_ISREG(sb.st_mode) ? ERR_FILE
+	           : S_ISSOCK(sb.st_mode)                           ? ERR_SOCKET
+	                                                            : ERR_PIPE;
 	if (target == CONF_LOG_SYSLOG && log_target != CONF_LOG_SYSLOG)
 		openlog("ibgwd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_target = target;
@@ -35,6 +121,11 @@ static void vlog(enum conf_log_level level, const char *fmt, va_list ap)
 	int n;
 
 	if (log_target == CONF_LOG_SYSLOG) {
+		if (log_nowait) {
+			vsnprintf(line, sizeof(line), fmt, ap);
+			syslog_nowait((int)level, line);
+			return;
+		}
 		vsyslog((int)level, fmt, ap);
 		return;
 	}
@@ -44,6 +135,10 @@ static void vlog(enum conf_log_level level, const char *fmt, va_list ap)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
+	if (log_nowait) {
+		stderr_nowait(line, (size_t)n);
+		return;
+	}
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere else to report it */
 	}

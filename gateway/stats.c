@@ -116,6 +116,10 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_sample(m, (double)st.reused[0], "format", "prometheus", "result", "reused", NULL);
 	gw_metrics_sample(m, (double)st.renders[1], "format", "json", "result", "rendered", NULL);
 	gw_metrics_sample(m, (double)st.reused[1], "format", "json", "result", "reused", NULL);
+	gw_metrics_family(m, "log_lines_dropped_total", XLT_COUNTER,
+			  "log lines of the workers dropped because the log (journald, syslog, a pipe) could not "
+			  "take them at once (a worker never waits for it)");
+	gw_metrics_sample(m, (double)gw_log_dropped(), NULL);
 	gw_metrics_family(m, "routes", XLT_GAUGE, "routes in the running configuration");
 	gw_metrics_sample(m, d->n_routes, NULL);
 	gw_metrics_family(m, "workers", XLT_GAUGE, "datapath workers");

@@ -45,6 +45,7 @@
 #include "../eth_side/stack.h"
 #include "../ib_side/ib.h"
 #include "gw.h"
+#include "log.h"
 #include "metrics.h"
 
 const struct xlt_metric_desc gw_worker_metrics[] = {
@@ -113,6 +114,7 @@ int gw_worker_main(void *arg)
 	unsigned n_fds = 0;
 	bool armed = false, covered = false;
 
+	gw_log_nowait();
 	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
 		const struct gw_live *live = gw_live_enter(w); /* quiescent point: see live.c */
 		uint64_t now = gw_now_ns();
