@@ -264,8 +264,10 @@ int main(int argc, char **argv)
 	eth_port_destroy(d.port);
 	rte_eal_cleanup();
 	remove_runtime_dir(prefix, runtime_dir);
-	if (d.conf->gateway.user[0] && runtime_dir[0]) /* EAL made /tmp/dpdk for the user: gone if empty */
+	if (d.conf->gateway.user[0] && runtime_dir[0]) /* EAL made RUNDIR/dpdk for the user */
 		rmdir(dirname(runtime_dir));
+	if (gw_privs_rundir()[0])
+		rmdir(gw_privs_rundir());
 	conf_free(d.conf);
 	if (d.conf_path != path)
 		free((char *)d.conf_path);

@@ -76,6 +76,7 @@ static struct {
 	/* set by gw_privs_drop */
 	bool dropped;
 	uint64_t keep; /* the capabilities every thread keeps */
+	char rundir[32]; /* the user's runtime directory for DPDK ("" when none was made) */
 } prep;
 
 /* capset of the calling thread (a raw syscall: no libcap dependency for one call). */
@@ -332,6 +333,11 @@ static uint64_t needed_caps(const struct conf *c)
 	return keep;
 }
 
+const char *gw_privs_rundir(void)
+{
+	return prep.rundir;
+}
+
 bool gw_privs_may_bind_low(void)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -368,6 +374,24 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len)
 			snprintf(err, len, "privileges: cannot shrink the bounding set: %s", strerror(errno));
 			return ret;
 		}
+	/* DPDK keeps a process's shared config and memory tables under $XDG_RUNTIME_DIR/dpdk, for
+	 * another user than root /tmp/dpdk when that is unset: a directory any local user may have
+	 * made first, and own, and then swap files in. A directory of the daemon's own instead, made
+	 * while root under an unguessable name (the user may remove it at exit: /tmp is sticky) */
+	snprintf(prep.rundir, sizeof(prep.rundir), "/tmp/ibgwd.XXXXXX");
+	if (!mkdtemp(prep.rundir)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: a runtime directory for the user in /tmp: %s", strerror(errno));
+		prep.rundir[0] = 0;
+		return ret;
+	}
+	if (chown(prep.rundir, prep.uid, prep.gid) || setenv("XDG_RUNTIME_DIR", prep.rundir, 1)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: the runtime directory %s: %s", prep.rundir, strerror(errno));
+		rmdir(prep.rundir);
+		prep.rundir[0] = 0;
+		return ret;
+	}
 	/* KEEPCAPS: the permitted set survives the uid change (the effective set is cleared by it) */
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups((size_t)prep.n_groups, prep.groups) ||
 	    setresgid(prep.gid, prep.gid, prep.gid) || setresuid(prep.uid, prep.uid, prep.uid)) {

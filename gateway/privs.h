@@ -34,6 +34,10 @@ int gw_privs_check(const struct conf *c);
  * bpf() and io_uring (privs.c says why). gw_privs_check does it. Returns 0 or -errno. */
 int gw_privs_lock_syscalls(void);
 
+/* The runtime directory gw_privs_drop made for DPDK ($XDG_RUNTIME_DIR), "" when none: main removes
+ * it at exit. */
+const char *gw_privs_rundir(void);
+
 /* Any thread: may the daemon still bind a port below 1024 (CAP_NET_BIND_SERVICE effective)? A drop
  * keeps it only when the file at start had such a listener; a reload that adds one is refused. */
 bool gw_privs_may_bind_low(void);

@@ -22,7 +22,10 @@ ns=ibgwp$$ gw_if=ibgpg$$ ns_if=ibgpn$$
 tmp=$(mktemp -d)
 chmod 755 "$tmp" # nobody must reach the file to reload it
 cleanup() {
+	local pid=$GW_PID
 	gw_cleanup
+	[ -n "$pid" ] && for d in /tmp/ibgwd.*/dpdk/ibgwd-"$pid"; do [ -d "$d" ] && rm -rf "${d%/dpdk/*}"; done
+	[ -n "${made_tmp_dpdk:-}" ] && rm -rf /tmp/dpdk
 	ip netns del "$ns" 2>/dev/null
 	ip link del "$gw_if" 2>/dev/null
 	rm -rf "$tmp"
@@ -82,6 +85,12 @@ grep -q "^$conf:$line: eal_args: '-d' loads shared objects" "$tmp/err" || fail "
 ok "eal_args = -d /tmp/x.so refused as $conf:$line"
 
 # ---- running as nobody ----
+# a local user made /tmp/dpdk first (DPDK's default runtime directory for a user that is not root,
+# where it keeps its shared config): ibgwd must keep its files in a directory of its own instead
+made_tmp_dpdk=
+if [ ! -e /tmp/dpdk ]; then
+	mkdir -m 0777 /tmp/dpdk && chown daemon /tmp/dpdk && made_tmp_dpdk=1
+fi
 write_conf "user = nobody" "--no-pci --no-huge -m 256"
 uid=$(id -u nobody) gid=$(id -g nobody)
 want=$((1 << 12 | 1 << 13)) # CAP_NET_ADMIN, CAP_NET_RAW
@@ -107,6 +116,12 @@ for st in /proc/$GW_PID/task/*/status; do
 done
 [ $bad = 0 ] && [ $n -ge 4 ] || fail "threads not dropped as expected ($n threads)"
 ok "all $n threads: uid/gid nobody, no_new_privs, seccomp filter, capabilities $(printf '%x' $want) only"
+[ -z "$(ls -A /tmp/dpdk 2>/dev/null)" ] || fail "ibgwd put its runtime files in /tmp/dpdk, a directory another user made: $(ls -A /tmp/dpdk)"
+rundir=$(ls -d /tmp/ibgwd.*/dpdk/ibgwd-"$GW_PID" 2>/dev/null | head -1)
+rundir=${rundir%/dpdk/*}
+[ -n "$rundir" ] && [ "$(stat -c '%U %a' "$rundir")" = "nobody 700" ] ||
+	fail "no private runtime directory /tmp/ibgwd.*/dpdk/ibgwd-$GW_PID ($(ls -ld /tmp/ibgwd.* 2>&1))"
+ok "DPDK's runtime files in $rundir (nobody's, 0700, made by ibgwd), not in the /tmp/dpdk another user made"
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^ibgw_build_info' || fail "/metrics"
 # the datapath as nobody: 1 MB through the echo route, checked byte for byte
 ip netns exec "$ns" python3 - <<'PY' || fail "echo through tcp:7 as nobody"
@@ -154,3 +169,6 @@ gw_stop TERM 20
 rc=$?
 [ $rc = 0 ] || fail "ibgwd exited $rc"
 ok "SIGTERM: drained, exit 0"
+[ ! -e "$rundir" ] || fail "the runtime directory $rundir left behind: $(ls -R "$rundir")"
+[ -n "$made_tmp_dpdk" ] && rmdir /tmp/dpdk
+ok "its runtime directory removed at exit"
