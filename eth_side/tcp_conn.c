@@ -673,6 +673,9 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 		.kind = XLT_STREAM_TCP,
 		.retransmits = t->n_rexmit,
 		.srtt_us = t->srtt_us,
+		/* in order, the SYN and a FIN not counted (4 GiB wrap: a "whether any" figure); none
+		 * before our SYN was acknowledged (irs and rcv_nxt mean nothing until then) */
+		.rcvd = t->snd_una == t->iss ? 0 : (uint32_t)(t->rcv_nxt - t->irs - 1 - t->fin_rcvd),
 	};
 }
 

@@ -296,8 +296,11 @@ static int target_open(struct target *t, const char *spec)
 	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread. O_NOFOLLOW
 	 * and a regular file only: where the log's directory is writable by others, a link planted
 	 * there (at start or before the next logrotate's SIGUSR1) would have ibgwd, root by default,
-	 * append to any file */
-	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0640);
+	 * append to any file. Under /dev, which no one else writes, links are followed and a pipe or
+	 * a terminal is fine: /dev/stdout in a container */
+	bool dev = !strncmp(spec, "/dev/", 5);
+	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (dev ? 0 : O_NOFOLLOW),
+	             0640);
 	if (t->fd < 0) {
 		int e = errno;
 		GW_ERR("access log: cannot open %s: %s", spec,
@@ -305,8 +308,8 @@ static int target_open(struct target *t, const char *spec)
 		return -e;
 	}
 	struct stat sb;
-	if (fstat(t->fd, &sb) || !S_ISREG(sb.st_mode)) {
-		GW_ERR("access log: %s is not a regular file", spec);
+	if (fstat(t->fd, &sb) || !(S_ISREG(sb.st_mode) || (dev && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))))) {
+		GW_ERR("access log: %s is not a regular file%s", spec, dev ? ", a pipe or a terminal" : "");
 		close(t->fd);
 		t->fd = -1;
 		return -EINVAL;

@@ -336,6 +336,15 @@ static bool may_take(const struct gw_backend *b)
 	return b->up && b->admin == CONF_BACKEND_READY && !b->ejected;
 }
 
+/* Control: B takes sessions again (its ejection over or lifted: WHY). */
+static void eject_end(struct gw_daemon *d, struct gw_backend *b, const char *route, const char *why)
+{
+	b->ejected = false;
+	atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+	d->bk_dirty = true;
+	GW_NOTICE("route %s: backend %s takes sessions again: %s", route, b->name, why);
+}
+
 /* A backend that accepts connections and resets them at once passes connect checks, and with
  * leastconn it would take nearly every new session (its sessions end at once). Its sessions are
  * not retried elsewhere (the client's first bytes may have gone to it), but the next ones are kept
@@ -355,23 +364,27 @@ void gw_backends_eject(struct gw_daemon *d, uint64_t now)
 			struct gw_backend *b = p->b[k];
 			unsigned shift;
 
-			if (atomic_load_explicit(&b->served, memory_order_relaxed)) {
-				atomic_store_explicit(&b->served, false, memory_order_relaxed);
+			if (atomic_exchange_explicit(&b->served, false, memory_order_relaxed))
 				b->ejections = 0;
-			}
 			if (b->ejected) {
-				if (now < b->eject_until_ns)
+				/* over; or passive checks turned off by a reload; or the pool has nothing
+				 * else left (health checks or an operator took the rest): some sessions
+				 * served beat none */
+				if (now < b->eject_until_ns && r->conf.eject_after && n_usable)
 					continue;
-				b->ejected = false;
+				eject_end(d, b, r->conf.name, now < b->eject_until_ns ? "early: the pool has no other usable backend"
+				                                                       : "its ejection is over");
+				n_usable++;
+				continue;
+			}
+			if (!may_take(b)) {
+				/* down, drained or in maintenance: what it did before does not count once it
+				 * is back (a rolling restart resets the connections it had queued) */
 				atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
-				d->bk_dirty = true;
-				GW_NOTICE("route %s: backend %s takes sessions again after its ejection", r->conf.name,
-				          b->name);
 				continue;
 			}
 			if (!r->conf.eject_after ||
-			    atomic_load_explicit(&b->reset_run, memory_order_relaxed) < r->conf.eject_after ||
-			    !may_take(b))
+			    atomic_load_explicit(&b->reset_run, memory_order_relaxed) < r->conf.eject_after)
 				continue;
 			if (n_usable <= 1) {
 				/* the last one: ejecting it would refuse every session, not some; its count
@@ -418,6 +431,7 @@ void gw_backends_publish(struct gw_daemon *d)
 	}
 	gw_live_publish(d, l);
 	d->bk_dirty = false;
+	gw_stats_stale(); /* the next /metrics shows the new states */
 }
 
 void gw_backends_routes(struct gw_daemon *d)
@@ -425,7 +439,7 @@ void gw_backends_routes(struct gw_daemon *d)
 	struct gw_backend *b;
 
 	LIST_FOREACH(b, &d->backends, link)
-		b->checked = false;
+		b->checked = b->pooled = false;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		struct gw_route *r = d->routes[i];
 		if (!r->pool)
@@ -434,6 +448,7 @@ void gw_backends_routes(struct gw_daemon *d)
 			struct gw_backend *pb = r->pool->b[k];
 			enum conf_backend_state cs = r->conf.backends[k].state;
 			pb->checked = r->conf.check_interval_ms > 0;
+			pb->pooled = true;
 			if (pb->conf_admin != cs) {
 				/* the file changed this backend's state: it wins over an earlier POST. Here
 				 * and not when the pool is made, so that a reload that fails later changes
@@ -450,6 +465,9 @@ void gw_backends_routes(struct gw_daemon *d)
 			d->bk_dirty = true;
 		}
 	/* published by the caller once the reload committed (or by the next health tick) */
+	LIST_FOREACH(b, &d->backends, link)
+		if (b->ejected && !b->pooled)
+			eject_end(d, b, b->route, "the reload took it out of its pool");
 }
 
 int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s)
@@ -460,10 +478,14 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 			continue;
 		for (unsigned k = 0; k < r->pool->n; k++) {
 			struct gw_backend *b = r->pool->b[k];
-			if (strcmp(b->name, name))
+			/* (an IB backend also by its name before ib: came in front: a pool has one kind) */
+			if (strcmp(b->name, name) &&
+			    (b->ep.kind != CONF_EP_IB || strncmp(b->name, "ib:", 3) || strcmp(b->name + 3, name)))
 				continue;
 			static const char *const admin_names[3] = {"ready", "drain", "maint"};
-			if (b->admin == s)
+			if (s == CONF_BACKEND_READY && b->ejected)
+				eject_end(d, b, route, "set ready by POST /backends");
+			else if (b->admin == s)
 				return 0; /* (nothing to publish: each snapshot is a whole table) */
 			GW_NOTICE("route %s: backend %s set to %s (was %s)", route, name, admin_names[s],
 			          admin_names[b->admin]);

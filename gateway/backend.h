@@ -65,6 +65,7 @@ struct gw_backend {
 	unsigned rise_run, fall_run;
 	uint64_t next_check_ns;
 	bool checking; /* a check is out (its record belongs to worker 0 until the result comes back) */
+	bool pooled;   /* a current route's pool lists it (gw_backends_routes) */
 	bool ejected;  /* passive check: out until eject_until */
 	uint64_t eject_until_ns;
 	unsigned ejections; /* in a row, without a served session between (doubles the time) */

@@ -444,7 +444,9 @@ int gw_privs_lock_syscalls(void)
 	    SIOCDRARP,      SIOCSRARP,      SIOCBRADDBR,        SIOCBRDELBR,   SIOCBRADDIF,
 	    SIOCBRDELIF,    SIOCSIFVLAN,    SIOCBONDENSLAVE,    TUN_SETIFF,    TUN_SETPERSIST,
 	    TUN_SETOWNER,   TUN_SETGROUP,   TUN_SETLINK,        SIOCSMIIREG,   SIOCSHWTSTAMP,
-	    SIOCWANDEV,     SIOCDEVPRIVATE + 1, SIOCDEVPRIVATE + 2, SIOCDEVPRIVATE + 3, /* tunnels */
+	    SIOCWANDEV,     SIOCSIFBR,      SIOCBONDRELEASE,    SIOCBONDSETHWADDR, SIOCBONDCHANGEACTIVE,
+	    /* tunnels (add, change, delete), bridges' private ones */
+	    SIOCDEVPRIVATE, SIOCDEVPRIVATE + 1, SIOCDEVPRIVATE + 2, SIOCDEVPRIVATE + 3,
 	};
 	enum { N_IOCTLS = sizeof(ioctls) / sizeof(ioctls[0]) };
 	struct sock_filter f[64 + N_IOCTLS];
@@ -465,37 +467,41 @@ int gw_privs_lock_syscalls(void)
 	/* io_uring's IORING_OP_SOCKET would make sockets this filter never sees (ibgwd uses none) */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1);
 	f[n++] = DENY;
-	/* socket(domain, type, protocol): no packet socket; netlink only for RDMA (rdma-core); no raw
-	 * or SOCK_PACKET IP socket (the kernel makes the latter a packet socket). Jump offsets count
-	 * from the next instruction; the block is 13 long */
+	/* socket(domain, type, protocol), an allow list of what the running daemon opens: unix sockets
+	 * (syslog), IP stream and datagram sockets, netlink for RDMA (rdma-core); no packet, XDP, raw,
+	 * SOCK_PACKET (the kernel makes it a packet socket), key (IPsec) or other netlink socket. Jump
+	 * offsets count from the next instruction; the block is 13 long */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 13);
 	f[n++] = ARG(0);                                                                      /* 0 */
-	f[n++] = IF_EQ(AF_PACKET, 10);                                                        /* 1: deny */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 9, 0);      /* 1 */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 2);   /* 2 */
 	f[n++] = ARG(2);                                                                      /* 3 */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_RDMA, 6, 7); /* 4 */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);      /* 5 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 4);     /* 6 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 5);     /* 6 */
 	f[n++] = ARG(1);                                                                      /* 7 */
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* 8: no NONBLOCK/CLOEXEC */
-	f[n++] = IF_EQ(SOCK_RAW, 2);                                           /* 9: deny */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_PACKET, 1, 0); /* 10 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0); /* 9 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 0, 1);  /* 10 */
 	f[n++] = ALLOW;                                                                       /* 11 */
 	f[n++] = DENY;                                                                        /* 12 */
 	/* setsockopt(fd, level, name, ...): not the firewall tables (iptables, arptables, ebtables:
-	 * SOL_IP 64 and up, ip6tables: SOL_IPV6 64 and up), multicast routing (200 and up) or
-	 * transparent proxying; ibgwd's own kernel sockets set none of these. The block is 10 long */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsockopt, 0, 10);
-	f[n++] = ARG(1);                                                                        /* 0 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IP, 0, 3);         /* 1 */
-	f[n++] = ARG(2);                                                                        /* 2 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 64, 5, 0);             /* 3 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IP_TRANSPARENT, 4, 3); /* 4 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IPV6, 0, 2);       /* 5 */
-	f[n++] = ARG(2);                                                                        /* 6 */
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 64, 1, 0);             /* 7 */
-	f[n++] = ALLOW;                                                                         /* 8 */
-	f[n++] = DENY;                                                                          /* 9 */
+	 * SOL_IP 64 and up; ip6tables: SOL_IPV6 64 and 65), multicast routing (200 and up) or
+	 * transparent proxying; ibgwd's own kernel sockets set none of these. The block is 13 long */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsockopt, 0, 13);
+	f[n++] = ARG(1);                                                                          /* 0 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IP, 0, 3);           /* 1 */
+	f[n++] = ARG(2);                                                                          /* 2 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 64, 8, 0);               /* 3 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IP_TRANSPARENT, 7, 6);   /* 4 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_IPV6, 0, 5);         /* 5 */
+	f[n++] = ARG(2);                                                                          /* 6 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 200, 4, 0);              /* 7 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 64, 3, 0);               /* 8 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 65, 2, 0);               /* 9 */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPV6_TRANSPARENT, 1, 0); /* 10 */
+	f[n++] = ALLOW;                                                                           /* 11 */
+	f[n++] = DENY;                                                                            /* 12 */
 	/* ioctl(fd, request, ...) */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0,
 	                                      N_IOCTLS + 3); /* else: allow */

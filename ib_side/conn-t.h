@@ -96,6 +96,7 @@ struct ib_cq {
 	struct ibv_comp_channel *ch; /* its completion events (non-blocking), or NULL: polled only */
 	uint32_t size;
 	uint32_t reserved; /* control: entries promised to queue pairs on it */
+	uint64_t polled;   /* its worker: completions taken from it so far */
 	SLIST_ENTRY(ib_cq) link; /* control: on dev->cqs[worker] */
 };
 
@@ -226,7 +227,8 @@ struct ib_conn {
 	int post_err;	    /* a post of its chain failed (-errno): closed at its next progress */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
-	uint64_t cm_gone_ns; /* when (IB_CM_GONE_WAIT_NS) */
+	uint64_t cm_gone_polled; /* its CQ's polled count then: what was queued before is taken once
+				  * the CQ's size more are */
 	uint64_t ka_rx_since; /* the peer's keepalives in the second from then (IB_KA_RX_MAX) */
 	uint32_t ka_rx_n;
 	bool fin_posted, fin_acked;

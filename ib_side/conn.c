@@ -50,9 +50,6 @@ enum {
 /* Keepalives a peer may send in one second (on_recv): rsocket sends one a second at most, ibgwd one
  * per [ib] keepalive (100 ms at the least). */
 #define IB_KA_RX_MAX 100
-/* A disconnect waits for the CQs to drain (the peer's last messages may still be queued there), but
- * no longer than this: a CQ that stays backlogged (a flood on another connection) must not hold it. */
-#define IB_CM_GONE_WAIT_NS 20000000ull
 /* A connection we abort is handed back to the control thread, which moves its queue pair to the error
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
  * flushed, and an rsocket peer learns that a stream ended only from that message (it ignores the
@@ -596,6 +593,7 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 		.qpn = c->peer_qpn,
 		.credit_stalls = c->n_stalls,
 		.credit_stall_ns = c->stall_ns + (c->stalled && now > c->stall_since ? now - c->stall_since : 0),
+		.rcvd = c->rx.recvd,
 	};
 	memcpy(out->gid, c->peer_gid, sizeof(out->gid));
 }
@@ -766,7 +764,7 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 		break;
 	case IB_MSG_DISCONNECTED:
 		c->cm_gone = true;
-		c->cm_gone_ns = w->now;
+		c->cm_gone_polled = c->cq ? c->cq->polled : 0;
 		work(c);
 		break;
 	default:
@@ -989,8 +987,10 @@ static unsigned poll_cqs(struct ib_worker *w)
 			n = ibv_poll_cq(w->cqs[i]->cq, CQ_BATCH, wc);
 			for (int k = 0; k < n; k++)
 				on_wc(w, &wc[k]);
-			if (n > 0)
+			if (n > 0) {
 				total += (unsigned)n;
+				w->cqs[i]->polled += (unsigned)n;
+			}
 			if (n < CQ_BATCH)
 				break;
 		}
@@ -1082,9 +1082,10 @@ unsigned ib_worker_relay(struct ib_worker *w)
 		if (c->released)
 			continue; /* the flush phase hands it back */
 		/* with a CQ backlog its last messages may still be queued: the flush phase relists it and
-		 * the next round decides (IB_CM_GONE_WAIT_NS at most) */
+		 * the next round decides; once its CQ gave up as many completions as it holds since the
+		 * disconnect, they were taken, whatever keeps the CQs busy (another connection's flood) */
 		if (c->cm_gone && c->ws < IB_W_CLOSING &&
-		    (!w->cq_backlog || w->now - c->cm_gone_ns >= IB_CM_GONE_WAIT_NS)) {
+		    (!w->cq_backlog || !c->cq || c->cq->polled - c->cm_gone_polled >= c->cq->size)) {
 			/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
 			c->cm_gone = false;
 			c->qp_dead = true;

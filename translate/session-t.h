@@ -107,7 +107,7 @@ struct xlt_session {
 	uint64_t connect_ns;	   /* how long B took to connect (0: not connected, or open at once) */
 	uint64_t blocked_ns[2];	   /* this session's share of stats->blocked_ns_* */
 	enum xlt_end_reason reason; /* first cause of the end */
-	int8_t err_by;		    /* the end (0 A, 1 B) whose error (a reset) set reason; -1: none */
+	int8_t reset_by;	    /* the end (0 A, 1 B) whose peer's reset (-ECONNRESET) set reason; -1: none */
 	struct xlt_session_limits limits;
 	uint64_t moved[2];	/* bytes each direction moved, as of the last tick */
 	uint64_t moved_ns[2];	/* when each direction last moved bytes (seen by a tick), or began */

@@ -326,7 +326,8 @@ static void on_closed(void *arg, int err)
 	}
 	if (err && s->reason == XLT_END_OK) {
 		s->reason = xlt_end_reason_of(err, connecting);
-		s->err_by = (int8_t)e->idx;
+		if (err == -ECONNRESET)
+			s->reset_by = (int8_t)e->idx;
 	}
 	if (other && other->state != XLT_STREAM_CLOSED) {
 		if (err)
@@ -372,7 +373,7 @@ void xlt_session_start(struct xlt_session *s, enum xlt_session_kind kind, struct
 	s->blocked_ns[0] = s->blocked_ns[1] = 0;
 	s->connect_ns = 0;
 	s->reason = XLT_END_OK;
-	s->err_by = -1;
+	s->reset_by = -1;
 	s->b_open = false;
 	s->stats = stats;
 	s->owner = owner;

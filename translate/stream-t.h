@@ -47,6 +47,8 @@ struct xlt_stream_info {
 	uint32_t srtt_us;         /* TCP: smoothed round-trip time (0: no sample yet) */
 	uint32_t credit_stalls;   /* IB: times data waited for the peer's credits or buffer space */
 	uint64_t credit_stall_ns; /* IB: how long in all (an episode under way included) */
+	uint64_t rcvd;            /* bytes the peer sent that arrived, whether read or not (a reset may
+	                           * have thrown away what came just before it) */
 };
 
 /* ---- Lending: moving bytes without copying them ----

@@ -111,6 +111,14 @@ listen = tcp:8011
 connect = tcp:$IP:7010, tcp:$IP:7001 state=maint
 max_sessions = 16
 
+# a backend that answers and resets at once (7011): it sent bytes, which is not an early reset, even
+# when its reply and its RST arrive together and the reset throws the reply away unread
+[route ej2]
+listen = tcp:8012
+connect = tcp:$IP:7011, tcp:$IP:7001
+balance = leastconn
+max_sessions = 16
+
 [route v6]
 listen = tcp:8007
 connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
@@ -371,6 +379,15 @@ while True:
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
     c.close()"
 eth_wait_listen 7010
+eth_bg "$PY3" -c "
+import socket, struct
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$IP', 7011)); s.listen(64)
+while True:
+    c, _ = s.accept()
+    c.sendall(b'no\\n')
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    c.close()"
+eth_wait_listen 7011
 EB=$IP:7010
 peer run "$ETH_GW_IP" 8010 30 20000 --timeout 5 >"$tmp/ej.out"
 nf=$(grep -vc '^ok 1$' "$tmp/ej.out")
@@ -386,13 +403,22 @@ peer run "$ETH_GW_IP" 8011 8 20000 --timeout 5 >"$tmp/ej1.out"
 [ "$(grep -c '^ok' "$tmp/ej1.out")" = 0 ] || fail "ej1: sessions through the only, resetting backend succeeded"
 [ "$(m "backend_ejected{route=\"ej1\",backend=\"$EB\"}")" = 0 ] || fail "ej1: the pool's last usable backend was ejected"
 ok "ej1: the same backend as its pool's only usable one: 8 sessions reset, never ejected"
+peer run "$ETH_GW_IP" 8012 20 20000 --timeout 5 >"$tmp/ej2r.out"
+[ "$(m "backend_early_resets_total{route=\"ej2\",backend=\"$IP:7011\"}")" = 0 ] &&
+	[ "$(m "backend_ejected{route=\"ej2\",backend=\"$IP:7011\"}")" = 0 ] ||
+	fail "ej2: a backend that answered before its reset counted as an early reset ($(m "backend_early_resets_total{route=\"ej2\",backend=\"$IP:7011\"}"))"
+ok "ej2: a backend that answers, then resets: $(grep -vc '^ok 1$' "$tmp/ej2r.out") of 20 sessions broken by it, none counted as an early reset, not ejected"
 for i in $(seq 130); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] && break; sleep 0.1; done
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] || fail "ej: not back after eject_time (10 s)"
 peer run "$ETH_GW_IP" 8010 20 20000 --timeout 5 >"$tmp/ej2.out"
 for i in $(seq 20); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] && break; sleep 0.05; done
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] || fail "ej: the backend not ejected again"
 grep -q "route ej: backend $EB ejected for 20000 ms" "$GW_LOG" || fail "ej: the second ejection does not last twice as long"
-ok "ej: back after 10 s, ejected again after $(grep -vc '^ok 1$' "$tmp/ej2.out") more resets, for 20 s"
+# an operator may bring it back at once
+[ "$(post "ej/$EB?state=ready")" = 200 ] || fail "ej: POST ready refused"
+[ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] && [ "$(m "backend_state{route=\"ej\",backend=\"$EB\",state=\"up\"}")" = 1 ] ||
+	fail "ej: POST ready did not lift the ejection"
+ok "ej: back after 10 s, ejected again after $(grep -vc '^ok 1$' "$tmp/ej2.out") more resets, for 20 s; POST ready lifts it at once"
 
 peer run "$ETH_GW_IP" 8009 1 20000 --timeout 5 >"$tmp/rf.out"
 grep -q '^ok' "$tmp/rf.out" && fail "rf: a session through a refusing backend succeeded"

@@ -52,15 +52,16 @@ static int try_ioctl(unsigned long req)
 	return r;
 }
 
-/* errno of setsockopt(udp socket, LEVEL, NAME, int 1) (0 when it worked). */
-static int try_setsockopt(int level, int name)
+/* errno of setsockopt(udp socket of FAMILY, LEVEL, NAME, int 1) (0 when it worked). */
+static int try_setsockopt_af(int family, int level, int name)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1, r;
+	int fd = socket(family, SOCK_DGRAM, 0), one = 1, r;
 
 	r = setsockopt(fd, level, name, &one, sizeof(one)) < 0 ? errno : 0;
 	close(fd);
 	return r;
 }
+#define try_setsockopt(level, name) try_setsockopt_af(AF_INET, level, name)
 
 /* In a child: the filter on, then each call. Exit status: index of the first wrong answer + 1. */
 static int child(void)
@@ -92,8 +93,12 @@ static int child(void)
 	    try_setsockopt(SOL_IPV6, 64 /* IP6T_SO_SET_REPLACE */) != EPERM ||
 	    try_setsockopt(SOL_IP, 200 /* MRT_INIT */) != EPERM || try_setsockopt(SOL_IP, IP_TRANSPARENT) != EPERM)
 		return 12;
-	if (try_ioctl(SIOCSMIIREG) != EPERM || try_ioctl(SIOCDEVPRIVATE + 1) != EPERM)
+	if (try_ioctl(SIOCSMIIREG) != EPERM || try_ioctl(SIOCDEVPRIVATE + 1) != EPERM ||
+	    try_ioctl(SIOCDEVPRIVATE) != EPERM || try_ioctl(SIOCSIFBR) != EPERM || try_ioctl(SIOCBONDRELEASE) != EPERM)
 		return 13;
+	/* XDP sockets send frames with no program attached; key sockets configure IPsec */
+	if (try_socket(AF_XDP, SOCK_RAW, 0) != EPERM || try_socket(AF_KEY, SOCK_RAW, 2 /* PF_KEY_V2 */) != EPERM)
+		return 16;
 	{
 		char params[120] = {0}; /* struct io_uring_params */
 		if (syscall(SYS_io_uring_setup, 1, params) != -1 || errno != EPERM)
@@ -109,6 +114,12 @@ static int child(void)
 		return 9;
 	if (try_setsockopt(SOL_SOCKET, SO_REUSEADDR) || try_setsockopt(SOL_IP, IP_TOS))
 		return 15;
+	/* ordinary IPv6 options stay, ip6tables' (64, 65) go */
+	if (try_setsockopt_af(AF_INET6, SOL_IPV6, IPV6_V6ONLY) || try_setsockopt_af(AF_INET6, SOL_IPV6, IPV6_TCLASS) ||
+	    try_setsockopt_af(AF_INET6, SOL_IPV6, 64) != EPERM)
+		return 17;
+	if (try_socket(AF_INET6, SOCK_STREAM, 0) || try_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0))
+		return 18;
 	return 0;
 }
 
