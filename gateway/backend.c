@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,8 +373,10 @@ void gw_backends_eject(struct gw_daemon *d, uint64_t now)
 				 * served beat none */
 				if (now < b->eject_until_ns && r->conf.eject_after && n_usable)
 					continue;
-				eject_end(d, b, r->conf.name, now < b->eject_until_ns ? "early: the pool has no other usable backend"
-				                                                       : "its ejection is over");
+				eject_end(d, b, r->conf.name,
+				          now >= b->eject_until_ns ? "its ejection is over"
+				          : !r->conf.eject_after   ? "eject_after is 0 now"
+				                                   : "early: the pool has no other usable backend");
 				n_usable++;
 				continue;
 			}
@@ -548,6 +551,21 @@ static unsigned state_of(const struct gw_backend *b)
 	return b->admin == CONF_BACKEND_DRAIN ? 2 : 0;
 }
 
+/* One counter family of struct gw_backend_wstats (the field at OFF), summed over the workers. */
+static void wstats_family(struct gw_daemon *d, struct gw_metrics *m, const char *name, const char *help,
+                          size_t off)
+{
+	const struct gw_backend *b;
+
+	gw_metrics_family(m, name, XLT_COUNTER, help);
+	LIST_FOREACH(b, &d->backends, link) {
+		uint64_t n = 0;
+		for (unsigned w = 0; w < d->n_workers; w++)
+			n += xlt_counter_read((const uint64_t *)((const char *)&b->st[w] + off));
+		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
+	}
+}
+
 void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 {
 	const struct gw_backend *b;
@@ -572,32 +590,15 @@ void gw_backend_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	LIST_FOREACH(b, &d->backends, link)
 		gw_metrics_sample(m, atomic_load_explicit(&b->active, memory_order_relaxed), "route",
 		                  b->route, "backend", b->name, NULL);
-	gw_metrics_family(m, "backend_sessions_total", XLT_COUNTER,
-	                  "sessions sent to the backend (failed connects included)");
-	LIST_FOREACH(b, &d->backends, link) {
-		uint64_t n = 0;
-		for (unsigned w = 0; w < d->n_workers; w++)
-			n += xlt_counter_read(&b->st[w].sessions_total);
-		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
-	}
-	gw_metrics_family(
-	    m, "backend_connect_failures_total", XLT_COUNTER,
-	    "sessions' far-side connects to the backend that failed (retried on another backend "
-	    "while the route's connect_timeout allowed)");
-	LIST_FOREACH(b, &d->backends, link) {
-		uint64_t n = 0;
-		for (unsigned w = 0; w < d->n_workers; w++)
-			n += xlt_counter_read(&b->st[w].connect_failures);
-		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
-	}
-	gw_metrics_family(m, "backend_early_resets_total", XLT_COUNTER,
-	                  "sessions the backend reset before sending a byte (eject_after of them in a row eject it)");
-	LIST_FOREACH(b, &d->backends, link) {
-		uint64_t n = 0;
-		for (unsigned w = 0; w < d->n_workers; w++)
-			n += xlt_counter_read(&b->st[w].early_resets);
-		gw_metrics_sample(m, (double)n, "route", b->route, "backend", b->name, NULL);
-	}
+	wstats_family(d, m, "backend_sessions_total", "sessions sent to the backend (failed connects included)",
+	              offsetof(struct gw_backend_wstats, sessions_total));
+	wstats_family(d, m, "backend_connect_failures_total",
+	              "sessions' far-side connects to the backend that failed (retried on another backend "
+	              "while the route's connect_timeout allowed)",
+	              offsetof(struct gw_backend_wstats, connect_failures));
+	wstats_family(d, m, "backend_early_resets_total",
+	              "sessions the backend reset before sending a byte (eject_after of them in a row eject it)",
+	              offsetof(struct gw_backend_wstats, early_resets));
 	gw_metrics_family(m, "backend_ejected", XLT_GAUGE,
 	                  "1 while the backend takes no new session after resetting eject_after sessions in a row "
 	                  "(backend_state says down meanwhile)");

@@ -26,18 +26,12 @@ cleanup() {
 	gw_cleanup
 	[ -n "$pid" ] && for d in /tmp/ibgwd.*/dpdk/ibgwd-"$pid"; do [ -d "$d" ] && rm -rf "${d%/dpdk/*}"; done
 	[ -n "${made_tmp_dpdk:-}" ] && rm -rf /tmp/dpdk
-	ip netns del "$ns" 2>/dev/null
-	ip link del "$gw_if" 2>/dev/null
+	gw_veth_del "$ns" "$gw_if"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
 
-ip netns add "$ns" || fail "cannot create namespace"
-ip link add "$gw_if" type veth peer name "$ns_if" netns "$ns" || fail "cannot create veth"
-ip link set "$gw_if" up
-ip netns exec "$ns" ip link set "$ns_if" up
-ip netns exec "$ns" ip addr add 198.18.8.2/24 dev "$ns_if"
-ip netns exec "$ns" ethtool -K "$ns_if" tx off >/dev/null
+gw_veth "$ns" "$gw_if" "$ns_if" 198.18.8.2/24
 
 port=$(gw_free_port)
 conf=$tmp/ibgw.conf

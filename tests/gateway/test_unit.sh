@@ -27,19 +27,13 @@ cleanup() {
 	[ -n "${UNIT_TRACE_KEEP:-}" ] && cp "$tmp/trace" "$UNIT_TRACE_KEEP" # (to read what it did)
 	[ -n "$STRACE_PID" ] && kill "$STRACE_PID" 2>/dev/null
 	gw_cleanup
-	ip netns del "$ns" 2>/dev/null
-	ip link del "$gw_if" 2>/dev/null
+	gw_veth_del "$ns" "$gw_if"
 	ip link del "$tap" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
 
-ip netns add "$ns" || fail "cannot create namespace"
-ip link add "$gw_if" type veth peer name "$ns_if" netns "$ns" || fail "cannot create veth"
-ip link set "$gw_if" up
-ip netns exec "$ns" ip link set "$ns_if" up
-ip netns exec "$ns" ip addr add 198.18.9.2/24 dev "$ns_if"
-ip netns exec "$ns" ethtool -K "$ns_if" tx off >/dev/null
+gw_veth "$ns" "$gw_if" "$ns_if" 198.18.9.2/24
 
 port=$(gw_free_port)
 conf=$tmp/ibgw.conf

@@ -65,6 +65,16 @@ ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | grep -q lladdr ||
 	fail "the kernel's neighbour cache has no entry for $C6: $(ha_g 1 ip -6 neigh show)"
 ok "the kernel's neighbour cache learnt $C6 ($(ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | awk '{ print $3, $4 }'))"
 
+# send_ra: 3 router advertisements to all-nodes from the client's LAN, offering 2001:db8:66::/64 for SLAAC
+send_ra() {
+	ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
+from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
+sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
+      ICMPv6ND_RA(routerlifetime=0) /
+      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
+                            preferredlifetime=300), iface='br0', count=3, verbose=False)
+EOF
+}
 # UDP (a next header ibgwd does not consume): the kernel's; a router advertisement: the kernel's
 ha_g_bg 1 "$PY3" -c "
 import socket
@@ -86,13 +96,7 @@ for i in range(5):
         pass")
 [ "$r" = 6pdu-wgbi ] || fail "UDP over IPv6 to the kernel: '$r'"
 ra0=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
-ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
-from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
-sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
-      ICMPv6ND_RA(routerlifetime=0) /
-      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
-                            preferredlifetime=300), iface='br0', count=3, verbose=False)
-EOF
+send_ra
 sleep 0.5
 ra1=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
 [ $((ra1 - ra0)) -ge 3 ] || fail "router advertisements did not reach the kernel ($ra0 -> $ra1)"
@@ -108,13 +112,7 @@ ok "no address taken from the advertised prefix (autoconf off on the TAP)"
 # (2001:db8::77, added by hand as keepalived adds a VIP, is the control: that one ibgwd takes)
 ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.autoconf=1"
 ha_g 1 ip -6 addr add 2001:db8::77/64 dev "$HA_TAP" nodad
-ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
-from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
-sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
-      ICMPv6ND_RA(routerlifetime=0) /
-      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
-                            preferredlifetime=300), iface='br0', count=3, verbose=False)
-EOF
+send_ra
 for _ in $(seq 50); do ha_g 1 ip -6 addr show dev "$HA_TAP" | grep -q '2001:db8:66:' && break; sleep 0.1; done
 slaac=$(ha_g 1 ip -6 addr show dev "$HA_TAP" | awk '/inet6 2001:db8:66:/ { print $2; exit }')
 [ -n "$slaac" ] || fail "with autoconf on, the TAP took no address from the advertisement (the case is not shown)"

@@ -10,6 +10,11 @@
 #   gw_routes                    prints the [route NAME] sections of a config from a table on stdin, a
 #                                route a line: NAME LISTEN CONNECT [KEY=VALUE...] (values without spaces;
 #                                blank lines and # comments skipped)
+#   gw_veth NS GW_IF NS_IF ADDR/LEN
+#                                a namespace NS and a veth pair: GW_IF on the host (up) for ibgwd's
+#                                af_packet port, NS_IF in NS with ADDR/LEN, its TX checksum offload
+#                                off (af_packet hands frames over as they are: a checksum left to an
+#                                offload would arrive unfilled); gw_veth_del NS GW_IF removes them
 #   fail MSG / ok MSG            print and exit 1 / print a check that passed
 GW_ROOT=${GW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IBGWD=${IBGWD:-$GW_ROOT/${BUILD:-build}/asan/ibgwd}
@@ -73,6 +78,20 @@ gw_cleanup() {
 		wait "$GW_PID" 2>/dev/null
 	fi
 	GW_PID=
+}
+
+gw_veth() {
+	ip netns add "$1" || fail "cannot create namespace $1"
+	ip link add "$2" type veth peer name "$3" netns "$1" || fail "cannot create veth $2"
+	ip link set "$2" up
+	ip netns exec "$1" ip link set "$3" up
+	ip netns exec "$1" ip addr add "$4" dev "$3"
+	ip netns exec "$1" ethtool -K "$3" tx off >/dev/null
+}
+
+gw_veth_del() {
+	ip netns del "$1" 2>/dev/null
+	ip link del "$2" 2>/dev/null
 }
 
 gw_routes() {
