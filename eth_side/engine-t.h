@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "../translate/ratelim-t.h"
 #include "buf-t.h"
 #include "siphash.h"
 #include "sndq-t.h"
@@ -141,8 +142,7 @@ struct eth_tcb {
 	uint64_t t_keep;	/* keepalive, connection-establishment limit or TIME_WAIT end */
 	uint64_t first_rexmit_ms; /* when the oldest unanswered retransmission/probe went out */
 	uint64_t last_rcv_ms;
-	uint64_t chall_ms;	/* challenge ACK rate limit window */
-	uint32_t chall_n;
+	struct xlt_window chall; /* challenge ACKs in the second (ms) */
 	uint64_t oow_ack_ms;	/* last ACK to an invalid segment or challenge ACK (500 ms apart) */
 	uint64_t t_ooo;		/* out-of-order data expires (the fourth deadline of the timer) */
 	uint64_t ooo_hole_ms;	/* since when the hole before the out-of-order ranges stays open */

@@ -20,6 +20,7 @@
 
 #include <rte_ether.h>
 
+#include "../translate/ratelim.h"
 #include "buf.h"
 #include "cksum.h"
 #include "engine.h"
@@ -206,13 +207,8 @@ void eth_tcp_challenge_ack(struct eth_tcb *t)
 {
 	struct eth_stack *st = t->st;
 
-	if (st->now_ms - t->chall_ms >= 1000) {
-		t->chall_ms = st->now_ms;
-		t->chall_n = 0;
-	}
-	if (t->chall_n >= ETH_TCP_CHALLENGE_PER_S)
+	if (!xlt_window_ok(&t->chall, st->now_ms, 1000, ETH_TCP_CHALLENGE_PER_S))
 		return;
-	t->chall_n++;
 	xlt_counter_add(&st->stats.tcp_challenge_acks, 1);
 	eth_tcp_send_ack(t);
 }

@@ -16,6 +16,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "../translate/ratelim-t.h"
 #include "../translate/stream-t.h"
 #include "ib-t.h"
 #include "proto-t.h"
@@ -229,8 +230,7 @@ struct ib_conn {
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
 	uint64_t cm_gone_polled; /* its CQ's polled count then: what was queued before is taken once
 				  * the CQ's size more are */
-	uint64_t ka_rx_since; /* the peer's keepalives in the second from then (IB_KA_RX_MAX) */
-	uint32_t ka_rx_n;
+	struct xlt_window ka_rx; /* the peer's keepalives in the second (IB_KA_RX_MAX) */
 	bool fin_posted, fin_acked;
 	bool stalled, withheld, want_writable;
 	uint8_t events;	    /* IB_EV_* due */

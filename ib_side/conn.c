@@ -27,6 +27,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "../translate/ratelim.h"
 #include "conn.h"
 #include "ib.h"
 #include "proto.h"
@@ -885,11 +886,7 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		/* a keepalive costs its sender no credit, and us a completion and a receive: a flood
 		 * of them would take this worker's time and keep its CQs backlogged (which defers
 		 * other connections' disconnects) */
-		if (w->now - c->ka_rx_since >= 1000000000ull) {
-			c->ka_rx_since = w->now;
-			c->ka_rx_n = 0;
-		}
-		if (++c->ka_rx_n > IB_KA_RX_MAX) {
+		if (!xlt_window_ok(&c->ka_rx, w->now, 1000000000ull, IB_KA_RX_MAX)) {
 			violated(c, IB_VIOL_MESSAGE);
 			return;
 		}

@@ -1,7 +1,9 @@
 /* Unit tests of translate/ratelim.h, the log rate limiter: the first line goes, lines within the
  * interval are held back and counted, the next line written after it reports exactly that count
  * (then the count starts again), the interval runs from the line written (not from the held-back
- * ones), and a clock that reads 0 at the start (a fresh limiter) still lets the first line go. */
+ * ones), and a clock that reads 0 at the start (a fresh limiter) still lets the first line go.
+ * The window count (xlt_window): MAX events pass in a window, the rest are held back and not
+ * counted, and the next window starts with the first event after it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,12 +77,33 @@ static void test_long_run(void **state)
 	assert_int_equal(written + reported + r.suppressed, attempts);
 }
 
+static void test_window(void **state)
+{
+	struct xlt_window w = {0};
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		assert_true(xlt_window_ok(&w, 10 + i, IV, 3)); /* (a clock near 0: one window from 0) */
+	assert_false(xlt_window_ok(&w, 20, IV, 3));
+	assert_false(xlt_window_ok(&w, IV - 1, IV, 3));
+	assert_true(xlt_window_ok(&w, IV, IV, 3)); /* a new window, from this event */
+	assert_int_equal(w.start, IV);
+	assert_true(xlt_window_ok(&w, 2 * IV - 1, IV, 3));
+	assert_true(xlt_window_ok(&w, 2 * IV - 1, IV, 3));
+	assert_false(xlt_window_ok(&w, 2 * IV - 1, IV, 3));
+	assert_int_equal(w.n, 3); /* held back: not counted */
+	assert_true(xlt_window_ok(&w, 5 * IV + 7, IV, 3));
+	assert_int_equal(w.start, 5 * IV + 7);
+	assert_int_equal(w.n, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_first_goes),
 	    cmocka_unit_test(test_counts_suppressed),
 	    cmocka_unit_test(test_long_run),
+	    cmocka_unit_test(test_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
