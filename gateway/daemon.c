@@ -167,6 +167,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
 	struct gw_live *live = NULL;
+	const struct conf_route *low;
 	struct conf *c;
 	uint64_t need;
 
@@ -189,16 +190,13 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 		       d->conf_path, (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
 		goto err;
 	}
-	if (!gw_privs_may_bind_low())
-		for (uint32_t i = 0; i < c->n_routes; i++)
-			if (c->routes[i].listen.kind == CONF_EP_IB && c->routes[i].listen.port < 1024) {
-				/* rdma_cm would refuse the bind after the reload said it was done */
-				GW_ERR("%s: route %s listens on ib:%u, below 1024, which needs CAP_NET_BIND_SERVICE: "
-				       "ibgwd kept it only if the file it started with had such a listener "
-				       "(restart to add one)",
-				       d->conf_path, c->routes[i].name, c->routes[i].listen.port);
-				goto err;
-			}
+	if (!gw_privs_may_bind_low() && (low = gw_privs_low_ib_route(c))) {
+		/* rdma_cm would refuse the bind after the reload said it was done */
+		GW_ERR("%s: route %s listens on ib:%u, below 1024, which needs CAP_NET_BIND_SERVICE: ibgwd kept "
+		       "it only if the file it started with had such a listener (restart to add one)",
+		       d->conf_path, low->name, low->listen.port);
+		goto err;
+	}
 	if (gw_alog_reload_prepare(d, c)) /* a new access log target must open before anything changes */
 		goto err;
 	live = gw_live_make(d, c);

@@ -293,6 +293,14 @@ static void check_readable(const struct conf *c)
 }
 
 /* What the configuration needs for the daemon's whole life (see the top of the file). */
+const struct conf_route *gw_privs_low_ib_route(const struct conf *c)
+{
+	for (uint32_t r = 0; r < c->n_routes; r++)
+		if (c->routes[r].listen.kind == CONF_EP_IB && c->routes[r].listen.port < 1024)
+			return &c->routes[r];
+	return NULL;
+}
+
 static uint64_t needed_caps(const struct conf *c)
 {
 	static const struct {
@@ -323,15 +331,13 @@ static uint64_t needed_caps(const struct conf *c)
 	}
 	if (c->eth.kernel_tap[0])
 		keep |= CAP_BIT(CAP_NET_ADMIN); /* net_tap creates and configures the exception TAP */
-	if (c->gateway.stats.port < 1024)
+	if (c->gateway.stats.port < 1024 || gw_privs_low_ib_route(c))
 		keep |= CAP_BIT(CAP_NET_BIND_SERVICE);
-	for (uint32_t r = 0; r < c->n_routes; r++)
-		if (c->routes[r].listen.kind == CONF_EP_IB && c->routes[r].listen.port < 1024)
-			keep |= CAP_BIT(CAP_NET_BIND_SERVICE);
 	if (!prep.memlock_unlimited)
 		keep |= CAP_BIT(CAP_IPC_LOCK);
 	return keep;
 }
+
 
 const char *gw_privs_rundir(void)
 {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 struct conf;
+struct conf_route;
 
 /* Before the EAL starts (no thread but the caller exists yet): resolves [gateway] user and group into
  * ids and supplementary groups (so that no name lookup happens once threads run), and unless
@@ -37,6 +38,10 @@ int gw_privs_lock_syscalls(void);
 /* The runtime directory gw_privs_drop made for DPDK ($XDG_RUNTIME_DIR), "" when none: main removes
  * it at exit. */
 const char *gw_privs_rundir(void);
+
+/* C's first route with an ib: listener below 1024 (rdma_cm wants CAP_NET_BIND_SERVICE for it at
+ * bind time), or NULL. */
+const struct conf_route *gw_privs_low_ib_route(const struct conf *c);
 
 /* Any thread: may the daemon still bind a port below 1024 (CAP_NET_BIND_SERVICE effective)? A drop
  * keeps it only when the file at start had such a listener; a reload that adds one is refused. */
