@@ -118,21 +118,7 @@ rundir=${rundir%/dpdk/*}
 ok "DPDK's runtime files in $rundir (nobody's, 0700, made by ibgwd), not in the /tmp/dpdk another user made"
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^ibgw_build_info' || fail "/metrics"
 # the datapath as nobody: 1 MB through the echo route, checked byte for byte
-ip netns exec "$ns" python3 - <<'PY' || fail "echo through tcp:7 as nobody"
-import hashlib, os, socket, threading
-data = os.urandom(1 << 20)
-s = socket.create_connection(("198.18.8.1", 7), timeout=30)
-t = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
-t.start()
-got = bytearray()
-while True:
-    chunk = s.recv(1 << 16)
-    if not chunk:
-        break
-    got += chunk
-t.join()
-assert len(got) == len(data) and hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), "echo differs"
-PY
+gw_echo_check "$ns" 198.18.8.1 7 $((1 << 20)) || fail "echo through tcp:7 as nobody"
 ok "1 MB echoed through tcp:7 (af_packet, DPDK TCP engine) by the unprivileged daemon, sha256 identical"
 kill -HUP "$GW_PID"
 for i in $(seq 100); do

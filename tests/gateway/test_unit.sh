@@ -69,20 +69,7 @@ done
 GW_PID=$(pgrep -P "$STRACE_PID" -x ibgwd | head -1)
 [ -n "$GW_PID" ] || fail "no ibgwd under strace"
 grep -q "run as nobody" "$tmp/log" || fail "the privilege drop did not run: $(grep privileges "$tmp/log")"
-ip netns exec "$ns" python3 - <<'PY' || fail "echo through tcp:7"
-import hashlib, os, socket
-data = os.urandom(256 << 10)
-s = socket.create_connection(("198.18.9.1", 7), timeout=30)
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-got = bytearray()
-while True:
-    chunk = s.recv(1 << 16)
-    if not chunk:
-        break
-    got += chunk
-assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), "echo differs"
-PY
+gw_echo_check "$ns" 198.18.9.1 7 $((256 << 10)) || fail "echo through tcp:7"
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^ibgw_build_info' || fail "/metrics"
 kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done

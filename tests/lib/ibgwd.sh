@@ -15,6 +15,11 @@
 #                                af_packet port, NS_IF in NS with ADDR/LEN, its TX checksum offload
 #                                off (af_packet hands frames over as they are: a checksum left to an
 #                                offload would arrive unfilled); gw_veth_del NS GW_IF removes them
+#   gw_echo_check NS HOST PORT BYTES [S]
+#                                from namespace NS, sends BYTES random bytes to the echo route at
+#                                HOST:PORT while reading what comes back, then ends its side; true
+#                                only when exactly those bytes came back (sha256); S s of silence at
+#                                most (default 30), twice that in all
 #   fail MSG / ok MSG            print and exit 1 / print a check that passed
 GW_ROOT=${GW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IBGWD=${IBGWD:-$GW_ROOT/${BUILD:-build}/asan/ibgwd}
@@ -92,6 +97,26 @@ gw_veth() {
 gw_veth_del() {
 	ip netns del "$1" 2>/dev/null
 	ip link del "$2" 2>/dev/null
+}
+
+gw_echo_check() {
+	local t=${5:-30}
+	ip netns exec "$1" timeout $((2 * t)) python3 - "$2" "$3" "$4" "$t" <<'PY'
+import hashlib, os, socket, sys, threading
+host, port, n, t = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+data = os.urandom(n)
+s = socket.create_connection((host, port), timeout=t)
+w = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
+w.start()
+got = bytearray()
+while True:
+    chunk = s.recv(1 << 16)
+    if not chunk:
+        break
+    got += chunk
+w.join()
+assert len(got) == n and hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), "echo differs"
+PY
 }
 
 gw_routes() {
