@@ -179,14 +179,24 @@ static bool is_gateway(const struct eth_stack *st, const struct eth_nbr_cache *c
 	return g && xlt_ip_eq(g, ip);
 }
 
-/* A slot for IP: a free one among the probed, else the least recently used, never the pinned
- * gateway (it occupies one of the ARP_PROBE slots at most, so there is always another). FROM_NS: for
- * the sender of a neighbour solicitation, which takes only a free slot or one another solicitation
- * made and output never used: in a /64 a peer has endless sources, and its solicitations must not
- * evict the neighbours traffic goes to (their packets dropped, asked for again). NULL then when there
- * is none. */
+/* Whether E has not shown itself worth keeping: made by a peer's request (passive) and not used
+ * since, or never answered (INCOMPLETE: a spoofed source our SYN-ACK waits for is one). */
+static bool unproven(const struct eth_arp_entry *e)
+{
+	return e->passive || e->state == ETH_ARP_INCOMPLETE;
+}
+
+/* A slot for IP: a free one among the probed, else, never the pinned gateway (it occupies one of the
+ * ARP_PROBE slots at most, so there is always another), the least recently used of the unproven
+ * entries, and only when there is none of those the least recently used of the rest: SYNs from
+ * spoofed on-link sources make output wait for neighbours that never answer, and those entries must
+ * not evict the neighbours traffic goes to (their packets dropped, asked for again); a spoofer
+ * that answers for all its sources is a host of the segment, which can do worse anyway.
+ * PASSIVE: for the sender of an ARP request or neighbour solicitation aimed at us (or of a reply we
+ * did not ask for), which takes only a free slot or one another such sender got and output never
+ * used: in a /64 (or a wide IPv4 subnet) a peer has endless sources. NULL then when there is none. */
 static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip,
-                                    bool from_ns)
+                                    bool passive)
 {
 	unsigned s = slot_of(st, ip);
 	struct eth_arp_entry *victim = NULL;
@@ -197,7 +207,10 @@ static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *
 			victim = e;
 			break;
 		}
-		if (!e->pinned && (!from_ns || e->from_ns) && (!victim || e->used_ms < victim->used_ms))
+		if (e->pinned || (passive && !e->passive))
+			continue;
+		if (!victim || unproven(e) > unproven(victim) ||
+		    (unproven(e) == unproven(victim) && e->used_ms < victim->used_ms))
 			victim = e;
 	}
 	if (!victim)
@@ -206,7 +219,7 @@ static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *
 		entry_free(st, c, victim);
 	victim->ip = *ip;
 	victim->pinned = is_gateway(st, c, ip);
-	victim->from_ns = from_ns;
+	victim->passive = passive;
 	victim->used_ms = st->now_ms;
 	NB_ADD(st, c, entries, 1);
 	return victim;
@@ -297,7 +310,7 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 
 	if (e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE)) {
 		e->used_ms = st->now_ms;
-		e->from_ns = false; /* in use: no solicitation evicts it now */
+		e->passive = false; /* in use: no request or solicitation evicts it now */
 		if (e->state == ETH_ARP_REACHABLE && st->now_ms >= e->expire_ms) {
 			e->state = ETH_ARP_STALE;
 			e->tries = 0;
@@ -391,8 +404,11 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto done;
 	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
 		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
-		e = insert(st, c, &sip6, false);
-		learn(st, c, e, sha);
+		e = insert(st, c, &sip6, true);
+		if (e)
+			learn(st, c, e, sha);
+		else if (!learn_only)
+			xlt_counter_add(&st->stats.arp_learn_refused, 1); /* (answered all the same) */
 	}
 	if (op == RTE_ARP_OP_REQUEST && !learn_only)
 		send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, sip);

@@ -179,7 +179,7 @@ struct eth_arp_entry {
 	uint8_t tries;
 	uint8_t n_pending;  /* of the instance's arp_q */
 	bool pinned;	    /* the configured gateway: never evicted, changed only by replies we asked for */
-	bool from_ns;       /* made by a neighbour solicitation, not used by output yet (arp.c: insert) */
+	bool passive;       /* made by a peer's ARP request or solicitation, not used by output yet (arp.c: insert) */
 	uint64_t expire_ms; /* REACHABLE until / next retry at */
 	uint64_t used_ms;
 };

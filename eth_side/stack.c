@@ -48,6 +48,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"arp_entries", XLT_GAUGE, ST(arp_entries), "neighbour cache entries", NULL},
 	{"arp_queue_drops_total", XLT_COUNTER, ST(arp_queue_drops), "packets dropped, oldest first, because the worker's queue of packets awaiting ARP resolution was full", NULL},
 	{"arp_queued", XLT_GAUGE, ST(arp_queued), "packets waiting for ARP resolution", NULL},
+	{"arp_learn_refused_total", XLT_COUNTER, ST(arp_learn_refused), "ARP senders that got no cache entry: its slots held neighbours in use", NULL},
 	{"ip_packets_in_total", XLT_COUNTER, ST(ip_in), "IPv4 packets received", NULL},
 	{"ip_header_errors_total", XLT_COUNTER, ST(ip_header_errors), "IPv4 packets with a bad header or length", NULL},
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},

@@ -648,6 +648,8 @@ static inline void eh_arp_hello(struct eh *h)
 
 /* [eth] gateway of the next eh_start (network order; 0: none), for a test that wants one. */
 static uint32_t eh_gateway;
+/* The prefix length of the next eh_start's address (0: 24), for a test that needs a wide subnet. */
+static uint8_t eh_prefix;
 
 /* A fresh instance with listeners on 7 (echo) and 9 (discard), the peer known by ARP, told that its
  * device does OFFLOADS (ETH_OFFLOAD_*). */
@@ -660,7 +662,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .port_id = UINT16_MAX,
 	    .pool = eh_pool,
 	    .addr = EH_GW_IP,
-	    .prefix = 24,
+	    .prefix = eh_prefix ? eh_prefix : 24,
 	    .gateway = eh_gateway,
 	    .prefix6 = 64, /* (IPv6 too, so that ipv6.c meets the fuzzer) */
 	    .mtu = EH_MTU,

@@ -1397,6 +1397,102 @@ static int setup_gateway(void **state)
 	return ret;
 }
 
+static int setup_wide(void **state)
+{
+	int ret;
+
+	(void)state;
+	eh_prefix = 16; /* (room for thousands of on-link sources) */
+	ret = eh_start(&h, 8, 16384, 16384);
+	eh_prefix = 0;
+	return ret;
+}
+
+/* ARP requests for IP among the frames kept since the last eh_forget. */
+static unsigned arp_requests_for(uint32_t ip)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
+		const struct rte_arp_hdr *a = (const struct rte_arp_hdr *)(e + 1);
+
+		if (e->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP) &&
+		    a->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) && a->arp_data.arp_tip == ip)
+			n++;
+	}
+	return n;
+}
+
+/* The peer's bytes echoed straight to its MAC, without asking for it (its entry survived). */
+static void echo_without_asking(struct conn *c, uint8_t tag)
+{
+	struct out o;
+
+	peer_data(c, &tag, 1, 0);
+	assert_int_equal(arp_requests_for(EH_PEER_IP), 0);
+	o = one();
+	assert_int_equal(o.len, 1);
+	assert_int_equal(o.data[0], tag);
+	assert_int_equal(h.n_kept, 1); /* (sent, not queued for ARP: one() saw its frame) */
+	assert_memory_equal(rte_pktmbuf_mtod(h.kept[0], const struct rte_ether_hdr *)->dst_addr.addr_bytes,
+	                    eh_peer_mac, 6);
+	c->gnxt += 1;
+}
+
+/* 198.18.1.0/24 onwards: sources in the wide subnet, none of them the peer's or ours. */
+static uint32_t spoofed(unsigned i)
+{
+	return rte_cpu_to_be_32(0xc6120000u | ((1u + i / 250u) << 8) | (1u + i % 250u));
+}
+
+/* The neighbour traffic goes to keeps its entry through floods from spoofed on-link sources (it used
+ * to be the least recently used of its slots, evicted and asked for again, its packets held):
+ *  - ARP requests for our address from 2048 senders (each would be a new entry): they take free
+ *    slots and each other's, never an entry output uses, and every one is answered;
+ *  - SYNs from 2048 other senders that never answer ARP: every SYN-ACK waits for an entry that
+ *    stays INCOMPLETE, and those evict one another, not a neighbour that answered. */
+static void test_arp_flood_keeps_used(void **state)
+{
+	struct conn c = established_echo(40200);
+	uint64_t replies;
+
+	(void)state;
+	eh_advance_ms(&h, 1000); /* (the floods' entries are newer: a plain LRU would take the peer's) */
+	eh_forget(&h);
+	replies = S()->arp_out;
+	for (unsigned i = 0; i < 8 * 256; i++) {
+		uint8_t mac[6] = {0x02, 0, 0, 2, (uint8_t)(i >> 8), (uint8_t)i};
+
+		eh_arp(&h, RTE_ARP_OP_REQUEST, mac, spoofed(i));
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+	assert_int_equal(S()->arp_out - replies, 8 * 256); /* every request answered */
+	assert_int_equal(S()->arp_learn_refused, 0); /* (one entry in use: the others were the flood's) */
+	assert_true(S()->arp_entries <= ETH_ARP_SLOTS);
+	echo_without_asking(&c, 0x5a);
+	ack_all(&c, 65535);
+
+	eh_advance_ms(&h, 1000);
+	for (unsigned i = 0; i < 8 * 256; i++)
+		feed_syn_between(spoofed(8 * 256 + i), (uint16_t)(1024 + i), EH_GW_IP, EH_ECHO_PORT, 777);
+	eh_forget(&h);
+	assert_true(S()->arp_entries <= ETH_ARP_SLOTS);
+	echo_without_asking(&c, 0xa5);
+	/* every slot taken by a neighbour asked for (the SYN-ACKs'): a request from yet another
+	 * sender is answered without an entry, and counted */
+	replies = S()->arp_out;
+	eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, 3, 0, 1}, spoofed(4 * 8 * 256));
+	eh_poll(&h);
+	assert_int_equal(S()->arp_learn_refused, 1);
+	assert_int_equal(S()->arp_out, replies + 1);
+}
+
 /* The pinned gateway's entry, re-checked once it aged (a unicast request to the address we have), is
  * confirmed by that address only: an attacker's reply racing the gateway's answer is ignored and
  * counted, and off-link traffic keeps going to the real gateway (it used to take the first reply). */
@@ -2937,6 +3033,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tiny_mss_with_timestamps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_mss, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
