@@ -1152,10 +1152,11 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	t = eth_tcb_lookup(st, dst, src, rte_be_to_cpu_16(th->src_port), rte_be_to_cpu_16(th->dst_port), h);
 	if (t && st->locals && st->locals->reset_gone &&
 	    eth_local_state_ip(st, &t->laddr) == ETH_LOCAL_GONE && t->state != ETH_TCP_TIME_WAIT) {
-		/* removed_addr_reset: its address moved away */
+		/* removed_addr_reset: its address moved away. Our own abort, not the peer's reset: the
+		 * session ends "aborted", and a backend is not charged with it (passive ejection) */
 		xlt_counter_add(&st->stats.local_addr_resets, 1);
 		eth_tcp_send_rst(t);
-		eth_tcb_close(t, -ECONNRESET);
+		eth_tcb_close(t, -ECONNABORTED);
 		t = NULL;
 		goto drop;
 	}

@@ -153,6 +153,9 @@ wait $slow
 grep -q reset "$tmp/slow" || fail "removed_addr_reset = 1: the session on the removed address: $(cat "$tmp/slow")"
 n=$(ha_metric 1 'ibgw_tcp_local_address_resets_total{worker="0"}')
 [ "$n" -eq 1 ] || fail "tcp_local_address_resets_total is $n, expected 1"
+# (ibgwd's own abort, not a reset by the peer: a pool would otherwise charge a backend with it)
+n=$(ha_metric 1 'ibgw_route_sessions_ended_total{route="echo",reason="aborted"}')
+[ "$n" -eq 1 ] || fail "the session reset on the removed address ended $n times as aborted, expected 1"
 ok "removed_addr_reset = 1: the session in flight on the removed address was reset ($(cat "$tmp/slow")), counted"
 kill -TERM "${HA_PID[1]}"
 ha_gw_wait_exit 1 20 || fail "ibgwd exited with $?"
