@@ -149,6 +149,7 @@ struct eth_tcb {
 	uint64_t connect_deadline_ms;
 
 	struct eth_bufq rbuf, sbuf;
+	uint32_t rbuf_held; /* of the configured rbuf, what is not offered yet (eth_tcp_open_window) */
 	struct eth_sndq sndq; /* the send queue's entries once a session lends (sbuf: its copies) */
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
 	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */

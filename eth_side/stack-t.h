@@ -37,11 +37,19 @@ typedef uint16_t (*eth_tx_fn)(void *arg, struct rte_mbuf **pkts, uint16_t n);
 /* Per-connection settings: the buffers bound what the connection may hold. */
 struct eth_tcp_params {
 	uint32_t rbuf_size;	      /* receive buffer = the largest window advertised */
+	uint32_t rbuf_start;	      /* passive opens: the part of it offered until eth_tcp_open_window
+				       * (0: all; an accept_proxy connection waiting for its header) */
 	uint32_t sbuf_size;	      /* send buffer: unacknowledged + queued bytes */
 	uint32_t copy_size;	      /* of them, bytes copied into the connection's chunks at most (0:
 				       * sbuf_size): a session that lends (write_lent) needs few */
 	uint64_t connect_timeout_ms;  /* active opens: give up with -ETIMEDOUT after this */
 };
+
+/* The receive window of a passive open until eth_tcp_open_window. */
+static inline uint32_t eth_tcp_rbuf_start(const struct eth_tcp_params *p)
+{
+	return p->rbuf_start && p->rbuf_start < p->rbuf_size ? p->rbuf_start : p->rbuf_size;
+}
 
 /* What one engine instance needs: created on the control thread, then used by one worker only. */
 struct eth_stack_conf {

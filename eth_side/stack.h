@@ -90,6 +90,10 @@ void eth_tcp_unlisten_all(struct eth_stack *st);
 struct xlt_stream *eth_tcp_connect(struct eth_stack *st, const struct xlt_ip *addr, uint16_t port,
                                    const struct eth_tcp_params *p, int *err);
 
+/* Offers an accepted connection the whole of its receive buffer (eth_tcp_params.rbuf_start held
+ * part of it back), with a window update. */
+void eth_tcp_open_window(struct xlt_stream *s);
+
 /* Refuses an accepted connection: resets it and frees it at once (no events follow). A refusal by
  * hooks->accept does this itself. */
 void eth_tcp_reject(struct xlt_stream *s);

@@ -418,7 +418,10 @@ uint8_t eth_tcp_wscale_for(uint32_t rbuf)
 
 void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 {
-	eth_bufq_init(&t->rbuf, p->rbuf_size);
+	uint32_t start = t->passive ? eth_tcp_rbuf_start(p) : p->rbuf_size;
+
+	eth_bufq_init(&t->rbuf, start);
+	t->rbuf_held = p->rbuf_size - start;
 	eth_bufq_init(&t->sbuf, p->sbuf_size);
 	t->sndq.copy_cap = p->copy_size && p->copy_size < p->sbuf_size ? p->copy_size : p->sbuf_size;
 	t->rto_ms = ETH_TCP_RTO_INIT_MS;
@@ -573,6 +576,20 @@ static void op_consume(struct xlt_stream *s, size_t n)
 	thresh = (t->rbuf.cap + t->rq_len) / 2 < t->mss ? (t->rbuf.cap + t->rq_len) / 2 : t->mss;
 	if (eth_seq_diff(edge, t->rcv_adv) >= (int32_t)thresh) {
 		t->ack_now = true;
+		eth_tcb_output_later(t);
+	}
+}
+
+void eth_tcp_open_window(struct xlt_stream *s)
+{
+	struct eth_tcb *t = eth_tcb_of(s);
+
+	if (!t->rbuf_held || t->state == ETH_TCP_CLOSED)
+		return;
+	t->rbuf.cap += t->rbuf_held; /* (cap: the configured buffer less the bytes in frames) */
+	t->rbuf_held = 0;
+	if (t->state == ETH_TCP_ESTABLISHED || t->state == ETH_TCP_FIN_WAIT_1 || t->state == ETH_TCP_FIN_WAIT_2) {
+		t->ack_now = true; /* the window update */
 		eth_tcb_output_later(t);
 	}
 }

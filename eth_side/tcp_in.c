@@ -168,7 +168,9 @@ static struct eth_syncookie_flow cookie_flow(const struct eth_stack *st, const s
 /* The window of a listener's SYN-ACK (never scaled). */
 static uint32_t syn_window(const struct eth_listener *l)
 {
-	return l->params.rbuf_size > 65535 ? 65535 : l->params.rbuf_size;
+	uint32_t w = eth_tcp_rbuf_start(&l->params);
+
+	return w > 65535 ? 65535 : w;
 }
 
 /* Answers SYN SG with a SYN-ACK whose sequence number is a cookie, keeping no state. */

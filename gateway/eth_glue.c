@@ -72,7 +72,15 @@ static int hook_accept(void *warg, void *route, struct xlt_stream *s)
 	struct gw_route *r = gw_route_current(route); /* the listener may not have heard of a reload yet */
 
 	/* accept_proxy: the session waits for the client's PROXY header (proxy.c) */
-	return r->conf.accept_proxy ? gw_proxy_wait(w, r, s) : gw_session_accept(w, r, s);
+	if (r->conf.accept_proxy)
+		return gw_proxy_wait(w, r, s);
+	eth_tcp_open_window(s); /* (a reload turned accept_proxy off after its SYN: no header to wait for) */
+	return gw_session_accept(w, r, s);
+}
+
+void gw_eth_open_window(struct xlt_stream *s)
+{
+	eth_tcp_open_window(s);
 }
 
 static void hook_route_get(void *route)
@@ -96,6 +104,7 @@ static struct eth_tcp_params params_of(const struct gw_route *r)
 {
 	return (struct eth_tcp_params){
 		.rbuf_size = (uint32_t)r->conf.tcp_rbuf_size,
+		.rbuf_start = r->conf.accept_proxy ? GW_PP_WINDOW : 0, /* (proxy.c) */
 		.sbuf_size = (uint32_t)r->conf.tcp_sbuf_size,
 		/* what the session budget counts (conf.h): where the route lends, copies are a PROXY header */
 		.copy_size = conf_route_lends(&r->conf) ? CONF_LENT_TCP_COPY : 0,

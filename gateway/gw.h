@@ -27,6 +27,9 @@
  * GID 3 + 16, QPN 3 + 4 */
 #define GW_PP_REASONS 16
 #define GW_PP_HDR_MAX  (16 + 36 + 19 + 3 + CONF_NAME_MAX + 19 + 7)
+/* The receive window of an accept_proxy connection until its header passed (proxy.c): a balancer's
+ * first flight (ten segments) fits, and 1024 waiting connections hold 16 MiB a worker at most. */
+#define GW_PP_WINDOW (16u * 1024u)
 #define GW_VERSION     "0.1.0"
 /* backend objects at once (backend.h): every route's pool, and those that removed routes still hold */
 #define GW_MAX_BACKENDS (2 * CONF_MAX_ROUTES * CONF_MAX_BACKENDS)
@@ -405,7 +408,8 @@ void gw_sessions_fini(struct gw_daemon *d);
  * gw_proxy_wait (worker): a listener of route R (accept_proxy = v2) accepted S: it waits for its
  * header, then goes to gw_session_accept with the address the header gave; a bad or late header
  * resets it (counted). Returns 0 (S is taken), or -EACCES: S's real peer is not in R's proxy_from
- * (counted, logged rate-limited), or -ENOBUFS: too many waiting; the caller resets S.
+ * (counted, logged rate-limited); the caller resets S. When every waiting slot is taken, the
+ * longest waiting connection is reset for S (counted as overload).
  * gw_proxy_poll (worker, every loop): resets connections whose header is late. Returns the work done.
  * gw_proxy_init/fini (control, before the workers run / after they stopped): the waiting pools.
  * gw_proxy_metrics (control): ibgw_proxy_header_errors_total. */
@@ -418,6 +422,9 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m);
 /* ib_glue.c (worker): the fabric identity of the peer of S, a stream the IB side accepted (GID, QPN);
  * 0, or -EINVAL for other streams. */
 int gw_ib_peer_id(const struct xlt_stream *s, uint8_t gid[16], uint32_t *qpn);
+/* eth_glue.c (worker): offers S, a connection a TCP listener accepted, its whole receive buffer (an
+ * accept_proxy route's connections start with GW_PP_WINDOW of it). */
+void gw_eth_open_window(struct xlt_stream *s);
 
 /* stats.c: the HTTP endpoint on [gateway] stats. Returns 0 or -errno. gw_stats_stale (control):
  * what the last render showed changed (a reload): the next request renders anew. */

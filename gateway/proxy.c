@@ -20,17 +20,25 @@
  * refused: allow lists judge IP addresses, and judging such a client by the balancer's own address
  * would let every one of them in.
  *
- * Waiting connections come from a fixed per-worker pool (GW_PP_WAITERS): no allocation on the
- * datapath, and a client that opens connections and sends nothing holds at most that many slots, each
- * for GW_PP_WAIT_NS; beyond, new connections are reset at once (reason "overload"). Worker only,
- * except init/fini and the metrics (control thread).
+ * Waiting connections come from a fixed per-worker pool (GW_PP_WAITERS), shared by the worker's
+ * accept_proxy routes: no allocation on the datapath, and a client that opens connections and sends
+ * nothing holds at most that many slots, each for GW_PP_WAIT_NS at most. When all are taken, the one
+ * that waited longest is reset (reason "overload", on its route) for the newcomer: a balancer sends
+ * its header with its first segment, so a flood of silent connections to one route cannot lock
+ * another route's balancers out unless it opens GW_PP_WAITERS connections within their round trip.
+ * A waiting connection is offered GW_PP_WINDOW of its receive buffer (eth_tcp_params.rbuf_start), the
+ * rest once its header passed: a client that sends a header's start and then out-of-order data
+ * holds that much, not the route's tcp_rbuf, beyond every session budget. Worker only, except
+ * init/fini and the metrics (control thread).
  *
  * Who may send a header (route key proxy_from): the header's source is believed, so only the
  * balancers may speak it. A connection whose real TCP peer is outside proxy_from is reset at once,
  * before a byte of it is read and without taking a waiting slot (reason "untrusted"): the port's
  * reachability (a firewall for one family only, a dual-stack listener) is then no part of the
  * allow list's protection. Logged at most once per GW_PP_LOG_NS per worker, with the count of the
- * lines left out: a peer can make as many as it likes. */
+ * lines left out: a peer can make as many as it likes. The real peer is judged again when its header
+ * is complete, by the route's config at that moment: a reload that narrowed proxy_from or turned
+ * accept_proxy off while it waited (the likely answer to an attack) applies to it too. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -183,12 +191,32 @@ static void fail(struct pp_wait *p, unsigned reason)
 	gw_route_put(r);
 }
 
+/* S's real peer is not in R's proxy_from (or R no longer takes headers): logged within the rate
+ * limit (the caller counts it). */
+static void log_untrusted(struct gw_worker *w, struct gw_route *r, const struct xlt_stream *s)
+{
+	char a[XLT_IP_STRLEN];
+	uint64_t quiet;
+
+	if (!xlt_ratelim_ok(&waits[w->id].untrusted_log, gw_now_ns(), GW_PP_LOG_NS, &quiet))
+		return;
+	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
+	        "believed (%" PRIu64 " more not logged)",
+	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, quiet);
+}
+
 static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 {
 	struct xlt_stream *s = p->s;
 	struct gw_worker *w = p->w;
-	struct gw_route *r = p->r;
+	struct gw_route *r = p->r, *now = gw_route_current(r);
 
+	if (!now->conf.accept_proxy || !conf_route_proxy_from(&now->conf, &s->peer_addr)) {
+		/* a reload while it waited: the real peer may not speak for others any more */
+		log_untrusted(w, now, s);
+		fail(p, PP_UNTRUSTED);
+		return;
+	}
 	if (in->command == XLT_PP2_CMD_PROXY) {
 		/* an unspecified source would read as "no address", which only ::/0 admits: as good as any
 		 * other spoofed source, but never one a stream from the network can have */
@@ -204,6 +232,7 @@ static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 	}
 	unlink_wait(p);
 	s->ev = (struct xlt_stream_events){0};
+	gw_eth_open_window(s); /* (GW_PP_WINDOW until now) */
 	/* admission judges the address the header gave, under the route's current config (a reload may
 	 * have replaced it meanwhile); a refusal resets the connection, counted by its reason */
 	if (gw_session_accept(w, r, s))
@@ -262,32 +291,20 @@ static void on_closed(void *arg, int err)
 	gw_route_put(r);
 }
 
-/* S's real peer is not in R's proxy_from: counted, logged within the rate limit. */
-static void untrusted(struct gw_worker *w, struct gw_route *r, const struct xlt_stream *s)
-{
-	char a[XLT_IP_STRLEN];
-	uint64_t quiet;
-
-	count(r, PP_UNTRUSTED);
-	if (!xlt_ratelim_ok(&waits[w->id].untrusted_log, gw_now_ns(), GW_PP_LOG_NS, &quiet))
-		return;
-	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
-	        "believed (%" PRIu64 " more not logged)",
-	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, quiet);
-}
-
 int gw_proxy_wait(struct gw_worker *w, struct gw_route *r, struct xlt_stream *s)
 {
 	struct pp_wait *p = SLIST_FIRST(&waits[w->id].free);
 
 	/* the real peer, before anything it sent is looked at */
 	if (!conf_route_proxy_from(&r->conf, &s->peer_addr)) {
-		untrusted(w, r, s);
+		count(r, PP_UNTRUSTED);
+		log_untrusted(w, r, s);
 		return -EACCES;
 	}
 	if (!p) {
-		count(r, PP_OVERLOAD);
-		return -ENOBUFS;
+		/* all taken: the one that waited longest makes room (see above) */
+		fail(TAILQ_FIRST(&waits[w->id].fifo), PP_OVERLOAD);
+		p = SLIST_FIRST(&waits[w->id].free);
 	}
 	SLIST_REMOVE_HEAD(&waits[w->id].free, free_link);
 	gw_route_get(r);
@@ -341,7 +358,8 @@ void gw_proxy_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	    "connections to accept_proxy listeners reset because of their PROXY header: malformed "
 	    "(signature, version, command, family, length, too_long, tlv, crc), unsupported (PROXY for "
 	    "other than TCP over IPv4 or IPv6), truncated (the client ended first), timeout (none within "
-	    "5 s), overload (too many waiting), untrusted (the TCP peer is not in the route's proxy_from)");
+	    "5 s), overload (the longest waiting, reset for a newcomer when all slots were taken), "
+	    "untrusted (the TCP peer is not in the route's proxy_from)");
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		const struct gw_route *r = d->routes[i], *o;
 		uint64_t sum[PP_REASONS] = {0};

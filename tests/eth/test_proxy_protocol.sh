@@ -36,6 +36,7 @@ pp-hap	tcp:8100	tcp:$PEER:5100	proxy_protocol=v2
 pp-tlv	tcp:8101	tcp:$PEER:5102	proxy_protocol=v2
 ap	tcp:8102	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=$PEER2/32
 ap6	tcp:8103	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=2001:db8:5::/64,198.18.0.250/32
+apo	tcp:8104	tcp:$PEER:5102	accept_proxy=v2
 EOF
 )"
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
@@ -192,15 +193,37 @@ ppwait 6
 [ "$(ppl 6 '.src + ":" + (.sport|tostring)')" = "$PEER2:4321" ] || fail "after the reload: $(sed -n 6p "$tmp/pp.log")"
 ok "a connection whose header was half there during a reload of its route was admitted after it, data intact"
 
-# more silent connections than the waiting pool holds (1024 per worker): the extra ones are reset at
-# once (overload), the others at the bound; all are counted
+# the real peer is judged again when its header completes: a reload that narrows proxy_from while it
+# waits (the likely answer to an attack) applies to it too (it used to be admitted by the header)
+reload_gw() {
+	local r0
+	r0=$(m 'config_reloads_total{result="ok"}')
+	kill -HUP "$GW_PID"
+	for _ in $(seq 50); do [ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] && return 0; sleep 0.1; done
+	fail "the reload was not applied"
+}
+u0=$(perr untrusted)
+eth_bg "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 1000 --src "$PEER2" --sport 40304 --pause 3 \
+	--pre "$(pp header --src "$PEER2:4322" --dst "$GW:8102")"
+xp=$ETH_BG_PID
+sleep 1
+sed -i '/^\[route ap\]/a proxy_from = 198.18.0.250/32' "$tmp/ibgw.conf"
+reload_gw
+wait "$xp" && fail "a header completed after a reload took its sender out of proxy_from was believed"
+[ "$(perr untrusted)" = $((u0 + 1)) ] || fail "untrusted $u0 -> $(perr untrusted), expected one more"
+sed -i '/^proxy_from = 198.18.0.250\/32$/d' "$tmp/ibgw.conf"
+reload_gw
+ok "a header completed after a reload took its sender out of proxy_from: reset, counted as untrusted"
+
+# more silent connections than the waiting pool holds (1024 per worker): each beyond it resets the
+# longest waiting (overload), the others are reset at the bound; all are counted
 o0=$(perr overload) t0=$(perr timeout)
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py flood "$GW" 8102 1100 --src "$PEER2" 2>&1) || fail "flood: $out"
 early=$(echo "$out" | sed -n 's/^early=//p') csecs=$(echo "$out" | sed -n 's/^connect_secs=//p')
 if awk -v s="$csecs" 'BEGIN { exit !(s < 4) }'; then
 	[ "$early" = 76 ] && [ "$(perr overload)" = $((o0 + 76)) ] && [ "$(perr timeout)" = $((t0 + 1024)) ] ||
 		fail "1100 silent connections (made in ${csecs}s): $early reset early, overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
-	ok "1100 silent connections: 76 beyond the 1024 waiting slots reset at once (overload), the rest at the bound (timeout)"
+	ok "1100 silent connections: 76 beyond the 1024 waiting slots, 76 reset early (overload), the rest at the bound (timeout)"
 else
 	# (a loaded host took longer than the 5 s bound to open them all: the first ones timed out and
 	# freed their slots before the last came, so fewer were refused; every one is still counted once)
@@ -208,6 +231,30 @@ else
 		fail "1100 silent connections (made in ${csecs}s): overload $o0 -> $(perr overload), timeout $t0 -> $(perr timeout)"
 	ok "1100 silent connections made in ${csecs}s (beyond the bound): each reset once, overload or timeout, none left"
 fi
+
+# the waiting slots are the worker's, for every accept_proxy route: silent connections filling them
+# on one route (apo, any peer may speak PROXY there) do not lock out another route's balancer; the
+# connection that waited longest makes room (the newcomer, the balancer's, used to be reset)
+apo() { m "proxy_header_errors_total{route=\"apo\",reason=\"$1\"}"; }
+active() { m 'tcp_connections_active{worker="0"}'; }
+for try in 1 2; do
+	o0=$(apo overload) a0=$(perr overload) c0=$(active)
+	eth_bg "$PY3" tests/eth/pp_peer.py flood "$GW" 8104 1024 --src "$PEER"
+	fl=$ETH_BG_PID
+	full=0
+	for _ in $(seq 80); do [ "$(active)" -ge $((c0 + 1024)) ] && full=1 && break; sleep 0.05; done
+	if [ $full = 1 ]; then
+		out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 100000 --src "$PEER2" --sport 40305 \
+			--pre "$(pp header --src "$PEER2:4323" --dst "$GW:8102")" 2>&1) ||
+			fail "a balancer's connection to ap while apo's silent connections held every waiting slot: $out"
+		[ "$(apo overload)" = $((o0 + 1)) ] && [ "$(perr overload)" = "$a0" ] ||
+			fail "overload: apo $o0 -> $(apo overload) (expected one more), ap $a0 -> $(perr overload) (expected none)"
+	fi
+	wait "$fl"
+	[ $full = 1 ] && break
+	[ $try = 2 ] && fail "1024 silent connections were never all waiting at once (the host took over 4 s to open them), twice"
+done
+ok "1024 silent connections to apo held every waiting slot: a balancer's header to ap still got through (100 KB intact), apo's oldest was reset for it (overload)"
 
 # ---- IPv6 in PROXY headers: allow lists of both families, forwarded as TCP over IPv6 ----
 perr6() { m "proxy_header_errors_total{route=\"ap6\",reason=\"$1\"}"; }

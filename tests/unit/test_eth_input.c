@@ -50,6 +50,7 @@ struct conn {
 	bool ts;
 	uint32_t tsval;
 	uint32_t tsecr; /* the last TSval ibgwd sent on it: echoed as a peer does (RFC 7323 4.3) */
+	uint16_t syn_win; /* the window of ibgwd's SYN-ACK */
 };
 
 static struct eh h;
@@ -194,6 +195,7 @@ static void open_conn_with(struct conn *c, uint16_t pport, uint16_t gport, const
 	c->iss = o.seq;
 	c->gnxt = o.seq + 1;
 	c->tsecr = o.o.tsval;
+	c->syn_win = o.win;
 	ack_all(c, wnd);
 }
 
@@ -978,6 +980,51 @@ static void test_small_window_override(void **state)
 	}
 	assert_int_equal(got, 4000);
 	assert_int_equal(S()->tcp_active, 1);
+}
+
+/* A listener whose connections start with part of their receive buffer (rbuf_start: an accept_proxy
+ * route's, while the PROXY header is awaited): the SYN-ACK offers that part, data beyond it is
+ * dropped, not held (a client sending a header's start and then out-of-order data used to pin the
+ * route's whole buffer), and eth_tcp_open_window offers the rest with a window update. */
+static void test_start_window(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	struct eth_tcp_params p = {
+	    .rbuf_size = 1u << 20, .rbuf_start = 4096, .sbuf_size = 16384, .connect_timeout_ms = 5000};
+	uint8_t ws = eth_tcp_wscale_for(p.rbuf_size);
+	static uint8_t blob[1000];
+	struct eh_session *se;
+	struct conn c;
+	struct out o;
+
+	(void)state;
+	assert_int_equal(eth_tcp_listen(h.st, 17, &p, &eh_discard_tok), 0);
+	h.listener_refs++;
+	open_conn_with(&c, 41500, 17, syn_opts, sizeof(syn_opts), true, 65535);
+	assert_int_equal(c.syn_win, 4096);
+	se = session_of(41500);
+	se->paused = 1; /* (what arrives stays in the buffer) */
+	/* past the first 4096 bytes: dropped; within: kept out of order */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 5000, c.gnxt, 65535, blob, sizeof(blob));
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 1000, c.gnxt, 65535, blob, sizeof(blob));
+	peer_data(&c, blob, 1000, 0);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt + 1000); /* [1000, 2000) joined, [5000, 6000) gone */
+	assert_true(((uint32_t)o.win << ws) < 4096 - 2000 + (1u << ws)); /* (rounded up: never shrunk) */
+	/* the whole buffer, announced */
+	eh_forget(&h);
+	eth_tcp_open_window(se->s);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt + 1000);
+	assert_true(((uint32_t)o.win << ws) >= (1u << 20) - 2000 - (1u << ws));
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 4000, c.gnxt, 65535, blob, sizeof(blob));
+	c.pnxt += 1000;
+	for (unsigned i = 0; i < 3; i++)
+		peer_data(&c, blob, sizeof(blob), 0);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt + 1000); /* [5000, 6000) kept this time */
+	assert_int_equal(eth_tcp_unlisten(h.st, 17), 0);
 }
 
 /* A session that stops reading: the advertised window closes (counted once), and opens again. */
@@ -3022,6 +3069,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_small_window_override, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_start_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
