@@ -28,6 +28,7 @@
 #include <rte_ring.h>
 
 #include "../conf/conf.h"
+#include "../translate/proxy_v2.h"
 #include "backend.h"
 #include "log.h"
 
@@ -75,12 +76,25 @@ static void decide(struct gw_check *c, int result, uint64_t now)
 		c->s->ops->abort(c->s); /* on_closed follows from the engine's poll */
 }
 
+/* What a check sends: on a route that sends PROXY headers, a LOCAL header first (the spec's word for
+ * a balancer's own check: a backend that requires headers, HAProxy's accept-proxy or nginx's
+ * proxy_protocol, takes anything else as an error, and a server that speaks first says nothing until
+ * it came), then check_send. SENT counts both. */
 static void send_some(struct gw_check *c)
 {
 	const struct conf_bytes *snd = &c->r->conf.check_send;
+	uint32_t pre = c->r->conf.proxy_protocol && c->b->ep.kind == CONF_EP_TCP ? XLT_PP2_HDR_LEN : 0;
 
-	if (c->sent < snd->len)
-		c->sent += (uint32_t)c->s->ops->write(c->s, snd->b + c->sent, snd->len - c->sent);
+	if (c->sent < pre) {
+		uint8_t local[XLT_PP2_HDR_LEN];
+
+		xlt_pp2_build_local(local, sizeof(local));
+		c->sent += (uint32_t)c->s->ops->write(c->s, local + c->sent, pre - c->sent);
+		if (c->sent < pre)
+			return;
+	}
+	if (c->sent - pre < snd->len)
+		c->sent += (uint32_t)c->s->ops->write(c->s, snd->b + (c->sent - pre), snd->len - (c->sent - pre));
 }
 
 static void ev_connected(void *arg)

@@ -37,6 +37,7 @@ pp-tlv	tcp:8101	tcp:$PEER:5102	proxy_protocol=v2
 ap	tcp:8102	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=$PEER2/32
 ap6	tcp:8103	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=2001:db8:5::/64,198.18.0.250/32
 apo	tcp:8104	tcp:$PEER:5102	accept_proxy=v2
+pph	tcp:8105	tcp:$PEER:5103	proxy_protocol=v2	check_interval=500ms	check_timeout=400ms	rise=2	fall=1	check_expect=OK
 EOF
 )"
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
@@ -71,8 +72,10 @@ EOF
 eth_bg socat -t 30 TCP-LISTEN:5101,bind=127.0.0.1,reuseaddr,fork EXEC:cat
 eth_bg haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1
 eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5102 "$tmp/pp.log"
+eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5103 "$tmp/pph.log"
 eth_wait_listen 5100
 eth_wait_listen 5102
+eth_wait_listen 5103
 eth_wait_listen 6000
 : >"$tmp/pp.log"
 # the Nth JSON line of the python server's log, field F (jq)
@@ -93,6 +96,15 @@ ok "HAProxy saw the client $PEER:40123 -> $GW:8100 and unique id $uid_hap from t
 a2b() { m "route_bytes_total{route=\"$1\",dir=\"eth_to_eth\"}"; }
 [ "$(a2b pp-hap)" = 4000000 ] || fail "route bytes A->B: $(a2b pp-hap), expected 4000000 (the header is not relayed client data)"
 ok "the header is not counted as relayed bytes (route_bytes_total = 4000000)"
+
+# ---- health checks of a backend that requires the header: each opens with a LOCAL header (a server
+# that speaks first, such as pp_peer.py's, says nothing before it; the checks used to send none and
+# timed out, and every such backend was down) ----
+up=0
+for _ in $(seq 50); do [ "$(m "backend_up{route=\"pph\",backend=\"$PEER:5103\"}")" = 1 ] && up=1 && break; sleep 0.1; done
+[ $up = 1 ] || fail "pph: the backend behind a PROXY-requiring server never came up: $(cat "$tmp/pph.log")"
+[ "$(head -2 "$tmp/pph.log" | jq -r .cmd | sort -u)" = LOCAL ] || fail "pph: the checks sent: $(head -2 "$tmp/pph.log")"
+ok "health checks on a proxy_protocol route open with a LOCAL header: the backend that requires one is up ($(wc -l <"$tmp/pph.log") checks logged, LOCAL)"
 
 # ---- the TLVs, parsed by pp_peer.py; a header without any client byte ----
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py silent "$GW" 8101 2>&1) || fail "silent client: no greeting: $out"
