@@ -127,14 +127,22 @@ enum xlt_pp2_result xlt_pp2_parse(const uint8_t *buf, size_t n, struct xlt_pp2_i
 		if ((buf[12] & 0xF) > XLT_PP2_CMD_PROXY)
 			return XLT_PP2_ERR_COMMAND;
 	}
-	if (n > 13 && addr_len_of(buf[13] >> 4, buf[13] & 0xF) < 0)
+	/* LOCAL (a balancer's own check): the spec has the receiver accept it and discard its block,
+	 * family included, whatever they say; only its length counts (where the data starts) */
+	if (n > 13 && (buf[12] & 0xF) != XLT_PP2_CMD_LOCAL && addr_len_of(buf[13] >> 4, buf[13] & 0xF) < 0)
 		return XLT_PP2_ERR_FAMILY;
 	if (n < XLT_PP2_HDR_LEN)
 		return XLT_PP2_MORE;
 	info->command = buf[12] & 0xF;
+	len = get16(buf + 14);
+	if (info->command == XLT_PP2_CMD_LOCAL) {
+		info->len = XLT_PP2_HDR_LEN + (size_t)len;
+		if (info->len > XLT_PP2_MAX_LEN)
+			return XLT_PP2_ERR_TOO_LONG;
+		return n < info->len ? XLT_PP2_MORE : XLT_PP2_OK; /* (family UNSPEC, no address, no TLV) */
+	}
 	info->family = buf[13] >> 4;
 	info->proto = buf[13] & 0xF;
-	len = get16(buf + 14);
 	alen = addr_len_of(info->family, info->proto);
 	if (len < alen)
 		return XLT_PP2_ERR_LENGTH;

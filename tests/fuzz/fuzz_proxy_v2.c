@@ -38,7 +38,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint16_t l;
 
 		CHECK(in.len <= size && in.len <= XLT_PP2_MAX_LEN && in.len >= XLT_PP2_HDR_LEN);
-		CHECK(in.addr_len + in.tlv_len + XLT_PP2_HDR_LEN == in.len);
+		/* (LOCAL's block is discarded whole: no address, no TLV) */
+		CHECK(in.command == XLT_PP2_CMD_LOCAL ? !in.addr_len && !in.tlv_len && in.family == XLT_PP2_AF_UNSPEC
+		                                      : in.addr_len + in.tlv_len + XLT_PP2_HDR_LEN == in.len);
 		while (xlt_pp2_tlv_next(&in, &off, &t, &v, &l))
 			seen += 3 + (size_t)l;
 		CHECK(seen == in.tlv_len);

@@ -351,6 +351,43 @@ static void test_parse_hostile(void **state)
 	assert_int_equal(xlt_pp2_parse(buf, n + 5, &in), XLT_PP2_ERR_TLV);
 }
 
+/* LOCAL: the block is discarded, family included, whatever it says (the spec; HAProxy sends LOCAL
+ * with its own family and addresses, and may add TLVs); only its length counts. They were refused
+ * (length, family, tlv). PROXY keeps every check. */
+static void test_parse_local_lenient(void **state)
+{
+	(void)state;
+	struct xlt_pp2_info in;
+	uint8_t buf[64];
+	const size_t n = sizeof(v_tcp4);
+
+	memcpy(buf, v_tcp4, n);
+	buf[12] = 0x20; /* LOCAL, TCP over IPv4, length 0 */
+	buf[15] = 0;
+	assert_int_equal(xlt_pp2_parse(buf, 16, &in), XLT_PP2_OK);
+	assert_int_equal(in.len, 16);
+	assert_int_equal(in.command, XLT_PP2_CMD_LOCAL);
+	assert_int_equal(in.family, XLT_PP2_AF_UNSPEC);
+	assert_true(xlt_ip_is_any(&in.src_addr));
+	buf[13] = 0x41; /* an unassigned family */
+	assert_int_equal(xlt_pp2_parse(buf, 14, &in), XLT_PP2_MORE);
+	assert_int_equal(xlt_pp2_parse(buf, 16, &in), XLT_PP2_OK);
+	buf[13] = 0x11, buf[15] = 12 + 3; /* addresses, then a TLV header whose value overruns */
+	buf[28] = 0xE0, buf[29] = 0x00, buf[30] = 0x09;
+	assert_int_equal(xlt_pp2_parse(buf, 30, &in), XLT_PP2_MORE);
+	assert_int_equal(xlt_pp2_parse(buf, 31, &in), XLT_PP2_OK);
+	assert_int_equal(in.len, 31);
+	assert_int_equal(in.tlv_len, 0);
+	buf[14] = 0x02, buf[15] = 0x09; /* still bounded: 16 + 521 */
+	assert_int_equal(xlt_pp2_parse(buf, 16, &in), XLT_PP2_ERR_TOO_LONG);
+	/* PROXY with the same bytes: refused as before */
+	memcpy(buf, v_tcp4, n);
+	buf[13] = 0x41;
+	assert_int_equal(xlt_pp2_parse(buf, n, &in), XLT_PP2_ERR_FAMILY);
+	buf[13] = 0x11, buf[15] = 0;
+	assert_int_equal(xlt_pp2_parse(buf, n, &in), XLT_PP2_ERR_LENGTH);
+}
+
 static void test_crc32c(void **state)
 {
 	(void)state;
@@ -415,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_build_golden),   cmocka_unit_test(test_parse_golden),
 	    cmocka_unit_test(test_build_v6),       cmocka_unit_test(test_parse_v6),
 	    cmocka_unit_test(test_parse_prefixes), cmocka_unit_test(test_parse_hostile),
+	    cmocka_unit_test(test_parse_local_lenient),
 	    cmocka_unit_test(test_crc32c),         cmocka_unit_test(test_parse_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
