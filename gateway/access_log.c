@@ -130,6 +130,8 @@ static void put_end(struct out *o, const char *key, const struct gw_alog_end *e)
 	put(o, "\"%s\":{\"side\":\"%s\"", key, side_name(e->side));
 	if (e->side == CONF_EP_IB || e->side == CONF_EP_TCP)
 		put(o, ",\"addr\":\"%s\",\"port\":%u", xlt_ip_fmt(&e->addr, a), e->port);
+	if (e->via_port)
+		put(o, ",\"via\":{\"addr\":\"%s\",\"port\":%u}", xlt_ip_fmt(&e->via_addr, a), e->via_port);
 	if (e->present && e->info.kind == XLT_STREAM_TCP)
 		put(o, ",\"retransmits\":%" PRIu32 ",\"srtt_us\":%" PRIu32, e->info.retransmits,
 		    e->info.srtt_us);
@@ -195,6 +197,8 @@ static void fill_end(struct gw_alog_end *e, enum conf_endpoint_kind side, struct
 	if (s) {
 		e->addr = s->peer_addr;
 		e->port = s->peer_port;
+		e->via_addr = s->via_addr;
+		e->via_port = s->via_port;
 		if (s->ops->info)
 			s->ops->info(s, &e->info);
 		else
@@ -202,6 +206,7 @@ static void fill_end(struct gw_alog_end *e, enum conf_endpoint_kind side, struct
 	} else {
 		e->addr = *addr;
 		e->port = port;
+		e->via_port = 0;
 		e->info = (struct xlt_stream_info){0};
 	}
 }

@@ -34,7 +34,9 @@ struct gw_alog_end {
 	uint8_t side;    /* enum conf_endpoint_kind */
 	uint8_t present; /* a stream existed: addr, port and info are its own */
 	uint16_t port;   /* host order */
+	uint16_t via_port; /* the real TCP peer that sent a PROXY header giving addr (0: none) */
 	struct xlt_ip addr; /* either family */
+	struct xlt_ip via_addr;
 	struct xlt_stream_info info;
 };
 

@@ -225,6 +225,8 @@ static void complete(struct pp_wait *p, const struct xlt_pp2_info *in)
 			fail(p, PP_UNSUPPORTED);
 			return;
 		}
+		s->via_addr = s->peer_addr;
+		s->via_port = s->peer_port;
 		s->peer_addr = in->src_addr;
 		s->peer_port = in->src_port;
 		s->local_addr = in->dst_addr;

@@ -172,6 +172,10 @@ struct xlt_stream {
 	 * headers; any / 0 where the engine does not say) */
 	struct xlt_ip local_addr;
 	uint16_t local_port;
+	/* accepted streams whose PROXY header gave peer_addr: the real peer that sent it (a balancer),
+	 * for logs (via_port 0: none) */
+	uint16_t via_port;
+	struct xlt_ip via_addr;
 	uint64_t bytes_in;  /* taken from this stream by the session's destination (write or write_lent;
 			     * lent bytes are counted when taken, as copies are, not when delivered) */
 	uint64_t bytes_out; /* taken by write() */

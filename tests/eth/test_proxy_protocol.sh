@@ -314,9 +314,11 @@ for _ in $(seq 50); do grep -q '"port":41234,' "$tmp/access.log" 2>/dev/null && 
 line=$(grep '"port":41234,' "$tmp/access.log")
 [ "$(echo "$line" | jq -r '.route + " " + .client.addr + " " + (.client.port|tostring) + " " + .backend.addr + " " + (.client_to_backend.bytes|tostring)')" = "ap6 2001:db8:5::7 41234 $PEER 1000000" ] ||
 	fail "access log line of the IPv6 client: '$line'"
+[ "$(echo "$line" | jq -r '.client.via.addr + " " + (.client.via.port|tostring)')" = "$PEER2 40400" ] ||
+	fail "access log line of the IPv6 client: no real peer ($PEER2 port 40400) beside the header's: '$line'"
 [ "$(grep '"port":42345,' "$tmp/access.log" | jq -r .client.addr)" = 198.18.0.250 ] ||
 	fail "access log line of the v4-mapped client: $(grep '"port":42345,' "$tmp/access.log")"
-ok "access log: client 2001:db8:5::7 port 41234 with its 1000000 bytes; the v4-mapped one as 198.18.0.250"
+ok "access log: client 2001:db8:5::7 port 41234 via $PEER2 port 40400 with its 1000000 bytes; the v4-mapped one as 198.18.0.250"
 
 # the reasons are in /metrics, and nothing is left behind
 curl -s "http://127.0.0.1:$ETH_STATS/metrics" | grep '^ibgw_proxy_header_errors_total{route="ap"' | grep -v ' 0$'

@@ -181,6 +181,15 @@ static void test_format_v6(void **state)
 	buf[n] = 0;
 	assert_non_null(strstr(buf, "\"addr\":\"198.18.0.2\",\"port\":40000,"));
 	assert_null(strstr(buf, "::ffff:"));
+	assert_null(strstr(buf, "\"via\""));
+
+	/* a PROXY header gave the client's address: the real TCP peer (a balancer) beside it */
+	r.client.via_port = 51000;
+	assert_int_equal(xlt_ip_parse("198.18.0.5", &r.client.via_addr), 0);
+	n = gw_alog_format(&r, REAL_NS, MONO_NS, buf, sizeof(buf));
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "\"addr\":\"198.18.0.2\",\"port\":40000,\"via\":{\"addr\":\"198.18.0.5\","
+	                            "\"port\":51000},"));
 
 	/* an IB peer that connected over IPv6 */
 	r.client =
@@ -214,6 +223,7 @@ static void test_format_bounded(void **state)
 	assert_non_null(strstr(buf, "\"reason\":\"unknown\""));
 	/* the longest address text, both ends */
 	assert_non_null(strstr(buf, "\"addr\":\"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff\""));
+	assert_non_null(strstr(buf, "\"via\":{\"addr\":\"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff\",\"port\":65535}"));
 }
 
 int main(void)
