@@ -11,8 +11,10 @@
  * (broadcast ARP, whose copies the kernel gets, and the kernel's answers to them; SYNs to ssh) would
  * otherwise take every token and starve the VRRP advertisements: the backup takes the VIP while the
  * master still holds it. Those that only an on-link sender can make (hop limit 255: VRRP,
- * single-hop BFD) have a bucket apart from those anyone can aim at us (BGP's port, OSPF, multihop
- * BFD), so that not even a flood of these from afar starves VRRP. */
+ * single-hop BFD, BGP under GTSM) have a bucket apart from those anyone can aim at us (BGP's port
+ * otherwise, OSPF, multihop BFD), so that not even a flood of these from afar starves VRRP or a BGP
+ * session whose peers send with 255 (RFC 5082: FRR's `neighbor ... ttl-security hops 1`): a SYN
+ * flood from port 179 took the keepalives' tokens and the session went down. */
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -88,8 +90,8 @@ static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns,
 
 /* The class of frame M (Ethernet header first), either way. Link: VRRP with the hop limit of 255
  * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), single-hop
- * BFD and its echo with 255 (RFC 5881). Routing: OSPF, BGP (TCP port 179 on either end), multihop
- * BFD. Fragments after the first and IPv6 with extension headers are the rest's: these protocols
+ * BFD and its echo with 255 (RFC 5881), BGP with 255 (GTSM, RFC 5082). Routing: OSPF, BGP (TCP port
+ * 179 on either end) otherwise, multihop BFD. Fragments after the first and IPv6 with extension headers are the rest's: these protocols
  * send neither. */
 static enum exc_class exc_class_of(const struct rte_mbuf *m)
 {
@@ -131,7 +133,7 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 		sport = (uint16_t)(p[l4] << 8 | p[l4 + 1]);
 		dport = (uint16_t)(p[l4 + 2] << 8 | p[l4 + 3]);
 		if (proto == IPPROTO_TCP)
-			return sport == 179 || dport == 179 ? EXC_ROUTING : EXC_OTHER;
+			return sport == 179 || dport == 179 ? (ttl == 255 ? EXC_LINK : EXC_ROUTING) : EXC_OTHER;
 		if ((dport == 3784 || dport == 3785) && ttl == 255)
 			return EXC_LINK;
 		return dport == 4784 ? EXC_ROUTING : EXC_OTHER;

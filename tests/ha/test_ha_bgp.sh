@@ -6,7 +6,11 @@
 # next hops; 40 sessions to the anycast address (echo, sha256) spread over both gateways (per-gateway
 # session counts from /metrics); gateway 1 is drained (SIGTERM): ibgw-health-watch withdraws its
 # announcement while it drains, the router keeps one next hop, and 20 new sessions all succeed through
-# gateway 2.
+# gateway 2. Before that, a SYN flood from port 179 (what anyone can aim at a BGP speaker from afar)
+# at gateway 1, fifty times its exception path's routing rate: the sessions run GTSM (ttl-security:
+# their segments carry hop limit 255, which only an on-link peer can send), so ibgwd passes them in
+# the link class, apart from the flood, and the router keeps both next hops (with BGP in the flood's
+# bucket, keepalives were dropped and gateway 1's session went down within its 3 s hold time).
 # timeout: 180
 set -u
 cd "$(dirname "$0")/../.."
@@ -47,7 +51,10 @@ ha_c sysctl -qw net.ipv4.fib_multipath_hash_policy=1
 frr_start "$tmp/r" "$HA_C" conf/ha-bgp/router-frr.conf
 for k in 1 2; do
 	ha_gw_add "$k"
-	ha_gw_conf "$k" "$tmp/g$k.conf" "$routes"
+	# kernel_tap_rate lowered from its default (20000/s) to 100/s: the flood below exceeds it fifty
+	# times over (TCP's retransmissions carry BGP through a tenfold one) at a rate the af_packet port
+	# still takes in whole on this host
+	HA_ETH_EXTRA="kernel_tap_rate = 100" ha_gw_conf "$k" "$tmp/g$k.conf" "$routes"
 	ha_gw_start "$k" "$tmp/g$k.conf"
 	ha_g "$k" ip addr add "$ANY/32" dev "$HA_TAP"
 	frr_start "$tmp/g$k" "$(ha_ns "$k")" "conf/ha-bgp/bgpd-gw$k.conf"
@@ -57,6 +64,25 @@ done
 for i in $(seq 300); do [ "$(nexthops)" -ge 2 ] && break; sleep 0.1; done
 [ "$(nexthops)" -ge 2 ] || { ha_c ip route; tail -5 "$tmp/r/bgpd.log"; fail "the router has no two next hops for $ANY"; }
 ok "both gateways' BGP sessions up through their TAPs: the router has $ANY/32 over 2 next hops"
+
+ha_c ping -c 1 -W 2 "$(ha_ip 1)" >/dev/null || fail "gateway 1 does not answer ping"
+mac1=$(ha_c ip neigh show "$(ha_ip 1)" | awk '{ print $5 }')
+[ -n "$mac1" ] || fail "no ARP entry for gateway 1 in the router"
+rd() { echo $(($(ha_metric 1 'ibgw_exception_routing_drops_total{worker="0"}') + $(ha_metric 1 'ibgw_exception_kernel_routing_drops_total'))); }
+d0=$(rd)
+ha_c "$PY3" tests/ha/flood.py br0 5000 8 bgp "$mac1" "$(ha_ip 1)" >"$tmp/flood" &
+f=$!
+lost=
+while kill -0 "$f" 2>/dev/null; do
+	[ "$(nexthops)" -ge 2 ] || lost=${lost:-$(date +%T.%N)}
+	sleep 0.1
+done
+wait $f
+sleep 1
+[ "$(nexthops)" -ge 2 ] || lost=${lost:-after}
+[ $(($(rd) - d0)) -gt 20000 ] || fail "the flood did not exceed gateway 1's routing bucket: $(($(rd) - d0)) dropped ($(cat "$tmp/flood"))"
+[ -z "$lost" ] || { tail -5 "$tmp/g1/bgpd.log"; fail "SYN flood from port 179: the router lost gateway 1's next hop (first at $lost)"; }
+ok "SYN flood from port 179 at gateway 1 for 8 s ($(cat "$tmp/flood"), $(($(rd) - d0)) dropped over its routing bucket): both BGP sessions (GTSM) stayed up, 2 next hops throughout"
 
 for i in $(seq 40); do
 	r=$(ha_c "$PY3" tests/ha/ha_client.py once "$ANY" 7 65536 10)
