@@ -1,9 +1,13 @@
-/* Metrics writer (see metrics.h). Values are doubles in the output as Prometheus has them; counters
- * up to 2^53 print exactly, which is years of line rate. */
+/* Metrics writer (see metrics.h). Values are doubles in the output as Prometheus has them. A whole
+ * value prints every digit (%.0f is exact for any integral double): a counter grown past the range
+ * where doubles hold every integer keeps rising in the output, where a cut to fewer significant
+ * digits printed a smaller number, which a scraper takes for a counter reset. Any other value prints
+ * with the fewest digits that read back as the same double. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -72,10 +76,19 @@ void gw_metrics_family(struct gw_metrics *m, const char *name, enum xlt_metric_t
 
 static void add_value(struct evbuffer *out, double v)
 {
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+	char b[32];
+
+	if (isfinite(v) && v == floor(v)) {
 		evbuffer_add_printf(out, "%.0f", v);
-	else
-		evbuffer_add_printf(out, "%.9g", v);
+		return;
+	}
+	/* (%.17g always reads back; fewer digits keep short values such as durations short) */
+	for (int p = 15;; p++) {
+		snprintf(b, sizeof(b), "%.*g", p, v);
+		if (p == 17 || strtod(b, NULL) == v)
+			break;
+	}
+	evbuffer_add_printf(out, "%s", b);
 }
 
 static void vsample(struct gw_metrics *m, double value, const char *extra, va_list ap)
