@@ -473,7 +473,8 @@ void gw_backends_routes(struct gw_daemon *d)
 			eject_end(d, b, b->route, "the reload took it out of its pool");
 }
 
-int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s)
+int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s,
+                         const char *who)
 {
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		struct gw_route *r = d->routes[i];
@@ -490,8 +491,8 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 				eject_end(d, b, route, "set ready by POST /backends");
 			else if (b->admin == s)
 				return 0; /* (nothing to publish: each snapshot is a whole table) */
-			GW_NOTICE("route %s: backend %s set to %s (was %s)", route, name, admin_names[s],
-			          admin_names[b->admin]);
+			GW_NOTICE("route %s: backend %s set to %s (was %s) by %s", route, name,
+			          admin_names[s], admin_names[b->admin], who);
 			b->admin = s;
 			if (s == CONF_BACKEND_READY)
 				b->next_check_ns = 0; /* back from maint: check at once */

@@ -129,8 +129,10 @@ void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l);
 /* Control: once a reload's routes are in (gw_routes_apply), each backend follows the check settings
  * of its current route and a state= the file changed. */
 void gw_backends_routes(struct gw_daemon *d);
-/* Control: sets the admin state of backend NAME of route ROUTE. 0, -ENOENT. */
-int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s);
+/* Control: sets the admin state of backend NAME of route ROUTE; WHO (the client, "ADDR port N") is
+ * named in the log line of a change. 0, -ENOENT. */
+int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s,
+                         const char *who);
 /* Control: frees the backends nothing uses; gw_backends_free frees all (workers stopped). */
 void gw_backends_sweep(struct gw_daemon *d);
 void gw_backends_free(struct gw_daemon *d);

@@ -19,6 +19,7 @@
 #include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -32,6 +33,7 @@
 
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
+#include "../translate/ratelim.h"
 #include "backend.h"
 #include "access_log.h"
 #include "gw.h"
@@ -43,6 +45,7 @@
 #define STATS_MAX_HEAD	    8192
 #define STATS_IDLE_EVICT_MS 250
 #define STATS_REUSE_FACTOR  10 /* a render serves for this many times its own duration */
+#define STATS_LOG_NS	    1000000000ull /* a refusal is logged at most once per this */
 
 enum drop_reason { DROP_LIMIT, DROP_TIMEOUT, DROP_OVERSIZE, DROP_EVICTED, DROP_COUNT };
 static const char *const drop_names[DROP_COUNT] = {"limit", "timeout", "oversize", "evicted"};
@@ -53,6 +56,7 @@ struct stats_conn {
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
+	uint16_t peer_port;  /* and its port (host order) */
 	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
 	uint64_t born_ns; /* accepted */
 	TAILQ_ENTRY(stats_conn) link; /* st.conns, oldest first */
@@ -74,6 +78,10 @@ static struct {
 	uint64_t dropped[DROP_COUNT];
 	struct stats_render last[2]; /* Prometheus, JSON */
 	uint64_t renders[2], reused[2];
+	/* a client can send refused POSTs in a loop: each kind of refusal is logged within a rate
+	 * limit, or it would flood the log and use up journald's own limit, which would then drop
+	 * every later line of the daemon */
+	struct xlt_ratelim browser_log, foreign_log;
 } st = {.conns = TAILQ_HEAD_INITIALIZER(st.conns)};
 
 void gw_stats_stale(void)
@@ -226,24 +234,31 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 	char *backend = strchr(path, '/');
 	const char *v = NULL;
 	int s = -1, ret;
+	char a[INET_ADDRSTRLEN], who[INET_ADDRSTRLEN + 12];
+	uint64_t quiet;
 
 	if (strcmp(method, "POST")) {
 		evbuffer_add_printf(body, "method not allowed: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, false);
 		return;
 	}
+	inet_ntop(AF_INET, &c->peer, a, sizeof(a));
 	/* a web page can make a browser on the operator's host (or behind an ssh tunnel to the
 	 * endpoint) send a form POST here; browsers say so, command-line clients never do */
 	if (c->browser) {
-		GW_WARN("stats: refused a backend state change sent by a browser (Origin or Sec-Fetch-Site)");
+		if (xlt_ratelim_ok(&st.browser_log, gw_now_ns(), STATS_LOG_NS, &quiet))
+			GW_WARN("stats: refused a backend state change sent by a browser (Origin or Sec-Fetch-Site) "
+			        "from %s port %u (%" PRIu64 " more not logged)",
+			        a, c->peer_port, quiet);
 		evbuffer_add_printf(body, "forbidden: not from a browser (use curl or another command-line client)\n");
 		reply(c, 403, "Forbidden", text, "", body, false);
 		return;
 	}
 	if (!from_management(c)) {
-		char a[INET_ADDRSTRLEN];
-		GW_WARN("stats: refused a backend state change from %s (not loopback or the management address)",
-			inet_ntop(AF_INET, &c->peer, a, sizeof(a)));
+		if (xlt_ratelim_ok(&st.foreign_log, gw_now_ns(), STATS_LOG_NS, &quiet))
+			GW_WARN("stats: refused a backend state change from %s port %u (not loopback or the management "
+			        "address; %" PRIu64 " more not logged)",
+			        a, c->peer_port, quiet);
 		evbuffer_add_printf(body, "forbidden: only from loopback or the management address\n");
 		reply(c, 403, "Forbidden", text, "", body, false);
 		return;
@@ -263,7 +278,8 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		reply(c, 400, "Bad Request", text, "", body, false);
 		return;
 	}
-	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s);
+	snprintf(who, sizeof(who), "%s port %u", a, c->peer_port);
+	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s, who);
 	gw_stats_stale(); /* the next /metrics shows it */
 	if (ret) {
 		evbuffer_add_printf(body, "no backend %s in route %s\n", backend, path);
@@ -439,8 +455,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (!c)
 		goto err;
 	c->d = d;
-	if (sa && sa->sa_family == AF_INET && (size_t)salen >= sizeof(struct sockaddr_in))
+	if (sa && sa->sa_family == AF_INET && (size_t)salen >= sizeof(struct sockaddr_in)) {
 		c->peer = ((struct sockaddr_in *)sa)->sin_addr;
+		c->peer_port = ntohs(((struct sockaddr_in *)sa)->sin_port);
+	}
 	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev)
 		goto err;

@@ -3,7 +3,8 @@
 # through the DPDK port on af_packet): round robin spreads 100 sessions evenly, weights are respected,
 # leastconn follows held sessions, source hashing is stable per client, spreads clients and moves only
 # the clients of a backend that leaves; drain through POST /backends/... lets a held session finish
-# while new ones go elsewhere (and a POST from a non-management source, or from a browser, gets 403);
+# while new ones go elsewhere, the log naming the client that asked (and a POST from a non-management
+# source, or from a browser, gets 403; 500 of them in a loop write a line a second at most);
 # a reload that changes a pool keeps the sessions and counters of the backends it keeps; a backend
 # killed mid-run is marked down within fall x check_interval + check_timeout by the health checks, its
 # session ends (not hangs), new sessions go to the others with every byte verified (sha256), a route
@@ -223,6 +224,8 @@ ok "source: with backend 2 drained only its clients moved; ready again, every cl
 hold d1 8001
 hd=$(held d1)
 [ "$(post "rr/${B[$hd]}?state=drain")" = 200 ] || fail "POST drain"
+grep -q "route rr: backend ${B[$hd]} set to drain (was [a-z]*) by 127\.0\.0\.1 port [0-9][0-9]*$" "$GW_LOG" ||
+	fail "drain: the log line of the change does not name the client (address and port)"
 [ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "drain: state metric"
 [ "$(m "backend_sessions_active{route=\"rr\",backend=\"${B[$hd]}\"}")" = 1 ] || fail "drain: the held session is not counted on its backend"
 peer run "$ETH_GW_IP" 8001 20 20000 >"$tmp/dr.out"
@@ -236,6 +239,18 @@ ip addr add 198.18.7.1/24 dev "ibm$$b" && ip link set "ibm$$b" up
 eth_ns ip addr add 198.18.7.2/24 dev "ibm$$" && eth_ns ip link set "ibm$$" up
 code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST "http://198.18.7.1:$ETH_STATS/backends/rr/${B[$hd]}?state=ready")
 [ "$code" = 403 ] || fail "a POST from 198.18.7.2 (not loopback or the management address) got $code, want 403"
+# refused in a loop: each one 403, but a line a second at most in the log (a client could flood it
+# otherwise, and use up journald's rate limit, which then drops every later line of the daemon)
+refused='refused a backend state change from 198\.18\.7\.2 port [0-9]* (not loopback'
+n0=$(grep -c "$refused" "$GW_LOG")
+[ "$n0" -ge 1 ] || fail "the refused POST from 198.18.7.2 not logged with its address and port"
+t0=$(date +%s)
+# (curl's URL glob: 500 POSTs, one connection each)
+eth_ns curl -s -o /dev/null -w '%{http_code}\n' -m 30 -X POST "http://198.18.7.1:$ETH_STATS/backends/rr/b[1-500]?state=ready" >"$tmp/refused"
+dt=$(($(date +%s) - t0))
+[ "$(grep -c '^403$' "$tmp/refused")" = 500 ] || fail "500 POSTs from 198.18.7.2: $(sort "$tmp/refused" | uniq -c | tr -s '\n ' ' '), want 500 x 403"
+n1=$(grep -c "$refused" "$GW_LOG")
+[ $((n1 - n0)) -le $((dt + 2)) ] || fail "500 refused POSTs from 198.18.7.2 in ${dt}s wrote $((n1 - n0)) log lines (at most one a second)"
 code=$(eth_ns curl -s -o /dev/null -w '%{http_code}' -m 5 "http://198.18.7.1:$ETH_STATS/health")
 [ "$code" = 200 ] || fail "GET /health from 198.18.7.2 got $code (the refusal must be the POST's only)"
 [ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "the refused POST changed the state"
@@ -252,7 +267,7 @@ done
 peer run "$ETH_GW_IP" 8001 30 20000 >"$tmp/dr2.out"
 tally "$tmp/dr2.out" "after drain"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "ready again: 30 sessions went $c1/$c2/$c3"
-ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others; a POST from 198.18.7.2 got 403, and so did a browser's (Origin, Sec-Fetch-Site); ready again, it takes its share"
+ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others (the log names the client); a POST from 198.18.7.2 got 403 (500 more: $((n1 - n0)) log lines in ${dt}s), and so did a browser's (Origin, Sec-Fetch-Site); ready again, it takes its share"
 
 # ---- reload that changes a pool ----
 hold r1 8001

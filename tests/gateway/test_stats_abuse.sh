@@ -4,7 +4,8 @@
 # every 3 s (cut at the request deadline), 100 idle connections (64 kept, the rest closed at once,
 # counted; once they have been idle a while a new connection closes the oldest and is answered), 40
 # /metrics at once (renders reused, every answer whole; a reload shows at once), an oversized request
-# head (431). Also prints how long
+# head (431), 500 POSTs refused in a loop (each answered 403, but logged at most once a second with
+# the count of those not logged: every refusal accounted for, the log not flooded). Also prints how long
 # /metrics takes to render and send with 256 routes, the most a file may hold.
 # timeout: 180
 set -u
@@ -113,6 +114,30 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zer
 [ "$code" = 431 ] || fail "a 9 KB header: $code, expected 431"
 [ "$(health)" = 200 ] || fail "/health after the oversized request"
 ok "an oversized request head is answered 431"
+
+# a POST refused in a loop (a browser's, from loopback): 403 each time, but logged at most once a
+# second, or a client could flood the log (and use up journald's rate limit, which then drops every
+# later line of the daemon). Every refusal is accounted for: the lines written plus the "N more not
+# logged" they report add up to the POSTs, once a last one after a second reports the rest.
+refused='refused a backend state change sent by a browser'
+n0=$(grep -c "$refused" "$GW_LOG")
+t0=$(date +%s)
+# (curl's URL glob: 500 POSTs, one connection each)
+curl -s -o /dev/null -w '%{http_code}\n' -m 30 -X POST -H 'Origin: http://attacker.example' \
+	"http://127.0.0.1:$port/backends/r1/b[1-500]?state=ready" >"$tmp/refused"
+dt=$(($(date +%s) - t0))
+[ "$(grep -c '^403$' "$tmp/refused")" = 500 ] || fail "500 POSTs from a browser: $(sort "$tmp/refused" | uniq -c | tr -s '\n ' ' '), want 500 x 403"
+n1=$(grep -c "$refused" "$GW_LOG")
+[ $((n1 - n0)) -le $((dt + 2)) ] || fail "500 refused POSTs in ${dt}s wrote $((n1 - n0)) log lines (at most one a second)"
+sleep 1.2
+code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST -H 'Origin: http://attacker.example' "http://127.0.0.1:$port/backends/r1/b?state=ready")
+[ "$code" = 403 ] || fail "a browser's POST a second later got $code, want 403"
+# (the control thread writes its lines before it answers)
+tail -n +$((n0 + 1)) <(grep "$refused" "$GW_LOG") >"$tmp/refused.log"
+grep -q "from 127.0.0.1 port [0-9]* (" "$tmp/refused.log" || fail "a refusal line does not name the client: $(tail -1 "$tmp/refused.log")"
+sum=$(sed -n 's/.*(\([0-9]*\) more not logged)$/\1/p' "$tmp/refused.log" | awk '{ s += $1 + 1 } END { print s + 0 }')
+[ "$sum" = 501 ] || fail "501 refused POSTs: $(wc -l <"$tmp/refused.log") lines reporting $sum refusals in all"
+ok "500 POSTs refused in a loop (${dt}s) and one more a second later: all 403, $(wc -l <"$tmp/refused.log") log lines that account for all 501"
 
 gw_stop TERM 20
 rc=$?
