@@ -431,5 +431,16 @@ void gw_eth_open_window(struct xlt_stream *s);
 int gw_stats_start(struct gw_daemon *d);
 void gw_stats_stop(struct gw_daemon *d);
 void gw_stats_stale(void);
+/* Where a request head ends (its first empty line: "\r\n\r\n", "\n\n" or "\n\r\n"), found across
+ * reads: each read's new bytes go through gw_http_head_scan once, so a client sending its head a byte
+ * at a time costs time in proportion to the head, not to its square. Zeroed for a new request. */
+struct gw_http_head {
+	size_t len;    /* bytes scanned; once complete, the head's length, its empty line included */
+	uint8_t state; /* the bytes last scanned: 0 none that count, 1 "\n", 2 "\n\r" */
+	bool complete;
+};
+/* Scans the N bytes at P, which follow those H scanned already, up to the end of the head. Returns
+ * whether the head is complete (then H->len is its length and the bytes after it are not H's). Pure. */
+bool gw_http_head_scan(struct gw_http_head *h, const char *p, size_t n);
 
 #endif

@@ -58,6 +58,7 @@ struct stats_conn {
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	uint16_t peer_port;  /* and its port (host order) */
 	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
+	struct gw_http_head head; /* how far the input was searched for the end of the request head */
 	uint64_t born_ns; /* accepted */
 	TAILQ_ENTRY(stats_conn) link; /* st.conns, oldest first */
 };
@@ -358,17 +359,45 @@ out:
 	evbuffer_free(body);
 }
 
+bool gw_http_head_scan(struct gw_http_head *h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n && !h->complete; i++) {
+		h->len++;
+		if (p[i] == '\n' && h->state)
+			h->complete = true;
+		else if (p[i] == '\n')
+			h->state = 1;
+		else
+			h->state = p[i] == '\r' && h->state == 1 ? 2 : 0;
+	}
+	return h->complete;
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct stats_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	size_t len = evbuffer_get_length(in);
 	char *line;
 
-	if (end.pos < 0)
-		end = evbuffer_search(in, "\n\n", 2, NULL);
-	if (end.pos < 0) {
-		if (evbuffer_get_length(in) > STATS_MAX_HEAD) {
+	/* only what came since the last read: searching the whole input again on every read made a
+	 * client that sends its head a byte at a time cost the control thread the head's size squared */
+	while (!c->head.complete && c->head.len < len) {
+		struct evbuffer_iovec v[8];
+		struct evbuffer_ptr at;
+		size_t from = c->head.len;
+		int n;
+
+		if (evbuffer_ptr_set(in, &at, c->head.len, EVBUFFER_PTR_SET) ||
+		    (n = evbuffer_peek(in, -1, &at, v, 8)) <= 0)
+			break;
+		for (int i = 0; i < n && i < 8 && !gw_http_head_scan(&c->head, v[i].iov_base, v[i].iov_len); i++)
+			;
+		if (c->head.len == from)
+			break; /* (the bytes are there, but never spin on it) */
+	}
+	if (!c->head.complete) {
+		if (len > STATS_MAX_HEAD) {
 			struct evbuffer *body = evbuffer_new();
 			st.dropped[DROP_OVERSIZE]++;
 			if (!body) {
@@ -381,7 +410,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 		}
 		return;
 	}
-	if (end.pos > STATS_MAX_HEAD) {
+	if (c->head.len > STATS_MAX_HEAD) {
 		st.dropped[DROP_OVERSIZE]++;
 		conn_free(c);
 		return;
