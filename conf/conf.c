@@ -905,6 +905,15 @@ static const char *name_check(const char *v)
 	return NULL;
 }
 
+/* Whether path P has a ".." component. */
+static bool dotdot(const char *p)
+{
+	for (const char *c = p; (c = strstr(c, "..")); c += 2)
+		if ((c == p || c[-1] == '/') && (!c[2] || c[2] == '/'))
+			return true;
+	return false;
+}
+
 static const char *const level_names[] = {
 	[CONF_LOG_ERROR] = "error", [CONF_LOG_WARNING] = "warning", [CONF_LOG_NOTICE] = "notice",
 	[CONF_LOG_INFO] = "info",   [CONF_LOG_DEBUG] = "debug",
@@ -988,6 +997,10 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 			return e;
 		if (k->type == T_ACCESSLOG && v[0] && strcmp(v, "syslog") && strncmp(v, "syslog:/", 8) && v[0] != '/')
 			return "expected an absolute path, syslog, syslog:/SOCKET, or nothing (off)";
+		/* the log is opened by the name, and only /dev/stdout-like names follow links: one that
+		 * climbs out of a directory ("/dev/../var/x") would pass for what it is not */
+		if (k->type == T_ACCESSLOG && v[0] == '/' && dotdot(v))
+			return "a path with a '..' component (name the file by its direct path)";
 		memcpy(dst, v, strlen(v) + 1);
 		return NULL;
 	case T_IPV4:

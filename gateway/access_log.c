@@ -279,6 +279,21 @@ static int syslog_connect(const char *path)
 	return fd;
 }
 
+/* /dev/stdout, /dev/stderr, /dev/fd/N, exactly: links to the files the daemon was started with (a
+ * pipe in a container), which whoever started it chose. Any other name under /dev may be a link
+ * planted by anyone (/dev/shm and /dev/mqueue are world-writable; "/dev/../" leaves /dev). */
+static bool own_fd_name(const char *p)
+{
+	if (!strcmp(p, "/dev/stdout") || !strcmp(p, "/dev/stderr"))
+		return true;
+	if (strncmp(p, "/dev/fd/", 8) || !p[8])
+		return false;
+	for (p += 8; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
 /* Opens what SPEC names into *T. Returns 0 or -errno (logged). */
 static int target_open(struct target *t, const char *spec)
 {
@@ -301,10 +316,10 @@ static int target_open(struct target *t, const char *spec)
 	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread. O_NOFOLLOW
 	 * and a regular file only: where the log's directory is writable by others, a link planted
 	 * there (at start or before the next logrotate's SIGUSR1) would have ibgwd, root by default,
-	 * append to any file. Under /dev, which no one else writes, links are followed and a pipe or
-	 * a terminal is fine: /dev/stdout in a container */
-	bool dev = !strncmp(spec, "/dev/", 5);
-	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (dev ? 0 : O_NOFOLLOW),
+	 * append to any file. The daemon's own stdout and stderr are the exception: links followed, a
+	 * pipe or a terminal fine (the config refuses a path with a ".." component) */
+	bool own = own_fd_name(spec);
+	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (own ? 0 : O_NOFOLLOW),
 	             0640);
 	if (t->fd < 0) {
 		int e = errno;
@@ -313,8 +328,8 @@ static int target_open(struct target *t, const char *spec)
 		return -e;
 	}
 	struct stat sb;
-	if (fstat(t->fd, &sb) || !(S_ISREG(sb.st_mode) || (dev && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))))) {
-		GW_ERR("access log: %s is not a regular file%s", spec, dev ? ", a pipe or a terminal" : "");
+	if (fstat(t->fd, &sb) || !(S_ISREG(sb.st_mode) || (own && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))))) {
+		GW_ERR("access log: %s is not a regular file%s", spec, own ? ", a pipe or a terminal" : "");
 		close(t->fd);
 		t->fd = -1;
 		return -EINVAL;

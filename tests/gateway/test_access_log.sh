@@ -185,8 +185,8 @@ for i in $(seq 100); do [ "$(m access_log_write_errors_total)" -ge $((e0 + 6)) ]
 [ "$(m access_log_write_errors_total)" -ge $((e0 + 6)) ] || fail "part 5: lines lost to a missing syslog not counted"
 ok "syslog gone: sessions pass, the lost lines are counted"
 
-# /dev/stdout (a link, to this test's log file here; a pipe in a container): links under /dev are
-# followed, and the lines land there
+# /dev/stdout (a link, to this test's log file here; a pipe in a container): the daemon's own
+# stdout, stderr and /dev/fd/N are the links that are followed, and the lines land there
 reload /dev/stdout 0
 out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 28000 2 "$tmp/h.json") || fail "/dev/stdout: sessions: $out"
 for i in $(seq 30); do grep -q '"route":"relay"' "$GW_LOG" && break; sleep 0.1; done

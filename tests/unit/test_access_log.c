@@ -1,16 +1,22 @@
-/* Unit tests of gateway/access_log: the workers' record ring (bounded, drops counted, never waits)
- * and the JSON line of a record (exact text for a TCP and an IB session, both address families, the
- * time conversion, and escaping). */
+/* Unit tests of gateway/access_log: the workers' record ring (bounded, drops counted, never waits),
+ * the JSON line of a record (exact text for a TCP and an IB session, both address families, the
+ * time conversion, and escaping), and which paths the log may be opened by (a symbolic link under
+ * /dev refused, /dev/stdout followed). */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "conf/conf-t.h"
 #include "gateway/access_log.h"
 #include "translate/ip.h"
 #include "translate/session-t.h"
@@ -226,12 +232,66 @@ static void test_format_bounded(void **state)
 	assert_non_null(strstr(buf, "\"via\":{\"addr\":\"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff\",\"port\":65535}"));
 }
 
+/* The target a reload would open for PATH: 0 (then dropped again) or -errno. */
+static int try_open(const char *path)
+{
+	struct conf *c = calloc(1, sizeof(*c));
+	int ret;
+
+	assert_non_null(c);
+	snprintf(c->gateway.access_log, sizeof(c->gateway.access_log), "%s", path);
+	ret = gw_alog_reload_prepare(NULL, c);
+	gw_alog_reload_abort(NULL);
+	free(c);
+	return ret;
+}
+
+/* /dev/shm is writable by anyone: a link planted there must not be followed (nor one anywhere else
+ * under /dev but the daemon's own stdout and stderr), and what it points to stays untouched; a
+ * regular file there is fine; a device other than stdout or stderr is refused. */
+static void test_open_dev_link(void **state)
+{
+	char victim[] = "/tmp/ibgw-test-victim-XXXXXX", link[64], file[64], buf[8] = {0};
+	int fd = mkstemp(victim);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep", 4), 4);
+	close(fd);
+	snprintf(link, sizeof(link), "/dev/shm/ibgw-test-%d.log", (int)getpid());
+	snprintf(file, sizeof(file), "/dev/shm/ibgw-test-%d-file.log", (int)getpid());
+	unlink(link);
+	if (symlink(victim, link)) {
+		unlink(victim);
+		skip(); /* (no /dev/shm here) */
+	}
+	int link_ret = try_open(link);
+	int file_ret = try_open(file);
+	int null_ret = try_open("/dev/null");
+	int stdout_ret = try_open("/dev/stdout");
+	int fd2_ret = try_open("/dev/fd/2");
+	fd = open(victim, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf) - 1), 4);
+	close(fd);
+	unlink(link);
+	unlink(file);
+	unlink(victim);
+	assert_int_equal(link_ret, -ELOOP);
+	assert_string_equal(buf, "keep");
+	assert_int_equal(file_ret, 0);
+	assert_int_equal(null_ret, -EINVAL);
+	/* (stdout and stderr: a file, a pipe or a terminal, whatever runs the test) */
+	assert_int_equal(stdout_ret, 0);
+	assert_int_equal(fd2_ret, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ring_bounded),       cmocka_unit_test(test_format_tcp),
 	    cmocka_unit_test(test_format_ib_progress), cmocka_unit_test(test_format_v6),
-	    cmocka_unit_test(test_format_bounded),
+	    cmocka_unit_test(test_format_bounded),     cmocka_unit_test(test_open_dev_link),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

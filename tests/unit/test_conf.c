@@ -916,6 +916,40 @@ static void test_vdev(void **state)
 	assert_non_null(strstr(e.msg[0], "t.conf:2: vdev: 'firmware'"));
 }
 
+/* access_log: a path with a ".." component is refused (the daemon follows links for /dev/stdout,
+ * /dev/stderr and /dev/fd/N only, by their names: "/dev/../" must not pass for one); dots within a
+ * name are fine. conf-bad/45-access-log-dotdot.conf has the message in a file. */
+static void test_access_log_path(void **state)
+{
+	static const char *const good[] = {"/var/log/ibgw/access.log", "/var/log/ibgw/a..b.log",
+	                                   "/var/log/..hidden", "/var/log/hidden..", "/dev/stdout",
+	                                   "/dev/fd/1", "syslog", "syslog:/run/x/log", ""};
+	static const char *const bad[] = {"/dev/../var/log/x.log", "/var/log/ibgw/..", "/../x.log",
+	                                  "/var/log/../log/x.log", "/dev/fd/../fd/1", "/dev//../x"};
+	char text[200];
+	struct errors e;
+	struct conf *c;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[gateway]\naccess_log = %s\n", good[i]);
+		c = load_str(text, &e);
+		if (!c)
+			fail_msg("access_log = %s refused: %s", good[i], e.msg[0]);
+		assert_string_equal(c->gateway.access_log, good[i]);
+		conf_free(c);
+	}
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[gateway]\naccess_log = %s\n", bad[i]);
+		c = load_str(text, &e);
+		if (c)
+			fail_msg("access_log = %s accepted", bad[i]);
+		assert_int_equal(e.n, 1);
+		assert_string_equal(e.msg[0],
+		                    "t.conf:2: access_log: a path with a '..' component (name the file by its direct path)");
+	}
+}
+
 static void test_reference_lists_every_key(void **state)
 {
 	char *buf = NULL;
@@ -958,6 +992,7 @@ int main(void)
 	    cmocka_unit_test(test_file_trust),
 	    cmocka_unit_test(test_eal_args),
 	    cmocka_unit_test(test_vdev),
+	    cmocka_unit_test(test_access_log_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
