@@ -125,6 +125,7 @@ struct eth_tcb {
 	uint16_t mss;		/* payload per segment (options excluded) */
 	uint16_t peer_mss;
 	uint16_t pmtu;		/* path MTU an ICMP error taught us (pmtu.c); 0: the link's */
+	uint16_t ip_id;		/* IPv4 identification of the next segment: the connection's own count */
 	uint32_t rtseq;		/* segment being timed (no timestamps) */
 	uint64_t rttime_ms;
 	uint32_t srtt_us, rttvar_us, rto_ms;
@@ -216,7 +217,7 @@ struct eth_stack {
 	bool garp_pending;
 	uint8_t ll6[16];	   /* IPv6 link-local address from the MAC (with [eth] address6 only) */
 	uint8_t snm6[2][16];	   /* solicited-node groups of addr6 and ll6 */
-	uint16_t ip_id;
+	uint16_t ip_id;		   /* counts packets of no connection; their IDs are a keyed hash of it */
 	uint16_t next_port;
 	uint32_t syn_backlog;	   /* this instance's share of [eth] syn_backlog: its half-open table */
 	unsigned n_listen_open;	   /* open listeners: each may fill syn_backlog / n_listen_open */

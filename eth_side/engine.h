@@ -165,9 +165,15 @@ void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uin
 void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src, uint32_t dst, uint8_t proto,
                          uint16_t payload);
 void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload);
-/* The same from source address SRC (one of ours: a connection's local address). */
+/* The same from source address SRC (one of ours), for a packet of no connection. */
 void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,
                        uint8_t proto, uint16_t payload);
+/* The same with identification ID (a connection's own: eth_tcb.ip_id). */
+void eth_ipv4_fill_id(struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst, uint8_t proto, uint16_t payload,
+                      uint16_t id);
+/* The identification of a packet to DST outside any connection: it reveals nothing of the
+ * worker's other traffic. */
+uint16_t eth_ipv4_id(struct eth_stack *st, uint32_t dst);
 
 /* tcp_conn.c */
 struct eth_tcb *eth_tcb_alloc(struct eth_stack *st);
@@ -258,7 +264,8 @@ static inline uint16_t eth_tcp_mss_for(const struct eth_stack *st, bool v6)
 }
 /* Fills the IP header at the start of M, in front of the TCP header TH of a segment of TCPLEN bytes
  * (header included) from LADDR to RADDR, and the TCP checksum: in software, or the pseudo-header
- * sum for the device (with TSO: TSO_SEGSZ, else 0). FLOW: the IPv6 flow label. */
+ * sum for the device (with TSO: TSO_SEGSZ, else 0). FLOW: the IPv6 flow label. For a segment of no
+ * connection (a reset, a SYN cookie's SYN-ACK): its IPv4 ID is eth_ipv4_id's. */
 void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
                     const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
                     uint16_t tso_segsz);

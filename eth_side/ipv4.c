@@ -25,13 +25,29 @@ void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, 
 	eth_ipv4_fill_src(st, ip, st->c.addr, dst, proto, payload);
 }
 
+uint16_t eth_ipv4_id(struct eth_stack *st, uint32_t dst)
+{
+	/* A counter shared by every packet the worker sends outside a connection would tell anyone who
+	 * pings twice how many went out in between: a reset sent, a challenge ACK earned by a guessed
+	 * 4-tuple (RFC 7739 5.1, the side channel of CVE-2016-5696). A keyed function of the counter
+	 * tells nothing. (Every packet carries DF and none is ever fragmented: RFC 6864 asks for no
+	 * uniqueness, a value that repeats only rarely is plenty.) */
+	return (uint16_t)eth_siphash_3u32(&st->isn_key, dst, st->ip_id++, 0x697064u);
+}
+
 void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,
                        uint8_t proto, uint16_t payload)
+{
+	eth_ipv4_fill_id(ip, src, dst, proto, payload, eth_ipv4_id(st, dst));
+}
+
+void eth_ipv4_fill_id(struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst, uint8_t proto, uint16_t payload,
+                      uint16_t id)
 {
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
 	ip->type_of_service = 0;
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + payload));
-	ip->packet_id = rte_cpu_to_be_16(st->ip_id++);
+	ip->packet_id = rte_cpu_to_be_16(id);
 	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG); /* our segments fit the MTU */
 	ip->time_to_live = 64;
 	ip->next_proto_id = proto;

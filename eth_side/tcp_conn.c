@@ -116,13 +116,15 @@ static void unhash(struct eth_tcb *t)
 void eth_tcb_hash(struct eth_tcb *t, uint64_t h)
 {
 	struct eth_tcb_chain *b = &t->st->htab[(uint32_t)h & t->st->hmask];
+	uint64_t r = eth_siphash_3u32(&t->st->isn_key, (uint32_t)h, (uint32_t)(h >> 32), 0x666c6fu);
 
 	t->hash = (uint32_t)h;
 	/* a PRF of H under another key with a tag of its own: the label a peer sees tells it nothing of
 	 * the bucket (colliding ports would let it build long chains) */
-	t->flow_label =
-	    (uint32_t)eth_siphash_3u32(&t->st->isn_key, (uint32_t)h, (uint32_t)(h >> 32), 0x666c6fu) &
-	    0xfffffu;
+	t->flow_label = (uint32_t)r & 0xfffffu;
+	/* IPv4 IDs counted per connection from a secret start (RFC 7739 5.1): what the peer sees moves
+	 * with its own connection's segments only, never with the worker's other traffic */
+	t->ip_id = (uint16_t)(r >> 32);
 	SLIST_INSERT_HEAD(b, t, hlink);
 	t->hashed = true;
 }

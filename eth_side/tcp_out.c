@@ -65,9 +65,9 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 	return (uint16_t)field;
 }
 
-void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
-                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
-                    uint16_t tso_segsz)
+/* eth_tcp_finish with ID the IPv4 identification. */
+static void finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th, const struct xlt_ip *laddr,
+                   const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow, uint16_t id, uint16_t tso_segsz)
 {
 	bool v6 = !xlt_ip_is_v4(raddr);
 	void *l3 = rte_pktmbuf_mtod(m, void *);
@@ -78,8 +78,7 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 	if (v6)
 		eth_ipv6_fill(ip6, laddr, raddr, IPPROTO_TCP, (uint16_t)tcplen, flow);
 	else
-		eth_ipv4_fill_src(st, ip, xlt_ip_to_v4(laddr), xlt_ip_to_v4(raddr), IPPROTO_TCP,
-		                  (uint16_t)tcplen);
+		eth_ipv4_fill_id(ip, xlt_ip_to_v4(laddr), xlt_ip_to_v4(raddr), IPPROTO_TCP, (uint16_t)tcplen, id);
 	th->cksum = 0;
 	if (st->c.offloads & ETH_OFFLOAD_TX_CSUM) {
 		m->l2_len = RTE_ETHER_HDR_LEN;
@@ -102,6 +101,14 @@ void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr
 			   : eth_ipv4_phdr_cksum(ip);
 		th->cksum = eth_cksum_l4(m, phdr, (uint32_t)((uint8_t *)th - (uint8_t *)l3));
 	}
+}
+
+void eth_tcp_finish(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_hdr *th,
+                    const struct xlt_ip *laddr, const struct xlt_ip *raddr, uint32_t tcplen, uint32_t flow,
+                    uint16_t tso_segsz)
+{
+	finish(st, m, th, laddr, raddr, tcplen, flow,
+	       xlt_ip_is_v4(raddr) ? eth_ipv4_id(st, xlt_ip_to_v4(raddr)) : 0, tso_segsz);
 }
 
 /* TCP option bytes of a synchronized segment with timestamps (TS) and N_SACK SACK blocks. */
@@ -173,8 +180,9 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	th->tcp_urp = 0;
 	memcpy(th + 1, opts, optlen);
 	/* (IPv6: the flow label is the connection's own, stable for its life; never the table hash) */
-	eth_tcp_finish(st, m, th, &t->laddr, &t->raddr, (uint32_t)(sizeof(*th) + optlen + len), t->flow_label,
-	               len > segsz ? (uint16_t)segsz : 0);
+	finish(st, m, th, &t->laddr, &t->raddr, (uint32_t)(sizeof(*th) + optlen + len), t->flow_label, t->ip_id,
+	       len > segsz ? (uint16_t)segsz : 0);
+	t->ip_id += len > segsz ? (uint16_t)((len + segsz - 1) / segsz) : 1; /* (TSO: the device counts on) */
 	if (flags & RTE_TCP_ACK_FLAG) {
 		t->last_ack_sent = t->rcv_nxt;
 		t->ack_now = false;

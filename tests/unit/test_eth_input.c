@@ -2020,6 +2020,83 @@ static void test_group_source_dropped(void **state)
 	assert_int_equal(S()->icmp_echo_replies, 1);
 }
 
+/* The IPv4 identification of kept frame I. */
+static uint16_t ip_id_of(unsigned i)
+{
+	return rte_be_to_cpu_16(
+	    rte_pktmbuf_mtod_offset(h.kept[i], const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN)->packet_id);
+}
+
+/* An echo request from the peer; returns the ID of its reply. */
+static uint16_t ping_id(void)
+{
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	feed_rx(f, eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0), NULL);
+	assert_int_equal(h.n_kept, 1);
+	return ip_id_of(0);
+}
+
+/* A reset in C's window but not at its edge: a challenge ACK (RFC 5961 3.2). Returns its ID. */
+static uint16_t challenged(struct conn *c)
+{
+	struct out o;
+
+	feed(c, RTE_TCP_RST_FLAG, c->pnxt + 10, 0, 65535, NULL, 0);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_ACK_FLAG);
+	assert_int_equal(o.ack, c->pnxt);
+	return ip_id_of(0);
+}
+
+/* IPv4 IDs tell an off-path host nothing of the worker's other traffic (RFC 7739 5.1). One counter
+ * for every packet let it ping, send a reset for a guessed 4-tuple and ping again: replies 2 apart
+ * meant a challenge ACK went out between them, so the guess named a connection (CVE-2016-5696's
+ * inference). A connection's segments count their own; the host's own connection sees its count
+ * move by one per segment whatever the others send; echo replies take IDs that show no count. */
+static void test_ip_id_private(void **state)
+{
+	static const uint8_t tag = 0x42;
+	struct conn c = established_echo(41080), spy = established_echo(41081);
+	unsigned apart2 = 0, apart1 = 0;
+	uint64_t acks0 = S()->tcp_challenge_acks;
+	uint16_t a, id;
+
+	(void)state;
+	peer_data(&spy, &tag, 1, 0);
+	a = ip_id_of(0);
+	spy.gnxt += 1;
+	ack_all(&spy, 65535); /* (no retransmission later) */
+	eh_advance_ms(&h, 600);
+	id = challenged(&c);
+	peer_data(&c, &tag, 1, 0); /* (the victim's next segment: the next of its own count) */
+	assert_int_equal(one().len, 1);
+	assert_int_equal(ip_id_of(0), (uint16_t)(id + 1));
+	c.gnxt += 1;
+	ack_all(&c, 65535);
+	peer_data(&spy, &tag, 1, 0);
+	assert_int_equal(one().len, 1);
+	assert_int_equal(ip_id_of(0), (uint16_t)(a + 1));
+	/* ping, challenge ACK, ping; then ping, ping: the gaps follow no count either way */
+	for (unsigned i = 0; i < 16; i++) {
+		uint16_t p1, p2;
+
+		eh_advance_ms(&h, 600); /* (past the challenge-ACK limits) */
+		p1 = ping_id();
+		challenged(&c);
+		p2 = ping_id();
+		apart2 += (uint16_t)(p2 - p1) == 2;
+		p1 = ping_id();
+		apart1 += (uint16_t)(p1 - p2) == 1;
+	}
+	assert_int_equal(S()->tcp_challenge_acks, acks0 + 17);
+	assert_true(apart2 < 4);
+	assert_true(apart1 < 4);
+}
+
 /* A packet from one of our own addresses (a VIP on the kernel TAP as much as [eth] address) is a
  * martian: an answer would go to ourselves (on-link: ARP requests for our own address). */
 static void test_own_source_martian(void **state)
@@ -3086,6 +3163,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
