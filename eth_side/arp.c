@@ -349,8 +349,7 @@ static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
 {
 	uint32_t h = rte_be_to_cpu_32(ip);
 
-	return h == 0 || h == 0xffffffffu || (h >> 28) == 0xe || (h >> 24) == 127 ||
-	       (st->netmask && (ip & ~st->netmask) == ~st->netmask); /* the subnet's broadcast */
+	return h == 0 || h == 0xffffffffu || (h >> 28) == 0xe || (h >> 24) == 127 || eth_ipv4_subnet_bcast(st, ip);
 }
 
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)

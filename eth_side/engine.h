@@ -157,6 +157,9 @@ bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac);
 void eth_ipv6_announce(struct eth_stack *st);
 /* An unsolicited neighbour advertisement of A (an address the kernel TAP gained) to all-nodes. */
 void eth_ipv6_announce_addr(struct eth_stack *st, const uint8_t *a);
+/* Whether A (network order) is the broadcast address of [eth] address's subnet (a /31 or a /32
+ * has none). */
+bool eth_ipv4_subnet_bcast(const struct eth_stack *st, uint32_t a);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
 /* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */

@@ -98,15 +98,20 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	return true;
 }
 
+bool eth_ipv4_subnet_bcast(const struct eth_stack *st, uint32_t a)
+{
+	/* a /31 is a link of two hosts (RFC 3021) and a /32 a host alone: neither has a broadcast
+	 * address, the all-ones host part of a /31 is the other end (the gateway, often) */
+	return st->c.prefix < 31 && (a & ~st->netmask) == ~st->netmask && ((a ^ st->c.addr) & st->netmask) == 0;
+}
+
 static bool martian(const struct eth_stack *st, uint32_t src)
 {
 	uint32_t h = rte_be_to_cpu_32(src);
 
 	/* (one of our own addresses, a VIP included, as a source: a reply would go to ourselves) */
 	return h == 0 || h == 0xffffffffu || (h >> 28) >= 0xe || (h >> 24) == 127 ||
-	       eth_local_state(st, src) != ETH_LOCAL_NONE ||
-	       (st->netmask != 0xffffffffu && (src & ~st->netmask) == ~st->netmask &&
-		((src ^ st->c.addr) & st->netmask) == 0);
+	       eth_local_state(st, src) != ETH_LOCAL_NONE || eth_ipv4_subnet_bcast(st, src);
 }
 
 static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, unsigned ihl)
@@ -174,8 +179,7 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		/* multicast and broadcast (VRRP advertisements, routing protocols): the kernel's; our
 		 * network's broadcast only (another's x.x.x.255 is someone's unicast, not for the kernel
 		 * to route) */
-		if (((h >> 28) == 0xe || h == 0xffffffffu ||
-		     ((ip->dst_addr & ~st->netmask) == ~st->netmask && !((ip->dst_addr ^ st->c.addr) & st->netmask))) &&
+		if (((h >> 28) == 0xe || h == 0xffffffffu || eth_ipv4_subnet_bcast(st, ip->dst_addr)) &&
 		    eth_exc_punt_l3(st, m))
 			return;
 		xlt_counter_add(&st->stats.ip_not_for_us, 1);

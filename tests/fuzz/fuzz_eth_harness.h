@@ -78,6 +78,7 @@ struct eh_session {
 
 struct eh {
 	struct eth_stack *st;
+	uint32_t addr;     /* [eth] address (network order): EH_GW_IP unless eh_addr said otherwise */
 	unsigned offloads; /* ETH_OFFLOAD_* the engine was created with */
 	uint64_t now_ns;
 	struct rte_mbuf *kept[EH_KEEP]; /* the most recent frames sent, oldest first */
@@ -299,7 +300,7 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		EH_CHECK((h->offloads & ETH_OFFLOAD_IP_CSUM) && ip->hdr_checksum == 0); /* the device's */
 	else
 		EH_CHECK(rte_raw_cksum(ip, sizeof(*ip)) == 0xffff);
-	EH_CHECK(ip->src_addr == EH_GW_IP || ip->src_addr == EH_GW_IP2);
+	EH_CHECK(ip->src_addr == h->addr || ip->src_addr == EH_GW_IP2);
 	if (ip->next_proto_id == IPPROTO_TCP) {
 		eh_check_tcp(h, m, ip, sizeof(*ip), rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), false);
 	} else {
@@ -636,7 +637,7 @@ static inline void eh_arp(struct eh *h, uint16_t op, const uint8_t *sha, uint32_
 	a->arp_opcode = rte_cpu_to_be_16(op);
 	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
 	a->arp_data.arp_sip = sip;
-	a->arp_data.arp_tip = EH_GW_IP;
+	a->arp_data.arp_tip = h->addr;
 	eh_feed(h, f, sizeof(f));
 }
 
@@ -650,6 +651,8 @@ static inline void eh_arp_hello(struct eh *h)
 static uint32_t eh_gateway;
 /* The prefix length of the next eh_start's address (0: 24), for a test that needs a wide subnet. */
 static uint8_t eh_prefix;
+/* The next eh_start's address (network order; 0: EH_GW_IP), for a test that needs another subnet. */
+static uint32_t eh_addr;
 
 /* A fresh instance with listeners on 7 (echo) and 9 (discard), the peer known by ARP, told that its
  * device does OFFLOADS (ETH_OFFLOAD_*). */
@@ -661,7 +664,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	    .n_workers = 1,
 	    .port_id = UINT16_MAX,
 	    .pool = eh_pool,
-	    .addr = EH_GW_IP,
+	    .addr = eh_addr ? eh_addr : EH_GW_IP,
 	    .prefix = eh_prefix ? eh_prefix : 24,
 	    .gateway = eh_gateway,
 	    .prefix6 = 64, /* (IPv6 too, so that ipv6.c meets the fuzzer) */
@@ -685,6 +688,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 
 	memset(h, 0, sizeof(*h));
 	eh_cur = h;
+	h->addr = c.addr;
 	h->offloads = offloads;
 	c.tx_arg = h;
 	c.cb_arg = h;

@@ -1540,6 +1540,85 @@ static void test_arp_flood_keeps_used(void **state)
 	assert_int_equal(S()->arp_out, replies + 1);
 }
 
+#define P2P_US   RTE_BE32(0xc6120004u) /* 198.18.0.4/31 */
+#define P2P_PEER RTE_BE32(0xc6120005u) /* the other end, our gateway */
+
+static int setup_p2p(void **state)
+{
+	int ret;
+
+	(void)state;
+	eh_addr = P2P_US;
+	eh_prefix = 31;
+	eh_gateway = P2P_PEER;
+	ret = eh_start(&h, 8, 16384, 16384);
+	eh_addr = 0;
+	eh_prefix = 0;
+	eh_gateway = 0;
+	return ret;
+}
+
+/* The only frame kept, of ethertype TYPE to the peer's MAC: its L3 header. */
+static const void *only_to_peer(uint16_t type)
+{
+	const struct rte_ether_hdr *e;
+
+	assert_int_equal(h.n_kept, 1);
+	e = rte_pktmbuf_mtod(h.kept[0], const struct rte_ether_hdr *);
+	assert_int_equal(e->ether_type, rte_cpu_to_be_16(type));
+	assert_memory_equal(e->dst_addr.addr_bytes, eh_peer_mac, 6);
+	return e + 1;
+}
+
+/* On a /31 (RFC 3021: a link of two hosts, no broadcast address) the other end is a host, here the
+ * gateway: its ARP reply is taken, its request answered, its echo request answered, and an off-link
+ * host is reached through it. Its address, the all-ones host part, used to be taken for the
+ * subnet's broadcast: a martian, its ARP refused, nothing off-link reachable. */
+static void test_p2p_31(void **state)
+{
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	const struct rte_arp_hdr *a;
+	const struct rte_ipv4_hdr *r;
+	uint64_t err0;
+
+	(void)state;
+	eh_advance_ms(&h, 10);
+	assert_int_equal(arp_requests_for(P2P_PEER), 1); /* (the gateway, asked for since the start) */
+	err0 = S()->arp_errors;
+	arp_reply(P2P_PEER, eh_peer_mac);
+	eh_forget(&h);
+	eh_arp(&h, RTE_ARP_OP_REQUEST, eh_peer_mac, P2P_PEER);
+	eh_poll(&h);
+	a = only_to_peer(RTE_ETHER_TYPE_ARP);
+	assert_int_equal(a->arp_opcode, rte_cpu_to_be_16(RTE_ARP_OP_REPLY));
+	assert_int_equal(a->arp_data.arp_sip, P2P_US);
+	assert_int_equal(a->arp_data.arp_tip, P2P_PEER);
+	assert_int_equal(S()->arp_errors, err0);
+	/* its echo request */
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	ip->src_addr = P2P_PEER;
+	ip->dst_addr = P2P_US;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	eh_forget(&h);
+	eh_feed(&h, f, RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(msg));
+	eh_poll(&h);
+	r = only_to_peer(RTE_ETHER_TYPE_IPV4);
+	assert_int_equal(r->next_proto_id, IPPROTO_ICMP);
+	assert_int_equal(r->dst_addr, P2P_PEER);
+	assert_int_equal(S()->icmp_echo_replies, 1);
+	/* an off-link host (198.51.100.7) through it */
+	feed_syn_between(RTE_BE32(0xc6336407u), 40100, P2P_US, EH_ECHO_PORT, 777);
+	r = only_to_peer(RTE_ETHER_TYPE_IPV4);
+	assert_int_equal(r->next_proto_id, IPPROTO_TCP);
+	assert_int_equal(r->dst_addr, RTE_BE32(0xc6336407u));
+	assert_int_equal(S()->ip_header_errors, 0);
+}
+
 /* The pinned gateway's entry, re-checked once it aged (a unicast request to the address we have), is
  * confirmed by that address only: an attacker's reply racing the gateway's answer is ignored and
  * counted, and off-link traffic keeps going to the real gateway (it used to take the first reply). */
@@ -3160,6 +3239,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
+	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
