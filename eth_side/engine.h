@@ -113,7 +113,7 @@ void eth_arp_announce_addr(struct eth_stack *st, uint32_t addr);
 void eth_arp_flush(struct eth_stack *st);
 
 /* ipv4.c */
-void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m);
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_bcast);
 /* Passes M (at its IP header), a TCP segment for one of the kernel TAP's addresses that has no
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */

@@ -105,6 +105,14 @@ bool eth_ipv4_subnet_bcast(const struct eth_stack *st, uint32_t a)
 	return st->c.prefix < 31 && (a & ~st->netmask) == ~st->netmask && ((a ^ st->c.addr) & st->netmask) == 0;
 }
 
+/* Whether DST (network order) names a group: multicast, or a broadcast address of ours. */
+static bool group_dst(const struct eth_stack *st, uint32_t dst)
+{
+	uint32_t h = rte_be_to_cpu_32(dst);
+
+	return (h >> 28) == 0xe || h == 0xffffffffu || eth_ipv4_subnet_bcast(st, dst);
+}
+
 static bool martian(const struct eth_stack *st, uint32_t src)
 {
 	uint32_t h = rte_be_to_cpu_32(src);
@@ -155,7 +163,7 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
-void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_bcast)
 {
 	struct rte_ipv4_hdr *ip;
 	unsigned ihl, tot, lstate;
@@ -172,15 +180,19 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m)
 		xlt_counter_add(&st->stats.ip_checksum_errors, 1);
 		goto drop;
 	}
+	if (l2_bcast && !group_dst(st, ip->dst_addr)) {
+		/* RFC 1122 3.3.6: a unicast datagram in a link-layer broadcast is discarded. Its sender
+		 * did not address our station: a confused neighbour (ARP would teach it our MAC), or
+		 * one that reaches every host of the segment at once with a frame meant for one */
+		xlt_counter_add(&st->stats.ip_link_bcast, 1);
+		goto drop;
+	}
 	lstate = eth_local_state(st, ip->dst_addr);
 	if (lstate == ETH_LOCAL_NONE) {
-		uint32_t h = rte_be_to_cpu_32(ip->dst_addr);
-
 		/* multicast and broadcast (VRRP advertisements, routing protocols): the kernel's; our
 		 * network's broadcast only (another's x.x.x.255 is someone's unicast, not for the kernel
 		 * to route) */
-		if (((h >> 28) == 0xe || h == 0xffffffffu || eth_ipv4_subnet_bcast(st, ip->dst_addr)) &&
-		    eth_exc_punt_l3(st, m))
+		if (group_dst(st, ip->dst_addr) && eth_exc_punt_l3(st, m))
 			return;
 		xlt_counter_add(&st->stats.ip_not_for_us, 1);
 		goto drop;

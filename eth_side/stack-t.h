@@ -110,6 +110,7 @@ struct eth_stack_stats {
 	uint64_t ip_checksum_errors;
 	uint64_t ip_fragments;	    /* dropped: we do not reassemble */
 	uint64_t ip_not_for_us;
+	uint64_t ip_link_bcast;	    /* dropped: to a unicast address in a link-layer broadcast */
 	uint64_t ip_no_route;
 	uint64_t ip_unknown_proto;
 	uint64_t icmp_in;

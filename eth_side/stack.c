@@ -54,6 +54,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
 	{"ip_fragments_dropped_total", XLT_COUNTER, ST(ip_fragments), "IPv4 fragments dropped (no reassembly)", NULL},
 	{"ip_not_for_us_total", XLT_COUNTER, ST(ip_not_for_us), "IPv4 packets addressed elsewhere", NULL},
+	{"ip_link_broadcast_dropped_total", XLT_COUNTER, ST(ip_link_bcast), "IPv4 packets to a unicast address that came in a link-layer broadcast, dropped (RFC 1122 3.3.6)", NULL},
 	{"ip_no_route_total", XLT_COUNTER, ST(ip_no_route), "packets with no route to their destination", NULL},
 	{"ip_unknown_protocol_total", XLT_COUNTER, ST(ip_unknown_proto), "IPv4 packets of a protocol we do not serve", NULL},
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
@@ -469,6 +470,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 {
 	const struct rte_ether_hdr *eh;
 	uint16_t type;
+	bool l2_bcast;
 
 	if (!steered)
 		xlt_counter_add(&st->stats.frames_in, 1);
@@ -537,8 +539,9 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 			return;
 		}
 	}
+	l2_bcast = !memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6);
 	rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
-	eth_ipv4_input(st, m);
+	eth_ipv4_input(st, m, l2_bcast);
 	return;
 drop:
 	xlt_counter_add(&st->stats.frames_dropped, 1);

@@ -2099,6 +2099,38 @@ static void test_group_source_dropped(void **state)
 	assert_int_equal(S()->icmp_echo_replies, 1);
 }
 
+/* A datagram to our unicast address in a link-layer broadcast is dropped and counted (RFC 1122
+ * 3.3.6): an echo request and a SYN get no answer; the same frames to our MAC do. */
+static void test_link_broadcast_unicast_dropped(void **state)
+{
+	uint8_t msg[64] = {0}, f[200], s[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	size_t len, slen;
+
+	(void)state;
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	slen = eh_tcp_frame(s, 40300, EH_ECHO_PORT, 777, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	memset(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, 0xff, 6);
+	memset(((struct rte_ether_hdr *)s)->dst_addr.addr_bytes, 0xff, 6);
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 0);
+	feed_rx(s, slen, NULL);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->ip_link_bcast, 2);
+	assert_int_equal(S()->icmp_in, 0);
+	assert_int_equal(S()->tcp_syn_rcvd, 0);
+	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, eh_gw_mac, 6);
+	memcpy(((struct rte_ether_hdr *)s)->dst_addr.addr_bytes, eh_gw_mac, 6);
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 1);
+	assert_int_equal(S()->icmp_echo_replies, 1);
+	feed_rx(s, slen, NULL);
+	assert_int_equal(one().flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(S()->ip_link_bcast, 2);
+}
+
 /* The IPv4 identification of kept frame I. */
 static uint16_t ip_id_of(unsigned i)
 {
@@ -3243,6 +3275,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_link_broadcast_unicast_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
