@@ -126,6 +126,8 @@ struct eth_tcb {
 	uint16_t peer_mss;
 	uint16_t pmtu;		/* path MTU an ICMP error taught us (pmtu.c); 0: the link's */
 	uint16_t ip_id;		/* IPv4 identification of the next segment: the connection's own count */
+	uint16_t pmtu_rxt_mss;	/* the MSS a lowered MTU last sent the flight again at (0: never) */
+	uint64_t pmtu_rxt_ms;	/* ... and when */
 	uint32_t rtseq;		/* segment being timed (no timestamps) */
 	uint64_t rttime_ms;
 	uint32_t srtt_us, rttvar_us, rto_ms;

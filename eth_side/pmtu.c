@@ -77,6 +77,20 @@ bool eth_icmp6_quote(const uint8_t *ic, uint32_t len, struct eth_icmp_quote *q)
 	return true;
 }
 
+/* Whether T's segments, just made smaller, may all go again now. Every message of a storm lowering
+ * the MTU a byte at a time is believed (each quotes a sequence number in flight), and each used to
+ * send the whole flight again. Now once a round trip (the timer's value until one was measured),
+ * or sooner when the segments shrank by a good part since (a second, much narrower hop: there are
+ * few such steps from the link's MTU to the floor, so they bound a storm too). What went out
+ * meanwhile a little too big is left to SACK recovery or the timer. */
+static bool resend_ok(const struct eth_tcb *t)
+{
+	uint32_t rtt_ms = t->srtt_us ? (t->srtt_us + 999) / 1000 : t->rto_ms;
+
+	return !t->pmtu_rxt_mss || t->st->now_ms - t->pmtu_rxt_ms >= rtt_ms ||
+	       t->mss <= t->pmtu_rxt_mss - t->pmtu_rxt_mss / 4;
+}
+
 bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v6)
 {
 	uint32_t floor = v6 ? PMTU_MIN6 : PMTU_MIN4, cur, mtu = q->mtu;
@@ -111,7 +125,10 @@ bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v
 	/* Segments in flight were too big: send them again at the new size now, not at the next
 	 * timeout (RFC 1191 6.3). They were dropped for their size, not for congestion: the window
 	 * and the timer's back-off stay as they are (Linux's tcp_simple_retransmit). */
-	if (t->snd_una != t->snd_max && t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_SYN_RCVD) {
+	if (t->snd_una != t->snd_max && t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_SYN_RCVD &&
+	    resend_ok(t)) {
+		t->pmtu_rxt_mss = t->mss;
+		t->pmtu_rxt_ms = st->now_ms;
 		t->snd_nxt = t->snd_una;
 		t->high_rxt = t->snd_una;
 		t->rtt_timing = false; /* Karn: what comes back next may answer either copy */

@@ -1741,6 +1741,58 @@ static void test_pmtu_frag_needed(void **state)
 }
 
 
+/* A storm of "fragmentation needed" messages, each quoting a segment in flight and lowering the MTU
+ * by a byte, within half a round trip: each lowers the segment size, but only the first sends the
+ * flight again (each did: a flight per message); a message a round trip later sends it again, at
+ * the last size. */
+static void test_pmtu_storm(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	static uint8_t blob[8 * 1448];
+	struct conn c = {.pport = 41090, .gport = EH_ECHO_PORT, .pnxt = PEER_ISN, .ts = true, .tsval = 1};
+	struct eh_session *se;
+	uint8_t f[200];
+	struct out v[32], o;
+	uint64_t out0;
+
+	(void)state;
+	/* the handshake takes 100 ms: the round trip measured */
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, c.pport, c.gport, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, syn_opts,
+	                            sizeof(syn_opts), NULL, 0));
+	eh_poll(&h);
+	o = one();
+	c.pnxt++;
+	c.gnxt = o.seq + 1;
+	c.tsecr = o.o.tsval;
+	eh_advance_ms(&h, 100);
+	ack_all(&c, 65535);
+	se = session_of(c.pport);
+	assert_non_null(se);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	check_resent(v, sent(v, 32), c.gnxt, 1448, sizeof(blob));
+	out0 = S()->tcp_bytes_out;
+	for (unsigned i = 0; i < 100; i++) {
+		feed_frag_needed(c.pport, c.gport, c.gnxt + 1448, (uint16_t)(1499 - i));
+		if (i == 0)
+			check_resent(v, sent(v, 32), c.gnxt, 1499 - 52, sizeof(blob));
+		else
+			assert_int_equal(sent(v, 32), 0);
+		eh_advance_ms(&h, i % 2); /* (half a round trip in all) */
+	}
+	assert_int_equal(S()->tcp_pmtu_lowered, 100);
+	assert_int_equal(S()->icmp_too_big_ignored, 0);
+	assert_int_equal(S()->tcp_bytes_out - out0, sizeof(blob));
+	/* a round trip after the last time: every byte in flight again, at the last size */
+	eh_advance_ms(&h, 60);
+	feed_frag_needed(c.pport, c.gport, c.gnxt, 1399);
+	check_resent(v, sent(v, 32), c.gnxt, 1399 - 52, sizeof(blob));
+	c.gnxt += sizeof(blob);
+	ack_all(&c, 65535);
+}
+
 /* The peer vanishes with data outstanding: retransmission timeouts back off, and after
  * user_timeout (30 s here) the connection is reset and freed with its buffers. */
 static void test_vanished_peer(void **state)
@@ -2817,6 +2869,54 @@ static void test_pmtu_too_big6(void **state)
 	eh_forget(&h);
 }
 
+/* An ICMPv6 "packet too big" reporting MTU, quoting our segment QUOTED (its IPv6 and TCP headers). */
+static void feed_too_big6(const struct rte_ipv6_hdr *quoted, uint32_t mtu)
+{
+	uint8_t f[200], msg[8 + 40 + 20] = {2, 0};
+
+	msg[4] = (uint8_t)(mtu >> 24), msg[5] = (uint8_t)(mtu >> 16);
+	msg[6] = (uint8_t)(mtu >> 8), msg[7] = (uint8_t)mtu;
+	memcpy(msg + 8, quoted, 40 + 20);
+	eh_forget(&h);
+	eh_feed(&h, f, frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, msg, sizeof(msg), 64));
+	eh_poll(&h);
+}
+
+/* IPv6's "packet too big" takes IPv4's path and its limit: a storm of them within a round trip
+ * lowers the segment size each time but sends the flight again only for the first. */
+static void test_pmtu_storm6(void **state)
+{
+	static const uint8_t syn_opts[12] = {2, 4, 0x05, 0xa0, 4, 2, 1, 3, 3, 7};
+	static uint8_t blob[4 * 1440];
+	static uint8_t quoted[40 + 20];
+	struct eh_session *se;
+	const struct rte_ipv6_hdr *ip[16];
+	struct out v[16];
+	uint32_t gseq, pseq = 5000;
+	uint8_t f[200];
+
+	(void)state;
+	gseq = open6(40110, syn_opts, sizeof(syn_opts), &pseq, true);
+	se = session_of(40110);
+	assert_non_null(se);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(sent6(v, ip, 16), 4);
+	memcpy(quoted, ip[1], sizeof(quoted));
+	feed_too_big6((const struct rte_ipv6_hdr *)quoted, 1400);
+	check_resent(v, sent6(v, ip, 16), gseq, 1400 - 60, sizeof(blob));
+	for (uint32_t mtu = 1399; mtu >= 1300; mtu--) {
+		feed_too_big6((const struct rte_ipv6_hdr *)quoted, mtu);
+		assert_int_equal(sent6(v, ip, 16), 0);
+	}
+	assert_int_equal(S()->tcp_pmtu_lowered, 101);
+	eh_feed(&h, f,
+	        tcp6(f, NULL, 0, 40110, EH_ECHO_PORT, pseq, gseq + sizeof(blob), RTE_TCP_RST_FLAG, NULL, 0, NULL, 0));
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* A device with TSO: three segments received at once come back as one IPv6 TSO frame (segments of
  * MTU - 60 bytes, the device's checksum over the IPv6 pseudo-header: eh_check_frame). */
 static void test_tcp6_tso(void **state)
@@ -3279,6 +3379,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pmtu_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_cursor, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
@@ -3294,6 +3395,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tcp6_echo, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_too_big6, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pmtu_storm6, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp6_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_no_override, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_bad_lladdr, setup, teardown),
