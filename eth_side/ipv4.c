@@ -122,6 +122,21 @@ static bool martian(const struct eth_stack *st, uint32_t src)
 	       eth_local_state(st, src) != ETH_LOCAL_NONE || eth_ipv4_subnet_bcast(st, src);
 }
 
+/* Whether the kernel behind the TAP may see IC: the errors its own flows may be told of, and the
+ * replies to its own pings. */
+static bool icmp_for_kernel(const struct rte_icmp_hdr *ic)
+{
+	switch (ic->icmp_type) {
+	case RTE_IP_ICMP_ECHO_REPLY:
+	case 3:  /* destination unreachable (fragmentation needed among them) */
+	case 11: /* time exceeded (traceroute) */
+	case 12: /* parameter problem */
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, unsigned ihl)
 {
 	uint16_t len = (uint16_t)(rte_be_to_cpu_16(ip->total_length) - ihl);
@@ -140,7 +155,14 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 		if (eth_icmp4_quote((const uint8_t *)ic, len, &q) && xlt_ip_to_v4(&q.local) == ip->dst_addr &&
 		    eth_pmtu_input(st, &q, false))
 			goto drop;
-		/* other errors and the rest: nothing we act on, but the kernel's own flows may (PMTU) */
+		/* other errors and echo replies: nothing we act on, but the kernel's own flows may (PMTU,
+		 * a health check's ping); the rest would only make the kernel act for a sender it cannot
+		 * trust: a redirect re-points its routes (bgpd's, keepalived's), a timestamp request is
+		 * answered with its clock, router discovery and address masks are long obsolete */
+		if (!icmp_for_kernel(ic)) {
+			xlt_counter_add(&st->stats.icmp_refused, 1);
+			goto drop;
+		}
 		if (eth_exc_punt_l3(st, m))
 			return;
 		goto drop;

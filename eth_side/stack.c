@@ -60,6 +60,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
 	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
 	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
+	{"icmp_refused_total", XLT_COUNTER, ST(icmp_refused), "ICMP messages neither answered nor passed to the kernel TAP: redirects, timestamp and address mask requests, router discovery, echo requests with a nonzero code, unassigned types", NULL},
 	{"icmp_too_big_total", XLT_COUNTER, ST(icmp_too_big_in), "ICMP fragmentation-needed and ICMPv6 packet-too-big messages quoting one of our TCP connections", NULL},
 	{"icmp_too_big_ignored_total", XLT_COUNTER, ST(icmp_too_big_ignored), "... of which ignored: a sequence number we did not send or the peer acknowledged (RFC 5927), or an MTU no lower than the connection's", NULL},
 	{"tcp_pmtu_lowered_total", XLT_COUNTER, ST(tcp_pmtu_lowered), "connections whose segments shrank to a smaller path MTU (path MTU discovery)", NULL},

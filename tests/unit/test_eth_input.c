@@ -2124,6 +2124,34 @@ static void test_echo_from_address_pinged(void **state)
 	eth_stack_set_locals(h.st, NULL);
 }
 
+/* ICMP that ibgwd does not answer goes to the kernel only when the kernel's own flows may need it
+ * (errors, echo replies); a redirect (which would re-point the kernel's routes), a timestamp request
+ * (answered with its clock), an echo request with a nonzero code are refused and counted. */
+static void test_icmp_refused(void **state)
+{
+	static const struct {
+		uint8_t type, code;
+		bool refused;
+	} v[] = {{5, 1, true}, {13, 0, true}, {17, 0, true}, {9, 0, true}, {8, 1, true}, {42, 0, true},
+	         {3, 1, false}, {11, 0, false}, {0, 0, false}};
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		uint64_t r0 = S()->icmp_refused, e0 = S()->icmp_errors;
+
+		ic->icmp_type = v[i].type;
+		ic->icmp_code = v[i].code;
+		ic->icmp_cksum = 0;
+		ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+		feed_rx(f, eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0), NULL);
+		assert_int_equal(S()->icmp_refused - r0, v[i].refused);
+		assert_int_equal(S()->icmp_errors, e0);
+		assert_int_equal(h.n_kept, 0); /* (no answer either way) */
+	}
+}
+
 /* A frame whose sender is a group address (multicast, broadcast) is dropped: no station sends one,
  * and an answer to it (an echo reply, a neighbour advertisement) would reach every host; the same
  * for the zero address. */
@@ -3372,6 +3400,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
+	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
