@@ -29,6 +29,7 @@
 #include <rte_malloc.h>
 #include <rte_ring.h>
 
+#include "cksum.h"
 #include "engine.h"
 #include "exception.h"
 #include "stack.h"
@@ -64,7 +65,7 @@ const struct xlt_metric_desc eth_exc_metrics[] = {
     {"exception_tap_frames_total", XLT_COUNTER, XS(from_kernel),
      "frames the control thread wrote to the kernel TAP, or read from it for the port", "dir=from_kernel"},
     {"exception_tap_write_drops_total", XLT_COUNTER, XS(to_kernel_tap_drops),
-     "frames for the kernel dropped because the TAP's queue was full", NULL},
+     "frames for the kernel the TAP refused: its queue was full, or the frame longer than it carries", NULL},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_rate_drops),
      "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=rate"},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_ring_drops),
@@ -238,13 +239,18 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	struct rte_mbuf *pkts[EXC_BURST];
 	unsigned moved = 0, n, sent, k;
 
-	/* port -> kernel: the workers limited their share already */
+	/* port -> kernel: the workers limited their share already. The TAP stops a burst at a frame it
+	 * refuses (longer than its MTU: a merged one) or when the kernel's queue is full: that frame is
+	 * dropped, the ones behind it (a VRRP advertisement) go again */
 	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
-		sent = rte_eth_tx_burst(x->port, 0, pkts, (uint16_t)n);
-		xlt_counter_add(&x->st.to_kernel, sent);
-		if (sent < n) {
-			xlt_counter_add(&x->st.to_kernel_tap_drops, n - sent);
-			rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+		for (k = 0; k < n;) {
+			sent = rte_eth_tx_burst(x->port, 0, pkts + k, (uint16_t)(n - k));
+			xlt_counter_add(&x->st.to_kernel, sent);
+			k += sent;
+			if (k < n) {
+				xlt_counter_add(&x->st.to_kernel_tap_drops, 1);
+				rte_pktmbuf_free(pkts[k++]);
+			}
 		}
 		moved += n;
 		if (n < EXC_BURST)
@@ -281,6 +287,54 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	return moved;
 }
 
+void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t l3 = RTE_ETHER_HDR_LEN, l4, len, at;
+	uint16_t phdr, sum = 0, type, v;
+	uint8_t proto;
+
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_NONE || m->data_len < l3 + 20)
+		return;
+	type = (uint16_t)(p[12] << 8 | p[13]);
+	if (type == RTE_ETHER_TYPE_IPV4 && (p[l3] >> 4) == 4) {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + l3);
+
+		l4 = l3 + (p[l3] & 15u) * 4u;
+		if (l4 > m->data_len)
+			return;
+		len = rte_be_to_cpu_16(ip->total_length);
+		proto = ip->next_proto_id;
+		if (len < l4 - l3 || (ip->fragment_offset & rte_cpu_to_be_16(0x3fff)))
+			return; /* (a fragment's sum covers the whole datagram) */
+		len -= l4 - l3;
+		phdr = eth_ipv4_phdr_cksum(ip);
+	} else if (type == RTE_ETHER_TYPE_IPV6 && m->data_len >= l3 + 40 && (p[l3] >> 4) == 6) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(p + l3);
+
+		l4 = l3 + 40;
+		len = rte_be_to_cpu_16(ip->payload_len);
+		proto = ip->proto;
+		phdr = eth_ipv6_phdr_cksum(ip, len, proto);
+	} else {
+		return;
+	}
+	if (proto == IPPROTO_TCP)
+		at = l4 + 16;
+	else if (proto == IPPROTO_UDP)
+		at = l4 + 6;
+	else
+		return;
+	if (at + 2 > m->data_len || l4 + len > m->pkt_len)
+		return;
+	*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = 0;
+	if (!eth_cksum_chain(m, l4, len, &sum))
+		return;
+	v = (uint16_t)~eth_cksum_add(phdr, sum);
+	*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = proto == IPPROTO_UDP && !v ? 0xffff : v;
+	m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+}
+
 bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct eth_exc *x = st->c.exc;
@@ -288,6 +342,9 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 
 	if (!x)
 		return false;
+	/* the TAP tells the kernel nothing of offloads: a sum the device left unfilled (a merged frame,
+	 * a virtio peer's partial sum) would make the kernel drop the frame as corrupt */
+	eth_exc_fill_l4_cksum(m);
 	c = exc_class_of(m);
 	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns)) {
 		xlt_counter_add(&st->stats.exc_rate_drops, 1);

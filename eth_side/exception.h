@@ -18,6 +18,7 @@
 
 #include "../translate/metric-t.h"
 
+struct rte_mbuf;
 struct eth_exc;
 struct rte_mempool;
 
@@ -33,9 +34,13 @@ struct eth_exc_stats {
 };
 
 /* Creates the TAP IFNAME with MAC, its queue fed from POOL, carrying RATE frames/s each way, for
- * N_WORKERS punting workers. Control thread, after rte_eal_init. NULL with errno and a reason in ERR. */
+ * N_WORKERS punting workers. Control thread, after rte_eal_init. NULL with errno and a reason in ERR.
+ * The TAP carries frames of 1500 bytes at most (net_tap's limit, whatever [eth] mtu is). */
 struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
                                uint32_t rate, unsigned n_workers, char *err, size_t errlen);
+/* Fills the TCP or UDP checksum of frame M (Ethernet header first) when the device vouched for its
+ * data without filling it in (RX_L4_CKSUM_NONE); anything else is left as it is. */
+void eth_exc_fill_l4_cksum(struct rte_mbuf *m);
 /* Removes the TAP and frees what waits in the rings (the workers have stopped). */
 void eth_exc_destroy(struct eth_exc *x);
 /* The kernel's index of the TAP. */

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Jumbo frames on af_packet: [eth] mtu = 9000 without room for such frames in the af_packet ring is
 # refused at start with the vdev arguments that fix it; with framesz/blocksz 16384 ibgwd answers
-# full 9000-byte pings (DF set) and carries TCP in 8960-byte segments both ways (echo, sha256).
+# full 9000-byte pings (DF set) and carries TCP in 8960-byte segments both ways (echo, sha256). Its
+# kernel TAP carries 1500 bytes at most (net_tap's limit): an 8000-byte UDP datagram (DF) for a kernel
+# socket behind it is dropped and counted, and a 1000-byte one sent right behind it still arrives
+# (the TAP stops a burst at a frame it refuses; every frame behind it was dropped too).
 # timeout: 120
 set -u
 cd "$(dirname "$0")/../.."
@@ -28,7 +31,9 @@ rm -rf /var/run/dpdk/ibgwd-* 2>/dev/null
 
 # 2. 16 KiB frames: jumbo ping and TCP
 GW_LOG=
-ETH_VDEV_EXTRA=,framesz=16384,blocksz=16384,framecnt=512 eth_gw_start "$tmp/ibgw.conf" "$routes"
+TAP=ibgwj0
+ETH_VDEV_EXTRA=,framesz=16384,blocksz=16384,framecnt=512 eth_gw_start "$tmp/ibgw.conf" "kernel_tap = $TAP
+$routes"
 eth_ns ping -c 3 -i 0.2 -W 2 -s 8972 -M do "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "9000-byte ping failed"; }
 ok "9000-byte pings (DF) answered"
 
@@ -46,5 +51,38 @@ avg=$(( (rb1 - rb0) / (rx1 - rx0) ))
 [ "$avg" -gt 3000 ] || fail "average received frame $avg bytes: no jumbo segments arrived"
 big=$(eth_ns ss -tin "dst $ETH_GW_IP" | grep -o 'mss:[0-9]*' | head -1)
 ok "echo: 20 MiB each way in jumbo segments, sha256 equal (average frame in $avg bytes${big:+, peer $big})"
+
+# 3. the kernel TAP: a frame it refuses is dropped alone. (Strict reverse-path filtering on the port's
+# veth: the host kernel sees the peer's frames there too, and would take them for its address.)
+[ "$(cat "/sys/class/net/$TAP/mtu")" = 1500 ] || fail "the kernel TAP's MTU is $(cat "/sys/class/net/$TAP/mtu")"
+KIP=198.18.0.77
+ip addr add "$KIP/24" dev "$TAP"
+sysctl -qw "net.ipv4.conf.$ETH_IF.rp_filter=1"
+for _ in $(seq 50); do eth_ns ping -c 1 -W 1 "$KIP" >/dev/null 2>&1 && break; sleep 0.1; done
+d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+"$PY3" -c '
+import hashlib, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 9999))
+s.settimeout(10)
+d = s.recv(65535)
+print(len(d), hashlib.sha256(d).hexdigest())
+' "$KIP" >"$tmp/udp" 2>&1 &
+rcv=$!
+sleep 0.5
+want=$(eth_ns "$PY3" -c '
+import hashlib, os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: never fragmented
+s.sendto(os.urandom(8000), (sys.argv[1], 9999))
+d = os.urandom(1000)
+s.sendto(d, (sys.argv[1], 9999))
+print(len(d), hashlib.sha256(d).hexdigest())
+' "$KIP") || fail "the peer could not send the datagrams"
+wait "$rcv" || fail "no datagram reached the kernel socket behind the TAP: $(cat "$tmp/udp")"
+[ "$(cat "$tmp/udp")" = "$want" ] || fail "the kernel socket got '$(cat "$tmp/udp")', expected '$want'"
+d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+[ "$d1" = $((d0 + 1)) ] || fail "TAP write drops $d0 -> $d1, expected the jumbo frame alone"
+ok "kernel TAP (1500 bytes at most): the 8000-byte datagram dropped alone and counted, the 1000-byte one right behind it reached the kernel socket (sha256 equal)"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"
