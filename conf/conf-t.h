@@ -103,6 +103,7 @@ struct conf_hostport {
 struct conf_gateway {
 	uint32_t workers;
 	struct conf_hostport stats;
+	uint32_t stats_admin; /* 1: POST /backends/... may change a backend's state (stats.c) */
 	uint32_t log_level; /* enum conf_log_level */
 	uint32_t log_target; /* enum conf_log_target */
 	uint64_t drain_timeout_ms;

@@ -123,6 +123,10 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "datapath worker threads (DPDK lcores), each owning its sessions end to end"},
 	{G(stats), .type = T_HOSTPORT, .def = "127.0.0.1:9100",
 	 .doc = "management address of the HTTP stats endpoint (/metrics, /stats, /health)"},
+	{G(stats_admin), .type = T_UINT, .min = 0, .max = 1, .def = "1",
+	 .doc = "1: POST /backends/ROUTE/BACKEND?state= may change a backend's state (from loopback or the "
+		"management address only); 0: every such request is refused (403), for a host whose other "
+		"users or local services must not steer traffic"},
 	{G(log_level), .type = T_LOGLEVEL, .def = "info", .doc = "error, warning, notice, info or debug"},
 	{G(log_target), .type = T_LOGTARGET, .def = "stderr", .doc = "stderr (journald-friendly) or syslog"},
 	{G(drain_timeout_ms), .key = "drain_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,

@@ -255,6 +255,15 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		reply(c, 403, "Forbidden", text, "", body, false);
 		return;
 	}
+	if (!c->d->conf->gateway.stats_admin) {
+		if (xlt_ratelim_ok(&st.foreign_log, gw_now_ns(), STATS_LOG_NS, &quiet))
+			GW_WARN("stats: refused a backend state change from %s port %u (stats_admin = 0; %" PRIu64
+			        " more not logged)",
+			        a, c->peer_port, quiet);
+		evbuffer_add_printf(body, "forbidden: stats_admin = 0\n");
+		reply(c, 403, "Forbidden", text, "", body, false);
+		return;
+	}
 	if (!from_management(c)) {
 		if (xlt_ratelim_ok(&st.foreign_log, gw_now_ns(), STATS_LOG_NS, &quiet))
 			GW_WARN("stats: refused a backend state change from %s port %u (not loopback or the management "
