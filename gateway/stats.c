@@ -240,7 +240,7 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 
 	if (strcmp(method, "POST")) {
 		evbuffer_add_printf(body, "method not allowed: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
-		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, false);
+		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, !strcmp(method, "HEAD"));
 		return;
 	}
 	inet_ntop(AF_INET, &c->peer, a, sizeof(a));
