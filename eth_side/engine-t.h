@@ -219,7 +219,7 @@ struct eth_stack {
 	bool garp_pending;
 	uint8_t ll6[16];	   /* IPv6 link-local address from the MAC (with [eth] address6 only) */
 	uint8_t snm6[2][16];	   /* solicited-node groups of addr6 and ll6 */
-	uint16_t ip_id;		   /* counts packets of no connection; their IDs are a keyed hash of it */
+	uint64_t ip_id;		   /* counts packets of no connection; their IDs are a keyed hash of it */
 	uint16_t next_port;
 	uint32_t syn_backlog;	   /* this instance's share of [eth] syn_backlog: its half-open table */
 	unsigned n_listen_open;	   /* open listeners: each may fill syn_backlog / n_listen_open */

@@ -11,10 +11,11 @@
  * (broadcast ARP, whose copies the kernel gets, and the kernel's answers to them; SYNs to ssh) would
  * otherwise take every token and starve the VRRP advertisements: the backup takes the VIP while the
  * master still holds it. Those that only an on-link sender can make (hop limit 255: VRRP,
- * single-hop BFD, BGP under GTSM) have a bucket apart from those anyone can aim at us (BGP's port
- * otherwise, OSPF, multihop BFD), so that not even a flood of these from afar starves VRRP or a BGP
- * session whose peers send with 255 (RFC 5082: FRR's `neighbor ... ttl-security hops 1`): a SYN
- * flood from port 179 took the keepalives' tokens and the session went down. */
+ * single-hop BFD; BGP under GTSM, in a bucket of its own) have buckets apart from those anyone can
+ * aim at us (BGP's port otherwise, OSPF, multihop BFD), so that not even a flood of these from afar
+ * starves VRRP or a BGP session whose peers send with 255 (RFC 5082: FRR's `neighbor ...
+ * ttl-security hops 1`): a SYN flood from port 179 took the keepalives' tokens and the session went
+ * down. GTSM BGP is not in VRRP's bucket: a full table's updates would take its tokens. */
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -40,7 +41,8 @@
 #define EXC_PROTO_OSPF 89
 #define EXC_PROTO_VRRP 112
 
-enum exc_class { EXC_OTHER, EXC_ROUTING, EXC_LINK, EXC_CLASSES };
+/* (GTSM BGP apart from VRRP: a full table's updates above the rate must not take VRRP's tokens) */
+enum exc_class { EXC_OTHER, EXC_ROUTING, EXC_LINK, EXC_LINK_BGP, EXC_CLASSES };
 
 struct exc_bucket {
 	uint64_t tat[EXC_CLASSES]; /* theoretical arrival time (ns), per class */
@@ -134,7 +136,7 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 		sport = (uint16_t)(p[l4] << 8 | p[l4 + 1]);
 		dport = (uint16_t)(p[l4 + 2] << 8 | p[l4 + 3]);
 		if (proto == IPPROTO_TCP)
-			return sport == 179 || dport == 179 ? (ttl == 255 ? EXC_LINK : EXC_ROUTING) : EXC_OTHER;
+			return sport == 179 || dport == 179 ? (ttl == 255 ? EXC_LINK_BGP : EXC_ROUTING) : EXC_OTHER;
 		if ((dport == 3784 || dport == 3785) && ttl == 255)
 			return EXC_LINK;
 		return dport == 4784 ? EXC_ROUTING : EXC_OTHER;
@@ -301,7 +303,7 @@ void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
 		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + l3);
 
 		l4 = l3 + (p[l3] & 15u) * 4u;
-		if (l4 > m->data_len)
+		if (l4 < l3 + 20 || l4 > m->data_len)
 			return;
 		len = rte_be_to_cpu_16(ip->total_length);
 		proto = ip->next_proto_id;
@@ -327,9 +329,12 @@ void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
 		return;
 	if (at + 2 > m->data_len || l4 + len > m->pkt_len)
 		return;
+	v = *rte_pktmbuf_mtod_offset(m, uint16_t *, at);
 	*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = 0;
-	if (!eth_cksum_chain(m, l4, len, &sum))
+	if (!eth_cksum_chain(m, l4, len, &sum)) {
+		*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = v; /* (0 would mean "no sum" to UDP) */
 		return;
+	}
 	v = (uint16_t)~eth_cksum_add(phdr, sum);
 	*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = proto == IPPROTO_UDP && !v ? 0xffff : v;
 	m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
@@ -342,9 +347,6 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 
 	if (!x)
 		return false;
-	/* the TAP tells the kernel nothing of offloads: a sum the device left unfilled (a merged frame,
-	 * a virtio peer's partial sum) would make the kernel drop the frame as corrupt */
-	eth_exc_fill_l4_cksum(m);
 	c = exc_class_of(m);
 	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns)) {
 		xlt_counter_add(&st->stats.exc_rate_drops, 1);
@@ -353,6 +355,9 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return true;
 	}
+	/* the TAP tells the kernel nothing of offloads: a sum the device left unfilled (a merged frame,
+	 * a virtio peer's partial sum) would make the kernel drop the frame as corrupt */
+	eth_exc_fill_l4_cksum(m);
 	if (rte_ring_mp_enqueue(x->to_kernel, m)) {
 		xlt_counter_add(&st->stats.exc_ring_drops, 1);
 		rte_pktmbuf_free(m);

@@ -30,9 +30,13 @@ uint16_t eth_ipv4_id(struct eth_stack *st, uint32_t dst)
 	/* A counter shared by every packet the worker sends outside a connection would tell anyone who
 	 * pings twice how many went out in between: a reset sent, a challenge ACK earned by a guessed
 	 * 4-tuple (RFC 7739 5.1, the side channel of CVE-2016-5696). A keyed function of the counter
-	 * tells nothing. (Every packet carries DF and none is ever fragmented: RFC 6864 asks for no
-	 * uniqueness, a value that repeats only rarely is plenty.) */
-	return (uint16_t)eth_siphash_3u32(&st->isn_key, dst, st->ip_id++, 0x697064u);
+	 * tells nothing, as long as the counter never comes round: a 16-bit one repeated its IDs every
+	 * 65536 packets, and an attacker who recorded them read the counter again from one ping. (Every
+	 * packet carries DF and none is ever fragmented: RFC 6864 asks for no uniqueness, a value that
+	 * repeats only rarely is plenty.) The tag keeps these hashes apart from the key's other uses. */
+	uint64_t n = st->ip_id++;
+
+	return (uint16_t)eth_siphash_3u32(&st->isn_key, dst ^ 0x69706400u, (uint32_t)n, (uint32_t)(n >> 32));
 }
 
 void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,

@@ -60,7 +60,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
 	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
 	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
-	{"icmp_refused_total", XLT_COUNTER, ST(icmp_refused), "ICMP messages neither answered nor passed to the kernel TAP: redirects, timestamp and address mask requests, router discovery, echo requests with a nonzero code, unassigned types", NULL},
+	{"icmp_refused_total", XLT_COUNTER, ST(icmp_refused), "unicast ICMP messages neither answered nor passed to the kernel TAP: redirects, timestamp and address mask requests, router discovery, echo requests with a nonzero code, other types", NULL},
 	{"icmp_too_big_total", XLT_COUNTER, ST(icmp_too_big_in), "ICMP fragmentation-needed and ICMPv6 packet-too-big messages quoting one of our TCP connections", NULL},
 	{"icmp_too_big_ignored_total", XLT_COUNTER, ST(icmp_too_big_ignored), "... of which ignored: a sequence number we did not send or the peer acknowledged (RFC 5927), or an MTU no lower than the connection's", NULL},
 	{"tcp_pmtu_lowered_total", XLT_COUNTER, ST(tcp_pmtu_lowered), "connections whose segments shrank to a smaller path MTU (path MTU discovery)", NULL},
@@ -179,7 +179,7 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->isn_key.k0 = rnd[0];
 	st->isn_key.k1 = rnd[1];
 	st->next_port = (uint16_t)(32768 + rnd[2] % 28232);
-	st->ip_id = (uint16_t)(rnd[2] >> 32);
+	st->ip_id = rnd[2] >> 32;
 	st->arp_key.k0 = rnd[3];
 	st->arp_key.k1 = rnd[4];
 	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;

@@ -1157,6 +1157,7 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		/* removed_addr_reset: its address moved away. Our own abort, not the peer's reset: the
 		 * session ends "aborted", and a backend is not charged with it (passive ejection) */
 		xlt_counter_add(&st->stats.local_addr_resets, 1);
+		xlt_counter_add(&st->stats.tcp_resets, 1); /* (ended by a reset, ours) */
 		eth_tcp_send_rst(t);
 		eth_tcb_close(t, -ECONNABORTED);
 		t = NULL;

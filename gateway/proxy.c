@@ -200,8 +200,8 @@ static void log_untrusted(struct gw_worker *w, struct gw_route *r, const struct 
 
 	if (!xlt_ratelim_ok(&waits[w->id].untrusted_log, gw_now_ns(), GW_PP_LOG_NS, &quiet))
 		return;
-	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from, its PROXY header is not "
-	        "believed (%" PRIu64 " more not logged)",
+	GW_WARN("route %s: connection from %s port %u reset: not in proxy_from (or the route takes no PROXY "
+	        "header since a reload), its PROXY header is not believed (%" PRIu64 " more not logged)",
 	        r->conf.name, xlt_ip_fmt(&s->peer_addr, a), s->peer_port, quiet);
 }
 
