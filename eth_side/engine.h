@@ -230,6 +230,9 @@ bool eth_icmp6_quote(const uint8_t *ic, uint32_t len, struct eth_icmp_quote *q);
  * false when Q matches no connection of ours (the message may be the kernel's), true when it was
  * taken or ignored. */
 bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v6);
+/* T's t_pmtu came: the flight goes again at the MSS lowered since it last went, if bytes are still in
+ * flight (tcp_timer.c). */
+void eth_pmtu_resend_due(struct eth_tcb *t);
 extern const struct xlt_stream_ops eth_tcp_stream_ops;
 
 /* tcp_in.c */

@@ -77,18 +77,49 @@ bool eth_icmp6_quote(const uint8_t *ic, uint32_t len, struct eth_icmp_quote *q)
 	return true;
 }
 
+/* A round trip of T (the timer's value until one was measured). */
+static uint32_t rtt_ms_of(const struct eth_tcb *t)
+{
+	return t->srtt_us ? (t->srtt_us + 999) / 1000 : t->rto_ms;
+}
+
 /* Whether T's segments, just made smaller, may all go again now. Every message of a storm lowering
  * the MTU a byte at a time is believed (each quotes a sequence number in flight), and each used to
- * send the whole flight again. Now once a round trip (the timer's value until one was measured),
- * or sooner when the segments shrank by a good part since (a second, much narrower hop: there are
- * few such steps from the link's MTU to the floor, so they bound a storm too). What went out
- * meanwhile a little too big is left to SACK recovery or the timer. */
+ * send the whole flight again. Now once a round trip, or sooner when the segments shrank by a good
+ * part since (few such steps from the link's MTU to the floor, so they bound a storm too). A resend
+ * held back goes when the round trip is over (t_pmtu), at the size the messages left: a second,
+ * narrower hop, whose message about the resent flight comes back within that round trip, costs
+ * that wait, not a retransmission timeout with the window collapsed. */
 static bool resend_ok(const struct eth_tcb *t)
 {
-	uint32_t rtt_ms = t->srtt_us ? (t->srtt_us + 999) / 1000 : t->rto_ms;
-
-	return !t->pmtu_rxt_mss || t->st->now_ms - t->pmtu_rxt_ms >= rtt_ms ||
+	return !t->pmtu_rxt_mss || t->st->now_ms - t->pmtu_rxt_ms >= rtt_ms_of(t) ||
 	       t->mss <= t->pmtu_rxt_mss - t->pmtu_rxt_mss / 4;
+}
+
+/* Everything in flight goes again at T's (smaller) MSS, now. They were dropped for their size, not
+ * for congestion: the window and the timer's back-off stay as they are (Linux's
+ * tcp_simple_retransmit). */
+static void resend_flight(struct eth_tcb *t)
+{
+	t->pmtu_rxt_mss = t->mss;
+	t->pmtu_rxt_ms = t->st->now_ms;
+	t->t_pmtu = 0;
+	t->snd_nxt = t->snd_una;
+	t->high_rxt = t->snd_una;
+	t->rtt_timing = false; /* Karn: what comes back next may answer either copy */
+	eth_tcb_output_later(t);
+}
+
+static bool in_flight(const struct eth_tcb *t)
+{
+	return t->snd_una != t->snd_max && t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_SYN_RCVD &&
+	       t->state != ETH_TCP_CLOSED && t->state != ETH_TCP_TIME_WAIT;
+}
+
+void eth_pmtu_resend_due(struct eth_tcb *t)
+{
+	if (in_flight(t) && t->mss < t->pmtu_rxt_mss)
+		resend_flight(t);
 }
 
 bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v6)
@@ -123,16 +154,14 @@ bool eth_pmtu_input(struct eth_stack *st, const struct eth_icmp_quote *q, bool v
 		return true; /* the peer's MSS was below the path's already */
 	xlt_counter_add(&st->stats.tcp_pmtu_lowered, 1);
 	/* Segments in flight were too big: send them again at the new size now, not at the next
-	 * timeout (RFC 1191 6.3). They were dropped for their size, not for congestion: the window
-	 * and the timer's back-off stay as they are (Linux's tcp_simple_retransmit). */
-	if (t->snd_una != t->snd_max && t->state != ETH_TCP_SYN_SENT && t->state != ETH_TCP_SYN_RCVD &&
-	    resend_ok(t)) {
-		t->pmtu_rxt_mss = t->mss;
-		t->pmtu_rxt_ms = st->now_ms;
-		t->snd_nxt = t->snd_una;
-		t->high_rxt = t->snd_una;
-		t->rtt_timing = false; /* Karn: what comes back next may answer either copy */
-		eth_tcb_output_later(t);
+	 * timeout (RFC 1191 6.3), or once this round trip is over (resend_ok) */
+	if (!in_flight(t))
+		return true;
+	if (resend_ok(t)) {
+		resend_flight(t);
+	} else if (!t->t_pmtu) {
+		t->t_pmtu = t->pmtu_rxt_ms + rtt_ms_of(t);
+		eth_tcb_timer_update(t);
 	}
 	return true;
 }

@@ -33,7 +33,7 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 
 void eth_tcb_timer_update(struct eth_tcb *t)
 {
-	uint64_t when = earliest(earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep), t->t_ooo);
+	uint64_t when = earliest(earliest(earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep), t->t_ooo), t->t_pmtu);
 	struct eth_twheel *w = &t->st->wheel;
 
 	if (!when)
@@ -248,6 +248,10 @@ void eth_tcp_timer_fire(void *arg, struct eth_timer *tm)
 	if (t->t_ooo && t->t_ooo <= now) {
 		t->t_ooo = 0;
 		eth_tcp_ooo_expire(t); /* (tcp_in.c: it may set the deadline again, never frees T) */
+	}
+	if (t->t_pmtu && t->t_pmtu <= now) {
+		t->t_pmtu = 0;
+		eth_pmtu_resend_due(t); /* (pmtu.c: never frees T) */
 	}
 	eth_tcb_timer_update(t);
 }

@@ -1787,7 +1787,18 @@ static void test_pmtu_storm(void **state)
 	assert_int_equal(S()->tcp_pmtu_lowered, 100);
 	assert_int_equal(S()->icmp_too_big_ignored, 0);
 	assert_int_equal(S()->tcp_bytes_out - out0, sizeof(blob));
-	/* a round trip after the last time: every byte in flight again, at the last size */
+	/* the round trip over: the resend held back goes, once, at the last size (a second, narrower
+	 * hop's message comes within that round trip: it used to wait for a retransmission timeout) */
+	eh_forget(&h);
+	eh_advance_ms(&h, 49);
+	assert_int_equal(sent(v, 32), 0);
+	eh_advance_ms(&h, 1);
+	check_resent(v, sent(v, 32), c.gnxt, 1400 - 52, sizeof(blob));
+	assert_int_equal(S()->tcp_bytes_out - out0, 2 * sizeof(blob));
+	eh_forget(&h);
+	eh_advance_ms(&h, 50);
+	assert_int_equal(sent(v, 32), 0);
+	/* a round trip after the last time: every byte in flight again at once, at the new size */
 	eh_advance_ms(&h, 60);
 	feed_frag_needed(c.pport, c.gport, c.gnxt, 1399);
 	check_resent(v, sent(v, 32), c.gnxt, 1399 - 52, sizeof(blob));
