@@ -7,6 +7,8 @@
                           the daemon closes the connection, or "not cut after MAX s"
   hold PORT N SECS        opens N idle connections; after 2 s prints "open A closed B" (closed: the
                           daemon closed or reset it), keeps the open ones SECS seconds, closes them
+  head PORT PATH          sends HEAD PATH and reads until the daemon closes; prints the status line
+                          and how many bytes came after the headers (a HEAD answer has none)
 """
 import socket
 import struct
@@ -76,8 +78,22 @@ def hold(port, n, secs):
         s.close()
 
 
+def head(port, path):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    d = b""
+    while b := s.recv(65536):
+        d += b
+    hdr, _, rest = d.partition(b"\r\n\r\n")
+    print(hdr.split(b"\r\n")[0].decode(), len(rest))
+
+
 def main():
-    cmd, a = sys.argv[1], [float(x) if "." in x else int(x) for x in sys.argv[2:]]
+    cmd = sys.argv[1]
+    if cmd == "head":
+        head(int(sys.argv[2]), sys.argv[3])
+        return
+    a = [float(x) if "." in x else int(x) for x in sys.argv[2:]]
     {"reset": reset, "slowloris": slowloris, "hold": hold}[cmd](*a)
 
 

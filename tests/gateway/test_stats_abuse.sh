@@ -5,7 +5,8 @@
 # counted; once they have been idle a while a new connection closes the oldest and is answered), 40
 # /metrics at once (renders reused, every answer whole; a reload shows at once), an oversized request
 # head (431), 500 POSTs refused in a loop (each answered 403, but logged at most once a second with
-# the count of those not logged: every refusal accounted for, the log not flooded). Also prints how long
+# the count of those not logged: every refusal accounted for, the log not flooded), a HEAD of a POST-only
+# path (405 without a body). Also prints how long
 # /metrics takes to render and send with 256 routes, the most a file may hold.
 # timeout: 180
 set -u
@@ -141,19 +142,7 @@ ok "500 POSTs refused in a loop (${dt}s) and one more a second later: all 403, $
 
 # HEAD gets no body, whatever its answer (a body after a HEAD's headers is read by a keep-alive client
 # as the start of its next response): /backends answers 405 without one (it had one)
-out=$(python3 -c '
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(b"HEAD /backends/r1/b HTTP/1.1\r\nHost: x\r\n\r\n")
-d = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    d += b
-head, _, rest = d.partition(b"\r\n\r\n")
-print(head.split(b"\r\n")[0].decode(), len(rest))
-' "$port")
+out=$(abuse head "$port" /backends/r1/b)
 [[ "$out" =~ ^HTTP/1\.[01]\ 405\ .*\ 0$ ]] || fail "HEAD /backends/...: '$out', want a 405 and no body"
 ok "HEAD /backends/...: 405 without a body"
 
