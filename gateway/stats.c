@@ -227,6 +227,22 @@ static int pct_decode(char *s)
 	return 0;
 }
 
+/* Answers C's backend state change with 403 and ANSWER; logs the refusal within LIM's rate, as "sent BY
+ * from ADDR port N (WHY; M more not logged)" (BY and WHY may be ""): a client refused in a loop must not
+ * flood the log. */
+static void refuse(struct stats_conn *c, struct xlt_ratelim *lim, const char *by, const char *why,
+                   const char *answer, struct evbuffer *body)
+{
+	char a[INET_ADDRSTRLEN];
+	uint64_t quiet;
+
+	if (xlt_ratelim_ok(lim, gw_now_ns(), STATS_LOG_NS, &quiet))
+		GW_WARN("stats: refused a backend state change %sfrom %s port %u (%s%" PRIu64 " more not logged)", by,
+		        inet_ntop(AF_INET, &c->peer, a, sizeof(a)), c->peer_port, why, quiet);
+	evbuffer_add_printf(body, "forbidden: %s\n", answer);
+	reply(c, 403, "Forbidden", text, "", body, false);
+}
+
 /* POST /backends/ROUTE/BACKEND?state=ready|drain|maint (PATH is what follows /backends/). */
 static void backend_call(struct stats_conn *c, const char *method, char *path, const char *query,
 			 struct evbuffer *body)
@@ -236,41 +252,26 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 	const char *v = NULL;
 	int s = -1, ret;
 	char a[INET_ADDRSTRLEN], who[INET_ADDRSTRLEN + 12];
-	uint64_t quiet;
 
 	if (strcmp(method, "POST")) {
 		evbuffer_add_printf(body, "method not allowed: POST /backends/ROUTE/BACKEND?state=ready|drain|maint\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: POST\r\n", body, !strcmp(method, "HEAD"));
 		return;
 	}
-	inet_ntop(AF_INET, &c->peer, a, sizeof(a));
 	/* a web page can make a browser on the operator's host (or behind an ssh tunnel to the
 	 * endpoint) send a form POST here; browsers say so, command-line clients never do */
 	if (c->browser) {
-		if (xlt_ratelim_ok(&st.browser_log, gw_now_ns(), STATS_LOG_NS, &quiet))
-			GW_WARN("stats: refused a backend state change sent by a browser (Origin or Sec-Fetch-Site) "
-			        "from %s port %u (%" PRIu64 " more not logged)",
-			        a, c->peer_port, quiet);
-		evbuffer_add_printf(body, "forbidden: not from a browser (use curl or another command-line client)\n");
-		reply(c, 403, "Forbidden", text, "", body, false);
+		refuse(c, &st.browser_log, "sent by a browser (Origin or Sec-Fetch-Site) ", "",
+		       "not from a browser (use curl or another command-line client)", body);
 		return;
 	}
 	if (!c->d->conf->gateway.stats_admin) {
-		if (xlt_ratelim_ok(&st.foreign_log, gw_now_ns(), STATS_LOG_NS, &quiet))
-			GW_WARN("stats: refused a backend state change from %s port %u (stats_admin = 0; %" PRIu64
-			        " more not logged)",
-			        a, c->peer_port, quiet);
-		evbuffer_add_printf(body, "forbidden: stats_admin = 0\n");
-		reply(c, 403, "Forbidden", text, "", body, false);
+		refuse(c, &st.foreign_log, "", "stats_admin = 0; ", "stats_admin = 0", body);
 		return;
 	}
 	if (!from_management(c)) {
-		if (xlt_ratelim_ok(&st.foreign_log, gw_now_ns(), STATS_LOG_NS, &quiet))
-			GW_WARN("stats: refused a backend state change from %s port %u (not loopback or the management "
-			        "address; %" PRIu64 " more not logged)",
-			        a, c->peer_port, quiet);
-		evbuffer_add_printf(body, "forbidden: only from loopback or the management address\n");
-		reply(c, 403, "Forbidden", text, "", body, false);
+		refuse(c, &st.foreign_log, "", "not loopback or the management address; ",
+		       "only from loopback or the management address", body);
 		return;
 	}
 	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL)
@@ -288,7 +289,7 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 		reply(c, 400, "Bad Request", text, "", body, false);
 		return;
 	}
-	snprintf(who, sizeof(who), "%s port %u", a, c->peer_port);
+	snprintf(who, sizeof(who), "%s port %u", inet_ntop(AF_INET, &c->peer, a, sizeof(a)), c->peer_port);
 	ret = gw_backend_set_state(c->d, path, backend, (enum conf_backend_state)s, who);
 	gw_stats_stale(); /* the next /metrics shows it */
 	if (ret) {
