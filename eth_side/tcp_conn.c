@@ -247,10 +247,7 @@ void eth_tcb_close(struct eth_tcb *t, int err)
 		if (t->state == ETH_TCP_SYN_SENT || (!t->passive && t->state == ETH_TCP_SYN_RCVD))
 			xlt_counter_add(&st->stats.tcp_connects_failed, 1);
 	}
-	eth_timer_cancel(&st->wheel, &t->timer);
-	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = t->t_pmtu = 0;
-	unhash(t);
-	eth_tcb_set_state(t, ETH_TCP_CLOSED);
+	eth_tcb_detach(t);
 	eth_rcvq_free(t);
 	eth_bufq_free(&st->chunks, &t->rbuf);
 	eth_sndq_free(t, err != 0); /* an orderly end still reports the bytes its last ACK covered */
