@@ -96,50 +96,78 @@ static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns,
  * BFD and its echo with 255 (RFC 5881), BGP with 255 (GTSM, RFC 5082). Routing: OSPF, BGP (TCP port
  * 179 on either end) otherwise, multihop BFD. Fragments after the first and IPv6 with extension headers are the rest's: these protocols
  * send neither. */
-static enum exc_class exc_class_of(const struct rte_mbuf *m)
+/* The IP header of a frame (Ethernet header first, the IP header whole in its first buffer), as the
+ * classifier and the checksum filler read it. */
+struct exc_ip {
+	const uint8_t *ip; /* the IP header */
+	uint32_t l4;       /* where the upper layer starts, from the frame's start */
+	uint32_t hl, tot;  /* the IP header's length, and the packet's (IPv6: 40 + payload), as it says */
+	uint16_t frag;     /* IPv4: fragment offset and more-fragments flag; 0 for IPv6 */
+	uint8_t proto, ttl;
+	bool v6;
+};
+
+static bool exc_ip_of(const struct rte_mbuf *m, struct exc_ip *x)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t len = m->data_len, l4;
-	uint16_t type, sport, dport;
-	uint8_t proto, ttl;
-	bool later_frag;
+	uint32_t len = m->data_len;
+	uint16_t type;
 
 	if (len < RTE_ETHER_HDR_LEN + 20)
-		return EXC_OTHER;
+		return false;
 	type = (uint16_t)(p[12] << 8 | p[13]);
 	p += RTE_ETHER_HDR_LEN;
 	len -= RTE_ETHER_HDR_LEN;
+	x->ip = p;
 	if (type == RTE_ETHER_TYPE_IPV4 && (p[0] >> 4) == 4) {
-		l4 = (p[0] & 15u) * 4;
-		if (l4 < 20 || len < l4)
-			return EXC_OTHER;
-		ttl = p[8];
-		proto = p[9];
-		later_frag = ((p[6] & 0x1f) << 8 | p[7]) != 0;
+		x->hl = (p[0] & 15u) * 4;
+		if (x->hl < 20 || len < x->hl)
+			return false;
+		x->tot = (uint32_t)(p[2] << 8 | p[3]);
+		x->frag = (uint16_t)((p[6] & 0x3f) << 8 | p[7]);
+		x->ttl = p[8];
+		x->proto = p[9];
+		x->v6 = false;
 	} else if (type == RTE_ETHER_TYPE_IPV6 && len >= 40 && (p[0] >> 4) == 6) {
-		l4 = 40;
-		proto = p[6];
-		ttl = p[7];
-		later_frag = false;
+		x->hl = 40;
+		x->tot = 40u + (uint32_t)(p[4] << 8 | p[5]);
+		x->frag = 0;
+		x->proto = p[6];
+		x->ttl = p[7];
+		x->v6 = true;
 	} else {
-		return EXC_OTHER;
+		return false;
 	}
-	switch (proto) {
+	x->l4 = RTE_ETHER_HDR_LEN + x->hl;
+	return true;
+}
+
+static enum exc_class exc_class_of(const struct rte_mbuf *m)
+{
+	struct exc_ip x;
+	uint16_t sport, dport;
+
+	if (!exc_ip_of(m, &x))
+		return EXC_OTHER;
+	switch (x.proto) {
 	case EXC_PROTO_VRRP:
-		return ttl == 255 ? EXC_LINK : EXC_OTHER;
+		return x.ttl == 255 ? EXC_LINK : EXC_OTHER;
 	case EXC_PROTO_OSPF:
 		return EXC_ROUTING;
 	case IPPROTO_TCP:
-	case IPPROTO_UDP:
-		if (later_frag || len < l4 + 4)
-			return EXC_OTHER;
-		sport = (uint16_t)(p[l4] << 8 | p[l4 + 1]);
-		dport = (uint16_t)(p[l4 + 2] << 8 | p[l4 + 3]);
-		if (proto == IPPROTO_TCP)
-			return sport == 179 || dport == 179 ? (ttl == 255 ? EXC_LINK_BGP : EXC_ROUTING) : EXC_OTHER;
-		if ((dport == 3784 || dport == 3785) && ttl == 255)
+	case IPPROTO_UDP: {
+		const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, x.l4);
+
+		if ((x.frag & 0x1fff) || m->data_len < x.l4 + 4)
+			return EXC_OTHER; /* (a fragment after the first) */
+		sport = (uint16_t)(p[0] << 8 | p[1]);
+		dport = (uint16_t)(p[2] << 8 | p[3]);
+		if (x.proto == IPPROTO_TCP)
+			return sport == 179 || dport == 179 ? (x.ttl == 255 ? EXC_LINK_BGP : EXC_ROUTING) : EXC_OTHER;
+		if ((dport == 3784 || dport == 3785) && x.ttl == 255)
 			return EXC_LINK;
 		return dport == 4784 ? EXC_ROUTING : EXC_OTHER;
+	}
 	default:
 		return EXC_OTHER;
 	}
@@ -291,36 +319,19 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 
 void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t l3 = RTE_ETHER_HDR_LEN, l4, len, at;
-	uint16_t phdr, sum = 0, type, v;
+	struct exc_ip x;
+	uint32_t l4, len, at;
+	uint16_t phdr, sum = 0, v;
 	uint8_t proto;
 
-	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_NONE || m->data_len < l3 + 20)
-		return;
-	type = (uint16_t)(p[12] << 8 | p[13]);
-	if (type == RTE_ETHER_TYPE_IPV4 && (p[l3] >> 4) == 4) {
-		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(p + l3);
-
-		l4 = l3 + (p[l3] & 15u) * 4u;
-		if (l4 < l3 + 20 || l4 > m->data_len)
-			return;
-		len = rte_be_to_cpu_16(ip->total_length);
-		proto = ip->next_proto_id;
-		if (len < l4 - l3 || (ip->fragment_offset & rte_cpu_to_be_16(0x3fff)))
-			return; /* (a fragment's sum covers the whole datagram) */
-		len -= l4 - l3;
-		phdr = eth_ipv4_phdr_cksum(ip);
-	} else if (type == RTE_ETHER_TYPE_IPV6 && m->data_len >= l3 + 40 && (p[l3] >> 4) == 6) {
-		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(p + l3);
-
-		l4 = l3 + 40;
-		len = rte_be_to_cpu_16(ip->payload_len);
-		proto = ip->proto;
-		phdr = eth_ipv6_phdr_cksum(ip, len, proto);
-	} else {
-		return;
-	}
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_NONE || !exc_ip_of(m, &x) ||
+	    x.tot < x.hl || x.frag)
+		return; /* (a fragment's sum covers the whole datagram) */
+	l4 = x.l4;
+	len = x.tot - x.hl;
+	proto = x.proto;
+	phdr = x.v6 ? eth_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)x.ip, len, proto)
+	            : eth_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)x.ip);
 	if (proto == IPPROTO_TCP)
 		at = l4 + 16;
 	else if (proto == IPPROTO_UDP)
