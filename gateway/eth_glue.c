@@ -207,6 +207,13 @@ static struct glue_listener *find(struct glue_worker *g, uint16_t port)
 	return NULL;
 }
 
+/* This worker's listener of R opened (1) or closed (-1): struct gw_route.listening. Called while
+ * the listener holds its reference to R (before whatever puts it). */
+static void listening_add(struct gw_route *r, int n)
+{
+	atomic_fetch_add_explicit(&r->listening, (uint32_t)n, memory_order_relaxed);
+}
+
 /* LISTEN R (with a reference the message carried). */
 static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_route *r)
 {
@@ -224,9 +231,12 @@ static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_r
 		l->seen = true;
 		return;
 	}
+	if (l)
+		listening_add(l->r, -1); /* it goes on under R; before the call, which puts l->r */
 	ret = eth_tcp_listen(w->eth, port, &p, r); /* the listener adopts the reference */
 	if (ret) {
 		GW_ERR("route %s: cannot listen on tcp:%u: %s", r->conf.name, port, strerror(-ret));
+		atomic_store_explicit(&r->listen_err, ret, memory_order_relaxed);
 		gw_route_put(r);
 		return;
 	}
@@ -236,6 +246,7 @@ static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_r
 	}
 	l->r = r;
 	l->seen = true;
+	listening_add(r, 1);
 }
 
 static void apply_commit(struct gw_worker *w, struct glue_worker *g)
@@ -245,6 +256,7 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 			g->lis[i++].seen = false;
 			continue;
 		}
+		listening_add(g->lis[i].r, -1); /* before unlisten, which may put the last reference */
 		eth_tcp_unlisten(w->eth, g->lis[i].port);
 		g->lis[i] = g->lis[--g->n_lis];
 	}
@@ -289,6 +301,8 @@ static unsigned eth_rx(struct gw_worker *w, uint64_t now_ns)
 			apply_listen(w, g, msgs[i]);
 	}
 	if (!g->drained && atomic_load_explicit(&w->d->state, memory_order_acquire) >= GW_DRAINING) {
+		for (unsigned i = 0; i < g->n_lis; i++)
+			listening_add(g->lis[i].r, -1);
 		eth_tcp_unlisten_all(w->eth); /* drain: no new connections, the established ones go on */
 		g->n_lis = 0;
 		g->drained = true;
@@ -368,6 +382,15 @@ static void eth_routes(struct gw_daemon *d)
 	}
 }
 
+static unsigned eth_listeners(const struct gw_daemon *d)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < d->n_workers; i++)
+		n += d->workers[i].eth != NULL;
+	return n;
+}
+
 static struct xlt_stream *eth_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
                                       uint16_t port, uint64_t timeout_ms, int *err)
 {
@@ -435,6 +458,7 @@ const struct gw_side_ops gw_eth_side = {
     .name = "Ethernet side",
     .start = eth_start,
     .routes = eth_routes,
+    .listeners = eth_listeners,
     .metrics = eth_metrics,
     .conns = eth_conns,
     .stop = eth_stop,

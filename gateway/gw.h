@@ -102,6 +102,11 @@ struct gw_route {
 	_Atomic uint64_t rejected[3];                 /* by enum gw_reject */
 	_Atomic uint64_t proxy_errors[GW_PP_REASONS]; /* accept_proxy connections reset for their header,
 	                                               * by reason (proxy.c) */
+	/* its listener (gw_side_ops.routes), written by whoever opens and closes it (IB: the control
+	 * thread; TCP: each worker for its own engine), read by the control thread (/health, /metrics):
+	 * listeners open for it now, and the last failure to open one (-errno; 0: none) */
+	_Atomic uint32_t listening;
+	_Atomic int32_t listen_err;
 	/* written by control (release), read by anyone (acquire) */
 	_Atomic bool removed;
 	/* a removed route that a reload replaced by one of the same name and listener: that one
@@ -109,6 +114,7 @@ struct gw_route {
 	 * under the new config instead of being refused. Written by control before `removed`. */
 	struct gw_route *successor;
 	LIST_ENTRY(gw_route) removed_link; /* d->removed_routes; control thread */
+	uint64_t added_ns; /* control thread: when a reload added it (0: it came with the start) */
 	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
 	/* control thread only: the counters of freed route objects of the same name (a changed route's
 	 * predecessor, once its last session ended), so that a route's series never go backwards */
@@ -309,6 +315,10 @@ struct gw_side_ops {
 	 * message to send). stop: after the workers stopped (also after a failed start of a later side). */
 	int (*start)(struct gw_daemon *d);
 	void (*routes)(struct gw_daemon *d);
+	/* listeners a route on this side's port has open when all is well (gw_route.listening): one per
+	 * worker engine (Ethernet), or one (IB); 0: the side has no engine (no port, no RDMA device), so
+	 * neither its listeners nor its destinations can be served */
+	unsigned (*listeners)(const struct gw_daemon *d);
 	void (*metrics)(struct gw_daemon *d, struct gw_metrics *m);
 	uint64_t (*conns)(const struct gw_daemon *d);
 	void (*stop)(struct gw_daemon *d);
@@ -368,6 +378,13 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
 void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m);
+/* Control thread: can route R be served now (its listener open on every engine, the engines of both
+ * its sides there)? A listener a reload just added counts as open for GW_LISTEN_GRACE_NS unless one
+ * failed (workers open theirs within a round). Else false, with the reason written into WHY (a
+ * line without its route's name). */
+#define GW_LISTEN_GRACE_NS (2 * 1000000000ull)
+bool gw_route_ready(const struct gw_daemon *d, const struct gw_route *r, uint64_t now_ns, char *why,
+                    size_t len);
 /* Any thread: the route R stands for now: R, or the route that replaced it (gw_route.successor). */
 struct gw_route *gw_route_current(struct gw_route *r);
 /* Any thread: a reference to R (struct gw_route says who must hold one). */

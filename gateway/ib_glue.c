@@ -5,9 +5,11 @@
  * runs a 20 ms tick (connect timeouts, spare connection objects, drain). Listeners follow the route
  * table: one per route with listen = ib:PORT, each holding a reference to its struct gw_route; a
  * route that a reload drops loses its listener, one that it changes keeps it (same port) under the new
- * route; connections made before finish under the old one.
- * No RDMA device (a host without rdma_rxe or an HCA) is not an error: IB routes stay closed and say so,
- * the Ethernet side runs alone. */
+ * route; connections made before finish under the old one. A listener that cannot open (its port
+ * held, the bind address not up yet) is tried again every LISTEN_RETRY_NS, its failure logged once;
+ * meanwhile its route is not ready (gw_route_ready: /health 503).
+ * No RDMA device (a host without rdma_rxe or an HCA) is not an error: IB routes stay closed and say so
+ * (and are not ready), the Ethernet side runs alone. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -35,7 +37,10 @@ static struct {
 	unsigned n_lis;
 	bool draining;
 	bool unavailable_logged;
+	uint64_t retry_ns; /* when to try again the listeners that failed to open (0: none failed) */
 } g;
+
+#define LISTEN_RETRY_NS (1000 * 1000000ull)
 
 /* The engine's parameters, from [ib] (the engine keeps a copy; [ib] changes need a restart). */
 static void ib_params_of(const struct conf_ib *c, struct ib_params *p)
@@ -116,14 +121,18 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
 
 static void close_listener(unsigned i)
 {
-	ib_listener_close(g.lis[i].l);
+	atomic_fetch_sub_explicit(&g.lis[i].route->listening, 1, memory_order_relaxed);
+	ib_listener_close(g.lis[i].l); /* puts the route */
 	g.lis[i] = g.lis[--g.n_lis];
 }
+
+static void ib_routes(struct gw_daemon *d);
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_daemon *d = arg;
 	bool serving = atomic_load_explicit(&d->state, memory_order_acquire) == GW_SERVING;
+	uint64_t now;
 
 	(void)fd;
 	(void)what;
@@ -134,7 +143,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			close_listener(0);
 		GW_INFO("IB side: listeners closed for the drain");
 	}
-	ib_ctl_tick(d->ib, gw_now_ns(), serving);
+	now = gw_now_ns();
+	if (serving && g.retry_ns && now >= g.retry_ns)
+		ib_routes(d); /* listeners that could not open (an address not up yet, a port taken) */
+	ib_ctl_tick(d->ib, now, serving);
 }
 
 static void ib_stop(struct gw_daemon *d);
@@ -250,6 +262,8 @@ keep:
 			struct ib_route_params rp;
 
 			route_params_of(&now->conf, &rp);
+			atomic_fetch_sub_explicit(&g.lis[i].route->listening, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&now->listening, 1, memory_order_relaxed);
 			ib_listener_update(g.lis[i].l, &rp, now);
 			g.lis[i].route = now;
 			GW_INFO("route %s: changed, ib:%u stays open", now->conf.name, now->conf.listen.port);
@@ -258,6 +272,7 @@ keep:
 	}
 	if (g.draining)
 		return;
+	g.retry_ns = 0;
 	inet_ntop(AF_INET, &d->conf->ib.bind, addr, sizeof(addr));
 	for (unsigned k = 0; k < d->n_routes; k++) {
 		struct gw_route *r = d->routes[k];
@@ -273,13 +288,26 @@ keep:
 		route_params_of(&r->conf, &rp);
 		g.lis[g.n_lis].l = ib_listen(d->ib, r->conf.listen.port, &rp, r);
 		if (!g.lis[g.n_lis].l) {
-			GW_ERR("route %s: cannot listen on ib %s:%u: %s", r->conf.name, addr, r->conf.listen.port,
-			       strerror(errno));
+			int err = errno ? -errno : -EIO;
+			/* tried again every LISTEN_RETRY_NS, said once per cause */
+			if (atomic_exchange_explicit(&r->listen_err, err, memory_order_relaxed) != err)
+				GW_ERR("route %s: cannot listen on ib %s:%u: %s (trying again every second)",
+				       r->conf.name, addr, r->conf.listen.port, strerror(-err));
+			g.retry_ns = gw_now_ns() + LISTEN_RETRY_NS;
 			continue;
 		}
 		g.lis[g.n_lis++].route = r;
-		GW_INFO("route %s: listening on ib %s:%u", r->conf.name, addr, r->conf.listen.port);
+		atomic_fetch_add_explicit(&r->listening, 1, memory_order_relaxed);
+		if (atomic_exchange_explicit(&r->listen_err, 0, memory_order_relaxed))
+			GW_NOTICE("route %s: listening on ib %s:%u at last", r->conf.name, addr, r->conf.listen.port);
+		else
+			GW_INFO("route %s: listening on ib %s:%u", r->conf.name, addr, r->conf.listen.port);
 	}
+}
+
+static unsigned ib_listeners(const struct gw_daemon *d)
+{
+	return d->ib != NULL;
 }
 
 static struct xlt_stream *ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,
@@ -358,6 +386,7 @@ const struct gw_side_ops gw_ib_side = {
     .name = "IB side",
     .start = ib_start,
     .routes = ib_routes,
+    .listeners = ib_listeners,
     .metrics = ib_metrics,
     .conns = ib_conns,
     .stop = ib_stop,

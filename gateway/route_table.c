@@ -13,6 +13,7 @@
  * that a route's series in /metrics never go backwards. The sessions themselves are the workers'
  * (session.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,8 @@ static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *
 	memset(r, 0, sizeof(*r));
 	r->conf = *c;
 	r->refs = 1; /* the route table's */
+	if (atomic_load_explicit(&d->state, memory_order_relaxed) == GW_SERVING)
+		r->added_ns = gw_now_ns(); /* a reload's: its listeners open within the workers' next round */
 	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
 		free(r);
 		return NULL;
@@ -117,6 +120,32 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 	d->n_routes = n;
 	gw_backends_routes(d);
 	return 0;
+}
+
+bool gw_route_ready(const struct gw_daemon *d, const struct gw_route *r, uint64_t now_ns, char *why,
+                    size_t len)
+{
+	const struct conf_endpoint *lis = &r->conf.listen, *dst = &r->conf.connect;
+	unsigned want = gw_side_of(lis->kind)->listeners(d), open;
+	int err = atomic_load_explicit(&r->listen_err, memory_order_relaxed);
+	char ep[CONF_EP_STRLEN];
+
+	conf_endpoint_str(lis, ep, sizeof(ep));
+	if (!want || ((dst->kind == CONF_EP_IB || dst->kind == CONF_EP_TCP) &&
+	              !gw_side_of(dst->kind)->listeners(d))) {
+		snprintf(why, len, "cannot be served: no %s", (!want ? lis->kind : dst->kind) == CONF_EP_IB
+		                                                   ? "RDMA device"
+		                                                   : "Ethernet port");
+		return false;
+	}
+	open = atomic_load_explicit(&r->listening, memory_order_relaxed);
+	if (open >= want || (!err && r->added_ns && now_ns - r->added_ns < GW_LISTEN_GRACE_NS))
+		return true;
+	if (err)
+		snprintf(why, len, "not listening on %s (%u of %u open): %s", ep, open, want, strerror(-err));
+	else
+		snprintf(why, len, "not listening on %s (%u of %u open)", ep, open, want);
+	return false;
 }
 
 /* ---- per-name sums of route counters (/metrics, and a freed route's counters carried on) ---- */
@@ -260,6 +289,15 @@ void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m)
 		sum_route(&sums[i], r, d->n_workers);
 	}
 
+	/* the running routes only: a removed one has no listener */
+	gw_metrics_family(m, "route_ready", XLT_GAUGE,
+	                  "1 while the route can be served (its listener open, on every worker for tcp:, and "
+	                  "the engines of both its sides there), else 0: /health then answers 503 and says why");
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		char why[160];
+		gw_metrics_sample(m, gw_route_ready(d, d->routes[i], gw_now_ns(), why, sizeof(why)), "route",
+		                  d->routes[i]->conf.name, NULL);
+	}
 	gw_metrics_family(m, "route_sessions_active", XLT_GAUGE, "sessions of the route now");
 	for (unsigned i = 0; i < n; i++)
 		gw_metrics_sample(m, (double)sums[i].active, "route", sums[i].name, NULL);

@@ -302,6 +302,34 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 }
 
 /* LINE is the request line, "METHOD TARGET HTTP/1.x". */
+/* /health's answer into BODY: true (200) while serving with every route ready ("ok"); false (503)
+ * while starting or draining, or while some route cannot be served ("degraded", then a line per such
+ * route saying why), so that keepalived or a BGP health watch withdraws a gateway that cannot do its
+ * job. */
+static bool health(const struct gw_daemon *d, struct evbuffer *body)
+{
+	enum gw_state state = atomic_load_explicit(&d->state, memory_order_relaxed);
+	uint64_t now = gw_now_ns();
+	bool ok = true;
+
+	if (state != GW_SERVING) {
+		evbuffer_add_printf(body, "%s\n", state == GW_STARTING ? "starting" : "draining");
+		return false;
+	}
+	for (unsigned i = 0; i < d->n_routes; i++) {
+		char why[160];
+		if (gw_route_ready(d, d->routes[i], now, why, sizeof(why)))
+			continue;
+		if (ok)
+			evbuffer_add_printf(body, "degraded\n");
+		evbuffer_add_printf(body, "route %s: %s\n", d->routes[i]->conf.name, why);
+		ok = false;
+	}
+	if (ok)
+		evbuffer_add_printf(body, "ok\n");
+	return ok;
+}
+
 static void handle(struct stats_conn *c, char *line)
 {
 	struct gw_daemon *d = c->d;
@@ -336,8 +364,7 @@ static void handle(struct stats_conn *c, char *line)
 		evbuffer_add_printf(body, "method not allowed\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: GET, HEAD\r\n", body, false);
 	} else if (!strcmp(target, "/health")) {
-		bool ok = atomic_load_explicit(&d->state, memory_order_relaxed) == GW_SERVING;
-		evbuffer_add_printf(body, "%s\n", ok ? "ok" : "draining");
+		bool ok = health(d, body);
 		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
 	} else {
 		bool prom = !strcmp(target, "/metrics");

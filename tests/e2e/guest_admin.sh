@@ -9,6 +9,9 @@
 #     running sessions finish intact, the removed listeners refuse, the new one serves; a route whose
 #     IB buffer and queue depth the reload changes (its listener kept) sets up the connections after
 #     it with the new values (credits and receive ring its accept offers), the one before stays;
+#   - a reload adding a route whose IB port another rsocket server holds: /health 503 naming it and the
+#     cause, ibgw_route_ready 0, logged once; ibgwd retries every second and, the port freed, the route
+#     listens and serves with /health 200 again;
 #   - SIGTERM: /health turns 503, new sessions refused, a session in progress finishes within the drain
 #     timeout, a stuck one is aborted at the timeout and counted (its client told at once), ibgwd exits
 #     0 within the drain timeout plus a bounded teardown, whatever the stuck peer does.
@@ -176,6 +179,48 @@ check "wait_for 'grep -q \"route out_chg: last session gone, freed\" $GW_LOG' 5"
 scrape
 c="$(ms 'ibgw_route_sessions_total{route="out_chg"}') $(ms 'ibgw_route_sessions_ended_total{route="out_chg",reason="ok"}') $(ms 'ibgw_route_bytes_total{route="out_chg",dir="ib_to_eth"}') $(ms 'ibgw_route_bytes_total{route="out_chg",dir="eth_to_ib"}')"
 check "[ \"$c\" = \"1 1 $BIG $BIG\" ]" "changed route: its counters kept the freed object's counts (sessions, ended ok, bytes each way: $c)"
+
+# ---- a listener that cannot open yet: /health says so, ibgwd keeps trying ----
+# an rsocket server holds port 7008 (another program on the host, a previous instance still closing):
+# a reload adding a route on it cannot listen; /health turns 503 naming the route and the cause, so
+# keepalived or the BGP watch withdraws the gateway, and ibgwd tries again every second: once the
+# port is free the route listens and serves, /health is 200 again, without another reload
+bg squat "$TOOLS/rs_peer" -p 7008 "$IB" serve echo
+wait_for "grep -q listening $T/squat.out" 30 || fail "the rsocket server on 7008 did not start"
+e2e_conf "[route out]
+listen = ib:7000
+connect = tcp:$ETH_PEER_IP:5000
+[route out_new]
+listen = ib:7005
+connect = tcp:$ETH_PEER_IP:5000
+[route out_chg]
+listen = ib:7006
+connect = tcp:$ETH_PEER_IP:5000
+max_sessions = 4
+[route out_par]
+listen = ib:7007
+connect = tcp:$ETH_PEER_IP:5000
+ib_rbuf = 256K
+ib_rq_depth = 48
+[route out_late]
+listen = ib:7008
+connect = tcp:$ETH_PEER_IP:5000"
+kill -HUP "$GW_PID"
+check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 2 ]' 10" "SIGHUP adding route out_late on ib:7008, which an rsocket server holds: reload applied"
+health() { curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$STATS/health" | tr '\n' '|'; }
+h=$(health)
+check "[ \"$h\" = 'degraded|route out_late: not listening on ib:7008 (0 of 1 open): Address already in use| 503' ]" "/health 503, naming the route that cannot listen and why ($h)"
+check "[ \"$(m 'ibgw_route_ready{route=\"out_late\"}') $(m 'ibgw_route_ready{route=\"out\"}')\" = '0 1' ]" "ibgw_route_ready: out_late 0, out 1"
+sleep 2.5 # two retries at least
+check "[ \"$(grep -c 'route out_late: cannot listen on ib' $GW_LOG)\" = 1 ]" "the failure logged once in 2.5 s, not once per retry"
+kill "${PIDS[squat]}"
+reap squat
+wait_for '[ "$(health)" = "ok| 200" ]' 5
+h=$(health)
+check "[ \"$h\" = 'ok| 200' ]" "the port freed: out_late listens within the retry period, /health 200 again ($h)"
+check "grep -q 'route out_late: listening on ib .*:7008 at last' $GW_LOG" "its opening logged"
+timeout 40 "$TOOLS/rs_peer" -t 30 -p 7008 "$IB" echo 100000 >"$T/late_route.out" 2>&1
+check "grep -q '^ok ' $T/late_route.out" "out_late serves (100 KB echoed through the TCP peer, intact)"
 
 # ---- drain on SIGTERM ----
 # (the buffers on the way, kernel TCP's autotuned ones included, often take all 4 MB: the stuck client

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ibgwd as a daemon on a real DPDK port: af_packet on a veth whose peer lives in a network namespace.
 # Checks SIGHUP and SIGUSR1 during start-up (handled once serving, not the daemon's end), the stats
-# endpoint (/metrics valid Prometheus text, /stats JSON, /health, 404, 405), that the
+# endpoint (/metrics valid Prometheus text, /stats JSON, /health, 404, 405), that /health 200 means the
+# routes listen and a route that cannot be served (no RDMA device) makes it 503 naming it, that the
 # worker polls the port (packets sent from the namespace are counted), SIGHUP with a broken file keeps
 # the running config and counts a failed reload, a good reload applies, SIGTERM drains and exits 0,
 # and nothing is left behind (namespace, veth, process, DPDK runtime dir); SIGTERM during start-up and
@@ -35,7 +36,7 @@ eal_args = --no-pci --no-huge -m 256
 address = 198.18.7.1/24
 mbufs = 4095
 [route diag]
-listen = ib:7000
+listen = tcp:7000
 connect = echo
 $1
 CONF
@@ -55,6 +56,10 @@ gw_wait_ready "$port"
 for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.1; done
 [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 1 ] || fail "the SIGHUP sent during start-up was not handled"
 ok "ibgwd serving, /health 200; SIGHUP and SIGUSR1 sent $early were handled once it served"
+# /health 200 means the routes listen: the echo route answers at once
+gw_echo_check "$ns" 198.18.7.1 7000 100000 10 || fail "/health 200 but the echo route tcp:7000 does not serve"
+[ "$(gw_metric "$port" 'ibgw_route_ready{route="diag"}')" = 1 ] || fail "ibgw_route_ready of diag not 1"
+ok "/health 200: route diag listens (100 KB echoed intact), ibgw_route_ready 1"
 
 # as root without [gateway] user the capabilities stay, but the seccomp filter is on in every thread
 # (what they were for at start-up is done): no_new_privs and Seccomp 2 everywhere
@@ -101,15 +106,49 @@ grep -q "$conf:2: workers: expected a number" "$GW_LOG" || fail "reload error wi
 ok "broken reload rejected with FILE:LINE, still serving the old config"
 
 # a good file with one more route applies
+reload_ok() { # $1: the count of good reloads to wait for
+	kill -HUP "$GW_PID"
+	for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$1" ] && break; sleep 0.1; done
+	[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$1" ] || fail "good reload $1 not counted"
+}
 write_conf "[route diag2]
-listen = ib:7001
+listen = tcp:7001
 connect = discard"
-kill -HUP "$GW_PID"
-for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 2 ] && break; sleep 0.1; done
-[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = 2 ] || fail "good reload not counted"
+reload_ok 2
 [ "$(gw_metric "$port" ibgw_routes)" = 2 ] || fail "new route not applied"
 grep -q "route diag2 added" "$GW_LOG" || fail "route addition not logged"
-ok "good reload applied: 2 routes"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "/health not 200 after a reload adding a tcp route"
+for i in $(seq 30); do [ "$(gw_metric "$port" 'ibgw_route_ready{route="diag2"}')" = 1 ] && break; sleep 0.1; done
+[ "$(gw_metric "$port" 'ibgw_route_ready{route="diag2"}')" = 1 ] || fail "route diag2 not ready after the reload"
+ok "good reload applied: 2 routes, /health 200 throughout, diag2 ready"
+
+# a route that cannot be served makes /health 503, saying which and why, so that keepalived or the
+# BGP health watch withdraws the gateway; /health answers 200 again once the route is gone. This host
+# has no RDMA device, so an ib: route stays closed (where one exists, the route listens: skipped)
+if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+	write_conf "[route diag2]
+listen = tcp:7001
+connect = discard
+[route toib]
+listen = ib:7002
+connect = echo"
+	reload_ok 3
+	curl -s "http://127.0.0.1:$port/health" >"$tmp/h"
+	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+	[ "$code" = 503 ] && [ "$(head -n 1 "$tmp/h")" = degraded ] &&
+		grep -qx "route toib: cannot be served: no RDMA device" "$tmp/h" && [ "$(wc -l <"$tmp/h")" = 2 ] ||
+		fail "/health with an ib: route and no RDMA device: $code $(cat "$tmp/h")"
+	[ "$(gw_metric "$port" 'ibgw_route_ready{route="toib"}')" = 0 ] &&
+		[ "$(gw_metric "$port" 'ibgw_route_ready{route="diag"}')" = 1 ] || fail "ibgw_route_ready: toib not 0 or diag not 1"
+	gw_echo_check "$ns" 198.18.7.1 7000 100000 10 || fail "the echo route stopped serving beside the degraded one"
+	ok "a route that cannot be served (ib:, no RDMA device): /health 503 'route toib: cannot be served: no RDMA device', ibgw_route_ready 0; the other routes serve"
+	write_conf "[route diag2]
+listen = tcp:7001
+connect = discard"
+	reload_ok 4
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "/health not 200 once the ib: route was removed"
+	ok "the route removed: /health 200 again"
+fi
 
 # SIGTERM: drain, exit 0, no DPDK runtime dir left
 pid=$GW_PID

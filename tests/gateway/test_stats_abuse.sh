@@ -32,8 +32,10 @@ EOF
 	for i in $(seq 256); do printf '[route r%d]\nlisten = ib:%d\nconnect = echo\nmax_sessions = 1\n' "$i" $((20000 + i)); done
 } >"$tmp/ibgw.conf"
 gw_start "$tmp/ibgw.conf"
-gw_wait_ready "$port" 60
-ok "ibgwd serving with 256 routes"
+# this host has no RDMA device: the ib: routes cannot be served and /health says so with a 503
+# ("degraded", tests/gateway/test_daemon.sh); what matters here is that it keeps answering the same
+serving=$(gw_wait_serving "$port" 60)
+ok "ibgwd serving with 256 routes (/health $serving)"
 
 for i in 1 2 3 4 5; do
 	curl -s -o /dev/null -w '%{time_starttransfer} %{time_total} %{size_download}\n' "http://127.0.0.1:$port/metrics"
@@ -51,7 +53,7 @@ sigign=$(awk '/^SigIgn:/ { print $2 }' "/proc/$GW_PID/status")
 ok "SIGPIPE ignored"
 out=$(abuse reset "$port" 200) || fail "reset client: $out"
 kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd died after /metrics clients reset mid-reply"
-[ "$(health)" = 200 ] || fail "/health after the resets"
+[ "$(health)" = "$serving" ] || fail "/health after the resets"
 curl -sf "http://127.0.0.1:$port/metrics" | python3 tests/lib/prom_check.py --require ibgw_route_sessions_active ||
 	fail "/metrics after the resets"
 ok "200 /metrics clients reset mid-reply: ibgwd alive, /health and /metrics still served"
@@ -76,13 +78,13 @@ for ((i = 0; i < 100; i++)); do [ -s "$tmp/hold" ] && break; sleep 0.1; done
 read -r _ open _ closed <"$tmp/hold"
 [ "$open" = 64 ] && [ "$closed" = 36 ] || fail "100 idle connections: $(cat "$tmp/hold"), expected 64 open, 36 closed"
 # all 64 taken by connections idle for 2 s: a new one closes the oldest of them and is answered
-[ "$(health)" = 200 ] || fail "a 65th connection got no answer while 64 idle ones were held (the oldest idle one not closed for it)"
+[ "$(health)" = "$serving" ] || fail "a 65th connection got no answer while 64 idle ones were held (the oldest idle one not closed for it)"
 # (a render is reused for ten times its duration: with 256 routes under ASan, a few hundred ms)
 for i in $(seq 30); do [ "$(dropped evicted)" -gt "$e0" ] && break; sleep 0.1; done
 [ "$(dropped evicted)" -gt "$e0" ] || fail "the closed idle connection not counted (evicted $e0 -> $(dropped evicted))"
 wait "$hold"
-for ((i = 0; i < 50; i++)); do [ "$(health)" = 200 ] && break; sleep 0.1; done
-[ "$(health)" = 200 ] || fail "/health does not answer after the idle connections went"
+for ((i = 0; i < 50; i++)); do [ "$(health)" = "$serving" ] && break; sleep 0.1; done
+[ "$(health)" = "$serving" ] || fail "/health does not answer after the idle connections went"
 l1=$(dropped limit)
 [ "$((l1 - l0))" -ge 36 ] || fail "refusals not counted: $l0 -> $l1"
 ok "100 idle connections: 64 held, the rest closed at once and counted ($l0 -> $l1); with all 64 idle for 2 s, /health closed the oldest (counted evicted) and was answered"
@@ -113,7 +115,7 @@ ok "40 /metrics at once: $((r1 - r0)) rendered, $((u1 - u0)) reused, all valid; 
 
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "http://127.0.0.1:$port/health")
 [ "$code" = 431 ] || fail "a 9 KB header: $code, expected 431"
-[ "$(health)" = 200 ] || fail "/health after the oversized request"
+[ "$(health)" = "$serving" ] || fail "/health after the oversized request"
 ok "an oversized request head is answered 431"
 
 # a POST refused in a loop (a browser's, from loopback): 403 each time, but logged at most once a

@@ -4,6 +4,8 @@
 #   gw_start CONF [ARGS...]      starts $IBGWD (default build/asan/ibgwd) -f -c CONF in the background;
 #                                sets GW_PID and GW_LOG (kept in build/test-logs/); ended by gw_cleanup
 #   gw_wait_ready STATS_PORT [S] waits until /health answers 200 (default 30 s); fails if ibgwd died
+#   gw_wait_serving STATS_PORT [S] the same, but a 503 "degraded" answer (serving, some route cannot be:
+#                                an ib: route on a host without RDMA) is enough; prints the code
 #   gw_metric STATS_PORT 'name{labels}'  prints the value of one sample of /metrics (0 if absent)
 #   gw_stop [SIGNAL] [S]         sends SIGNAL (TERM) and waits up to S s (20); returns ibgwd's exit code
 #   gw_cleanup                   kills a still-running ibgwd (by PID); call it from your EXIT trap
@@ -51,6 +53,19 @@ gw_wait_ready() {
 		sleep 0.1
 	done
 	fail "ibgwd not ready on port $port after ${limit}s"
+}
+
+gw_wait_serving() {
+	local port=$1 limit=${2:-30} i got code
+	for ((i = 0; i < limit * 10; i++)); do
+		got=$(curl -s -w '\n%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)
+		code=${got##*$'\n'}
+		[ "$code" = 200 ] && echo 200 && return 0
+		[ "$code" = 503 ] && [ "${got%%$'\n'*}" = degraded ] && echo 503 && return 0
+		kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd exited during start-up"
+		sleep 0.1
+	done
+	fail "ibgwd not serving on port $port after ${limit}s"
 }
 
 gw_metric() {
