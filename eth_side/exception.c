@@ -38,6 +38,10 @@
 #define EXC_RING  4096
 #define EXC_BURST 32
 #define EXC_DEV   "net_tap_ibgw"
+/* what exc_mark_tso asks of the TAP (multi-segment: LRO's frames are chains) */
+#define EXC_TSO_OFFLOADS                                                                                     \
+	(RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM |         \
+	 RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 #define EXC_PROTO_OSPF 89
 #define EXC_PROTO_VRRP 112
 
@@ -50,6 +54,8 @@ struct exc_bucket {
 
 struct eth_exc {
 	uint16_t port; /* the TAP's ethdev */
+	uint16_t frame_max; /* the longest frame the TAP carries (its MTU and an Ethernet header) */
+	bool tso;           /* the TAP segments TCP/IPv4 in software (net_tap's TSO: exc_mark_tso) */
 	unsigned ifindex;
 	uint64_t interval_ns;                 /* per frame and class, each way (control's buckets) */
 	uint64_t w_interval_ns;               /* per frame and class, one worker's buckets */
@@ -67,7 +73,7 @@ const struct xlt_metric_desc eth_exc_metrics[] = {
     {"exception_tap_frames_total", XLT_COUNTER, XS(from_kernel),
      "frames the control thread wrote to the kernel TAP, or read from it for the port", "dir=from_kernel"},
     {"exception_tap_write_drops_total", XLT_COUNTER, XS(to_kernel_tap_drops),
-     "frames for the kernel the TAP refused: its queue was full, or the frame longer than it carries", NULL},
+     "frames for the kernel the TAP refused: its queue was full, or the frame longer than it carries and not TCP over IPv4 (which it segments)", NULL},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_rate_drops),
      "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=rate"},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_ring_drops),
@@ -173,12 +179,43 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 	}
 }
 
+/* A TCP/IPv4 frame longer than the TAP carries (several segments merged by the port's LRO, or one
+ * jumbo segment): marked for segmentation, which net_tap does in software (rte_gso, then the sums of
+ * every segment), so that the kernel gets its bytes at once and not from the sender's
+ * retransmissions alone (a BGP session behind an LRO port would crawl on them). Its segments keep
+ * the size LRO saw when that is smaller; net_tap refuses a segment whose headers and payload exceed
+ * its MTU. Fragments and IPv6 are left as they are (rte_gso segments TCP over IPv4 only). */
+static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
+{
+	struct exc_ip e;
+	const uint8_t *th;
+	uint32_t l4len, seg;
+
+	if (!x->tso || m->pkt_len <= x->frame_max || !exc_ip_of(m, &e) || e.v6 || e.proto != IPPROTO_TCP ||
+	    e.frag || m->data_len < e.l4 + 20)
+		return;
+	th = rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4);
+	l4len = (th[12] >> 4) * 4u;
+	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64)
+		return;
+	seg = x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len;
+	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz && m->tso_segsz < seg)
+		seg = m->tso_segsz;
+	m->l2_len = RTE_ETHER_HDR_LEN;
+	m->l3_len = e.hl;
+	m->l4_len = l4len;
+	m->tso_segsz = (uint16_t)seg;
+	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+}
+
 struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
                                uint32_t rate, unsigned n_workers, char *err, size_t errlen)
 {
 	struct rte_eth_conf econf = {0};
+	struct rte_eth_dev_info info;
 	struct eth_exc *x;
 	char args[128];
+	uint16_t mtu;
 	int ret;
 
 	x = rte_zmalloc("eth_exc", sizeof(*x), RTE_CACHE_LINE_SIZE);
@@ -200,7 +237,17 @@ struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct 
 	}
 	ret = rte_eth_dev_get_port_by_name(EXC_DEV, &x->port);
 	if (!ret)
+		ret = rte_eth_dev_info_get(x->port, &info);
+	if (!ret && (info.tx_offload_capa & EXC_TSO_OFFLOADS) == EXC_TSO_OFFLOADS) {
+		econf.txmode.offloads = EXC_TSO_OFFLOADS;
+		x->tso = true;
+	}
+	if (!ret)
+		ret = rte_eth_dev_get_mtu(x->port, &mtu);
+	if (!ret) {
+		x->frame_max = (uint16_t)(mtu + RTE_ETHER_HDR_LEN);
 		ret = rte_eth_dev_configure(x->port, 1, 1, &econf);
+	}
 	if (!ret)
 		ret = rte_eth_rx_queue_setup(x->port, 0, 512, rte_eth_dev_socket_id(x->port), NULL, pool);
 	if (!ret)
@@ -270,9 +317,11 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	unsigned moved = 0, n, sent, k;
 
 	/* port -> kernel: the workers limited their share already. The TAP stops a burst at a frame it
-	 * refuses (longer than its MTU: a merged one) or when the kernel's queue is full: that frame is
-	 * dropped, the ones behind it (a VRRP advertisement) go again */
+	 * refuses (longer than its MTU and not TCP/IPv4 it could segment) or when the kernel's queue is
+	 * full: that frame is dropped, the ones behind it (a VRRP advertisement) go again */
 	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
+		for (k = 0; k < n; k++)
+			exc_mark_tso(x, pkts[k]);
 		for (k = 0; k < n;) {
 			sent = rte_eth_tx_burst(x->port, 0, pkts + k, (uint16_t)(n - k));
 			xlt_counter_add(&x->st.to_kernel, sent);

@@ -4,7 +4,8 @@
 # full 9000-byte pings (DF set) and carries TCP in 8960-byte segments both ways (echo, sha256). Its
 # kernel TAP carries 1500 bytes at most (net_tap's limit): an 8000-byte UDP datagram (DF) for a kernel
 # socket behind it is dropped and counted, and a 1000-byte one sent right behind it still arrives
-# (the TAP stops a burst at a frame it refuses; every frame behind it was dropped too).
+# (the TAP stops a burst at a frame it refuses; every frame behind it was dropped too), while a
+# 6000-byte TCP segment for a kernel socket is segmented into the TAP and arrives whole.
 # timeout: 120
 set -u
 cd "$(dirname "$0")/../.."
@@ -84,5 +85,55 @@ wait "$rcv" || fail "no datagram reached the kernel socket behind the TAP: $(cat
 d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
 [ "$d1" = $((d0 + 1)) ] || fail "TAP write drops $d0 -> $d1, expected the jumbo frame alone"
 ok "kernel TAP (1500 bytes at most): the 8000-byte datagram dropped alone and counted, the 1000-byte one right behind it reached the kernel socket (sha256 equal)"
+
+# 4. a TCP segment longer than the TAP carries, for a kernel socket (what the port's LRO makes of
+# several, or a jumbo segment): segmented on its way into the TAP, the kernel gets every byte at once
+# (it was dropped, leaving the kernel's TCP to the sender's retransmissions). A kernel client in the
+# namespace connects to a kernel server behind the TAP (MSS 1460 both ways: it never sends more), then
+# stops its socket (TCP_REPAIR: it sends nothing more, and closes silently) and sends the next 6000
+# bytes as one segment, with its sequence numbers, from a packet socket (scapy)
+"$PY3" -c '
+import hashlib, socket, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], 9998)); l.listen(1); l.settimeout(20)
+c, _ = l.accept(); c.settimeout(10)
+d = b""
+while len(d) < 6100:
+    k = c.recv(65536)
+    if not k:
+        break
+    d += k
+print(len(d), hashlib.sha256(d[100:]).hexdigest())
+' "$KIP" >"$tmp/tcp" 2>&1 &
+srv=$!
+sleep 0.5
+d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+want=$(eth_ns "$PY3" - "$KIP" "$ETH_GW_MAC" "$ETH_PEER" <<'EOF'
+import hashlib, os, socket, sys, time
+from scapy.all import Ether, IP, TCP, Raw, sendp
+kip, mac, dev = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.create_connection((kip, 9998), timeout=10)
+s.sendall(os.urandom(100))
+time.sleep(0.5)  # acknowledged: nothing of ours left in flight
+TCP_REPAIR, TCP_REPAIR_QUEUE, TCP_QUEUE_SEQ, TCP_RECV_QUEUE, TCP_SEND_QUEUE = 19, 20, 21, 1, 2
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)
+seq = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE)
+ack = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
+src, sport = s.getsockname()
+d = os.urandom(6000)
+sendp(Ether(dst=mac) / IP(src=src, dst=kip, flags="DF") /
+      TCP(sport=sport, dport=9998, seq=seq & 0xffffffff, ack=ack & 0xffffffff, flags="PA", window=65535) /
+      Raw(d), iface=dev, verbose=False)
+time.sleep(3)
+print(6100, hashlib.sha256(d).hexdigest())
+EOF
+) || fail "the peer could not send the segment"
+wait "$srv" || fail "the kernel server behind the TAP failed: $(cat "$tmp/tcp")"
+[ "$(cat "$tmp/tcp")" = "$want" ] || fail "the kernel server got '$(cat "$tmp/tcp")', expected '$want'"
+d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+[ "$d1" = "$d0" ] || fail "TAP write drops $d0 -> $d1: a frame was refused"
+ok "kernel TAP: a 6000-byte TCP segment for a kernel socket segmented on its way in, the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"
