@@ -18,17 +18,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <linux/openat2.h>
 
 #include "../conf/conf.h"
 #include "../translate/session.h"
@@ -294,6 +297,76 @@ static bool own_fd_name(const char *p)
 	return true;
 }
 
+/* open_no_links without openat2: each directory opened O_PATH|O_NOFOLLOW in the one before it and
+ * refused unless it is one (so opened, a link is the link itself, not what it points to), the file
+ * O_NOFOLLOW in the last. Returns the fd or -errno (-ELOOP: a component is a symbolic link). */
+static int open_walk(const char *path, int flags, mode_t mode)
+{
+	char name[NAME_MAX + 1];
+	const char *p = path, *slash;
+	struct stat sb;
+	int dir, next, fd;
+
+	dir = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		if (n > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = 0;
+		if (!slash) { /* the file ("": the path ends in '/', EISDIR as openat2 says) */
+			fd = openat(dir, n ? name : ".", flags | O_NOFOLLOW, mode);
+			if (fd < 0)
+				fd = -errno;
+			break;
+		}
+		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			fd = -errno;
+			break;
+		}
+		fd = fstat(next, &sb)      ? -errno
+		     : S_ISDIR(sb.st_mode) ? 0
+		     : S_ISLNK(sb.st_mode) ? -ELOOP
+		                           : -ENOTDIR;
+		if (fd) {
+			close(next);
+			break;
+		}
+		close(dir);
+		dir = next;
+		p = slash;
+	}
+	close(dir);
+	return fd;
+}
+
+/* open(PATH, FLAGS, MODE) with no symbolic link anywhere on PATH: O_NOFOLLOW refuses one as the last
+ * component only, and a link planted as one of the directories (/var/tmp/ibgw -> /etc, made by anyone
+ * where /var/tmp is writable by all) redirects the file as surely. Returns the fd or -errno (-ELOOP: a
+ * component is a symbolic link). */
+static int open_no_links(const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {.flags = (uint64_t)flags, .mode = mode, .resolve = RESOLVE_NO_SYMLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	if (fd >= 0)
+		return (int)fd;
+	/* no openat2 before Linux 5.6, and a seccomp filter that does not know it (a container runtime's,
+	 * an older systemd's) refuses it with ENOSYS or EPERM: the same rule then, a component at a time
+	 * (an EPERM of the file itself comes back from there too) */
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+	return open_walk(path, flags, mode);
+}
+
 /* Opens what SPEC names into *T. Returns 0 or -errno (logged). */
 static int target_open(struct target *t, const char *spec)
 {
@@ -313,20 +386,24 @@ static int target_open(struct target *t, const char *spec)
 			        strerror(-t->fd));
 		return 0;
 	}
-	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread. O_NOFOLLOW
-	 * and a regular file only: where the log's directory is writable by others, a link planted
-	 * there (at start or before the next logrotate's SIGUSR1) would have ibgwd, root by default,
-	 * append to any file. The daemon's own stdout and stderr are the exception: links followed, a
-	 * pipe or a terminal fine (the config refuses a path with a ".." component) */
+	/* O_NONBLOCK: a FIFO or device named by mistake must not hold the control thread. No symbolic
+	 * link on the path and a regular file only: where the log's directory, or one above it, is
+	 * writable by others, a link planted there (at start or before the next logrotate's SIGUSR1)
+	 * would have ibgwd, root by default, append to any file. The daemon's own stdout and stderr are
+	 * the exception: links followed, a pipe or a terminal fine (the config refuses a path with a ".."
+	 * component) */
+	const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 	bool own = own_fd_name(spec);
-	t->fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (own ? 0 : O_NOFOLLOW),
-	             0640);
-	if (t->fd < 0) {
-		int e = errno;
+	int fd = own ? open(spec, flags, 0640) : open_no_links(spec, flags, 0640);
+	if (fd < 0) {
+		int e = own ? errno : -fd;
 		GW_ERR("access log: cannot open %s: %s", spec,
-		       e == ELOOP ? "a symbolic link (name the file itself)" : strerror(e));
+		       e == ELOOP
+		           ? "a component of the path is a symbolic link (name the file by its real path)"
+		           : strerror(e));
 		return -e;
 	}
+	t->fd = fd;
 	struct stat sb;
 	if (fstat(t->fd, &sb) || !(S_ISREG(sb.st_mode) || (own && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))))) {
 		GW_ERR("access log: %s is not a regular file%s", spec, own ? ", a pipe or a terminal" : "");

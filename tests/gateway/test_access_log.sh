@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The access log ([gateway] access_log, access_log_interval) on a tcp: -> tcp: route, on the host
 # (DPDK af_packet on a veth; kernel TCP client and backend in a namespace, tests/gateway/alog_peer.py).
-# One ibgwd runs through four parts; what the clients moved is known byte for byte:
+# First, a start whose access_log names a path through a symbolic link to a directory (made by anyone
+# where the directory above is writable by all: /var/tmp/ibgw -> /etc) fails, saying so, and writes
+# nothing through the link. Then one ibgwd runs through five parts; what the clients moved is known
+# byte for byte:
 #  1. 200 concurrent sessions of different random sizes, and one the client resets: exactly one JSON
 #     line per session, found by the client's source port, with the byte counts the peers moved (and
 #     the data checked by sha256 end to end), reason ok (reset for the reset one), distinct uids;
@@ -9,8 +12,9 @@
 #     new file, and every session has its one line in one of the two files (none lost, none doubled);
 #  3. access_log_interval = 1s (set by SIGHUP, which applies it at once): a session that lasts ~4 s
 #     gets progress lines before its end line, in that file even though reloads to a file that
-#     cannot be opened and to a symbolic link came in between (each fails whole; a link is never
-#     followed);
+#     cannot be opened, to a symbolic link and to a path through a linked directory came in between
+#     (each fails whole; a link is never followed); a SIGUSR1 after the log's directory was swapped
+#     for a link keeps the open file, and the lines go on there;
 #  4. a full log disk (a 64 KiB tmpfs with 8 KiB free; the log moved there by SIGHUP): sessions still
 #     pass with sha256 intact, the lines that did not fit are counted in
 #     ibgw_access_log_write_errors_total, /health answers; once there is room again every line is
@@ -64,6 +68,30 @@ wait_lines() {
 }
 
 eth_setup
+
+# 0. a start through a linked directory: O_NOFOLLOW alone refuses a link as the file only, and a link
+# as one of its directories redirects the appends as surely (to $tmp/elsewhere here, to /etc there)
+mkdir "$tmp/elsewhere"
+echo keep >"$tmp/elsewhere/access.log"
+ln -s "$tmp/elsewhere" "$tmp/pub"
+mkconf "$tmp/pub/access.log" 0
+gw_start "$tmp/ibgw.conf"
+for i in $(seq 300); do
+	kill -0 "$GW_PID" 2>/dev/null || break
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ETH_STATS/health")" = 200 ] && break
+	sleep 0.1
+done
+kill -0 "$GW_PID" 2>/dev/null &&
+	fail "ibgwd started with access_log = $tmp/pub/access.log, $tmp/pub a symbolic link (the file it points to: $(head -c 200 "$tmp/elsewhere/access.log"))"
+wait "$GW_PID"
+rc=$?
+GW_PID=
+[ "$rc" != 0 ] || fail "ibgwd exited 0 with access_log through a symbolic link"
+[ "$(cat "$tmp/elsewhere/access.log")" = keep ] || fail "written through the link: $(head -c 200 "$tmp/elsewhere/access.log")"
+grep -q "access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG" ||
+	fail "the start through a linked directory does not say why"
+ok "start with the access log's directory a symbolic link: refused (exit $rc), saying so, nothing written through it"
+
 log=$tmp/access.log
 mkconf "$log" 0
 gw_start "$tmp/ibgw.conf"
@@ -118,11 +146,36 @@ kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && [ "$(cat "$tmp/victim")" = keep ] ||
 	fail "part 3: a reload to a symbolic link did not fail ($(m 'config_reloads_total{result="failed"}') failed; the file: $(head -c 200 "$tmp/victim"))"
-grep -q "access log: cannot open $tmp/link.log: a symbolic link" "$GW_LOG" || fail "part 3: the symbolic link not named in the log"
+grep -q "access log: cannot open $tmp/link.log: a component of the path is a symbolic link" "$GW_LOG" ||
+	fail "part 3: the symbolic link not named in the log"
+# a link as a directory of the path is as good as one as the file: refused too, the file where it points
+# untouched, the path named
+mkconf "$tmp/pub/access.log" 0
+kill -HUP "$GW_PID"
+for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 3 ] && break; sleep 0.1; done
+[ "$(m 'config_reloads_total{result="failed"}')" = 3 ] && [ "$(cat "$tmp/elsewhere/access.log")" = keep ] ||
+	fail "part 3: a reload through a linked directory did not fail ($(m 'config_reloads_total{result="failed"}') failed; the file: $(head -c 200 "$tmp/elsewhere/access.log"))"
+[ "$(grep -c "access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG")" = 2 ] ||
+	fail "part 3: the reload through a linked directory does not say why"
 peer slow "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 23000 4 "$tmp/c.json" || fail "part 3: the slow session failed"
 N=1 wait_lines "$log3" && sleep 0.3
 check progress 23000 "$log3" || fail "part 3: progress lines"
-ok "access_log_interval: progress lines for a long session (reloads to an unopenable file and to a symbolic link failed and changed nothing)"
+ok "access_log_interval: progress lines for a long session (reloads to an unopenable file, to a symbolic link and through a linked directory failed and changed nothing)"
+# the log's directory swapped for a link before logrotate's SIGUSR1: the reopen refuses it, says so,
+# and the lines go on in the file that was open
+mkdir "$tmp/rot"
+reload "$tmp/rot/access.log" 0
+mv "$tmp/rot" "$tmp/rot.real"
+ln -s "$tmp/elsewhere" "$tmp/rot"
+kill -USR1 "$GW_PID"
+for i in $(seq 100); do grep -q "access log: SIGUSR1: keeping the old file" "$GW_LOG" && break; sleep 0.1; done
+grep -q "access log: cannot open $tmp/rot/access.log: a component of the path is a symbolic link" "$GW_LOG" &&
+	grep -q "access log: SIGUSR1: keeping the old file" "$GW_LOG" || fail "part 3: a reopen through a linked directory not refused"
+out=$(peer conc "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 23500 2 "$tmp/r.json") || fail "part 3: sessions after the refused reopen: $out"
+N=3 wait_lines "$tmp/rot.real/access.log" && sleep 0.3
+[ "$(cat "$tmp/elsewhere/access.log")" = keep ] || fail "part 3: the reopen wrote through the link: $(head -c 200 "$tmp/elsewhere/access.log")"
+check ends "$tmp/r.json" relay "$ETH_PEER_IP" "$BACKEND" "$tmp/rot.real/access.log" || fail "part 3: lines after the refused reopen"
+ok "SIGUSR1 with the log's directory swapped for a link: refused, the open file goes on"
 
 # 4. a full disk: a 64 KiB tmpfs with 8 KiB free, so that some lines fit and the rest do not
 mkdir -p "$full"

@@ -1,10 +1,13 @@
 /* Unit tests of gateway/access_log: the workers' record ring (bounded, drops counted, never waits),
  * the JSON line of a record (exact text for a TCP and an IB session, both address families, the
  * time conversion, and escaping), and which paths the log may be opened by (a symbolic link under
- * /dev refused, /dev/stdout followed). */
+ * /dev refused, /dev/stdout followed; a symbolic link as any directory of the path refused, by openat2
+ * and by the walk a component at a time where openat2 is refused). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -286,12 +293,155 @@ static void test_open_dev_link(void **state)
 	assert_int_equal(fd2_ret, 0);
 }
 
+/* Bytes of PATH's file (up to 15), "" when there is none. */
+static const char *file_text(const char *path, char buf[16])
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW);
+	ssize_t n = fd < 0 ? 0 : read(fd, buf, 15);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
+/* A link as a directory of the path (where that directory's parent is writable by others:
+ * /var/tmp/ibgw -> /etc) redirects the file as surely as one as the file: every such path is refused
+ * (-ELOOP) and nothing is written or made where the link points. In T (an empty directory): real/,
+ * real/sub/, a file real/plain, victim/ with victim/access.log "keep"; the links up -> victim,
+ * mid -> real, real/down -> victim, real/last.log -> victim/access.log. Returns 0, or the number of the
+ * first wrong answer. */
+static int parent_link_checks(const char *t)
+{
+	char p[7][256], buf[16];
+
+#define P(i, fmt) snprintf(p[i], sizeof(p[i]), "%s/" fmt, t)
+	P(0, "up/access.log");        /* the log's directory a link */
+	P(1, "up/new.log");           /* the same, a file not there yet */
+	P(2, "mid/sub/access.log");   /* a link further up */
+	P(3, "real/down/access.log"); /* a link below a real directory */
+	P(4, "real/last.log");        /* the file itself a link (O_NOFOLLOW's case) */
+	P(5, "real/sub/access.log");  /* no link: opens */
+	P(6, "real/plain/x.log");     /* a file where a directory must be */
+	if (try_open(p[0]) != -ELOOP || try_open(p[1]) != -ELOOP)
+		return 1;
+	if (try_open(p[2]) != -ELOOP || try_open(p[3]) != -ELOOP)
+		return 2;
+	if (try_open(p[4]) != -ELOOP)
+		return 3;
+	P(0, "victim/access.log");
+	P(1, "victim/new.log");
+	P(2, "real/sub/access.log"); /* (what mid/sub/access.log would have made) */
+	if (strcmp(file_text(p[0], buf), "keep") || access(p[1], F_OK) == 0 || access(p[2], F_OK) == 0)
+		return 4;
+	if (try_open(p[5]) != 0 || access(p[5], F_OK))
+		return 5;
+	if (try_open(p[6]) != -ENOTDIR)
+		return 6;
+	P(0, "real/sub/"); /* a directory, named with the slash */
+	if (try_open(p[0]) != -EISDIR)
+		return 7;
+#undef P
+	return 0;
+}
+
+/* In a child (the filter cannot be removed): openat2 answered ERR by a seccomp filter, as a kernel
+ * before 5.6 (ENOSYS) or a container runtime's filter that does not know it (ENOSYS, EPERM) answers:
+ * the walk a component at a time refuses the same paths. Returns parent_link_checks' answer, 100 if
+ * openat2 still worked, 101 if the filter could not be installed. */
+static int parent_link_checks_walk(const char *t, int err)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+		return 101;
+	if (syscall(SYS_openat2, AT_FDCWD, "/", NULL, 0) != -1 || errno != err)
+		return 100;
+	return parent_link_checks(t);
+}
+
+static void test_open_parent_link(void **state)
+{
+	static const char *const dirs[] = {"real", "real/sub", "victim"};
+	static const char *const links[][2] = {{"up", "victim"},
+	                                       {"mid", "real"},
+	                                       {"real/down", "../victim"},
+	                                       {"real/last.log", "../victim/access.log"}};
+	static const char *const files[] = {"real/plain", "real/sub/access.log", "victim/access.log",
+	                                    "victim/new.log"};
+	static const int errs[] = {0, ENOSYS, EPERM};
+	char t[] = "/tmp/ibgw-test-links-XXXXXX", p[256];
+	int ret[3], fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(t));
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, dirs[i]);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, links[i][0]);
+		assert_int_equal(symlink(links[i][1], p), 0);
+	}
+	snprintf(p, sizeof(p), "%s/victim/access.log", t);
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep", 4), 4);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/real/plain", t);
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/real/sub/access.log", t);
+		unlink(p); /* (each run makes it) */
+		if (!errs[i]) {
+			ret[i] = parent_link_checks(t);
+			continue;
+		}
+		pid_t pid = fork();
+		int status;
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(parent_link_checks_walk(t, errs[i]));
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		ret[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, files[i]);
+		unlink(p);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, links[i][0]);
+		unlink(p);
+	}
+	for (unsigned i = 3; i-- > 0;) {
+		snprintf(p, sizeof(p), "%s/%s", t, dirs[i]);
+		rmdir(p);
+	}
+	assert_int_equal(rmdir(t), 0);
+	for (unsigned i = 0; i < 3; i++)
+		if (ret[i])
+			print_message("openat2 %s: check %d answered wrong\n",
+			              errs[i] ? strerror(errs[i]) : "available", ret[i]);
+	assert_int_equal(ret[0], 0); /* openat2 */
+	assert_int_equal(ret[1], 0); /* ENOSYS: the walk */
+	assert_int_equal(ret[2], 0); /* EPERM: the walk */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ring_bounded),       cmocka_unit_test(test_format_tcp),
 	    cmocka_unit_test(test_format_ib_progress), cmocka_unit_test(test_format_v6),
 	    cmocka_unit_test(test_format_bounded),     cmocka_unit_test(test_open_dev_link),
+	    cmocka_unit_test(test_open_parent_link),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * running daemon does is not. Run as root (make check is), every refused call would succeed without
  * the filter, so the EPERMs are the filter's. */
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <linux/sockios.h>
 
 #include <cmocka.h>
@@ -120,6 +122,27 @@ static int child(void)
 		return 17;
 	if (try_socket(AF_INET6, SOCK_STREAM, 0) || try_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0))
 		return 18;
+	/* the access log is opened again under the filter (SIGUSR1, a reload), by openat2 with no symbolic
+	 * link on the path (openat a component at a time where the kernel has no openat2) */
+	{
+		struct open_how how = {.flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
+		                       .mode = 0600,
+		                       .resolve = RESOLVE_NO_SYMLINKS};
+		char path[64];
+		long fd;
+
+		snprintf(path, sizeof(path), "/tmp/ibgw-test-filter-%d.log", (int)getpid());
+		fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+		if (fd < 0 && errno != ENOSYS)
+			return 19;
+		if (fd >= 0)
+			close((int)fd);
+		fd = openat(AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		unlink(path);
+		if (fd < 0)
+			return 20;
+		close((int)fd);
+	}
 	return 0;
 }
 
