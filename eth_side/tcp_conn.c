@@ -687,6 +687,7 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 
 	*out = (struct xlt_stream_info){
 		.kind = XLT_STREAM_TCP,
+		.peer_ended = t->fin_rcvd != 0,
 		.retransmits = t->n_rexmit,
 		.srtt_us = t->srtt_us,
 		/* in order, the SYN and a FIN not counted (4 GiB wrap: a "whether any" figure); none

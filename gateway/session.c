@@ -101,13 +101,16 @@ static void owner_ended(void *arg, struct xlt_session *x)
 	if (s->be && x->b_open && x->st[1]) {
 		/* the passive check: the backend reset the session before sending a byte (what arrived
 		 * counts, read or not: a reply and a RST in one burst is a reply), and not in answer to
-		 * our end of stream (a client that closed at once: an L4 health probe), or served it */
+		 * our end of stream (a client that closed at once: an L4 health probe) nor after its own
+		 * (a backend that closed an idle connection answers the client's next bytes with a reset:
+		 * any client could otherwise have a healthy backend ejected), or served it */
 		struct xlt_stream *b = x->st[1];
 		struct xlt_stream_info bi = {0};
 		if (b->ops->info)
 			b->ops->info(b, &bi);
 		bool sent = bi.rcvd || b->bytes_in;
-		gw_backend_outcome(w, s->be, !sent && x->reset_by == 1 && !b->local_done, sent);
+		gw_backend_outcome(w, s->be, !sent && x->reset_by == 1 && !b->local_done && !bi.peer_ended,
+		                   sent);
 	}
 	if (w->live->alog_on)
 		gw_alog_session(w, s, GW_ALOG_END, gw_now_ns());

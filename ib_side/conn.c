@@ -591,6 +591,7 @@ static void op_info(struct xlt_stream *s, struct xlt_stream_info *out)
 	*out = (struct xlt_stream_info){
 		.kind = XLT_STREAM_IB,
 		.has_gid = c->peer_qpn != 0, /* (0: an active open not established) */
+		.peer_ended = c->rx.eof || c->peer_gone,
 		.qpn = c->peer_qpn,
 		.credit_stalls = c->n_stalls,
 		.credit_stall_ns = c->stall_ns + (c->stalled && now > c->stall_since ? now - c->stall_since : 0),

@@ -41,6 +41,8 @@ enum xlt_stream_kind {
 struct xlt_stream_info {
 	uint8_t kind;             /* enum xlt_stream_kind */
 	uint8_t has_gid;          /* gid and qpn are the peer's (IB, once established) */
+	uint8_t peer_ended;       /* the peer ended its stream (TCP FIN, rsocket SHUTDOWN or DISCONNECT),
+	                           * whether its bytes were read or not */
 	uint8_t gid[16];          /* the peer's port GID, as on the wire */
 	uint32_t qpn;             /* the peer's queue pair number */
 	uint32_t retransmits;     /* TCP: segments sent again */

@@ -120,6 +120,15 @@ connect = tcp:$IP:7011, tcp:$IP:7001
 balance = leastconn
 max_sessions = 16
 
+# a backend that closes a connection its client left idle (7012, as web servers do after their
+# header timeout): the client's next bytes meet its reset, which follows its own end of stream, so
+# it is no early reset, whoever sends them
+[route ej3]
+listen = tcp:8013
+connect = tcp:$IP:7012, tcp:$IP:7001
+balance = leastconn
+max_sessions = 16
+
 [route v6]
 listen = tcp:8007
 connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
@@ -442,6 +451,37 @@ peer run "$ETH_GW_IP" 8012 20 20000 --timeout 5 >"$tmp/ej2r.out"
 	[ "$(m "backend_ejected{route=\"ej2\",backend=\"$IP:7011\"}")" = 0 ] ||
 	fail "ej2: a backend that answered before its reset counted as an early reset ($(m "backend_early_resets_total{route=\"ej2\",backend=\"$IP:7011\"}"))"
 ok "ej2: a backend that answers, then resets: $(grep -vc '^ok 1$' "$tmp/ej2r.out") of 20 sessions broken by it, none counted as an early reset, not ejected"
+eth_bg "$PY3" -c "
+import socket, threading, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$IP', 7012)); s.listen(64)
+def idle_close(c):
+    time.sleep(0.3)
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=idle_close, args=(c,), daemon=True).start()"
+eth_wait_listen 7012
+# 12 clients (leastconn's ties rotate: every other one meets it) that wait for the end of stream the
+# backend's close brings, then send a byte into it
+eth_ns "$PY3" -c "
+import socket, time
+for i in range(12):
+    c = socket.create_connection(('$ETH_GW_IP', 8013), timeout=5)
+    if c.recv(100) == b'':  # (the other backend greets: not this case)
+        c.sendall(b'x')
+        try:
+            c.recv(100)
+        except OSError:
+            pass
+    c.close()
+    time.sleep(0.2)  # the session over before the next" || fail "ej3: the clients could not run"
+for i in $(seq 30); do [ "$(grep -c '"route":"ej3"' "$tmp/access.log")" -ge 12 ] && break; sleep 0.1; done
+[ "$(grep '"route":"ej3".*"addr":"'"$IP"'","port":7012' "$tmp/access.log" | grep -c '"reason":"reset"')" -ge 6 ] ||
+	fail "ej3: the idle-closing backend did not carry the sessions ($(grep '"route":"ej3"' "$tmp/access.log" | head -2))"
+[ "$(m "backend_early_resets_total{route=\"ej3\",backend=\"$IP:7012\"}")" = 0 ] &&
+	[ "$(m "backend_ejected{route=\"ej3\",backend=\"$IP:7012\"}")" = 0 ] ||
+	fail "ej3: a reset after the backend's own end of stream counted as early: $(m "backend_early_resets_total{route=\"ej3\",backend=\"$IP:7012\"}") early resets, ejected $(m "backend_ejected{route=\"ej3\",backend=\"$IP:7012\"}")"
+ok "ej3: a backend that closes idle connections, each client sending a byte after its end of stream (the backend resets it): $(grep '"route":"ej3".*"port":7012' "$tmp/access.log" | grep -c '"reason":"reset"') such sessions (eject_after 5), none counted as an early reset, not ejected"
 for i in $(seq 130); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] && break; sleep 0.1; done
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] || fail "ej: not back after eject_time (10 s)"
 peer run "$ETH_GW_IP" 8010 20 20000 --timeout 5 >"$tmp/ej2.out"
