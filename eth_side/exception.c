@@ -208,6 +208,22 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
 }
 
+/* The part without a TAP: the buckets and the rings. */
+static struct eth_exc *exc_alloc(uint32_t rate, unsigned n_workers)
+{
+	struct eth_exc *x = rte_zmalloc("eth_exc", sizeof(*x), RTE_CACHE_LINE_SIZE);
+
+	if (!x)
+		return NULL;
+	x->port = UINT16_MAX;
+	x->interval_ns = 1000000000ull / (rate ? rate : 1);
+	x->w_interval_ns = x->interval_ns * (n_workers ? n_workers : 1);
+	x->to_kernel = rte_ring_create("exc_to_kernel", EXC_RING, rte_socket_id(), RING_F_SC_DEQ);
+	x->from_kernel =
+	    rte_ring_create("exc_from_kernel", EXC_RING, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	return x;
+}
+
 struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct rte_mempool *pool,
                                uint32_t rate, unsigned n_workers, char *err, size_t errlen)
 {
@@ -218,15 +234,17 @@ struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct 
 	uint16_t mtu;
 	int ret;
 
-	x = rte_zmalloc("eth_exc", sizeof(*x), RTE_CACHE_LINE_SIZE);
+	x = exc_alloc(rate, n_workers);
 	if (!x) {
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
-	x->port = UINT16_MAX;
-	x->interval_ns = 1000000000ull / (rate ? rate : 1);
-	x->w_interval_ns = x->interval_ns * (n_workers ? n_workers : 1);
+	if (!x->to_kernel || !x->from_kernel) {
+		ret = -rte_errno;
+		snprintf(err, errlen, "kernel_tap %s: cannot create its rings", ifname);
+		goto err;
+	}
 	snprintf(args, sizeof(args), "iface=%s,mac=%02x:%02x:%02x:%02x:%02x:%02x", ifname, mac[0], mac[1],
 	         mac[2], mac[3], mac[4], mac[5]);
 	ret = rte_eal_hotplug_add("vdev", EXC_DEV, args);
@@ -259,13 +277,9 @@ struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct 
 		goto err;
 	}
 	x->ifindex = if_nametoindex(ifname);
-	x->to_kernel = rte_ring_create("exc_to_kernel", EXC_RING, rte_socket_id(), RING_F_SC_DEQ);
-	x->from_kernel =
-	    rte_ring_create("exc_from_kernel", EXC_RING, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!x->ifindex || !x->to_kernel || !x->from_kernel) {
-		ret = x->ifindex ? -rte_errno : -ENODEV;
-		snprintf(err, errlen, "kernel_tap %s: %s", ifname,
-		         x->ifindex ? "cannot create its rings" : "not found after creation");
+	if (!x->ifindex) {
+		ret = -ENODEV;
+		snprintf(err, errlen, "kernel_tap %s: not found after creation", ifname);
 		goto err;
 	}
 	return x;
@@ -273,6 +287,17 @@ err:
 	eth_exc_destroy(x);
 	errno = -ret;
 	return NULL;
+}
+
+struct eth_exc *eth_exc_create_detached(uint32_t rate, unsigned n_workers)
+{
+	struct eth_exc *x = exc_alloc(rate, n_workers);
+
+	if (x && (!x->to_kernel || !x->from_kernel)) {
+		eth_exc_destroy(x);
+		return NULL;
+	}
+	return x;
 }
 
 static void ring_free(struct rte_ring *r)
