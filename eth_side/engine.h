@@ -132,6 +132,11 @@ int eth_ipv6_walk(const uint8_t *p, uint32_t plen, uint8_t *nh, uint32_t *off);
 /* Whether the IPv6 frame M (at its Ethernet header, one buffer) is a neighbour solicitation or
  * advertisement every worker's cache should see. */
 bool eth_ipv6_is_nd(const struct rte_mbuf *m);
+/* eth_exc_punt for the IPv6 frame M (at its Ethernet header) the kernel TAP gets whole (a group of
+ * the kernel's, all IPv6 without address6), less ICMPv6 the kernel must not take from the wire
+ * (ipv6.c: icmp6_for_kernel: router discovery, redirects...), counted in icmp_refused, and extension
+ * headers we cannot walk in its first buffer (ip6_header_errors): those are freed. False: no TAP. */
+bool eth_ipv6_exc_punt(struct eth_stack *st, struct rte_mbuf *m);
 /* Whether that message (M, one buffer) would teach a neighbour cache: it passes RFC 4861's checks
  * (hop limit 255, code 0, checksum), a solicitation is for one of our addresses from an on-link source
  * with its link-layer address, an advertisement of another node's address carries the target's. Only

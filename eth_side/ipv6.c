@@ -27,11 +27,12 @@
  * link-local one, which is ours: the TAP has the port's MAC) are ours too (eth_local_state_ip):
  * neighbour discovery and echo answered while they are there, TCP served by the listeners, their
  * connections finishing once they leave. What we do not consume goes to the kernel as IPv4's does:
- * ICMPv6 we do not act on (router advertisements, MLD, errors for the kernel's flows), other next
+ * ICMPv6 we do not act on that its own flows may need (errors for them, echo replies, MLD), other next
  * headers (UDP, OSPFv3), multicast that is not ours, TCP to ports without a listener (tcp_in.c); and
  * the kernel sees a copy of every neighbour discovery message that reaches us (stack.c), as it sees
  * every ARP frame, so its neighbour cache stays right. Without address6, every IPv6 frame is the
- * kernel's. */
+ * kernel's. Router discovery, redirects and the other ICMPv6 types icmp6_for_kernel names never
+ * are, to whatever destination: the kernel would act on them for any sender on the link. */
 #include <string.h>
 
 #include <rte_ether.h>
@@ -40,12 +41,20 @@
 #include "cksum.h"
 #include "engine.h"
 
+#define ICMP6_DST_UNREACH    1
+#define ICMP6_PACKET_TOO_BIG 2
+#define ICMP6_TIME_EXCEEDED  3
+#define ICMP6_PARAM_PROB     4
 #define ICMP6_ECHO_REQUEST   128
 #define ICMP6_ECHO_REPLY     129
+#define MLD_QUERY            130
+#define MLD_REPORT           131
+#define MLD_DONE             132
 #define ND_ROUTER_SOLICIT    133
 #define ND_ROUTER_ADVERT     134
 #define ND_NEIGHBOR_SOLICIT  135
 #define ND_NEIGHBOR_ADVERT   136
+#define MLD2_REPORT          143
 #define ND_OPT_SOURCE_LLADDR 1
 #define ND_OPT_TARGET_LLADDR 2
 #define NA_FLAG_SOLICITED    0x40
@@ -492,6 +501,82 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 		xlt_counter_add(&st->stats.nd_errors, 1);
 }
 
+/* Whether the kernel behind the TAP may see an ICMPv6 message of TYPE and CODE from the wire: the
+ * errors its own flows may be told of (packet too big among them: its TCP's path MTU discovery), the
+ * replies to its own pings and the echo requests ibgwd leaves to it (all of them without address6),
+ * neighbour solicitations and advertisements (its neighbour cache and duplicate address detection;
+ * without address6 its addresses are its own to answer for), and MLD (a query makes it report the
+ * groups it joined, VRRPv3's among them, to the switches that snoop; reports for a multicast router
+ * it may run). Not router advertisements: ibgwd's IPv6 is configured (address6, gateway6), never
+ * taken from what anyone on the link may send, and so must be the kernel's routes on the TAP, which
+ * carry bgpd's and keepalived's packets: an advertisement would give it a default router, a prefix,
+ * an MTU or a hop limit of the sender's choosing. Not router solicitations (for the segment's
+ * routers; the gateway is none), not redirects (they re-point the kernel's route to a destination
+ * for any on-link sender that names itself the first hop), nor what only routers, mobile nodes or
+ * experiments use (renumbering, node information, inverse discovery, mobile prefixes, multicast
+ * router discovery, extended echo), nor unassigned types. */
+static bool icmp6_for_kernel(uint8_t type, uint8_t code)
+{
+	switch (type) {
+	case ICMP6_DST_UNREACH:
+	case ICMP6_PACKET_TOO_BIG:
+	case ICMP6_TIME_EXCEEDED:
+	case ICMP6_PARAM_PROB:
+	case ICMP6_ECHO_REPLY:
+	case MLD_QUERY:
+	case MLD_REPORT:
+	case MLD_DONE:
+	case MLD2_REPORT:
+	case ND_NEIGHBOR_SOLICIT:
+	case ND_NEIGHBOR_ADVERT:
+		return true;
+	case ICMP6_ECHO_REQUEST:
+		return code == 0;
+	default:
+		return false;
+	}
+}
+
+/* Whether frame M (at its Ethernet header), for the kernel whole, carries ICMPv6 it must not get,
+ * or extension headers we cannot walk in its first buffer; counted. */
+static bool kernel_refused(struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip;
+	const uint8_t *p;
+	uint32_t len, off;
+	uint8_t nh;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		return false; /* (no IPv6 header: the kernel drops it) */
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	p = (const uint8_t *)(ip + 1);
+	len = m->data_len - (uint32_t)(RTE_ETHER_HDR_LEN + sizeof(*ip));
+	if (rte_be_to_cpu_16(ip->payload_len) < len)
+		len = rte_be_to_cpu_16(ip->payload_len);
+	nh = ip->proto;
+	/* a chain we cannot walk hides its upper layer from us, not from the kernel, which walks longer
+	 * ones: what it carries is not passed unread */
+	if (eth_ipv6_walk(p, len, &nh, &off)) {
+		xlt_counter_add(&st->stats.ip6_header_errors, 1);
+		return true;
+	}
+	if (nh != IPPROTO_ICMPV6 || (len - off >= 2 && icmp6_for_kernel(p[off], p[off + 1])))
+		return false;
+	xlt_counter_add(&st->stats.icmp_refused, 1);
+	return true;
+}
+
+bool eth_ipv6_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
+{
+	if (!st->c.exc)
+		return false;
+	if (kernel_refused(st, m)) {
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	return eth_exc_punt(st, m);
+}
+
 static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv6_hdr *ip, uint8_t *l4,
                         uint32_t len, bool lo)
 {
@@ -507,7 +592,11 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 	}
 	switch (ic->type) {
 	case ICMP6_ECHO_REQUEST:
-		if (lo || ic->code != 0 || lstate(st, ip->dst_addr) != ETH_LOCAL_UP || is_unspecified(ip->src_addr))
+		if (ic->code != 0) {
+			xlt_counter_add(&st->stats.icmp_refused, 1); /* (no echo request: as IPv4's) */
+			goto drop;
+		}
+		if (lo || lstate(st, ip->dst_addr) != ETH_LOCAL_UP || is_unspecified(ip->src_addr))
 			goto drop; /* (echo to a multicast group: not answered, as a gateway need not; from
 			            * ::, no one to answer) */
 		ic->type = ICMP6_ECHO_REPLY;
@@ -534,12 +623,18 @@ static void icmp6_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv
 		if (!lo && eth_icmp6_quote(l4, len, &q) && !memcmp(q.local.b, ip->dst_addr, 16) &&
 		    eth_pmtu_input(st, &q, true))
 			break;
-		/* other errors, router discovery, MLD: nothing we act on; the kernel's, when it has a
-		 * TAP (its flows' errors, its routers) */
-		if (!lo && lstate(st, ip->dst_addr) != ETH_LOCAL_GONE) {
-			if (eth_exc_punt(st, m))
-				return;
+		/* other errors, echo replies, MLD: nothing we act on; the kernel's, when it has a TAP
+		 * (its flows' errors, its pings, its groups). Not router advertisements or redirects,
+		 * nor the rest icmp6_for_kernel turns away: the kernel would act on them for any
+		 * on-link sender */
+		if (lo || lstate(st, ip->dst_addr) == ETH_LOCAL_GONE)
+			break;
+		if (!icmp6_for_kernel(ic->type, ic->code)) {
+			xlt_counter_add(&st->stats.icmp_refused, 1);
+			break;
 		}
+		if (eth_exc_punt(st, m))
+			return;
 		break;
 	}
 	}
@@ -605,8 +700,10 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	uint8_t nh, *p;
 
 	if (!st->c.prefix6) {
-		if (!learn_only && eth_exc_punt(st, m))
-			return; /* no IPv6 of ours: all of it is the kernel's */
+		/* no IPv6 of ours: all of it is the kernel's, less the ICMPv6 no kernel may take from
+		 * the wire through us */
+		if (!learn_only && eth_ipv6_exc_punt(st, m))
+			return;
 		xlt_counter_add(&st->stats.ip6_not_for_us, 1);
 		goto drop;
 	}
@@ -624,8 +721,10 @@ void eth_ipv6_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto drop;
 	}
 	if (!for_us(st, ip->dst_addr)) {
-		/* another multicast group (one the kernel joined): its, when it has a TAP */
-		if (ip->dst_addr[0] == 0xff && !learn_only && eth_exc_punt(st, m))
+		/* another multicast group (one the kernel joined): its, when it has a TAP, its ICMPv6
+		 * judged as ours is (the kernel takes a router advertisement sent to any group it
+		 * joined, VRRPv3's among them) */
+		if (ip->dst_addr[0] == 0xff && !learn_only && eth_ipv6_exc_punt(st, m))
 			return;
 		xlt_counter_add(&st->stats.ip6_not_for_us, 1);
 		goto drop;

@@ -116,7 +116,7 @@ struct eth_stack_stats {
 	uint64_t icmp_in;
 	uint64_t icmp_echo_replies;
 	uint64_t icmp_errors;
-	uint64_t icmp_refused;	    /* neither answered nor for the kernel (ipv4.c: icmp_for_kernel) */
+	uint64_t icmp_refused;	    /* neither answered nor for the kernel (ipv4.c, ipv6.c: icmp*_for_kernel) */
 	uint64_t icmp_too_big_in;      /* ICMP(v6) "too big" quoting a connection of ours (pmtu.c) */
 	uint64_t icmp_too_big_ignored; /* ... failing RFC 5927's checks, or not lowering the MTU */
 	uint64_t tcp_pmtu_lowered;     /* connections whose segments shrank after one */

@@ -60,7 +60,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
 	{"icmp_echo_replies_total", XLT_COUNTER, ST(icmp_echo_replies), "ICMP echo replies sent", NULL},
 	{"icmp_errors_total", XLT_COUNTER, ST(icmp_errors), "malformed ICMP messages", NULL},
-	{"icmp_refused_total", XLT_COUNTER, ST(icmp_refused), "unicast ICMP messages neither answered nor passed to the kernel TAP: redirects, timestamp and address mask requests, router discovery, echo requests with a nonzero code, other types", NULL},
+	{"icmp_refused_total", XLT_COUNTER, ST(icmp_refused), "ICMP and ICMPv6 messages neither answered nor passed to the kernel TAP: redirects, router discovery, timestamp and address mask requests, echo requests with a nonzero code, other types (IPv4: to a unicast address; ICMPv6: to any)", NULL},
 	{"icmp_too_big_total", XLT_COUNTER, ST(icmp_too_big_in), "ICMP fragmentation-needed and ICMPv6 packet-too-big messages quoting one of our TCP connections", NULL},
 	{"icmp_too_big_ignored_total", XLT_COUNTER, ST(icmp_too_big_ignored), "... of which ignored: a sequence number we did not send or the peer acknowledged (RFC 5927), or an MTU no lower than the connection's", NULL},
 	{"tcp_pmtu_lowered_total", XLT_COUNTER, ST(tcp_pmtu_lowered), "connections whose segments shrank to a smaller path MTU (path MTU discovery)", NULL},
@@ -488,8 +488,11 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		            * (a reply to it floods) */
 	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6) &&
 	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
-		/* other multicast (VRRP, OSPF): the kernel's, when it has a door */
-		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered && eth_exc_punt(st, m))
+		/* other multicast (VRRP, OSPF): the kernel's, when it has a door (IPv6's checked as
+		 * ipv6.c checks a group's: not every ICMPv6) */
+		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered &&
+		    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) ? eth_ipv6_exc_punt(st, m)
+		                                                             : eth_exc_punt(st, m)))
 			return;
 		goto drop;
 	}

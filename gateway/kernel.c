@@ -196,10 +196,10 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The kernel must not configure addresses on the TAP from router advertisements (SLAAC): every
- * address on it would become ibgwd's own, so a forged RA (they reach the kernel: ibgwd does not act
- * on them) would give it listeners on a prefix an attacker chose, and could fill its address set
- * before a VIP comes. The RAs still reach the kernel, for its own routes. Where this write fails,
- * nl_read still takes no address with a lifetime. */
+ * address on it would become ibgwd's own, so a forged RA would give it listeners on a prefix an
+ * attacker chose, and could fill its address set before a VIP comes. The engine passes no RA to the
+ * kernel (ipv6.c: icmp6_for_kernel); this is a second wall, as nl_read, which takes no address with
+ * a lifetime, is a third where this write fails. */
 static void tap_no_autoconf(const char *ifname)
 {
 	char path[128];

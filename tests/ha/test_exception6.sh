@@ -4,13 +4,16 @@
 # where an IPv6 client lives; the TAP carries 2001:db8::11 too, as an operator would configure it.
 # Checks: ping6 answered by ibgwd alone; ibgwd's own listener over IPv6; a kernel TCP server on a port
 # ibgwd has no listener for, reached over IPv6 through the TAP (sha256 of 1 MB, counted both ways);
-# UDP (another next header) reaches the kernel and its answer the client; a router advertisement to
-# all-nodes reaches the kernel; the kernel's neighbour cache learnt the client from the mirrored
-# neighbour discovery; an IPv6 address added to the TAP is announced (unsolicited NA) and served by
-# ibgwd's listener and the kernel's; once removed, a session in flight on it finishes intact, new
-# connections fail; SYN floods over IPv6 at a kernel port are cut to kernel_tap_rate, those at ibgwd's
-# listener stay with it; an address is taken once the kernel's duplicate address detection passed it;
-# with removed_addr_reset = 1 the session in flight on it is reset.
+# UDP (another next header) reaches the kernel and its answer the client; ICMPv6 the kernel's flows
+# need reaches it (the replies to its ping6, a "packet too big" for its connection, an MLD query),
+# router advertisements (to all-nodes, to VRRPv3's group) and redirects do not, counted; no address
+# with a lifetime (as SLAAC makes) becomes ibgwd's; the kernel's neighbour cache learnt the client
+# from the mirrored neighbour discovery; an IPv6 address added to the TAP is announced (unsolicited
+# NA) and served by ibgwd's listener and the kernel's; once removed, a session in flight on it
+# finishes intact, new connections fail; SYN floods over IPv6 at a kernel port are cut to
+# kernel_tap_rate, those at ibgwd's listener stay with it; an address is taken once the kernel's
+# duplicate address detection passed it; with removed_addr_reset = 1 the session in flight on it is
+# reset.
 # timeout: 60
 set -u
 cd "$(dirname "$0")/../.."
@@ -65,17 +68,16 @@ ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | grep -q lladdr ||
 	fail "the kernel's neighbour cache has no entry for $C6: $(ha_g 1 ip -6 neigh show)"
 ok "the kernel's neighbour cache learnt $C6 ($(ha_g 1 ip -6 neigh show "$C6" dev "$HA_TAP" | awk '{ print $3, $4 }'))"
 
-# send_ra: 3 router advertisements to all-nodes from the client's LAN, offering 2001:db8:66::/64 for SLAAC
-send_ra() {
-	ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send the router advertisement"
-from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp, get_if_hwaddr
-sendp(Ether(src=get_if_hwaddr('br0'), dst='33:33:00:00:00:01') / IPv6(src='fe80::1', dst='ff02::1', hlim=255) /
-      ICMPv6ND_RA(routerlifetime=0) /
-      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
-                            preferredlifetime=300), iface='br0', count=3, verbose=False)
+# snmp6 NAME: the kernel's ICMPv6 counter NAME on gateway 1
+snmp6() { ha_g 1 awk -v n="$1" '$1 == n { print $2 }' /proc/net/snmp6; }
+# send6 LAYERS DMAC: 3 frames from the client's LAN to DMAC carrying LAYERS (scapy)
+send6() {
+	ha_c "$PY3" - <<EOF 2>/dev/null || fail "scapy: cannot send $1"
+from scapy.all import *
+sendp(Ether(src=get_if_hwaddr('br0'), dst='$2') / $1, iface='br0', count=3, verbose=False)
 EOF
 }
-# UDP (a next header ibgwd does not consume): the kernel's; a router advertisement: the kernel's
+# UDP (a next header ibgwd does not consume): the kernel's
 ha_g_bg 1 "$PY3" -c "
 import socket
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -95,41 +97,83 @@ for i in range(5):
     except socket.timeout:
         pass")
 [ "$r" = 6pdu-wgbi ] || fail "UDP over IPv6 to the kernel: '$r'"
-ra0=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
-send_ra
+ok "UDP over IPv6 answered by the kernel"
+
+# what the kernel's own flows need: the replies to its ping6, a "packet too big" for its connection
+# (its path MTU discovery), an MLD query (it reports its groups to the switches that snoop)
+e0=$(snmp6 Icmp6InEchoReplies)
+ha_g 1 ping -6 -c 3 -i 0.2 -W 2 "$C6" >"$tmp/kping" ||
+	{ cat "$tmp/kping"; fail "the kernel's ping6 to $C6 failed"; }
+[ $(($(snmp6 Icmp6InEchoReplies) - e0)) -ge 3 ] || fail "the kernel counted no echo replies to its ping6"
+p0=$(snmp6 Icmp6InPktTooBigs)
+q0=$(snmp6 Icmp6InGroupMembQueries)
+mac=$(ha_c ip -6 neigh show "$GW6" | awk '{ print $5 }')
+[ -n "$mac" ] || fail "no neighbour entry for $GW6"
+send6 "IPv6(src='$C6', dst='$GW6') / ICMPv6PacketTooBig(mtu=1280) /
+      IPv6(src='$GW6', dst='$C6') / TCP(sport=2222, dport=40000, flags='A') / Raw(b'x' * 1300)" "$mac"
+send6 "IPv6(src='fe80::1', dst='ff02::1', hlim=1) / IPv6ExtHdrHopByHop(options=[RouterAlert()]) /
+      ICMPv6MLQuery()" 33:33:00:00:00:01
 sleep 0.5
-ra1=$(ha_g 1 awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6)
-[ $((ra1 - ra0)) -ge 3 ] || fail "router advertisements did not reach the kernel ($ra0 -> $ra1)"
-ok "UDP over IPv6 answered by the kernel, 3 router advertisements to all-nodes reached it"
-# each offered a prefix for SLAAC: the TAP takes no address from it (ibgwd turned autoconf off on it),
-# since every address on the TAP becomes ibgwd's own: listeners on a prefix a forger chose
+[ $(($(snmp6 Icmp6InPktTooBigs) - p0)) -ge 3 ] || fail "packet too big for the kernel's flow did not reach it"
+[ $(($(snmp6 Icmp6InGroupMembQueries) - q0)) -ge 3 ] || fail "MLD queries did not reach the kernel"
+ok "ICMPv6 for the kernel's flows reached it: echo replies to its ping6, packet too big, MLD queries"
+
+# router advertisements (to all-nodes; to VRRPv3's group, which keepalived joins) and a redirect from
+# an on-link router: refused, counted, never seen by the kernel (which would take a default router, a
+# prefix, a route to the redirect's destination from any sender on the link)
+ra0=$(snmp6 Icmp6InRouterAdvertisements)
+rd0=$(snmp6 Icmp6InRedirects)
+n0=$(msum ibgw_icmp_refused_total worker)
+# (the kernel joins VRRPv3's group as keepalived would: it takes what is sent to a group it joined)
+ha_g_bg 1 "$PY3" -c "
+import socket, struct, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+g = socket.inet_pton(socket.AF_INET6, 'ff02::12') + struct.pack('@I', socket.if_nametoindex('$HA_TAP'))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, g)
+time.sleep(600)"
+for _ in $(seq 50); do
+	ha_g 1 grep -q ' ff020000000000000000000000000012 ' /proc/net/igmp6 && break
+	sleep 0.1
+done
+ra() {
+	echo "IPv6(src='fe80::1', dst='$1', hlim=255) / ICMPv6ND_RA(routerlifetime=1800) /
+      ICMPv6NDOptPrefixInfo(prefix='2001:db8:66::', prefixlen=64, L=1, A=1, validlifetime=600,
+                            preferredlifetime=300)"
+}
+send6 "$(ra ff02::1)" 33:33:00:00:00:01
+send6 "$(ra ff02::12)" 33:33:00:00:00:12
+send6 "IPv6(src='fe80::1', dst='$GW6', hlim=255) /
+      ICMPv6ND_Redirect(tgt='fe80::1', dst='2001:db8:77::1')" "$mac"
+sleep 0.5
+[ "$(snmp6 Icmp6InRouterAdvertisements)" = "$ra0" ] ||
+	fail "router advertisements reached the kernel ($ra0 -> $(snmp6 Icmp6InRouterAdvertisements))"
+[ "$(snmp6 Icmp6InRedirects)" = "$rd0" ] ||
+	fail "redirects reached the kernel ($rd0 -> $(snmp6 Icmp6InRedirects))"
+n1=$(msum ibgw_icmp_refused_total worker)
+# (at least: the client's own router solicitations, if any, are refused too)
+[ $((n1 - n0)) -ge 9 ] || fail "ibgw_icmp_refused_total went $n0 -> $n1, expected 9 more"
 ! ha_g 1 ip -6 addr show dev "$HA_TAP" | grep -q '2001:db8:66:' ||
 	fail "the TAP took an address from a forged router advertisement: $(ha_g 1 ip -6 addr show dev "$HA_TAP" | grep 2001:db8:66:)"
+ok "router advertisements (to all-nodes, to ff02::12) and a redirect refused ($((n1 - n0)) counted), none reached the kernel"
 [ "$(ha_g 1 sysctl -n "net.ipv6.conf.$HA_TAP.autoconf")" = 0 ] || fail "autoconf is on on the TAP"
-ok "no address taken from the advertised prefix (autoconf off on the TAP)"
 # where that sysctl cannot be written (systemd's ProtectKernelTunables makes /proc/sys read-only,
-# conf/ibgwd.service sets it) the kernel does take the address: ibgwd must not make it its own
-# (2001:db8::77, added by hand as keepalived adds a VIP, is the control: that one ibgwd takes)
-ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.autoconf=1"
+# conf/ibgwd.service sets it) an address with a lifetime (SLAAC's, were an advertisement to come
+# another way) must not become ibgwd's own (2001:db8::77, added by hand as keepalived adds a VIP, is
+# the control: that one ibgwd takes)
+slaac=2001:db8:66::5
 ha_g 1 ip -6 addr add 2001:db8::77/64 dev "$HA_TAP" nodad
-send_ra
-for _ in $(seq 50); do ha_g 1 ip -6 addr show dev "$HA_TAP" | grep -q '2001:db8:66:' && break; sleep 0.1; done
-slaac=$(ha_g 1 ip -6 addr show dev "$HA_TAP" | awk '/inet6 2001:db8:66:/ { print $2; exit }')
-[ -n "$slaac" ] || fail "with autoconf on, the TAP took no address from the advertisement (the case is not shown)"
+ha_g 1 ip -6 addr add "$slaac/64" dev "$HA_TAP" nodad valid_lft 600 preferred_lft 300
 sleep 0.5
-! grep -q "kernel_tap: address ${slaac%/*} " "${HA_LOG[1]}" ||
-	fail "ibgwd made the SLAAC address ${slaac%/*} its own: $(grep "kernel_tap: address ${slaac%/*}" "${HA_LOG[1]}")"
+! grep -q "kernel_tap: address $slaac " "${HA_LOG[1]}" ||
+	fail "ibgwd made the address with a lifetime $slaac its own: $(grep "kernel_tap: address $slaac" "${HA_LOG[1]}")"
 grep -q "kernel_tap: address 2001:db8::77 added" "${HA_LOG[1]}" ||
 	fail "ibgwd did not take 2001:db8::77, added by hand (the check above proves nothing): $(grep 'kernel_tap: address' "${HA_LOG[1]}" | head -3)"
-ha_g 1 ip -6 addr del "$slaac" dev "$HA_TAP"
+ha_g 1 ip -6 addr del "$slaac/64" dev "$HA_TAP"
 ha_g 1 ip -6 addr del 2001:db8::77/64 dev "$HA_TAP"
-ha_g 1 sysctl -qw "net.ipv6.conf.$HA_TAP.autoconf=0"
-ok "autoconf on (as where /proc/sys is read-only): the kernel took ${slaac%/*} from the forged prefix, ibgwd did not (it took 2001:db8::77, added by hand)"
+ok "autoconf off on the TAP; an address with a lifetime ($slaac) not taken by ibgwd (2001:db8::77, added by hand, was)"
 
 # a SYN flood over IPv6 at the kernel's port: cut to kernel_tap_rate (the same buckets as IPv4's); one at
 # ibgwd's listener stays with ibgwd
-mac=$(ha_c ip -6 neigh show "$GW6" | awk '{ print $5 }')
-[ -n "$mac" ] || fail "no neighbour entry for $GW6"
 k0=$(msum ibgw_exception_frames_total 'dir="to_kernel"')
 d0=$(msum ibgw_exception_drops_total 'reason="rate"')
 t0=$(date +%s.%N)

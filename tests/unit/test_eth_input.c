@@ -224,6 +224,17 @@ static int setup(void **state)
 	return eh_start(&h, 8, 16384, 16384);
 }
 
+/* with a kernel TAP: its rings without one, where what the engine punts waits (exc_to_kernel counts it) */
+static int setup_exc(void **state)
+{
+	int ret = setup(state);
+
+	if (ret)
+		return ret;
+	h.st->c.exc = eth_exc_create_detached(100000, 1);
+	return h.st->c.exc ? 0 : -ENOMEM;
+}
+
 /* a send buffer that holds 80 segments: the congestion window, not the buffer, bounds each flight */
 static int setup_big_sbuf(void **state)
 {
@@ -242,6 +253,15 @@ static int teardown(void **state)
 	(void)state;
 	eh_stop(&h); /* checks that every mbuf is back */
 	return 0;
+}
+
+static int teardown_exc(void **state)
+{
+	struct eth_exc *x = h.st->c.exc;
+
+	h.st->c.exc = NULL;
+	eth_exc_destroy(x); /* (frees what the TAP would have read) */
+	return teardown(state);
 }
 
 static void test_fragments(void **state)
@@ -2169,6 +2189,104 @@ static size_t tcp6(uint8_t *out, const uint8_t *ext, size_t extlen, uint16_t spo
                    uint32_t seq, uint32_t ack, uint8_t flags, const uint8_t *opt, size_t optlen,
                    const void *data, size_t len);
 
+static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
+                     size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim);
+
+/* Feeds the ICMPv6 message MSG (LEN bytes; behind the EXTLEN bytes of extension headers EXT, the first
+ * of type FIRST, when EXT is not NULL) from SRC to DST with hop limit HLIM, in a frame to the Ethernet
+ * group of DST when GROUP_MAC, else to the gateway's MAC. Checks that it drew no answer, that REFUSED
+ * of it was refused (0 or 1), PUNTED handed to the kernel TAP. */
+static void feed_icmp6_kernel_at(int line, const uint8_t *src, const uint8_t *dst, uint8_t first,
+                                 const uint8_t *ext, size_t extlen, const void *msg, size_t len, uint8_t hlim,
+                                 bool group_mac, unsigned refused, unsigned punted)
+{
+	uint64_t r0 = S()->icmp_refused, k0 = S()->exc_to_kernel;
+	uint8_t f[400];
+	size_t n = frame6(f, src, dst, first, ext, extlen, IPPROTO_ICMPV6, msg, len, hlim);
+
+	if (group_mac) {
+		f[0] = 0x33, f[1] = 0x33;
+		memcpy(f + 2, dst + 12, 4);
+	}
+	feed_rx(f, n, NULL);
+	if (S()->icmp_refused - r0 != refused || S()->exc_to_kernel - k0 != punted)
+		fprintf(stderr, "feed_icmp6_kernel() at line %d: %u refused, %u to the kernel\n", line,
+		        (unsigned)(S()->icmp_refused - r0), (unsigned)(S()->exc_to_kernel - k0));
+	assert_int_equal(S()->icmp_refused - r0, refused);
+	assert_int_equal(S()->exc_to_kernel - k0, punted);
+	assert_int_equal(h.n_kept, 0);
+}
+#define feed_icmp6_kernel(...) feed_icmp6_kernel_at(__LINE__, __VA_ARGS__)
+
+/* ICMPv6 that ibgwd does not answer goes to the kernel TAP only when the kernel's own flows may need
+ * it, as ICMP does: a redirect and a router advertisement from an on-link router (hop limit 255),
+ * which would re-point the kernel's routes or give it a default router, are refused and counted, to
+ * our address, to all-nodes, to a group the kernel joined (in the port's group or ours, behind an
+ * extension header) and without address6 alike; so are a router solicitation and an echo request
+ * with a nonzero code, and an advertisement behind more extension headers than we walk. An echo
+ * reply, a "packet too big" and a "port unreachable" for one of the kernel's connections (none of
+ * ours) and an MLD query reach the TAP. */
+static void test_icmp6_refused(void **state)
+{
+	static const uint8_t router[16] = {0xfe, 0x80, [15] = 0x99}, all_nodes[16] = {0xff, 0x02, [15] = 1},
+	                     vrrp6[16] = {0xff, 0x02, [15] = 0x12};
+	/* destination options (padding alone) and hop-by-hop with MLD's router alert, before ICMPv6 */
+	static const uint8_t dstopt[8] = {IPPROTO_ICMPV6, 0, 1, 4},
+	                     alert[8] = {IPPROTO_ICMPV6, 0, 5, 2, 0, 0, 1, 0};
+	uint8_t redirect[40] = {137}, ra[16] = {134, 0, 0, 0, 64, 0, 0x07, 0x08}, rs[8] = {133},
+	        echo1[16] = {128, 1}, reply[16] = {129, 0, 0, 0, 0, 9, 0, 1}, query[24] = {130},
+	        ptb[8 + 40 + 20] = {2}, unreach[8 + 40 + 8] = {1, 4}, deep[9 * 8];
+	struct rte_ipv6_hdr *q = (struct rte_ipv6_hdr *)(ptb + 8);
+	uint64_t e0;
+
+	(void)state;
+	/* the redirect names the better first hop (the target) for the destination */
+	memcpy(redirect + 8, router, 16);
+	memcpy(redirect + 24, eh_peer_ip6, 16);
+	feed_icmp6_kernel(router, eh_gw_ip6, 0, NULL, 0, redirect, sizeof(redirect), 255, false, 1, 0);
+	feed_icmp6_kernel(router, all_nodes, 0, NULL, 0, ra, sizeof(ra), 255, true, 1, 0);
+	feed_icmp6_kernel(router, eh_gw_ip6, 0, NULL, 0, ra, sizeof(ra), 255, false, 1, 0);
+	feed_icmp6_kernel(router, vrrp6, 0, NULL, 0, ra, sizeof(ra), 255, true, 1, 0);
+	feed_icmp6_kernel(router, vrrp6, 60, dstopt, 8, ra, sizeof(ra), 255, false, 1, 0);
+	feed_icmp6_kernel(eh_peer_ip6, eh_gw_ip6, 0, NULL, 0, rs, sizeof(rs), 255, false, 1, 0);
+	feed_icmp6_kernel(eh_peer_ip6, eh_gw_ip6, 0, NULL, 0, echo1, sizeof(echo1), 64, false, 1, 0);
+	/* one destination options header more than input walks: what it hides is not passed unread */
+	for (unsigned i = 0; i < 9; i++) {
+		memcpy(deep + i * 8, dstopt, 8);
+		deep[i * 8] = i < 8 ? 60 : IPPROTO_ICMPV6;
+	}
+	e0 = S()->ip6_header_errors;
+	feed_icmp6_kernel(router, vrrp6, 60, deep, sizeof(deep), ra, sizeof(ra), 255, true, 0, 0);
+	assert_int_equal(S()->ip6_header_errors, e0 + 1);
+
+	/* what the kernel's own flows need: the reply to its ping, errors for its connection from port
+	 * 2222 (packet too big: its path MTU discovery), a query for the groups it joined */
+	feed_icmp6_kernel(eh_peer_ip6, eh_gw_ip6, 0, NULL, 0, reply, sizeof(reply), 64, false, 0, 1);
+	q->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	q->payload_len = rte_cpu_to_be_16(1460);
+	q->proto = IPPROTO_TCP;
+	q->hop_limits = 64;
+	memcpy(q->src_addr, eh_gw_ip6, 16);
+	memcpy(q->dst_addr, eh_peer_ip6, 16);
+	ptb[48] = 2222 >> 8, ptb[49] = 2222 & 0xff, ptb[50] = 40500 >> 8, ptb[51] = 40500 & 0xff;
+	ptb[6] = 0x05; /* (MTU 1280) */
+	feed_icmp6_kernel(router, eh_gw_ip6, 0, NULL, 0, ptb, sizeof(ptb), 63, false, 0, 1);
+	assert_int_equal(S()->icmp_too_big_in, 0); /* (not ours to act on) */
+	memcpy(unreach + 8, ptb + 8, 40 + 8);
+	unreach[8 + 6] = IPPROTO_UDP;
+	feed_icmp6_kernel(eh_peer_ip6, eh_gw_ip6, 0, NULL, 0, unreach, sizeof(unreach), 64, false, 0, 1);
+	feed_icmp6_kernel(router, all_nodes, 0, alert, 8, query, sizeof(query), 1, true, 0, 1);
+
+	/* without address6 all IPv6 is the kernel's, its echo requests too; still no advertisement or
+	 * redirect */
+	h.st->c.prefix6 = 0;
+	feed_icmp6_kernel(router, all_nodes, 0, NULL, 0, ra, sizeof(ra), 255, true, 1, 0);
+	feed_icmp6_kernel(router, eh_gw_ip6, 0, NULL, 0, redirect, sizeof(redirect), 255, false, 1, 0);
+	reply[0] = 128;
+	feed_icmp6_kernel(eh_peer_ip6, eh_gw_ip6, 0, NULL, 0, reply, sizeof(reply), 64, false, 0, 1);
+	h.st->c.prefix6 = 64;
+}
+
 /* Frame F (LEN bytes) in an mbuf flagged RX_L4_CKSUM_NONE (the device vouched for its data without
  * filling its TCP/UDP sum: a virtio peer's partial sum), its sum field at AT scrambled, given to the
  * exception path's filler: the sum it writes must be the one F had. */
@@ -3473,6 +3591,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_icmp6_refused, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_fill_l4_cksum, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
