@@ -130,7 +130,6 @@ bool gw_route_ready(const struct gw_daemon *d, const struct gw_route *r, uint64_
 	int err = atomic_load_explicit(&r->listen_err, memory_order_relaxed);
 	char ep[CONF_EP_STRLEN];
 
-	conf_endpoint_str(lis, ep, sizeof(ep));
 	if (!want || ((dst->kind == CONF_EP_IB || dst->kind == CONF_EP_TCP) &&
 	              !gw_side_of(dst->kind)->listeners(d))) {
 		snprintf(why, len, "cannot be served: no %s", (!want ? lis->kind : dst->kind) == CONF_EP_IB
@@ -141,6 +140,7 @@ bool gw_route_ready(const struct gw_daemon *d, const struct gw_route *r, uint64_
 	open = atomic_load_explicit(&r->listening, memory_order_relaxed);
 	if (open >= want || (!err && r->added_ns && now_ns - r->added_ns < GW_LISTEN_GRACE_NS))
 		return true;
+	conf_endpoint_str(lis, ep, sizeof(ep));
 	if (err)
 		snprintf(why, len, "not listening on %s (%u of %u open): %s", ep, open, want, strerror(-err));
 	else

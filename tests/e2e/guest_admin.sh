@@ -130,7 +130,8 @@ wait_for "grep -q '^held' $T/par_old.out" 40
 a=$(act) tl=$(date +%s%N)
 check "[ \"$a\" = 'out=1 out_rm=1 in=1' ]" "3 sessions running before the reload ($a)"
 check "grep -q '^held 1 credits 128 ring 131072$' $T/par_old.out" "out_par before the reload: its accept offers 128 credits and a 128 KiB receive ring ($(cat $T/par_old.out))"
-e2e_conf "[route out]
+# the routes after the reload (2 removed, 1 added, 2 changed)
+reloaded="[route out]
 listen = ib:7000
 connect = tcp:$ETH_PEER_IP:5000
 [route out_new]
@@ -145,6 +146,7 @@ listen = ib:7007
 connect = tcp:$ETH_PEER_IP:5000
 ib_rbuf = 256K
 ib_rq_depth = 48"
+e2e_conf "$reloaded"
 kill -HUP "$GW_PID"
 check "wait_for '[ \$(m \"ibgw_config_reloads_total{result=\\\"ok\\\"}\") = 1 ]' 10" "SIGHUP: reload applied (2 routes removed, 1 added, 2 changed) while 5 sessions run"
 a=$(act)
@@ -187,21 +189,7 @@ check "[ \"$c\" = \"1 1 $BIG $BIG\" ]" "changed route: its counters kept the fre
 # port is free the route listens and serves, /health is 200 again, without another reload
 bg squat "$TOOLS/rs_peer" -p 7008 "$IB" serve echo
 wait_for "grep -q listening $T/squat.out" 30 || fail "the rsocket server on 7008 did not start"
-e2e_conf "[route out]
-listen = ib:7000
-connect = tcp:$ETH_PEER_IP:5000
-[route out_new]
-listen = ib:7005
-connect = tcp:$ETH_PEER_IP:5000
-[route out_chg]
-listen = ib:7006
-connect = tcp:$ETH_PEER_IP:5000
-max_sessions = 4
-[route out_par]
-listen = ib:7007
-connect = tcp:$ETH_PEER_IP:5000
-ib_rbuf = 256K
-ib_rq_depth = 48
+e2e_conf "$reloaded
 [route out_late]
 listen = ib:7008
 connect = tcp:$ETH_PEER_IP:5000"
