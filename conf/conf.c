@@ -168,7 +168,7 @@ static const struct conf_key conf_keys[] = {
 	{I(inline_size), .type = T_UINT, .min = 0, .max = 1024, .def = "64", .doc = "max inline send data"},
 	{I(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
-	 .doc = "rsocket keepalive interval (0 = off, else at least 100ms); a peer that leaves one unanswered for 3 intervals is dropped (and one that sends more than 100 a second, as a flood)"},
+	 .doc = "rsocket keepalive interval (0 = off, else at least 100ms); a peer that leaves one unanswered for 3 intervals is dropped (and one that sends more than 100 a second of keepalives or other messages that cost it nothing, as a flood)"},
 
 	/* [eth] */
 	{E(vdev), .type = T_VDEV, .def = "",
@@ -1377,7 +1377,7 @@ static void check(struct parser *p)
 	/* IB rings are registered and advertised in halves: whole pages keep every half and every
 	 * advert page-aligned (an odd size broke each connection of its route) */
 	if (c->ib.keepalive_ms && c->ib.keepalive_ms < 100)
-		/* a peer may send 100 a second at most (ib_side/conn.c IB_KA_RX_MAX): another ibgwd too */
+		/* a peer may send 100 a second at most (ib_side/conn.c IB_FREE_RX_MAX): another ibgwd too */
 		perr(p, p->seen[find_key(SEC_IB, "keepalive") - conf_keys],
 		     "keepalive must be 0 (off) or at least 100ms");
 	if (c->ib.rbuf_size % (4 * KB))

@@ -230,7 +230,7 @@ struct ib_conn {
 	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
 	uint64_t cm_gone_polled; /* its CQ's polled count then: what was queued before is taken once
 				  * the CQ's size more are */
-	struct xlt_window ka_rx; /* the peer's keepalives in the second (IB_KA_RX_MAX) */
+	struct xlt_window free_rx; /* the peer's costless messages in the second (IB_FREE_RX_MAX) */
 	bool fin_posted, fin_acked;
 	bool stalled, withheld, want_writable;
 	uint8_t events;	    /* IB_EV_* due */

@@ -48,9 +48,11 @@ enum {
  * would say so by itself only after its retries ran out, which is never when they are infinite
  * (rxe treats rsocket's retry_count 7 as "retry forever") and can take long on real fabrics. */
 #define IB_KA_DEAD   3
-/* Keepalives a peer may send in one second (on_recv): rsocket sends one a second at most, ibgwd one
- * per [ib] keepalive (100 ms at the least). */
-#define IB_KA_RX_MAX 100
+/* Messages that cost their sender nothing (costless) a peer may send in one second: each costs us a
+ * completion and a receive, most a wake-up of the session too. Stock rsocket sends its keepalives as
+ * plain writes we never see (ibgwd too) and a second end of stream only when its application shuts
+ * down twice; the other kinds never. */
+#define IB_FREE_RX_MAX 100
 /* A connection we abort is handed back to the control thread, which moves its queue pair to the error
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
  * flushed, and an rsocket peer learns that a stream ended only from that message (it ignores the
@@ -834,6 +836,23 @@ static bool ib_tsgl_sane(const volatile struct ib_rs_sge *t)
 	return true;
 }
 
+/* Whether message MSG (of completion M) cost the peer nothing and changed nothing that a session could
+ * see: a CTRL KEEPALIVE, a credit update that neither moves the edge nor advertises a buffer, a
+ * zero-length DATA message (its credit comes back at once: there is nothing to consume), or an end of
+ * stream repeated. EDGE, EOF and GONE are the connection's before the message. */
+static bool costless(const struct ib_conn *c, enum ib_rs_msg msg, const struct ib_rs_wc *m, uint16_t edge,
+		     bool eof, bool gone)
+{
+	switch (msg) {
+	case IB_RS_MSG_KEEPALIVE: return true;
+	case IB_RS_MSG_DATA: return !m->byte_len;
+	case IB_RS_MSG_CREDIT: return !m->byte_len && c->tx.edge == edge;
+	case IB_RS_MSG_SHUTDOWN: return eof;
+	case IB_RS_MSG_DISCONNECT: return gone;
+	default: return false;
+	}
+}
+
 static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc)
 {
 	struct ib_rs_wc m = {
@@ -843,6 +862,8 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	};
 	enum ib_violation why = IB_VIOL_MESSAGE;
 	enum ib_rs_msg msg;
+	uint16_t edge;
+	bool eof, gone;
 	int ret;
 
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -858,7 +879,15 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		open_passive(w, c); /* a message proves the connection is up, whatever rdma_cm says later */
 	if (c->ws >= IB_W_CLOSING)
 		return;
+	edge = c->tx.edge, eof = c->rx.eof, gone = c->peer_gone;
 	msg = ib_rs_recv(&c->rx, &c->tx, &m, &why);
+	/* a flood of messages that cost their sender no credit would take this worker's rounds from
+	 * every other session on it, and keep its CQs backlogged */
+	if (costless(c, msg, &m, edge, eof, gone) &&
+	    !xlt_window_ok(&c->free_rx, w->now, 1000000000ull, IB_FREE_RX_MAX)) {
+		violated(c, IB_VIOL_MESSAGE);
+		return;
+	}
 	switch (msg) {
 	case IB_RS_MSG_DATA:
 		xlt_counter_add(&w->st.msgs_rx, 1);
@@ -884,13 +913,6 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 	case IB_RS_MSG_KEEPALIVE:
 		xlt_counter_add(&w->st.ctrl_rx, 1);
 		xlt_counter_add(&w->st.keepalives_rx, 1);
-		/* a keepalive costs its sender no credit, and us a completion and a receive: a flood
-		 * of them would take this worker's time and keep its CQs backlogged (which defers
-		 * other connections' disconnects) */
-		if (!xlt_window_ok(&c->ka_rx, w->now, 1000000000ull, IB_KA_RX_MAX)) {
-			violated(c, IB_VIOL_MESSAGE);
-			return;
-		}
 		break;
 	case IB_RS_MSG_SHUTDOWN:
 	case IB_RS_MSG_DISCONNECT:

@@ -91,7 +91,8 @@ rc=$?
 check "[ $rc = 0 ]" "(c) nothing of the previous tenant relayed ($(echo "$out" | tail -1))"
 check_m ibgw_ib_connections_active "1" "(c) both connections gone"
 
-# ---- (d) absurd credits, adverts and keepalive floods: the connection is reset, nobody else notices ----
+# ---- (d) absurd credits, adverts, floods of keepalives and of other costless messages: the connection is
+# reset, nobody else notices ----
 p0=$(closed protocol)
 out=$($BAD absurd credits 2>&1)
 rc=$?
@@ -105,6 +106,20 @@ rc3=$?
 check "[ $rc3 = 0 ]" "(d) $(echo "$out" | tr '\n' ' ')"
 check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 3))" \
 	"(d) all three reset as protocol errors, counted"
+# messages that cost their sender nothing but a completion, a receive and most a session's wake-up
+# each (credit updates that grant nothing, an end of stream again and again, empty data): past 100 in
+# a second, reset as the keepalives are, and counted the same (violation "message")
+for what in sgls shutdowns zeroes; do
+	v0=$(m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}') p0=$(closed protocol)
+	out=$($BAD absurd $what 2>&1)
+	rc=$?
+	cs=$(echo "$out" | sed -n 's/.*reset after \([0-9]*\)\.\([0-9][0-9]\) s.*/\1\2/p') # centiseconds
+	check "[ $rc = 0 ] && [ -n \"$cs\" ] && [ $cs -le 300 ]" "(d) reset within 3 s: $(echo "$out" | tr '\n' ' ')"
+	check_m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}' "$((v0 + 1))" \
+		"(d) $what: counted as a protocol violation (message)"
+	check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 1))" \
+		"(d) $what: its connection closed as protocol"
+done
 check_m ibgw_ib_connections_active "1" "(d) the victim's connection the only one left"
 
 # ---- (e) 1000 connect requests that never complete ----

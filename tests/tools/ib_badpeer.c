@@ -48,6 +48,13 @@
  *   absurd credits|sgl|keepalives  an SGL message granting 40000 credits (16 at most are possible), a
  *                     buffer advert of length 0xFFFFFFF0 at address 0, or keepalives back to back (10 s
  *                     at most). Must: the gateway resets the connection (within 5 s of the last)
+ *   absurd sgls|shutdowns|zeroes  other messages that cost their sender nothing, back to back as the
+ *                     keepalives: credit updates repeating the edge already granted (no advert), CTRL
+ *                     SHUTDOWN again and again (after 17 one-byte messages to the echo, the last of
+ *                     which it cannot send back for want of credits, so the connection stays open
+ *                     after our end of stream), zero-length DATA messages (each within the credits the
+ *                     gateway granted: they come back at once). Must: reset as the keepalives; prints
+ *                     "reset after S s" (from the first of them)
  *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
@@ -325,6 +332,8 @@ struct rc {
 	uint64_t sgl_addr;     /* the gateway's target_sgl */
 	uint32_t sgl_key;
 	uint16_t credits;      /* the gateway's initial credits */
+	uint16_t edge;	       /* the gateway's credit edge: its initial credits, then its SGL messages' */
+	uint16_t sent;	       /* DATA messages we sent (counted by the modes that track credits) */
 	uint64_t rx;	       /* DATA bytes the gateway wrote into our buffer */
 	int ctrl;	       /* last CTRL value received, -1: none */
 	bool gone;	       /* rdma_cm DISCONNECTED, or a completion error */
@@ -373,6 +382,8 @@ static void rc_poll(struct rc *r)
 			ibv_post_recv(r->id->qp, &rw, &bad);
 			if (imm >> 29 == 0)
 				r->rx += imm & 0x1FFFFFFF;
+			else if (imm >> 29 == 4)
+				r->edge = (uint16_t)imm;
 			else if (imm >> 29 == 7 && (imm & 0x1FFFFFFF) != 1)
 				r->ctrl = (int)(imm & 0x1FFFFFFF);
 		}
@@ -425,7 +436,7 @@ static int rc_event(struct rc *r, enum rdma_cm_event_type want, int ms)
 	got = ev->event;
 	if (got == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data && ev->param.conn.private_data_len >= 40) {
 		const uint8_t *pd = ev->param.conn.private_data;
-		r->credits = (uint16_t)get_be(pd + 2, 2);
+		r->credits = r->edge = (uint16_t)get_be(pd + 2, 2);
 		r->sgl_addr = get_be(pd + 8, 8);
 		r->sgl_key = (uint32_t)get_be(pd + 16, 4);
 		r->buf_addr = get_be(pd + 24, 8);
@@ -634,6 +645,68 @@ static int mode_claim(const char *host, const char *port, int ms)
 	return marks ? 1 : 0;
 }
 
+static bool sent_or_gone(struct rc *r, uint64_t unused)
+{
+	(void)unused;
+	return r->send_status >= 0 || r->gone;
+}
+
+static bool credits_for(struct rc *r, uint64_t n)
+{
+	return (uint16_t)(r->edge - r->sent) >= n || r->gone;
+}
+
+/* Zero-length writes with immediate IMM to ADDR/KEY back to back, 16 to a post with the last signaled
+ * (as fast as this emulated device goes), for 10 s at most or until the gateway resets the connection.
+ * DATA ones (CREDITS) wait for the gateway's credits. Returns how many went; *SECS: how long it took. */
+static unsigned flood(struct rc *x, uint32_t imm, uint64_t addr, uint32_t key, bool credits, double *secs)
+{
+	struct ibv_send_wr wr[16], *bad;
+	double t0 = now_s();
+	unsigned n = 0;
+	int st = -1;
+
+	memset(wr, 0, sizeof(wr));
+	for (unsigned i = 0; i < 16; i++) {
+		wr[i].wr_id = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr[i].imm_data = imm;
+		wr[i].wr.rdma.remote_addr = addr;
+		wr[i].wr.rdma.rkey = key;
+		wr[i].next = i < 15 ? &wr[i + 1] : NULL;
+	}
+	wr[15].send_flags = IBV_SEND_SIGNALED;
+	do {
+		if (credits && (!rc_wait(x, 2000, credits_for, 16) || x->gone))
+			break;
+		x->send_status = -1;
+		if (ibv_post_send(x->id->qp, wr, &bad))
+			break;
+		rc_wait(x, 2000, sent_or_gone, 0); /* (the reset comes as an error or no completion) */
+		st = x->send_status;
+		n += st == IBV_WC_SUCCESS ? 16 : 0;
+		x->sent += credits && st == IBV_WC_SUCCESS ? 16 : 0;
+	} while (st == IBV_WC_SUCCESS && !x->gone && now_s() - t0 < 10);
+	*secs = now_s() - t0;
+	return n;
+}
+
+/* Mode absurd shutdowns: the echo keeps the connection open after our end of stream only while it has
+ * bytes it cannot send us. 17 one-byte DATA messages, each sent once the one before came back: the
+ * gateway may send us 16 (our credits, never renewed), so the last stays with it. 0 when so. */
+static int stall_echo(struct rc *x, int ms)
+{
+	for (uint32_t i = 0; i <= RC_CREDITS; i++) {
+		rc_sbuf(x)[i] = (uint8_t)i;
+		if (rc_write(x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 1), x->buf_addr + i, x->buf_key, i, 1, ms))
+			return -1; /* (IBV_WC_SUCCESS is 0) */
+		if (i < RC_CREDITS && !rc_wait(x, ms, rx_at_least, i + 1))
+			return -1;
+	}
+	rc_wait(x, 300, rx_at_least, RC_CREDITS + 1);
+	return x->rx == RC_CREDITS && !x->gone ? 0 : -1;
+}
+
 static int mode_absurd(const char *host, const char *port, const char *what, int ms)
 {
 	struct rc x;
@@ -643,38 +716,37 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 	if (rc_open(&x, host, port, ms))
 		return 2;
 	rc_wait(&x, 200, is_gone, 0); /* take the gateway's first advert */
-	if (!strcmp(what, "credits")) {
+	if (!strcmp(what, "keepalives") || !strcmp(what, "sgls") || !strcmp(what, "shutdowns") ||
+	    !strcmp(what, "zeroes")) {
+		double secs, t0;
+		unsigned n;
+
+		if (!strcmp(what, "shutdowns") && stall_echo(&x, ms)) {
+			printf("absurd shutdowns: the echo did not hold a byte back (%llu came back)\n",
+			       (unsigned long long)x.rx);
+			rc_close(&x);
+			return 2;
+		}
+		t0 = now_s();
+		if (!strcmp(what, "keepalives")) /* CTRL, value 1: each costs no credit */
+			n = flood(&x, IMM(7, 1), x.sgl_addr, x.sgl_key, false, &secs);
+		else if (!strcmp(what, "sgls")) /* the edge granted at the start: we consumed nothing since */
+			n = flood(&x, IMM(4, RC_CREDITS), x.sgl_addr, x.sgl_key, false, &secs);
+		else if (!strcmp(what, "shutdowns"))
+			n = flood(&x, IMM(7, 2), x.sgl_addr, x.sgl_key, false, &secs);
+		else
+			n = flood(&x, IMM(0, 0), x.buf_addr, x.buf_key, true, &secs);
+		reset = rc_wait(&x, 5000, is_gone, 0);
+		printf("absurd %s: %u sent in %.2f s; the gateway %s", what, n, secs,
+		       reset ? "reset the connection" : "kept the connection");
+		if (reset)
+			printf(": reset after %.2f s", now_s() - t0);
+		printf("\n");
+		rc_close(&x);
+		return reset ? 0 : 1;
+	} else if (!strcmp(what, "credits")) {
 		/* we consumed nothing and grant 16: an edge of 40000 is impossible */
 		st = rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(4, 40000), x.sgl_addr, x.sgl_key, 0, 0, ms);
-	} else if (!strcmp(what, "keepalives")) {
-		/* keepalives (CTRL, value 1) back to back for 10 s at most, 16 to a post with the last
-		 * signaled (as fast as this emulated device goes): each costs no credit */
-		struct ibv_send_wr wr[16], *bad;
-		struct timespec t0, t;
-		unsigned n = 0;
-
-		memset(wr, 0, sizeof(wr));
-		for (unsigned i = 0; i < 16; i++) {
-			wr[i].wr_id = 1;
-			wr[i].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-			wr[i].imm_data = IMM(7, 1);
-			wr[i].wr.rdma.remote_addr = x.sgl_addr;
-			wr[i].wr.rdma.rkey = x.sgl_key;
-			wr[i].next = i < 15 ? &wr[i + 1] : NULL;
-		}
-		wr[15].send_flags = IBV_SEND_SIGNALED;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		do {
-			x.send_status = -1;
-			if (ibv_post_send(x.id->qp, wr, &bad))
-				break;
-			rc_wait(&x, 2000, send_done, 0); /* (the reset comes as an error or no completion) */
-			st = x.send_status;
-			n += st == IBV_WC_SUCCESS ? 16 : 0;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while (st == IBV_WC_SUCCESS && !x.gone && t.tv_sec - t0.tv_sec < 10);
-		printf("absurd keepalives: %u sent in %.2f s\n", n,
-		       (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
 		/* an advert of the second entry: length 0xFFFFFFF0 at address 0, credit edge unchanged */
 		uint64_t z = 0;
@@ -881,7 +953,8 @@ int main(int argc, char **argv)
 	if (argc - optind != 2 || bad_pdata(mode, pd, &param)) {
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
 				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
-				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|absurd credits|sgl|keepalives|"
+				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
+				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|"
 				"halfopen N SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
 		return 2;
