@@ -98,6 +98,8 @@ struct ib_cq {
 	uint32_t size;
 	uint32_t reserved; /* control: entries promised to queue pairs on it */
 	uint64_t polled;   /* its worker: completions taken from it so far */
+	uint64_t drains;   /* its worker: polls of it that found fewer completions than asked for (it was
+			    * empty then) */
 	SLIST_ENTRY(ib_cq) link; /* control: on dev->cqs[worker] */
 };
 
@@ -227,9 +229,10 @@ struct ib_conn {
 	bool qp_dead;	    /* an error completion or a DISCONNECTED: post nothing more */
 	int post_err;	    /* a post of its chain failed (-errno): closed at its next progress */
 	bool peer_gone;	    /* DISCONNECT received: the peer reads nothing more */
-	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once the CQs are drained */
+	bool cm_gone;	    /* rdma_cm reported the disconnect; decided once its CQ was drained since */
 	uint64_t cm_gone_polled; /* its CQ's polled count then: what was queued before is taken once
 				  * the CQ's size more are */
+	uint64_t cm_gone_drains; /* its CQ's drains then: what was queued before is taken once it grew */
 	struct xlt_window free_rx; /* the peer's costless messages in the second (IB_FREE_RX_MAX) */
 	bool fin_posted, fin_acked;
 	bool stalled, withheld, want_writable;
@@ -310,7 +313,6 @@ struct ib_worker {
 	uint64_t ka_ns, ka_next;
 	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */
 	bool wake;
-	bool cq_backlog; /* the last CQ sweep stopped before the queues were empty */
 	struct ib_worker_stats st; /* read by control (translate/counter.h) */
 	/* the chain of work requests being built for one connection: posted with one doorbell when
 	 * that connection is done (conn.c post_chain), or when it is full */

@@ -769,6 +769,7 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 	case IB_MSG_DISCONNECTED:
 		c->cm_gone = true;
 		c->cm_gone_polled = c->cq ? c->cq->polled : 0;
+		c->cm_gone_drains = c->cq ? c->cq->drains : 0;
 		work(c);
 		break;
 	default:
@@ -1000,22 +1001,25 @@ static unsigned poll_cqs(struct ib_worker *w)
 	struct ibv_wc wc[CQ_BATCH];
 	unsigned total = 0;
 
-	w->cq_backlog = false;
 	for (unsigned i = 0; i < w->n_cqs; i++) {
-		int n = 0;
+		struct ib_cq *cq = w->cqs[i];
+
 		for (unsigned r = 0; r < CQ_ROUNDS; r++) {
-			n = ibv_poll_cq(w->cqs[i]->cq, CQ_BATCH, wc);
-			for (int k = 0; k < n; k++)
-				on_wc(w, &wc[k]);
+			int n = ibv_poll_cq(cq->cq, CQ_BATCH, wc);
+
+			/* counted before the completions are handled: a DISCONNECTED read while handling
+			 * them (on_wc reads the ring) was not before this poll, so it waits for the next */
+			if (n < CQ_BATCH)
+				cq->drains++;
 			if (n > 0) {
 				total += (unsigned)n;
-				w->cqs[i]->polled += (unsigned)n;
+				cq->polled += (unsigned)n;
 			}
+			for (int k = 0; k < n; k++)
+				on_wc(w, &wc[k]);
 			if (n < CQ_BATCH)
 				break;
 		}
-		if (n == CQ_BATCH)
-			w->cq_backlog = true;
 	}
 	return total;
 }
@@ -1101,11 +1105,13 @@ unsigned ib_worker_relay(struct ib_worker *w)
 		n++;
 		if (c->released)
 			continue; /* the flush phase hands it back */
-		/* with a CQ backlog its last messages may still be queued: the flush phase relists it and
-		 * the next round decides; once its CQ gave up as many completions as it holds since the
-		 * disconnect, they were taken, whatever keeps the CQs busy (another connection's flood) */
+		/* its last messages may still be queued in its CQ: decided once a poll of that CQ found it
+		 * empty since the disconnect, or once it gave up as many completions as it holds (a flood
+		 * on the same CQ). Until then the flush phase relists it. Other CQs do not matter: a busy
+		 * one would hold the decision off for as long as its flood lasts. */
 		if (c->cm_gone && c->ws < IB_W_CLOSING &&
-		    (!w->cq_backlog || !c->cq || c->cq->polled - c->cm_gone_polled >= c->cq->size)) {
+		    (!c->cq || c->cq->drains != c->cm_gone_drains ||
+		     c->cq->polled - c->cm_gone_polled >= c->cq->size)) {
 			/* without the peer's SHUTDOWN or DISCONNECT the stream was cut short */
 			c->cm_gone = false;
 			c->qp_dead = true;
@@ -1224,7 +1230,7 @@ unsigned ib_worker_flush(struct ib_worker *w)
 		}
 		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING) ||
 		    (c->ws == IB_W_OPEN && ib_lent_reportable(c) > c->lt_reported))
-			work(c); /* raised after its relay, undecided (CQ backlog), or bytes to report: next round */
+			work(c); /* raised after its relay, undecided (its CQ), or bytes to report: next round */
 	}
 	if (w->wake) {
 		uint64_t one = 1;

@@ -3,7 +3,12 @@
  * is then handed back to the control thread, which frees it. Whatever happens to it meanwhile (here
  * the control thread's DISCONNECTED, as when the peer's DREQ comes) must not put it back on the
  * worker's work list: the relay and flush phases would then walk a connection that the control
- * thread may already have freed. */
+ * thread may already have freed.
+ *
+ * And when a disconnect is decided: rdma_cm's DISCONNECTED waits until the connection's own
+ * completion queue was drained (its peer's last messages may still be queued there), whatever the
+ * worker's other completion queues hold. The queues here are stand-ins whose poll_cq the test
+ * answers (ibv_poll_cq calls the context's). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,10 +117,105 @@ static void test_retired_stays_off_the_work_list(void **state)
 	free(c);
 }
 
+/* ---- disconnects and completion queues ---- */
+
+static struct ib_cq busy_cq, quiet_cq, *cq_table[4];
+
+/* The busy queue always has a full batch: completions of a connection that is gone (slot 3 holds
+ * none), as a flood of another tenant's would keep it; the quiet one has nothing. */
+static int fake_poll(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	if (cq != busy_cq.cq)
+		return 0;
+	for (int i = 0; i < num; i++)
+		wc[i] = (struct ibv_wc){
+		    .wr_id = (uint64_t)IB_WR_RECV << IB_WR_KIND_SHIFT | (uint64_t)3 << IB_WR_SLOT_SHIFT,
+		    .status = IBV_WC_SUCCESS};
+	return num;
+}
+
+static struct ibv_context fake_ctx = {.ops = {.poll_cq = fake_poll}};
+static struct ibv_cq busy_ibv = {.context = &fake_ctx}, quiet_ibv = {.context = &fake_ctx};
+
+/* A connection adopted on CQ, whose peer rdma_cm then reports gone (DISCONNECTED, as for a DREQ with
+ * nothing before it), beside a worker whose busy CQ already has a flood on it. */
+static struct ib_conn *vanished(struct ib_cq *cq, uint32_t cq_size)
+{
+	struct ib_conn *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	busy_cq = (struct ib_cq){.cq = &busy_ibv, .size = 1024};
+	quiet_cq = (struct ib_cq){.cq = &quiet_ibv, .size = 1024};
+	cq->size = cq_size;
+	w.cqs = cq_table;
+	w.max_cqs = 4;
+	w.cqs[w.n_cqs++] = &busy_cq; /* the flood's connection came first */
+	c->slot = 1;
+	c->gen = 1;
+	c->w = &w;
+	c->cq = cq;
+	msg(IB_MSG_ADOPT, c);
+	msg(IB_MSG_DISCONNECTED, c);
+	return c;
+}
+
+static void decided_and_handed_back(struct ib_conn *c)
+{
+	struct ib_msg m;
+
+	assert_int_equal(c->ws, IB_W_CLOSING);
+	assert_false(c->cm_gone);
+	ib_worker_flush(&w); /* no session: retired, and handed back (nothing to linger for) */
+	assert_int_equal(rte_ring_sc_dequeue_elem(w.out, &m, sizeof(m)), 0);
+	assert_int_equal(m.type, IB_MSG_RELEASE);
+	assert_ptr_equal(m.conn, c);
+	free(c);
+}
+
+/* Its own CQ quiet, another busy: one poll finds its CQ empty, so nothing of its peer's is left to
+ * come, and the disconnect is decided in that round. (It waited for every CQ of the worker to be
+ * drained in one sweep: for as long as the other tenant's flood lasted.) */
+static void test_disconnect_beside_a_busy_cq(void **state)
+{
+	struct ib_conn *c = vanished(&quiet_cq, 1024);
+
+	(void)state;
+	ib_worker_poll(&w, 10, 0);
+	assert_int_equal(w.n_cqs, 2);
+	assert_true(busy_cq.polled > 0);
+	ib_worker_relay(&w);
+	decided_and_handed_back(c);
+}
+
+/* Its own CQ the busy one: never drained, but once it gave up as many completions as it holds, what
+ * was queued before the disconnect was taken. Not before: the first round takes fewer. */
+static void test_disconnect_on_a_busy_cq(void **state)
+{
+	struct ib_conn *c = vanished(&busy_cq, 256);
+
+	(void)state;
+	ib_worker_poll(&w, 10, 0); /* (the first batches a round takes: fewer than 256) */
+	ib_worker_relay(&w);
+	assert_int_equal(c->ws, IB_W_ACCEPTING);
+	assert_true(c->cm_gone);
+	ib_worker_flush(&w);
+	assert_true(c->listed); /* undecided: the next round looks again */
+	for (int i = 0; i < 8 && c->ws == IB_W_ACCEPTING; i++) {
+		ib_worker_poll(&w, 20 + (uint64_t)i, 0);
+		ib_worker_relay(&w);
+		if (c->ws == IB_W_ACCEPTING)
+			ib_worker_flush(&w);
+	}
+	assert_true(busy_cq.polled >= 256);
+	decided_and_handed_back(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_retired_stays_off_the_work_list, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_beside_a_busy_cq, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_on_a_busy_cq, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
