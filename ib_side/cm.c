@@ -13,11 +13,13 @@
  *  - Resources before admission: admission RESERVES the session slots (route and gateway) at the
  *    request, before any memory is pinned for it, so half-open connections count against
  *    max_sessions and therefore against the memory budget. A connection not established within
- *    IB_ACCEPT_NS (a peer that never sends its RTU) is failed and counted (half_open); and when a
- *    request finds no slot, the oldest half-open connection gives its slot up (as a SYN queue drops
- *    its oldest entry), so a flood of handshakes that never complete cannot lock legitimate clients
- *    out: theirs complete within a round trip, and would need max_sessions newer requests meanwhile
- *    to be displaced. (A minimum age before displacement was tried: a flood faster than
+ *    IB_ACCEPT_NS (a peer that never sends its RTU) is failed and counted (half_open); a message from
+ *    the peer establishes it too (its RTU may be late or lost: the worker opens it, a session takes
+ *    its slot, and rdma_cm is told, as the RTU would; see opened()); and when a request finds no
+ *    slot, the oldest half-open connection gives its slot up (as a SYN queue drops its oldest
+ *    entry), so a flood of handshakes that never complete cannot lock legitimate clients out: theirs
+ *    complete within a round trip, and would need max_sessions newer requests meanwhile to be
+ *    displaced. (A minimum age before displacement was tried: a flood faster than
  *    max_sessions per that age then kept every slot young and every other request out.)
  *  - Connecting (for routes to ib:HOST:PORT): the worker takes a ready connection object (a spare,
  *    since it must not allocate) and asks for the open; address and route resolution, the queue pair
@@ -241,6 +243,31 @@ static void unreserve(struct ib_ctl *ctl, struct ib_conn *c)
 {
 	if (atomic_exchange_explicit(&c->reserved, false, memory_order_acq_rel))
 		ctl->hooks->unadmit(ctl->hooks->arg, c->route);
+}
+
+/* Passive C carried a message before rdma_cm said it was established, and the worker opened it: its
+ * peer moved its queue pair on our accept and sends, but our CM has not seen its RTU (late, or lost:
+ * the REP is sent again only after seconds, and a CM that never hears an RTU may in the end give up
+ * on the connection). It is not half-open any more. rdma_cm is told, as the RTU would: ESTABLISHED
+ * follows (or already came: then this changes nothing). */
+static void opened(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	ho_del(ctl, c);
+	if (c->ct == IB_CT_ACCEPTING)
+		rdma_notify(c->id, IBV_EVENT_COMM_EST); /* (fails only where the CM is past that already) */
+}
+
+/* Takes half-open C's session slot back, to fail it: true when it was still reserved (the slot is
+ * given back); false when the worker took it meanwhile for a session, which only a message of the
+ * peer's can make it do: then C is opened (its IB_MSG_OPENED may still be on its way). */
+static bool ho_reclaim(struct ib_ctl *ctl, struct ib_conn *c)
+{
+	if (atomic_exchange_explicit(&c->reserved, false, memory_order_acq_rel)) {
+		ctl->hooks->unadmit(ctl->hooks->arg, c->route);
+		return true;
+	}
+	opened(ctl, c);
+	return false;
 }
 
 static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
@@ -639,17 +666,18 @@ static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_
 static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 {
 	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr);
-	struct ib_conn *old = NULL;
+	struct ib_conn *old = NULL, *c, *next;
 
 	if (ret != -EBUSY && ret != -ENOSPC)
 		return ret;
-	/* oldest first: the list is in deadline order, which is age order */
-	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old; c = TAILQ_NEXT(c, ho_link))
-		if (c->route == route && atomic_load_explicit(&c->reserved, memory_order_acquire))
-			old = c;
-	for (struct ib_conn *c = TAILQ_FIRST(&ctl->ho); c && !old && ret == -ENOSPC; c = TAILQ_NEXT(c, ho_link))
-		if (atomic_load_explicit(&c->reserved, memory_order_acquire))
-			old = c;
+	/* oldest first: the list is in deadline order, which is age order. Its own route's first, then
+	 * (gateway full) any route's; one a session took meanwhile only leaves the list. */
+	for (int any = 0; any <= (ret == -ENOSPC) && !old; any++)
+		for (c = TAILQ_FIRST(&ctl->ho); c && !old; c = next) {
+			next = TAILQ_NEXT(c, ho_link);
+			if ((any || c->route == route) && ho_reclaim(ctl, c))
+				old = c;
+		}
 	if (!old)
 		return ret;
 	fail_active(ctl, old, -ETIMEDOUT, IB_FAIL_HALF_OPEN);
@@ -1016,6 +1044,8 @@ static void read_messages(struct ib_ctl *ctl)
 			for (unsigned k = 0; k < n; k++) {
 				if (m[k].type == IB_MSG_CONNECT)
 					start_active(ctl, m[k].conn);
+				else if (m[k].type == IB_MSG_OPENED)
+					opened(ctl, m[k].conn);
 				else if (m[k].type == IB_MSG_RELEASE)
 					conn_destroy(ctl, m[k].conn);
 			}
@@ -1058,12 +1088,15 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	for (struct ib_conn *c = LIST_FIRST(&ctl->conns); c; c = LIST_NEXT(c, ct_link))
 		if ((c->ct == IB_CT_RESOLVING || c->ct == IB_CT_CONNECTING) && now_ns >= c->deadline_ns)
 			fail_active(ctl, c, -ETIMEDOUT, IB_FAIL_TIMEOUT);
-	/* half-open connections past their deadline, oldest first (all got the same time) */
+	/* half-open connections past their deadline, oldest first (all got the same time); one a session
+	 * took is not half-open (ho_reclaim takes it off the list) */
 	while (!TAILQ_EMPTY(&ctl->ho) && now_ns >= TAILQ_FIRST(&ctl->ho)->deadline_ns) {
 		struct ib_conn *c = TAILQ_FIRST(&ctl->ho);
 		char a[XLT_IP_STRLEN];
 		uint64_t skipped;
 
+		if (!ho_reclaim(ctl, c))
+			continue;
 		if (xlt_ratelim_ok(&ctl->rl_half_open, ctl->now, LOG_EVERY_NS, &skipped))
 			logf_(ctl, 6,
 			      "ib: connection from %s not established in time, dropped (%" PRIu64

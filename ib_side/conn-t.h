@@ -76,6 +76,8 @@ enum ib_msg_type {
 	IB_MSG_FAILED,	     /* c->w: the connection failed (err) before or while establishing */
 	IB_MSG_DISCONNECTED, /* c->w: rdma_cm says the peer disconnected */
 	IB_MSG_CONNECT,	     /* w->c: start an active open of conn */
+	IB_MSG_OPENED,	     /* w->c: passive conn opened on its peer's first message, before ESTABLISHED
+			      * reached the worker, and a session took it */
 	IB_MSG_RELEASE,	     /* w->c: the worker is done with conn; free it */
 };
 

@@ -732,6 +732,16 @@ static void open_active(struct ib_worker *w, struct ib_conn *c)
 		due(c, IB_EV_READABLE);
 }
 
+static bool send_msg(struct ib_worker *w, enum ib_msg_type type, struct ib_conn *c)
+{
+	struct ib_msg m = {.type = type, .slot = c->slot, .gen = c->gen, .conn = c};
+
+	if (rte_ring_sp_enqueue_elem(w->out, &m, sizeof(m)))
+		return false;
+	w->wake = true;
+	return true;
+}
+
 static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 {
 	struct ib_conn *c;
@@ -876,8 +886,14 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		closing(c, ret, c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
 		return;
 	}
-	if (c->ws == IB_W_ACCEPTING)
+	if (c->ws == IB_W_ACCEPTING) {
 		open_passive(w, c); /* a message proves the connection is up, whatever rdma_cm says later */
+		/* rdma_cm may not know yet (the peer's RTU late or lost): the control thread tells it and
+		 * keeps the connection from its half-open deadline (a full ring leaves that to the deadline,
+		 * which finds the session's slot taken) */
+		if (c->ws == IB_W_OPEN && !c->no_session)
+			send_msg(w, IB_MSG_OPENED, c);
+	}
 	if (c->ws >= IB_W_CLOSING)
 		return;
 	edge = c->tx.edge, eof = c->rx.eof, gone = c->peer_gone;
@@ -1022,16 +1038,6 @@ static unsigned poll_cqs(struct ib_worker *w)
 		}
 	}
 	return total;
-}
-
-static bool send_msg(struct ib_worker *w, enum ib_msg_type type, struct ib_conn *c)
-{
-	struct ib_msg m = {.type = type, .slot = c->slot, .gen = c->gen, .conn = c};
-
-	if (rte_ring_sp_enqueue_elem(w->out, &m, sizeof(m)))
-		return false;
-	w->wake = true;
-	return true;
 }
 
 /* The worker is done with C: the control thread destroys its queue pair and id and frees it. */

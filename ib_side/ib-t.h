@@ -68,8 +68,9 @@ enum ib_fail {
 	IB_FAIL_PROTOCOL,    /* the peer's accept carried bad private data */
 	IB_FAIL_RESOURCES,   /* local resources (memory, queue pair, device) */
 	IB_FAIL_ACCEPT,	     /* accepting failed or the peer vanished before establishment */
-	IB_FAIL_HALF_OPEN,   /* accepted, but the handshake did not complete within IB_ACCEPT_NS, or a
-			      * newer request took its slot while the route or gateway was full */
+	IB_FAIL_HALF_OPEN,   /* accepted, but neither the handshake completed nor a message came within
+			      * IB_ACCEPT_NS, or a newer request took its slot while the route or gateway
+			      * was full */
 	IB_FAIL_COUNT,
 };
 

@@ -59,6 +59,12 @@
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
  *                     exit 0 unless it could not run
+ *   datafirst SECS    valid private data, a queue pair of our own (as halfopen) moved to RTR and RTS on
+ *                     the gateway's accept, but no RTU: rdma_cm at the gateway never hears the handshake
+ *                     end, yet data flows; SECS seconds of 64-byte echoes (4 a second, each checked,
+ *                     each followed by a credit update), then a CTRL DISCONNECT. Must: the connection
+ *                     works throughout (a message establishes it: it is no half-open one to drop at
+ *                     the handshake deadline)
  *   churn N           N connections one after another (connect, established, disconnect); prints the
  *                     rate: "churn: N connections in S s, R connects/s"
  *   hold N SECS       N connections at once, idle for SECS seconds (or until SIGUSR1); prints "held N",
@@ -324,6 +330,7 @@ static int unaccept(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct
 struct rc {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
+	struct ibv_qp *qp;     /* librdmacm's (id->qp), or our own (mode datafirst) */
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	uint8_t *mem;	       /* [0, 32): our target_sgl; [64, 64 + RC_RBUF): receive buffer; then sends */
@@ -335,6 +342,7 @@ struct rc {
 	uint16_t edge;	       /* the gateway's credit edge: its initial credits, then its SGL messages' */
 	uint16_t sent;	       /* DATA messages we sent (counted by the modes that track credits) */
 	uint64_t rx;	       /* DATA bytes the gateway wrote into our buffer */
+	uint16_t rx_msgs;      /* ... in how many messages */
 	int ctrl;	       /* last CTRL value received, -1: none */
 	bool gone;	       /* rdma_cm DISCONNECTED, or a completion error */
 	int send_status;       /* status of the last send completion, -1: none yet */
@@ -379,16 +387,19 @@ static void rc_poll(struct rc *r)
 			}
 			struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
 			uint32_t imm = ntohl(wc[i].imm_data);
-			ibv_post_recv(r->id->qp, &rw, &bad);
-			if (imm >> 29 == 0)
+			ibv_post_recv(r->qp, &rw, &bad);
+			if (imm >> 29 == 0) {
 				r->rx += imm & 0x1FFFFFFF;
-			else if (imm >> 29 == 4)
+				r->rx_msgs++;
+			} else if (imm >> 29 == 4)
 				r->edge = (uint16_t)imm;
 			else if (imm >> 29 == 7 && (imm & 0x1FFFFFFF) != 1)
 				r->ctrl = (int)(imm & 0x1FFFFFFF);
 		}
 	while (!rdma_get_cm_event(r->ch, &ev)) {
-		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+		/* (REJECTED and the errors: a connection whose handshake never completed, mode datafirst) */
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_REJECTED ||
+		    ev->event == RDMA_CM_EVENT_CONNECT_ERROR || ev->event == RDMA_CM_EVENT_UNREACHABLE)
 			r->gone = true;
 		rdma_ack_cm_event(ev);
 	}
@@ -434,7 +445,8 @@ static int rc_event(struct rc *r, enum rdma_cm_event_type want, int ms)
 	if (poll(&pf, 1, ms) <= 0 || rdma_get_cm_event(r->ch, &ev))
 		return -1;
 	got = ev->event;
-	if (got == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data && ev->param.conn.private_data_len >= 40) {
+	if ((got == RDMA_CM_EVENT_ESTABLISHED || got == RDMA_CM_EVENT_CONNECT_RESPONSE) &&
+	    ev->param.conn.private_data && ev->param.conn.private_data_len >= 40) {
 		const uint8_t *pd = ev->param.conn.private_data;
 		r->credits = r->edge = (uint16_t)get_be(pd + 2, 2);
 		r->sgl_addr = get_be(pd + 8, 8);
@@ -497,8 +509,9 @@ static int rc_open(struct rc *r, const char *host, const char *port, int ms)
 	r->mr = ibv_reg_mr(r->id->pd, r->mem, RC_MEM, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!r->mr)
 		goto err;
+	r->qp = r->id->qp;
 	for (int i = 0; i < RC_CREDITS + 8; i++)
-		if (ibv_post_recv(r->id->qp, &rw, &bad))
+		if (ibv_post_recv(r->qp, &rw, &bad))
 			goto err;
 	pd[0] = 1;
 	pd[3] = RC_CREDITS;
@@ -530,7 +543,7 @@ static int rc_write(struct rc *r, enum ibv_wr_opcode opcode, uint32_t imm, uint6
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	r->send_status = -1;
-	if (ibv_post_send(r->id->qp, &wr, &bad))
+	if (ibv_post_send(r->qp, &wr, &bad))
 		return -1;
 	rc_wait(r, ms, send_done, 0);
 	return r->send_status;
@@ -680,7 +693,7 @@ static unsigned flood(struct rc *x, uint32_t imm, uint64_t addr, uint32_t key, b
 		if (credits && (!rc_wait(x, 2000, credits_for, 16) || x->gone))
 			break;
 		x->send_status = -1;
-		if (ibv_post_send(x->id->qp, wr, &bad))
+		if (ibv_post_send(x->qp, wr, &bad))
 			break;
 		rc_wait(x, 2000, sent_or_gone, 0); /* (the reset comes as an error or no completion) */
 		st = x->send_status;
@@ -761,6 +774,126 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 	       reset ? "reset the connection" : "kept the connection");
 	rc_close(&x);
 	return reset ? 0 : 1;
+}
+
+/* Moves QP to STATE with the attributes rdma_cm has for ID (as librdmacm does for its own queue pairs).
+ * 0 or -1. */
+static int qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = {.qp_state = state};
+	int mask;
+
+	if (rdma_init_qp_attr(id, &attr, &mask) || ibv_modify_qp(qp, &attr, mask)) {
+		fprintf(stderr, "ib_badpeer: queue pair to state %d: %s\n", state, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Mode datafirst: a valid rsocket client whose handshake never completes in rdma_cm's eyes (its RTU
+ * lost), though the connection works: a queue pair of its own, moved to RTR and RTS on the gateway's
+ * accept without the RTU, then SECS seconds of 64-byte echoes, one every quarter second, each
+ * checked, and a credit update for each (the gateway's echo takes our credits); then a CTRL
+ * DISCONNECT. 0 when every echo came back intact and the gateway never ended the connection. */
+static int mode_datafirst(const char *host, const char *port, int secs, int ms)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+	struct rdma_conn_param param = {.flow_control = 1, .retry_count = 7, .rnr_retry_count = 7};
+	struct ibv_qp_init_attr qa = {
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 16, .max_recv_wr = RC_CREDITS + 8, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_recv_wr rw = {.wr_id = 9}, *bad;
+	struct ibv_pd *pd;
+	uint8_t pdata[40] = {0};
+	struct rc r;
+	unsigned rounds = 0;
+	uint32_t sent = 0;
+	double t0, end;
+	int st = IBV_WC_SUCCESS;
+	bool ok = true;
+
+	memset(&r, 0, sizeof(r));
+	r.ctrl = -1;
+	r.send_status = -1;
+	if (getaddrinfo(host, port, &hints, &ai))
+		return 2;
+	r.ch = rdma_create_event_channel();
+	if (!r.ch || rdma_create_id(r.ch, &r.id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(r.id, NULL, ai->ai_addr, ms) || rc_event(&r, RDMA_CM_EVENT_ADDR_RESOLVED, ms) ||
+	    rdma_resolve_route(r.id, ms) || rc_event(&r, RDMA_CM_EVENT_ROUTE_RESOLVED, ms)) {
+		fprintf(stderr, "ib_badpeer: cannot resolve %s\n", host);
+		return 2;
+	}
+	pd = ibv_alloc_pd(r.id->verbs);
+	r.cq = pd ? ibv_create_cq(r.id->verbs, 64, NULL, NULL, 0) : NULL;
+	qa.send_cq = qa.recv_cq = r.cq;
+	r.qp = r.cq ? ibv_create_qp(pd, &qa) : NULL;
+	r.mem = aligned_alloc(4096, RC_MEM);
+	if (!r.qp || !r.mem) {
+		perror("ib_badpeer: verbs resources");
+		return 2;
+	}
+	memset(r.mem, 0, RC_MEM);
+	r.mr = ibv_reg_mr(pd, r.mem, RC_MEM, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!r.mr || qp_to(r.id, r.qp, IBV_QPS_INIT))
+		return 2;
+	for (int i = 0; i < RC_CREDITS + 8; i++)
+		if (ibv_post_recv(r.qp, &rw, &bad))
+			return 2;
+	pdata[0] = 1;
+	pdata[3] = RC_CREDITS;
+	put_sge(pdata + 8, (uintptr_t)r.mem, r.mr->rkey, 2);
+	put_sge(pdata + 24, (uintptr_t)rc_rbuf(&r), r.mr->rkey, RC_RBUF);
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.qp_num = r.qp->qp_num;
+	if (rdma_connect(r.id, &param) || rc_event(&r, RDMA_CM_EVENT_CONNECT_RESPONSE, ms)) {
+		fprintf(stderr, "ib_badpeer: datafirst: no accept\n");
+		return 2;
+	}
+	/* what librdmacm does on the accept for its own queue pairs (INIT again: the access rights come
+	 * with the CM's attributes), less the RTU: rdma_establish is never called */
+	if (qp_to(r.id, r.qp, IBV_QPS_INIT) || qp_to(r.id, r.qp, IBV_QPS_RTR) ||
+	    qp_to(r.id, r.qp, IBV_QPS_RTS))
+		return 2;
+	fcntl(r.ch->fd, F_SETFL, fcntl(r.ch->fd, F_GETFL) | O_NONBLOCK);
+	printf("datafirst: accepted; queue pair ready, no RTU sent\n");
+	fflush(stdout);
+	t0 = now_s();
+	end = t0 + secs;
+	while (ok && now_s() < end && sent + 64 <= r.buf_len) { /* (the first half of its ring only) */
+		uint64_t before = r.rx;
+
+		for (uint32_t i = 0; i < 64; i++)
+			rc_sbuf(&r)[i] = (uint8_t)(rounds * 31 + i * 7);
+		st = rc_write(&r, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, 64), r.buf_addr + sent, r.buf_key, 0, 64,
+			      5000);
+		sent += 64;
+		ok = st == IBV_WC_SUCCESS && rc_wait(&r, 5000, rx_at_least, before + 64) && !r.gone &&
+		     r.rx == before + 64 && !memcmp(rc_rbuf(&r) + before, rc_sbuf(&r), 64) && r.ctrl < 0;
+		/* consumed: the gateway may send as many messages again */
+		if (ok)
+			st = rc_write(&r, IBV_WR_RDMA_WRITE_WITH_IMM,
+				      IMM(4, (uint16_t)(r.rx_msgs + RC_CREDITS)), r.sgl_addr, r.sgl_key, 0, 0,
+				      5000);
+		ok = ok && st == IBV_WC_SUCCESS;
+		rounds += ok;
+		for (double t = now_s() + 0.25; ok && now_s() < t;) {
+			rc_poll(&r);
+			ok = !r.gone && r.ctrl < 0;
+			usleep(1000);
+		}
+	}
+	printf("datafirst: %u echoes of 64 bytes in %.1f s, %s\n", rounds, now_s() - t0,
+	       ok ? "all intact, the connection kept"
+		  : r.gone || r.ctrl >= 0 ? "then the gateway ended the connection" : "then an echo failed");
+	if (ok) { /* an orderly end: CTRL DISCONNECT, as rsocket's close; the gateway hangs up then */
+		rc_write(&r, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(7, 0), r.sgl_addr, r.sgl_key, 0, 0, 5000);
+		rc_wait(&r, 1000, is_gone, 0);
+	}
+	fflush(stdout);
+	freeaddrinfo(ai);
+	_exit(ok ? 0 : 1); /* the kernel tears the id and queue pair down */
 }
 
 static volatile sig_atomic_t hold_stop;
@@ -944,6 +1077,8 @@ int main(int argc, char **argv)
 		return mode_absurd(argv[optind], port, argv[optind + 2], ms);
 	if (!strcmp(mode, "halfopen") && argc - optind == 4)
 		return mode_halfopen(argv[optind], port, atoi(argv[optind + 2]), atoi(argv[optind + 3]), ms);
+	if (!strcmp(mode, "datafirst") && argc - optind == 3)
+		return mode_datafirst(argv[optind], port, atoi(argv[optind + 2]), ms);
 	if (!strcmp(mode, "churn") && argc - optind == 3)
 		return mode_churn(argv[optind], port, atoi(argv[optind + 2]), ms);
 	if (!strcmp(mode, "hold") && argc - optind == 4)
@@ -955,7 +1090,7 @@ int main(int argc, char **argv)
 				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
 				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
 				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|"
-				"halfopen N SECS|churn N|hold N SECS\n"
+				"halfopen N SECS|datafirst SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
 		return 2;
 	}

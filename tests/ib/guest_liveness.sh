@@ -1,0 +1,67 @@
+#!/bin/bash
+# In-VM half of tests/ib/test_ib_liveness.sh: connections that rdma_cm calls something else than they
+# are (tests/tools/ib_badpeer.c mode datafirst), beside an idle stock rsocket connection (rs_peer).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/ib/guest_lib.sh
+trap 'gw_cleanup; for p in ${IDLE:-} ${DF:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+IB=$IB_ADDR_A
+ib_gw_start "[ib]
+bind = $IB
+keepalive = 200ms
+[route echo]
+listen = ib:7471
+connect = echo
+max_sessions = 32
+[route discard]
+listen = ib:7472
+connect = discard
+max_sessions = 8"
+
+closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
+# waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
+m_is() {
+	local i
+	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
+	return 1
+}
+check_m() {
+	m_is "$1" "$2"
+	check "[ $? = 0 ]" "$3 (saw $SEEN)"
+}
+
+# a stock rsocket connection, idle throughout: the gateway's keepalives (every 200 ms) are answered
+$TOOLS/rs_peer -t 120 -p 7471 "$IB" idle 1 100 >/tmp/idle.out 2>&1 &
+IDLE=$!
+check_m ibgw_ib_connections_active 1 "an idle rsocket connection held"
+
+# ---- (a) data before rdma_cm's ESTABLISHED: the peer's RTU never comes (lost, say: the REP is sent
+# again only after seconds), its queue pair is ready and it sends at once. Its first message opens the
+# connection and a session takes it; it is no half-open connection for the 5 s deadline to fail ----
+ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}') ok0=$(closed ok)
+$TOOLS/ib_badpeer -p 7471 -t 30000 "$IB" datafirst 8 >/tmp/df.out 2>&1 &
+DF=$!
+sleep 3
+hoN=$(m ibgw_ib_connections_half_open) actN=$(m ibgw_ib_connections_active)
+wait $DF
+rc=$?
+DF=
+check "[ $rc = 0 ]" "(a) 8 s of echoes on a connection whose RTU never came: $(tail -1 /tmp/df.out)"
+check "[ $hoN = 0 ] && [ $actN = 2 ]" "(a) not half-open once its data came ($hoN half-open of $actN connections at 3 s)"
+check "[ \$(m 'ibgw_ib_connections_failed_total{reason=\"half_open\"}') = $ho0 ]" "(a) never failed as half_open"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="ok"}' "$((ok0 + 1))" \
+	"(a) ended in order by its DISCONNECT (closed ok)"
+check_m ibgw_ib_connections_active 1 "(a) only the idle connection left"
+
+# ---- still serving, and the idle connection was never dropped ----
+out=$($TOOLS/rs_peer -t 60 -p 7471 "$IB" echo 1M 2>&1)
+check "echo \"\$out\" | grep -q '^ok '" "still serving (echo 1M)"
+check "[ \$(closed keepalive) = 0 ] && [ \$(m 'ibgw_ib_keepalives_total{worker=\"0\",dir=\"tx\"}') -gt 0 ]" \
+	"the idle connection: keepalives sent, none unanswered"
+kill -USR1 $IDLE
+wait $IDLE
+rc=$?
+IDLE=
+check "[ $rc = 0 ]" "the idle rsocket connection held to the end ($(tail -1 /tmp/idle.out))"
+check "kill -0 $GW_PID" "ibgwd alive"
+ib_done

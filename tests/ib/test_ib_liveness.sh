@@ -1,0 +1,15 @@
+#!/bin/bash
+# IB peers whose connections are alive or dead in ways rdma_cm does not tell, in the soft-RoCE VM (loop
+# topology), with [ib] keepalive 200ms and a stock rsocket connection held idle throughout (kept): (a)
+# a peer whose RTU never reaches the gateway but which sends at once (ib_badpeer datafirst: its own
+# queue pair, moved to RTS on the accept): its data establishes the connection, which works past the
+# handshake deadline and is never counted half-open. Then the gateway still serves, the idle
+# connection ends in order, ibgwd drains cleanly (ASan). In-VM half: tests/ib/guest_liveness.sh.
+# timeout: 300
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/vm_test.sh
+export IBGW_VM_ASAN=1
+VM_TEST_NEEDS='build/release/tools/rs_peer build/release/tools/ib_badpeer build/release/ibgwd build/asan/ibgwd' \
+	VM_DPDK_PMDS='mempool_ring' \
+	vm_test "IB connections alive or dead behind rdma_cm's back" -T loop -t 240 -f tests/ib/guest_liveness.sh
