@@ -168,7 +168,7 @@ static const struct conf_key conf_keys[] = {
 	{I(inline_size), .type = T_UINT, .min = 0, .max = 1024, .def = "64", .doc = "max inline send data"},
 	{I(keepalive_ms), .key = "keepalive", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 3600 * 1000, .def = "0",
-	 .doc = "rsocket keepalive interval (0 = off, else at least 100ms); a peer that leaves one unanswered for 3 intervals is dropped (and one that sends more than 100 a second of keepalives or other messages that cost it nothing, as a flood)"},
+	 .doc = "rsocket keepalive interval (0 = off, else at least 100ms); a peer that leaves one unanswered for 3 intervals, or takes none of the messages sent to it that long (its receive queue left empty), is dropped (and one that sends more than 100 a second of keepalives or other messages that cost it nothing, as a flood)"},
 
 	/* [eth] */
 	{E(vdev), .type = T_VDEV, .def = "",

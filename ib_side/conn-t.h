@@ -253,6 +253,7 @@ struct ib_conn {
 	struct ib_tx tx;
 	uint64_t last_tx_ns;
 	uint64_t ka_sent_ns; /* when the keepalive in flight was posted (0: none) */
+	uint64_t tx_wait_ns; /* since when sends are in flight and none completed (0: none in flight) */
 	uint64_t stall_since, withheld_since;
 	uint32_t n_stalls;  /* this connection's credit stalls and their time, ended episodes (access log) */
 	uint64_t stall_ns;

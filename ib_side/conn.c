@@ -195,6 +195,8 @@ static int post_chain(struct ib_conn *c)
 		return -ret;
 	}
 	c->last_tx_ns = w->now;
+	if (!c->tx_wait_ns)
+		c->tx_wait_ns = w->now ? w->now : 1;
 	return 0;
 }
 
@@ -960,7 +962,6 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc *wc, enum ib_wr_kind kind,
 		    uint32_t len)
 {
-	(void)w;
 	if (kind == IB_WR_DATA) {
 		ib_tx_done(&c->tx, len);
 		ib_lent_done(c); /* (a flushed write too: the device is done with its memory) */
@@ -974,6 +975,8 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		c->fin_acked = true;
 	if (kind == IB_WR_KEEPALIVE)
 		c->ka_sent_ns = 0;
+	/* the peer takes our messages: what is still in flight waits from now */
+	c->tx_wait_ns = c->ctrl_used || c->tx.wrs ? (w->now ? w->now : 1) : 0;
 	if (kind == IB_WR_DATA && c->want_writable && c->ws == IB_W_OPEN) {
 		c->want_writable = false;
 		due(c, IB_EV_WRITABLE);
@@ -1160,8 +1163,13 @@ static void keepalive(struct ib_worker *w)
 	for (struct ib_conn *c = LIST_FIRST(&w->live); c; c = LIST_NEXT(c, live_link)) {
 		if (c->ws != IB_W_OPEN || c->qp_dead)
 			continue;
-		if (c->ka_sent_ns && w->now - c->ka_sent_ns >= IB_KA_DEAD * w->ka_ns) {
-			/* completions come in order: whatever was posted before it is stuck as well */
+		/* A keepalive left unanswered; or sends in flight and none completing: a peer that takes
+		 * none of our messages (its receive queue left empty: each waits in RNR, retried for
+		 * ever) holds every control slot soon, and the keepalive is never posted. Completions
+		 * come in order: whatever was posted before is stuck as well. */
+		if ((c->ka_sent_ns && w->now - c->ka_sent_ns >= IB_KA_DEAD * w->ka_ns) ||
+		    (c->tx_wait_ns && (c->ctrl_used || c->tx.wrs) &&
+		     w->now - c->tx_wait_ns >= IB_KA_DEAD * w->ka_ns)) {
 			c->qp_dead = true;
 			closing(c, -ETIMEDOUT, IB_CLOSE_KEEPALIVE);
 			continue;

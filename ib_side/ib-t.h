@@ -81,7 +81,8 @@ enum ib_close {
 	IB_CLOSE_PROTOCOL, /* the peer broke the protocol */
 	IB_CLOSE_ABORTED,  /* aborted by the gateway */
 	IB_CLOSE_ERROR,	   /* a completion error (transport retries exhausted, ...) */
-	IB_CLOSE_KEEPALIVE, /* a keepalive went unacknowledged for IB_KA_DEAD intervals: the peer is gone */
+	IB_CLOSE_KEEPALIVE, /* a keepalive, or whatever else was in flight, went unacknowledged for
+			     * IB_KA_DEAD intervals: the peer is gone, or takes nothing */
 	IB_CLOSE_ACCESS,    /* the peer wrote outside what it was given (remote access error) */
 	IB_CLOSE_COUNT,
 };

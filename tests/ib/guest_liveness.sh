@@ -1,6 +1,6 @@
 #!/bin/bash
 # In-VM half of tests/ib/test_ib_liveness.sh: connections that rdma_cm calls something else than they
-# are (tests/tools/ib_badpeer.c mode datafirst), beside an idle stock rsocket connection (rs_peer).
+# are (tests/tools/ib_badpeer.c modes datafirst, rnr), beside an idle stock rsocket connection (rs_peer).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
@@ -53,15 +53,27 @@ check_m 'ibgw_ib_connections_closed_total{worker="0",reason="ok"}' "$((ok0 + 1))
 	"(a) ended in order by its DISCONNECT (closed ok)"
 check_m ibgw_ib_connections_active 1 "(a) only the idle connection left"
 
+# ---- (b) a peer that takes none of our messages: it posts no receive, so each waits in RNR, retried
+# for ever (rsocket's rnr_retry 7). It sends to the discard route what makes the gateway owe it a
+# credit update, a buffer advert and (its SHUTDOWN) the route's end of stream: with the advert of the
+# start, every control slot is stuck, so no keepalive can be posted. Judged by its oldest message
+# in flight, unacknowledged for 3 keepalive intervals (600 ms): dropped as keepalive ----
+k0=$(closed keepalive)
+out=$($TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" rnr 10 2>&1)
+rc=$?
+cs=$(echo "$out" | sed -n 's/.*reset after \([0-9]*\)\.\([0-9][0-9]\) s.*/\1\2/p') # centiseconds
+check "[ $rc = 0 ] && [ -n \"$cs\" ] && [ $cs -le 200 ]" "(b) dropped within 2 s: $(echo "$out" | tr '\n' ' ')"
+check_m 'ibgw_ib_connections_closed_total{worker="0",reason="keepalive"}' "$((k0 + 1))" "(b) closed as keepalive"
+check_m ibgw_ib_connections_active 1 "(b) only the idle connection left"
+
 # ---- still serving, and the idle connection was never dropped ----
 out=$($TOOLS/rs_peer -t 60 -p 7471 "$IB" echo 1M 2>&1)
 check "echo \"\$out\" | grep -q '^ok '" "still serving (echo 1M)"
-check "[ \$(closed keepalive) = 0 ] && [ \$(m 'ibgw_ib_keepalives_total{worker=\"0\",dir=\"tx\"}') -gt 0 ]" \
-	"the idle connection: keepalives sent, none unanswered"
+check "[ \$(m 'ibgw_ib_keepalives_total{worker=\"0\",dir=\"tx\"}') -gt 0 ]" "keepalives sent (the idle connection's)"
 kill -USR1 $IDLE
 wait $IDLE
 rc=$?
 IDLE=
-check "[ $rc = 0 ]" "the idle rsocket connection held to the end ($(tail -1 /tmp/idle.out))"
+check "[ $rc = 0 ]" "the idle rsocket connection held to the end, never dropped ($(tail -1 /tmp/idle.out))"
 check "kill -0 $GW_PID" "ibgwd alive"
 ib_done

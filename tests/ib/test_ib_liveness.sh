@@ -3,8 +3,10 @@
 # topology), with [ib] keepalive 200ms and a stock rsocket connection held idle throughout (kept): (a)
 # a peer whose RTU never reaches the gateway but which sends at once (ib_badpeer datafirst: its own
 # queue pair, moved to RTS on the accept): its data establishes the connection, which works past the
-# handshake deadline and is never counted half-open. Then the gateway still serves, the idle
-# connection ends in order, ibgwd drains cleanly (ASan). In-VM half: tests/ib/guest_liveness.sh.
+# handshake deadline and is never counted half-open; (b) a peer that posts no receive (ib_badpeer rnr:
+# the gateway's messages wait in RNR for ever, its control slots all stuck, so no keepalive can go):
+# dropped as keepalive within 2 s. Then the gateway still serves, the idle connection ends in order,
+# ibgwd drains cleanly (ASan). In-VM half: tests/ib/guest_liveness.sh.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."

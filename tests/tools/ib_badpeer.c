@@ -65,6 +65,11 @@
  *                     each followed by a credit update), then a CTRL DISCONNECT. Must: the connection
  *                     works throughout (a message establishes it: it is no half-open one to drop at
  *                     the handshake deadline)
+ *   rnr SECS          a connection that posts no receive (the gateway's messages wait in RNR for ever,
+ *                     as rsocket's rnr_retry says), to a discard route: half the gateway's credits in
+ *                     one-byte messages, the rest of its ring's first half, then SHUTDOWN, which
+ *                     keeps every control slot of the gateway's busy; then waits SECS seconds at most.
+ *                     Must: the gateway ends the connection (keepalive); prints "reset after S s"
  *   churn N           N connections one after another (connect, established, disconnect); prints the
  *                     rate: "churn: N connections in S s, R connects/s"
  *   hold N SECS       N connections at once, idle for SECS seconds (or until SIGUSR1); prints "held N",
@@ -327,6 +332,8 @@ static int unaccept(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct
 #define RC_MEM	   (64 + RC_RBUF + RC_SEND)
 #define IMM(op, v) htonl((uint32_t)(op) << 29 | (v))
 
+static int rc_recvs = RC_CREDITS + 8; /* receives rc_open posts (mode rnr: none) */
+
 struct rc {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
@@ -510,7 +517,7 @@ static int rc_open(struct rc *r, const char *host, const char *port, int ms)
 	if (!r->mr)
 		goto err;
 	r->qp = r->id->qp;
-	for (int i = 0; i < RC_CREDITS + 8; i++)
+	for (int i = 0; i < rc_recvs; i++)
 		if (ibv_post_recv(r->qp, &rw, &bad))
 			goto err;
 	pd[0] = 1;
@@ -896,6 +903,67 @@ static int mode_datafirst(const char *host, const char *port, int secs, int ms)
 	_exit(ok ? 0 : 1); /* the kernel tears the id and queue pair down */
 }
 
+/* Mode rnr: a peer that takes none of the gateway's messages (it posts no receive: each is refused
+ * with RNR, retried for ever as rsocket's rnr_retry asks) while it sends: half a receive depth of
+ * one-byte DATA messages (the gateway owes a credit update), the rest of the first half of its ring
+ * (a buffer advert), then CTRL SHUTDOWN (the route's end of stream comes back): with the advert of
+ * the connection's start that makes 4 control messages stuck, all the gateway may have in flight.
+ * Then waits SECS seconds at most for the gateway to end the connection. 0 when it did; prints
+ * "reset after S s" (from the SHUTDOWN). */
+static int mode_rnr(const char *host, const char *port, int secs, int ms)
+{
+	struct ibv_send_wr wr[16], *bad;
+	struct rc x;
+	uint32_t half, n;
+	double t0;
+	bool reset;
+
+	rc_recvs = 0;
+	if (rc_open(&x, host, port, ms))
+		return 2;
+	half = x.buf_len;
+	n = x.credits / 2;
+	if (n + 2 > x.credits || n >= half || half - n > RC_SEND) {
+		printf("rnr: the gateway's ring (%u) or credits (%u) do not fit this test\n", 2 * half,
+		       x.credits);
+		return 2;
+	}
+	memset(rc_sbuf(&x), 'r', RC_SEND);
+	memset(wr, 0, sizeof(wr));
+	for (uint32_t i = 0; i < n; i += 16) {
+		struct ibv_sge sge[16];
+		unsigned k = n - i < 16 ? n - i : 16;
+
+		for (unsigned j = 0; j < k; j++) {
+			sge[j] = (struct ibv_sge){
+			    .addr = (uintptr_t)rc_sbuf(&x), .length = 1, .lkey = x.mr->lkey};
+			wr[j] = (struct ibv_send_wr){.wr_id = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+						     .sg_list = &sge[j], .num_sge = 1, .imm_data = IMM(0, 1),
+						     .next = j + 1 < k ? &wr[j + 1] : NULL};
+			wr[j].wr.rdma.remote_addr = x.buf_addr + i + j;
+			wr[j].wr.rdma.rkey = x.buf_key;
+		}
+		wr[k - 1].send_flags = IBV_SEND_SIGNALED;
+		x.send_status = -1;
+		if (ibv_post_send(x.qp, wr, &bad) || !rc_wait(&x, ms, sent_or_gone, 0) || x.send_status)
+			return 2;
+	}
+	if (rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(0, half - n), x.buf_addr + n, x.buf_key, 0, half - n,
+		     ms) ||
+	    rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(7, 2), x.sgl_addr, x.sgl_key, 0, 0, ms))
+		return 2;
+	t0 = now_s();
+	printf("rnr: %u one-byte messages, %u bytes, SHUTDOWN sent; no receive posted\n", n, half - n);
+	fflush(stdout);
+	reset = rc_wait(&x, secs * 1000, is_gone, 0);
+	printf("rnr: the gateway %s", reset ? "ended the connection" : "kept the connection");
+	if (reset)
+		printf(": reset after %.2f s", now_s() - t0);
+	printf("\n");
+	fflush(stdout);
+	_exit(reset ? 0 : 1); /* the kernel tears the connection down */
+}
+
 static volatile sig_atomic_t hold_stop;
 
 static void on_usr1(int sig)
@@ -1077,6 +1145,8 @@ int main(int argc, char **argv)
 		return mode_absurd(argv[optind], port, argv[optind + 2], ms);
 	if (!strcmp(mode, "halfopen") && argc - optind == 4)
 		return mode_halfopen(argv[optind], port, atoi(argv[optind + 2]), atoi(argv[optind + 3]), ms);
+	if (!strcmp(mode, "rnr") && argc - optind == 3)
+		return mode_rnr(argv[optind], port, atoi(argv[optind + 2]), ms);
 	if (!strcmp(mode, "datafirst") && argc - optind == 3)
 		return mode_datafirst(argv[optind], port, atoi(argv[optind + 2]), ms);
 	if (!strcmp(mode, "churn") && argc - optind == 3)
@@ -1090,7 +1160,7 @@ int main(int argc, char **argv)
 				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
 				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
 				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|"
-				"halfopen N SECS|datafirst SECS|churn N|hold N SECS\n"
+				"halfopen N SECS|datafirst SECS|rnr SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
 		return 2;
 	}
