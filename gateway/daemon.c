@@ -199,13 +199,15 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	}
 	if (gw_alog_reload_prepare(d, c)) /* a new access log target must open before anything changes */
 		goto err;
+	if (gw_routes_prepare(d, c)) /* (says why) */
+		goto err;
+	/* (with the new routes' backends: see gw_routes_commit below) */
 	live = gw_live_make(d, c);
 	if (!live) {
+		gw_routes_abort(d);
 		GW_ERR("reload: out of memory");
 		goto err;
 	}
-	if (gw_routes_apply(d, c)) /* (says why) */
-		goto err;
 	/* 2. the commit: nothing below fails */
 	d->restart_pending = diff_and_report(d, d->conf, c);
 	/* the restart-only values keep their running ones so what runs and what is shown agree */
@@ -219,7 +221,11 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	c->eth = d->conf->eth;
 	gw_log_set_level(c->gateway.log_level);
 	gw_alog_reload_commit(d);
+	/* the snapshot with the new backends first: once the old routes are retired, a connection their
+	 * listener takes goes to the successor, whose pool must find its backends usable (it found none
+	 * until gw_backends_publish below: reset, connect_failed) */
 	gw_live_publish(d, live);
+	gw_routes_commit(d);
 	conf_free(d->conf);
 		d->conf = c;
 	gw_backends_publish(d); /* the pools' new backends, in a snapshot of the new values */

@@ -99,6 +99,11 @@ struct gw_route {
 	/* any thread: atomic read-modify-writes */
 	_Atomic uint32_t refs;
 	_Atomic uint32_t active;                      /* admitted sessions */
+	/* the admitted sessions of every version of the route (the objects of its name a reload changed
+	 * and the ones still running sessions): what max_sessions is checked against, so that a reload
+	 * that changes the route (or lowers its limit) does not start it from 0. Shared by those objects;
+	 * made, shared and freed by the control thread (route_table.c) */
+	struct gw_route_share *share;
 	_Atomic uint64_t rejected[3];                 /* by enum gw_reject */
 	_Atomic uint64_t proxy_errors[GW_PP_REASONS]; /* accept_proxy connections reset for their header,
 	                                               * by reason (proxy.c) */
@@ -111,8 +116,14 @@ struct gw_route {
 	_Atomic bool removed;
 	/* a removed route that a reload replaced by one of the same name and listener: that one
 	 * (referenced), so a connection its listener accepts before it learns of the reload is admitted
-	 * under the new config instead of being refused. Written by control before `removed`. */
-	struct gw_route *successor;
+	 * under the new config instead of being refused. Written by control (release: first before
+	 * `removed`, then each time a later reload replaces the route it names, so that it always names
+	 * the newest: a chain of versions would keep every one of them while the oldest has a session),
+	 * read by anyone (acquire). */
+	_Atomic(struct gw_route *) successor;
+	/* control thread: the live epoch after which no worker can still be reading it through another
+	 * route's successor (0: none pointed at it) */
+	uint64_t unlinked_epoch;
 	LIST_ENTRY(gw_route) removed_link; /* d->removed_routes; control thread */
 	uint64_t added_ns; /* control thread: when a reload added it (0: it came with the start) */
 	struct gw_pool *pool;	       /* backend.c: tcp:/ib: destinations; NULL for echo/discard */
@@ -122,6 +133,11 @@ struct gw_route {
 	struct xlt_route_stats past;
 	uint64_t past_proxy_errors[GW_PP_REASONS];
 	struct gw_route_wstats st[GW_MAX_WORKERS]; /* st[i]: worker i's */
+};
+
+struct gw_route_share {
+	_Atomic uint32_t active; /* any thread: atomic read-modify-writes */
+	unsigned users;          /* control thread: route objects sharing it */
 };
 
 enum gw_reject {
@@ -375,6 +391,13 @@ void gw_extmem_metrics(struct gw_daemon *d, struct gw_metrics *m);
  * gw_routes_free (control, workers stopped): frees them all. gw_routes_metrics (control): the per-route
  * families of /metrics, one sample per route name. */
 int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
+/* gw_routes_apply in two steps, for a reload that publishes between them (control): _prepare makes
+ * the new route objects and backends (0, or -ENOSPC / -ENOMEM with nothing changed); then either
+ * _commit, which installs them and retires the old routes (workers follow them to their successors
+ * from then on, so the new backends must be in a published snapshot first), or _abort. */
+int gw_routes_prepare(struct gw_daemon *d, const struct conf *c);
+void gw_routes_commit(struct gw_daemon *d);
+void gw_routes_abort(struct gw_daemon *d);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);
 void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m);

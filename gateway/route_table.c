@@ -36,10 +36,16 @@ void gw_route_put(struct gw_route *r)
 
 struct gw_route *gw_route_current(struct gw_route *r)
 {
-	while (atomic_load_explicit(&r->removed, memory_order_acquire) && r->successor)
-		r = r->successor;
+	struct gw_route *s;
+
+	while (atomic_load_explicit(&r->removed, memory_order_acquire) &&
+	       (s = atomic_load_explicit(&r->successor, memory_order_acquire)))
+		r = s;
 	return r;
 }
+
+static void route_free(struct gw_route *r);
+static int route_share(struct gw_daemon *d, struct gw_route *r);
 
 static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *c)
 {
@@ -53,8 +59,8 @@ static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *
 	r->refs = 1; /* the route table's */
 	if (atomic_load_explicit(&d->state, memory_order_relaxed) == GW_SERVING)
 		r->added_ns = gw_now_ns(); /* a reload's: its listeners open within the workers' next round */
-	if (c->n_backends && !(r->pool = gw_pool_create(d, c))) {
-		free(r);
+	if (route_share(d, r) || (c->n_backends && !(r->pool = gw_pool_create(d, c)))) {
+		route_free(r);
 		return NULL;
 	}
 	return r;
@@ -62,8 +68,28 @@ static struct gw_route *route_new(struct gw_daemon *d, const struct conf_route *
 
 static void route_free(struct gw_route *r)
 {
+	if (r->share && !--r->share->users)
+		free(r->share);
 	gw_pool_destroy(r->pool);
 	free(r);
+}
+
+/* The admission count R's versions share (gw_route.share): that of a route of its name still in the
+ * table or running sessions, else a new one. 0 or -ENOMEM. */
+static int route_share(struct gw_daemon *d, struct gw_route *r)
+{
+	struct gw_route *o;
+
+	for (unsigned i = 0; i < d->n_routes && !r->share; i++)
+		if (!strcmp(d->routes[i]->conf.name, r->conf.name))
+			r->share = d->routes[i]->share;
+	LIST_FOREACH(o, &d->removed_routes, removed_link)
+		if (!r->share && !strcmp(o->conf.name, r->conf.name))
+			r->share = o->share;
+	if (!r->share && !(r->share = calloc(1, sizeof(*r->share))))
+		return -ENOMEM;
+	r->share->users++;
+	return 0;
 }
 
 static void route_retire(struct gw_daemon *d, struct gw_route *r)
@@ -73,12 +99,20 @@ static void route_retire(struct gw_daemon *d, struct gw_route *r)
 	gw_route_put(r); /* the table's reference */
 }
 
-int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
-{
+/* A reload's new table between gw_routes_prepare and gw_routes_commit (control thread only). */
+static struct {
 	struct gw_route *next[CONF_MAX_ROUTES];
-	bool kept[CONF_MAX_ROUTES] = {false}, fresh[CONF_MAX_ROUTES] = {false};
+	bool kept[CONF_MAX_ROUTES], fresh[CONF_MAX_ROUTES];
+	unsigned n;
+} pend;
+
+int gw_routes_prepare(struct gw_daemon *d, const struct conf *conf)
+{
+	struct gw_route **next = pend.next;
+	bool *kept = pend.kept, *fresh = pend.fresh;
 	unsigned n = conf->n_routes;
 
+	memset(&pend, 0, sizeof(pend));
 	for (unsigned i = 0; i < n; i++) {
 		const struct conf_route *c = &conf->routes[i];
 		next[i] = NULL;
@@ -100,11 +134,31 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 				       c->name, GW_MAX_BACKENDS);
 			else
 				GW_ERR("route %s: out of memory", c->name);
+			memset(&pend, 0, sizeof(pend));
 			return -e;
 		}
 	}
+	pend.n = n;
+	return 0;
+}
+
+void gw_routes_abort(struct gw_daemon *d)
+{
+	(void)d;
+	for (unsigned i = 0; i < pend.n; i++)
+		if (pend.fresh[i])
+			route_free(pend.next[i]);
+	memset(&pend, 0, sizeof(pend));
+}
+
+void gw_routes_commit(struct gw_daemon *d)
+{
+	struct gw_route **next = pend.next;
+	const bool *kept = pend.kept, *fresh = pend.fresh;
+	unsigned n = pend.n;
+
 	for (unsigned j = 0; j < d->n_routes; j++) {
-		struct gw_route *r = d->routes[j];
+		struct gw_route *r = d->routes[j], *o;
 		if (kept[j])
 			continue;
 		for (unsigned i = 0; i < n && !r->successor; i++)
@@ -112,14 +166,32 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 			    next[i]->conf.listen.kind == r->conf.listen.kind &&
 			    next[i]->conf.listen.port == r->conf.listen.port) {
 				gw_route_get(next[i]);
-				r->successor = next[i];
+				atomic_store_explicit(&r->successor, next[i], memory_order_release);
+				/* the older versions that named R name its successor now: R can go once
+				 * its own sessions ended (after the workers' grace, see gw_routes_sweep) */
+				LIST_FOREACH(o, &d->removed_routes, removed_link)
+					if (o->successor == r) {
+						gw_route_get(next[i]);
+						atomic_store_explicit(&o->successor, next[i], memory_order_release);
+						r->unlinked_epoch = d->live_epoch + 1; /* (the reload publishes next) */
+						gw_route_put(r);
+					}
 			}
 		route_retire(d, r);
 	}
 	memcpy(d->routes, next, n * sizeof(next[0]));
 	d->n_routes = n;
 	gw_backends_routes(d);
-	return 0;
+	memset(&pend, 0, sizeof(pend));
+}
+
+int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
+{
+	int ret = gw_routes_prepare(d, conf);
+
+	if (!ret)
+		gw_routes_commit(d);
+	return ret;
 }
 
 bool gw_route_ready(const struct gw_daemon *d, const struct gw_route *r, uint64_t now_ns, char *why,
@@ -214,18 +286,31 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 void gw_routes_sweep(struct gw_daemon *d)
 {
 	struct gw_route *next;
+	uint64_t seen = UINT64_MAX;
+	bool freed;
 
-	for (struct gw_route *r = LIST_FIRST(&d->removed_routes); r; r = next) {
-		next = LIST_NEXT(r, removed_link);
-		if (atomic_load_explicit(&r->refs, memory_order_acquire) == 0) {
-			LIST_REMOVE(r, removed_link);
-			GW_INFO("route %s: last session gone, freed", r->conf.name);
-			route_fold(d, r);
-			if (r->successor)
-				gw_route_put(r->successor);
-			route_free(r);
-		}
+	for (unsigned i = 0; i < d->n_workers; i++) {
+		uint64_t e = atomic_load_explicit(&d->workers[i].qs_epoch, memory_order_acquire);
+		if (e < seen)
+			seen = e;
 	}
+	do { /* (a freed route puts its successor, which may go in the same sweep) */
+		freed = false;
+		for (struct gw_route *r = LIST_FIRST(&d->removed_routes); r; r = next) {
+			next = LIST_NEXT(r, removed_link);
+			/* unreferenced, and no worker still on its way through it from an older version
+			 * (live.c's grace: every worker started a round after the reload that unlinked it) */
+			if (atomic_load_explicit(&r->refs, memory_order_acquire) == 0 && r->unlinked_epoch <= seen) {
+				LIST_REMOVE(r, removed_link);
+				GW_INFO("route %s: last session gone, freed", r->conf.name);
+				route_fold(d, r);
+				if (r->successor)
+					gw_route_put(r->successor);
+				route_free(r);
+				freed = true;
+			}
+		}
+	} while (freed);
 }
 
 void gw_routes_free(struct gw_daemon *d)

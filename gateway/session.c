@@ -47,7 +47,7 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 	else if (atomic_load_explicit(&r->removed, memory_order_acquire) ||
 	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING)
 		why = GW_REJECT_GLOBAL, ret = -ESHUTDOWN;
-	else if (atomic_load_explicit(&r->active, memory_order_relaxed) >= r->conf.max_sessions)
+	else if (atomic_load_explicit(&r->share->active, memory_order_relaxed) >= r->conf.max_sessions)
 		why = GW_REJECT_LIMIT, ret = -EBUSY;
 	else if (atomic_load_explicit(&d->sessions_admitted, memory_order_relaxed) >= max_sessions(d))
 		why = GW_REJECT_GLOBAL, ret = -ENOSPC;
@@ -64,17 +64,18 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 
 	if (ret)
 		return ret;
-	if (atomic_fetch_add_explicit(&r->active, 1, memory_order_relaxed) + 1 > r->conf.max_sessions) {
-		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+	if (atomic_fetch_add_explicit(&r->share->active, 1, memory_order_relaxed) + 1 > r->conf.max_sessions) {
+		atomic_fetch_sub_explicit(&r->share->active, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_LIMIT], 1, memory_order_relaxed);
 		return -EBUSY;
 	}
 	if (atomic_fetch_add_explicit(&d->sessions_admitted, 1, memory_order_relaxed) + 1 > max_sessions(d)) {
 		atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&r->share->active, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->rejected[GW_REJECT_GLOBAL], 1, memory_order_relaxed);
 		return -ENOSPC;
 	}
+	atomic_fetch_add_explicit(&r->active, 1, memory_order_relaxed);
 	gw_route_get(r);
 	return 0;
 }
@@ -82,6 +83,7 @@ int gw_session_admit(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 void gw_session_unadmit(struct gw_daemon *d, struct gw_route *r)
 {
 	atomic_fetch_sub_explicit(&d->sessions_admitted, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&r->share->active, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&r->active, 1, memory_order_relaxed);
 	gw_route_put(r);
 }
