@@ -214,6 +214,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	c->gateway.workers = d->conf->gateway.workers;
 	c->gateway.stats = d->conf->gateway.stats;
 	c->gateway.log_target = d->conf->gateway.log_target;
+	memcpy(c->gateway.user, d->conf->gateway.user, sizeof(c->gateway.user));
+	memcpy(c->gateway.group, d->conf->gateway.group, sizeof(c->gateway.group));
 	c->gateway.max_sessions = live->max_sessions;
 	if (c->gateway.memory_limit > d->cap_memory)
 		c->gateway.memory_limit = d->cap_memory;

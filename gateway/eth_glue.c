@@ -48,6 +48,10 @@ struct glue_worker {
 	alignas(64) struct rte_ring *ctl;
 	struct glue_listener lis[CONF_MAX_ROUTES];
 	unsigned n_lis;
+	/* routes of the batch whose new port found every listener slot taken: opened at COMMIT, once the
+	 * ports the batch no longer names are closed (with the references their messages carried) */
+	struct gw_route *later[CONF_MAX_ROUTES];
+	unsigned n_later;
 	bool drained;
 	uint64_t frames_seen; /* for the worker's rx_packets counter */
 	bool intr;            /* the port wakes the worker by interrupt: see eth_flush */
@@ -214,8 +218,10 @@ static void listening_add(struct gw_route *r, int n)
 	atomic_fetch_add_explicit(&r->listening, (uint32_t)n, memory_order_relaxed);
 }
 
-/* LISTEN R (with a reference the message carried). */
-static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_route *r)
+/* LISTEN R (with a reference the message carried). LATER: a port the engine has no slot for waits
+ * for the COMMIT (a file that moves a route to a new port while every slot is taken: the old port
+ * closes there). */
+static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_route *r, bool later)
 {
 	uint16_t port = r->conf.listen.port;
 	struct glue_listener *l = find(g, port);
@@ -234,6 +240,10 @@ static void apply_listen(struct gw_worker *w, struct glue_worker *g, struct gw_r
 	if (l)
 		listening_add(l->r, -1); /* it goes on under R; before the call, which puts l->r */
 	ret = eth_tcp_listen(w->eth, port, &p, r); /* the listener adopts the reference */
+	if (ret == -ENOSPC && later && g->n_later < CONF_MAX_ROUTES) {
+		g->later[g->n_later++] = r;
+		return;
+	}
 	if (ret) {
 		GW_ERR("route %s: cannot listen on tcp:%u: %s", r->conf.name, port, strerror(-ret));
 		atomic_store_explicit(&r->listen_err, ret, memory_order_relaxed);
@@ -260,6 +270,11 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 		eth_tcp_unlisten(w->eth, g->lis[i].port);
 		g->lis[i] = g->lis[--g->n_lis];
 	}
+	for (unsigned i = 0; i < g->n_later; i++)
+		apply_listen(w, g, g->later[i], false);
+	g->n_later = 0;
+	for (unsigned i = 0; i < g->n_lis; i++)
+		g->lis[i].seen = false; /* (those opened just now) */
 }
 
 /* The fd of the worker's RX queue, armed (eth_port_rx_arm). It announces all the side's work when
@@ -298,7 +313,7 @@ static unsigned eth_rx(struct gw_worker *w, uint64_t now_ns)
 		if (msgs[i] == MSG_COMMIT)
 			apply_commit(w, g);
 		else
-			apply_listen(w, g, msgs[i]);
+			apply_listen(w, g, msgs[i], true);
 	}
 	if (!g->drained && atomic_load_explicit(&w->d->state, memory_order_acquire) >= GW_DRAINING) {
 		for (unsigned i = 0; i < g->n_lis; i++)

@@ -106,15 +106,16 @@ grep -q "$conf:2: workers: expected a number" "$GW_LOG" || fail "reload error wi
 ok "broken reload rejected with FILE:LINE, still serving the old config"
 
 # a good file with one more route applies
-reload_ok() { # $1: the count of good reloads to wait for
+reload_ok() { # SIGHUP, and wait until one more good reload is counted
+	local n=$(($(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}') + 1))
 	kill -HUP "$GW_PID"
-	for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$1" ] && break; sleep 0.1; done
-	[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$1" ] || fail "good reload $1 not counted"
+	for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$n" ] && break; sleep 0.1; done
+	[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="ok"}')" = "$n" ] || fail "good reload $n not counted"
 }
 write_conf "[route diag2]
 listen = tcp:7001
 connect = discard"
-reload_ok 2
+reload_ok
 [ "$(gw_metric "$port" ibgw_routes)" = 2 ] || fail "new route not applied"
 grep -q "route diag2 added" "$GW_LOG" || fail "route addition not logged"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "/health not 200 after a reload adding a tcp route"
@@ -132,7 +133,7 @@ connect = discard
 [route toib]
 listen = ib:7002
 connect = echo"
-	reload_ok 3
+	reload_ok
 	curl -s "http://127.0.0.1:$port/health" >"$tmp/h"
 	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
 	[ "$code" = 503 ] && [ "$(head -n 1 "$tmp/h")" = degraded ] &&
@@ -145,10 +146,50 @@ connect = echo"
 	write_conf "[route diag2]
 listen = tcp:7001
 connect = discard"
-	reload_ok 4
+	reload_ok
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "/health not 200 once the ib: route was removed"
 	ok "the route removed: /health 200 again"
 fi
+
+# a restart-only key the file changed stays pending through later reloads of that file (user and
+# group were put back to the running values only where they differed: the next reload compared the
+# file with itself and said nothing waited)
+cp "$conf" "$tmp/before-user.conf"
+sed -i '/^\[gateway\]/a user = nobody' "$conf"
+reload_ok
+[ "$(gw_metric "$port" ibgw_config_restart_pending)" = 1 ] || fail "user changed: restart_pending not 1"
+reload_ok
+[ "$(gw_metric "$port" ibgw_config_restart_pending)" = 1 ] || fail "user changed, the same file reloaded again: restart_pending $(gw_metric "$port" ibgw_config_restart_pending)"
+cp "$tmp/before-user.conf" "$conf"
+reload_ok
+[ "$(gw_metric "$port" ibgw_config_restart_pending)" = 0 ] || fail "user back as it runs: restart_pending not 0"
+ok "[gateway] user changed: a restart pending through a second reload of the file, none once it is back"
+
+# a file with 256 tcp: routes, the most there may be, that moves one to another port: the new port
+# opens once the old one closed (every listener slot was taken, and it stayed closed: /health 503)
+write_many() { # $1: route m0's port
+	{
+		sed -n '1,/^\[route diag\]/p' "$tmp/before-many.conf" | sed '$d'
+		for k in $(seq 0 255); do
+			printf '[route m%d]\nlisten = tcp:%d\nconnect = echo\nmax_sessions = 1\n' "$k" $((k ? 21000 + k : $1))
+		done
+	} >"$tmp/many.conf"
+	cp "$tmp/many.conf" "$conf"
+}
+cp "$conf" "$tmp/before-many.conf"
+write_many 21000
+reload_ok
+for i in $(seq 30); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break; sleep 0.1; done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "256 routes: /health $(curl -s "http://127.0.0.1:$port/health" | head -3)"
+write_many 31000
+reload_ok
+for i in $(seq 30); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break; sleep 0.1; done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] ||
+	fail "256 routes, one moved to another port: /health $(curl -s "http://127.0.0.1:$port/health" | head -3)"
+gw_echo_check "$ns" 198.18.7.1 31000 10000 10 || fail "route m0 moved to tcp:31000 does not serve"
+ok "256 routes, one moved to another port by a reload (every listener slot taken): it listens there and serves, /health 200"
+cp "$tmp/before-many.conf" "$conf"
+reload_ok
 
 # SIGTERM: drain, exit 0, no DPDK runtime dir left
 pid=$GW_PID
