@@ -263,7 +263,7 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 {
 	for (unsigned i = 0; i < g->n_lis;) {
 		if (g->lis[i].seen) {
-			g->lis[i++].seen = false;
+			i++;
 			continue;
 		}
 		listening_add(g->lis[i].r, -1); /* before unlisten, which may put the last reference */
@@ -274,7 +274,7 @@ static void apply_commit(struct gw_worker *w, struct glue_worker *g)
 		apply_listen(w, g, g->later[i], false);
 	g->n_later = 0;
 	for (unsigned i = 0; i < g->n_lis; i++)
-		g->lis[i].seen = false; /* (those opened just now) */
+		g->lis[i].seen = false; /* for the next batch */
 }
 
 /* The fd of the worker's RX queue, armed (eth_port_rx_arm). It announces all the side's work when

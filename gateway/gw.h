@@ -281,6 +281,9 @@ struct gw_daemon {
 struct gw_live *gw_live_make(const struct gw_daemon *d, const struct conf *c);
 void gw_live_publish(struct gw_daemon *d, struct gw_live *l);
 void gw_live_sweep(struct gw_daemon *d);
+/* Control: the oldest epoch a worker reported (gw_live_enter): what was unlinked before the epoch's
+ * publication, no worker can still be reading (UINT64_MAX without workers). */
+uint64_t gw_live_seen(const struct gw_daemon *d);
 void gw_live_fini(struct gw_daemon *d);
 
 /* Worker, at the top of every round (its quiescent point: it holds no snapshot across it): takes the

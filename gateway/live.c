@@ -46,10 +46,8 @@ void gw_live_publish(struct gw_daemon *d, struct gw_live *l)
 	}
 }
 
-void gw_live_sweep(struct gw_daemon *d)
+uint64_t gw_live_seen(const struct gw_daemon *d)
 {
-	/* (a pointer to the link to unlink through: glibc's sys/queue.h has no SLIST_REMOVE_AFTER) */
-	struct gw_live **pp = &SLIST_FIRST(&d->live_retired);
 	uint64_t seen = UINT64_MAX;
 
 	for (unsigned i = 0; i < d->n_workers; i++) {
@@ -57,6 +55,15 @@ void gw_live_sweep(struct gw_daemon *d)
 		if (e < seen)
 			seen = e;
 	}
+	return seen;
+}
+
+void gw_live_sweep(struct gw_daemon *d)
+{
+	/* (a pointer to the link to unlink through: glibc's sys/queue.h has no SLIST_REMOVE_AFTER) */
+	struct gw_live **pp = &SLIST_FIRST(&d->live_retired);
+	uint64_t seen = gw_live_seen(d);
+
 	while (*pp) {
 		struct gw_live *l = *pp;
 		if (l->retired_epoch <= seen) {

@@ -286,14 +286,9 @@ static void route_fold(struct gw_daemon *d, struct gw_route *r)
 void gw_routes_sweep(struct gw_daemon *d)
 {
 	struct gw_route *next;
-	uint64_t seen = UINT64_MAX;
+	uint64_t seen = gw_live_seen(d);
 	bool freed;
 
-	for (unsigned i = 0; i < d->n_workers; i++) {
-		uint64_t e = atomic_load_explicit(&d->workers[i].qs_epoch, memory_order_acquire);
-		if (e < seen)
-			seen = e;
-	}
 	do { /* (a freed route puts its successor, which may go in the same sweep) */
 		freed = false;
 		for (struct gw_route *r = LIST_FIRST(&d->removed_routes); r; r = next) {
