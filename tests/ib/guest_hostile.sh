@@ -27,7 +27,6 @@ listen = ib:7472
 connect = echo
 max_sessions = 1"
 
-closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
 # closed connections by reason, "access=N error=N reset=N ..." (one scrape)
 closes() {
 	curl -s -m 20 "http://127.0.0.1:$STATS/metrics" |

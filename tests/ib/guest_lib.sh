@@ -3,6 +3,7 @@
 #                           prepended, plus $GW_EXTRA in [gateway]) and starts ibgwd; waits until
 #                           /health answers
 #   m NAME                  one sample of /metrics (0 if absent)
+#   closed REASON           worker 0's IB connections closed for REASON
 #   check COND MSG          counts an ok/FAIL line; summary and exit status come from ib_done
 # ibgwd is the release build, or the ASan+UBSan build where the host half asks for it with
 # IBGW_VM_ASAN=1 (the tests of hostile and failing peers: sanitizers under TCG cost ~1.5-2x CPU, so the
@@ -32,6 +33,8 @@ check() {
 }
 
 m() { gw_metric $STATS "$1"; }
+# worker 0's IB connections closed for REASON (ibgw_ib_connections_closed_total)
+closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
 
 ib_gw_start() {
 	cat >/tmp/ibgw.conf <<CONF

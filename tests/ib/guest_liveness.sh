@@ -18,7 +18,6 @@ listen = ib:7472
 connect = discard
 max_sessions = 8"
 
-closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
 # waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
 m_is() {
 	local i
