@@ -373,9 +373,10 @@ void gw_routes_metrics(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_family(m, "route_ready", XLT_GAUGE,
 	                  "1 while the route can be served (its listener open, on every worker for tcp:, and "
 	                  "the engines of both its sides there), else 0: /health then answers 503 and says why");
+	uint64_t now = gw_now_ns();
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		char why[160];
-		gw_metrics_sample(m, gw_route_ready(d, d->routes[i], gw_now_ns(), why, sizeof(why)), "route",
+		gw_metrics_sample(m, gw_route_ready(d, d->routes[i], now, why, sizeof(why)), "route",
 		                  d->routes[i]->conf.name, NULL);
 	}
 	gw_metrics_family(m, "route_sessions_active", XLT_GAUGE, "sessions of the route now");

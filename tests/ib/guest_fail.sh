@@ -85,7 +85,7 @@ ib_delta() {
 		END { if (!n) printf "none" }')
 	[ -n "$now" ] && [ "$now" = "$want" ] && ! echo "$now" | grep -q '=?'
 }
-# waits (10 s) until sample NAME equals VALUE
+# waits (10 s, polling every 0.1 s: in place of guest_lib.sh's) until sample NAME equals VALUE
 m_is() {
 	local i
 	for i in $(seq 100); do [ "$(m "$1")" = "$2" ] && return 0; sleep 0.1; done

@@ -37,17 +37,6 @@ closed_all() {
 	echo $(($(closes | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); n += kv[2] } } END { print n + 0 }') +
 		$(m 'ibgw_ib_connections_failed_total{reason="accept"}')))
 }
-# waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
-m_is() {
-	local i
-	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
-	return 1
-}
-# check_m NAME VALUE MSG: a check that sample NAME reaches VALUE (about 15 s)
-check_m() {
-	m_is "$1" "$2"
-	check "[ $? = 0 ]" "$3 (saw $SEEN)"
-}
 # resident memory of the verbs queues (queue pair rings, completion queues): mapped from the uverbs device
 vq() { awk '/^[0-9a-f]+-[0-9a-f]+ / {u = /uverbs/} u && /^Rss:/ {s += $2} END {print s * 1024}' /proc/$GW_PID/smaps; }
 rss() { awk '/^VmRSS:/ {print $2 * 1024}' /proc/$GW_PID/status; }

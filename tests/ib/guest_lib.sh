@@ -4,6 +4,8 @@
 #                           /health answers
 #   m NAME                  one sample of /metrics (0 if absent)
 #   closed REASON           worker 0's IB connections closed for REASON
+#   m_is NAME VALUE / check_m NAME VALUE MSG
+#                           wait for a sample's value (about 15 s) / a check of it
 #   check COND MSG          counts an ok/FAIL line; summary and exit status come from ib_done
 # ibgwd is the release build, or the ASan+UBSan build where the host half asks for it with
 # IBGW_VM_ASAN=1 (the tests of hostile and failing peers: sanitizers under TCG cost ~1.5-2x CPU, so the
@@ -35,6 +37,17 @@ check() {
 m() { gw_metric $STATS "$1"; }
 # worker 0's IB connections closed for REASON (ibgw_ib_connections_closed_total)
 closed() { m "ibgw_ib_connections_closed_total{worker=\"0\",reason=\"$1\"}"; }
+# m_is NAME VALUE: waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
+m_is() {
+	local i
+	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
+	return 1
+}
+# check_m NAME VALUE MSG: a check that sample NAME reaches VALUE (about 15 s)
+check_m() {
+	m_is "$1" "$2"
+	check "[ $? = 0 ]" "$3 (saw $SEEN)"
+}
 
 ib_gw_start() {
 	cat >/tmp/ibgw.conf <<CONF

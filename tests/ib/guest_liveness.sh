@@ -18,16 +18,6 @@ listen = ib:7472
 connect = discard
 max_sessions = 8"
 
-# waits (about 15 s) until sample NAME equals VALUE; SEEN: the last value read
-m_is() {
-	local i
-	for i in $(seq 30); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.3; done
-	return 1
-}
-check_m() {
-	m_is "$1" "$2"
-	check "[ $? = 0 ]" "$3 (saw $SEEN)"
-}
 
 # a stock rsocket connection, idle throughout: the gateway's keepalives (every 200 ms) are answered
 $TOOLS/rs_peer -t 120 -p 7471 "$IB" idle 1 100 >/tmp/idle.out 2>&1 &
