@@ -237,7 +237,8 @@ static const struct conf_key conf_keys[] = {
 		"one in brackets (`tcp:[2001:db8::10]:80`, which needs [eth] address6; no zones, no "
 		"link-local); a pool is a comma-separated list of one kind, both families mixed, "
 		"each backend optionally followed by weight=1..100, max=N (its own session limit) and "
-		"state=ready, drain or maint: `tcp:198.18.0.2:80 weight=2, tcp:198.18.0.3:80 max=100`"},
+		"state=ready, drain or maint: `tcp:198.18.0.2:80 weight=2, tcp:198.18.0.3:80 max=100`; the "
+		"key again adds its backends to the pool (a pool longer than a line holds)"},
 	{R(balance), .type = T_BALANCE, .def = "roundrobin",
 	 .doc = "how a pool picks a backend: roundrobin (weighted), leastconn (fewest sessions per weight) or "
 		"source (keyed hash of the client: TCP its address, IPv4 or IPv6, IB its port GID; stable while the usable backends stay the same)"},
@@ -642,8 +643,9 @@ static const char *parse_backend_opt(const char *tok, struct conf_backend *b)
 }
 
 /* connect: one destination, or a pool: comma-separated backends of one kind, each "KIND:HOST:PORT"
- * followed by options. Fills R's connect (the first) and backends. */
-static const char *parse_connect(const char *v, struct conf_route *r, char *msgbuf, size_t len)
+ * followed by options. Fills R's connect (the first) and backends; APPEND (the key again: a pool longer
+ * than a line holds) adds to the backends the route has. */
+static const char *parse_connect(const char *v, struct conf_route *r, char *msgbuf, size_t len, bool append)
 {
 	char buf[CONF_STR_MAX], *entry, *next;
 	const char *e;
@@ -651,9 +653,13 @@ static const char *parse_connect(const char *v, struct conf_route *r, char *msgb
 	if (strlen(v) >= sizeof(buf))
 		return "list too long";
 	snprintf(buf, sizeof(buf), "%s", v);
-	memset(&r->connect, 0, sizeof(r->connect));
-	memset(r->backends, 0, sizeof(r->backends));
-	r->n_backends = 0;
+	if (append && (r->connect.kind == CONF_EP_ECHO || r->connect.kind == CONF_EP_DISCARD))
+		return "echo and discard stand alone (no pool, no options)";
+	if (!append) {
+		memset(&r->connect, 0, sizeof(r->connect));
+		memset(r->backends, 0, sizeof(r->backends));
+		r->n_backends = 0;
+	}
 	for (entry = buf; entry; entry = next) {
 		char *save2 = NULL, *tok;
 		struct conf_backend *b;
@@ -1043,7 +1049,7 @@ static const char *set_value(const struct conf_key *k, void *base, const char *v
 		}
 		return "expected off or v2";
 	case T_CONNECT:
-		e = parse_connect(v, base, msgbuf, len);
+		e = parse_connect(v, base, msgbuf, len, append);
 		if (e) { /* a half-parsed pool would draw follow-up errors about a kind never given */
 			memset(dst, 0, sizeof(struct conf_endpoint));
 			((struct conf_route *)base)->n_backends = 0;
@@ -1243,8 +1249,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	seen = p->sec == SEC_ROUTE ? &p->route_seen[p->route - p->c->routes][k - conf_keys]
 				   : &p->seen[k - conf_keys];
-	/* (a list of networks may go on over several lines: the key again adds to it) */
-	append = *seen && k->type == T_CIDRS;
+	/* (a list of networks or a pool may go on over several lines: the key again adds to it) */
+	append = *seen && (k->type == T_CIDRS || k->type == T_CONNECT);
 	if (*seen && !append) {
 		perr(p, p->lineno, "duplicate key '%s' (first at line %u)", name, *seen);
 		return 1;

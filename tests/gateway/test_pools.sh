@@ -53,9 +53,12 @@ address6 = 2001:db8:7::1/64
 listen = tcp:8001
 connect = $1
 
+# a pool may go on over several connect lines (one line holds about 8 IPv4 backends): the second
+# line's backend is the pool's third, its weights and a reload's state= hold the same
 [route wrr]
 listen = tcp:8002
-connect = tcp:$IP:7001 weight=2, tcp:$IP:7002, tcp:$IP:7003 ${2:-}
+connect = tcp:$IP:7001 weight=2, tcp:$IP:7002
+connect = tcp:$IP:7003 ${2:-}
 
 [route lc]
 listen = tcp:8003

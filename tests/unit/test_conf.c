@@ -607,6 +607,28 @@ static void test_pools(void **state)
 		assert_int_equal(d->routes[0].check_timeout_ms, 300);
 		conf_free(d);
 	}
+	/* a pool longer than a line: the key again adds its backends (16 IPv6 backends with options
+	 * take some 700 characters; the line reader refuses more than 198) */
+	{
+		char text[2048];
+		int n = snprintf(text, sizeof(text), "[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+						     "address6 = 2001:db8::1/64\n[route big]\nlisten = ib:9\n");
+		for (unsigned i = 0; i < CONF_MAX_BACKENDS; i++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "%stcp:[2001:db8::%x]:8080 weight=%u max=1000%s",
+				      i % 4 ? ", " : "connect = ", 0x100 + i, i + 1, i % 4 == 3 ? "\n" : "");
+		struct conf *d = load_str(text, &e);
+		for (unsigned i = 0; i < e.n && i < 32; i++)
+			print_message("unexpected: %s\n", e.msg[i]);
+		assert_non_null(d);
+		assert_int_equal(d->routes[0].n_backends, CONF_MAX_BACKENDS);
+		for (unsigned i = 0; i < CONF_MAX_BACKENDS; i++) {
+			assert_int_equal(d->routes[0].backends[i].weight, i + 1);
+			assert_int_equal(d->routes[0].backends[i].ep.port, 8080);
+			assert_int_equal(d->routes[0].backends[i].ep.addr.b[15], i & 0xff);
+		}
+		assert_memory_equal(&d->routes[0].connect, &d->routes[0].backends[0].ep, sizeof(d->routes[0].connect));
+		conf_free(d);
+	}
 	/* a pool is part of the route: changing it makes a different route for reloads */
 	{
 		struct conf *d = load_str("[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
