@@ -200,8 +200,12 @@ struct conf_route {
 	unsigned line; /* line of the [route NAME] header, for messages */
 };
 
+#define CONF_MAX_KEYS 128 /* keys of the table (conf.c checks it) */
+
 struct conf {
 	char path[CONF_PATH_MAX];
+	unsigned key_line[CONF_MAX_KEYS]; /* the line each [gateway], [ib] and [eth] key was set on (0: its
+					   * default), in the table's order: conf_where() */
 	struct conf_gateway gateway;
 	struct conf_ib ib;
 	struct conf_eth eth;

@@ -319,6 +319,7 @@ static const struct conf_key conf_keys[] = {
 #pragma GCC diagnostic pop
 
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+_Static_assert(N_KEYS <= CONF_MAX_KEYS, "struct conf's key_line[] is too short for the keys");
 
 struct parser {
 	const char *file;
@@ -1496,6 +1497,7 @@ static struct conf *load(const char *name, FILE *in, conf_error_fn err, void *ar
 		errno = EINVAL;
 		goto err;
 	}
+	memcpy(c->key_line, p.seen, sizeof(p.seen));
 	free(p.line);
 	free(p.route_seen);
 	return c;
@@ -1506,6 +1508,26 @@ err:
 	free(c);
 	errno = saved;
 	return NULL;
+}
+
+const char *conf_where(const struct conf *c, const struct conf_route *r, const char *section, const char *key,
+		       char *buf, size_t len)
+{
+	unsigned line = 0;
+
+	if (r) {
+		line = r->line;
+	} else {
+		for (size_t i = 0; i < N_KEYS; i++)
+			if (conf_keys[i].section != SEC_ROUTE && !strcmp(section_names[conf_keys[i].section], section) &&
+			    !strcmp(conf_keys[i].key, key))
+				line = c->key_line[i];
+	}
+	if (line)
+		snprintf(buf, len, "%s:%u", c->path, line);
+	else
+		snprintf(buf, len, "%s", c->path);
+	return buf;
 }
 
 /* The file decides what runs as root (routes, eal_args, the user to become): only its owner may be

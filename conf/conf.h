@@ -79,4 +79,11 @@ bool conf_route_equal(const struct conf_route *a, const struct conf_route *b);
 
 const char *conf_log_level_name(uint32_t level);
 
+/* Where a message about C is: "FILE:LINE" of route R's [route NAME] header where R is given, else of
+ * the line SECTION's KEY was set on, else "FILE" (the key was left at its default), into BUF; returns
+ * BUF. For what is found wrong after the file was read (a reload's checks against the running
+ * gateway, a file that cannot be opened). */
+const char *conf_where(const struct conf *c, const struct conf_route *r, const char *section, const char *key,
+		       char *buf, size_t len);
+
 #endif

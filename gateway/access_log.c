@@ -367,9 +367,16 @@ static int open_no_links(const char *path, int flags, mode_t mode)
 	return open_walk(path, flags, mode);
 }
 
-/* Opens what SPEC names into *T. Returns 0 or -errno (logged). */
-static int target_open(struct target *t, const char *spec)
+/* Opens what SPEC names into *T; C: the file that named it, for the messages (NULL: a reopen). Returns 0
+ * or -errno (logged). */
+static int target_open(struct target *t, const char *spec, const struct conf *c)
 {
+	char where[CONF_PATH_MAX + 24] = "";
+
+	if (c) {
+		conf_where(c, NULL, "gateway", "access_log", where, sizeof(where) - 2);
+		strcat(where, ": ");
+	}
 	*t = (struct target){.kind = TGT_OFF, .fd = -1};
 	snprintf(t->path, sizeof(t->path), "%s", spec);
 	if (!spec[0])
@@ -378,7 +385,7 @@ static int target_open(struct target *t, const char *spec)
 		t->kind = TGT_SYSLOG;
 		t->fd = syslog_connect(sock_of(t)); /* no syslog daemon yet: retried as lines come */
 		if (t->fd == -ENAMETOOLONG) {
-			GW_ERR("access log: %s: socket path too long", spec);
+			GW_ERR("%saccess log: %s: socket path too long", where, spec);
 			return t->fd;
 		}
 		if (t->fd < 0)
@@ -397,7 +404,7 @@ static int target_open(struct target *t, const char *spec)
 	int fd = own ? open(spec, flags, 0640) : open_no_links(spec, flags, 0640);
 	if (fd < 0) {
 		int e = own ? errno : -fd;
-		GW_ERR("access log: cannot open %s: %s", spec,
+		GW_ERR("%saccess log: cannot open %s: %s", where, spec,
 		       e == ELOOP
 		           ? "a component of the path is a symbolic link (name the file by its real path)"
 		           : strerror(e));
@@ -406,7 +413,7 @@ static int target_open(struct target *t, const char *spec)
 	t->fd = fd;
 	struct stat sb;
 	if (fstat(t->fd, &sb) || !(S_ISREG(sb.st_mode) || (own && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))))) {
-		GW_ERR("access log: %s is not a regular file%s", spec, own ? ", a pipe or a terminal" : "");
+		GW_ERR("%saccess log: %s is not a regular file%s", where, spec, own ? ", a pipe or a terminal" : "");
 		close(t->fd);
 		t->fd = -1;
 		return -EINVAL;
@@ -580,7 +587,7 @@ int gw_alog_init(struct gw_daemon *d)
 			return -ENOMEM;
 		memset(d->workers[i].alog, 0, sizeof(struct gw_alog_ring));
 	}
-	if ((ret = target_open(&al.cur, d->conf->gateway.access_log)))
+	if ((ret = target_open(&al.cur, d->conf->gateway.access_log, d->conf)))
 		return ret;
 	al.timer = event_new(d->base, -1, EV_PERSIST, on_timer, d);
 	if (!al.timer || event_add(al.timer, &(struct timeval){.tv_usec = ALOG_DRAIN_MS * 1000}))
@@ -611,7 +618,7 @@ int gw_alog_reload_prepare(struct gw_daemon *d, const struct conf *c)
 	if (!strcmp(c->gateway.access_log, al.cur.path))
 		return 0; /* unchanged: the open file goes on */
 	al.next_set = true;
-	return target_open(&al.next, c->gateway.access_log);
+	return target_open(&al.next, c->gateway.access_log, c);
 }
 
 void gw_alog_reload_commit(struct gw_daemon *d)
@@ -642,7 +649,7 @@ void gw_alog_reopen(struct gw_daemon *d)
 	if (al.cur.kind != TGT_FILE)
 		return;
 	gw_alog_drain(d); /* what was logged so far stays in the old file */
-	if (target_open(&t, al.cur.path)) {
+	if (target_open(&t, al.cur.path, NULL)) {
 		GW_ERR("access log: SIGUSR1: keeping the old file");
 		return;
 	}

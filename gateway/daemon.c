@@ -170,6 +170,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	const struct conf_route *low;
 	struct conf *c;
 	uint64_t need;
+	char where[CONF_PATH_MAX + 16];
 
 	(void)fd;
 	(void)what;
@@ -187,14 +188,15 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 		GW_ERR("%s: routes need up to %" PRIu64 " MiB of buffers, above the %" PRIu64
 		       " MiB of memory_limit the buffer arenas were sized for at start "
 		       "(a larger memory_limit needs a restart)",
-		       d->conf_path, (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
+		       conf_where(c, NULL, "gateway", "memory_limit", where, sizeof(where)),
+		       (need + (1 << 20) - 1) >> 20, d->cap_memory >> 20);
 		goto err;
 	}
 	if (!gw_privs_may_bind_low() && (low = gw_privs_low_ib_route(c))) {
 		/* rdma_cm would refuse the bind after the reload said it was done */
 		GW_ERR("%s: route %s listens on ib:%u, below 1024, which needs CAP_NET_BIND_SERVICE: ibgwd kept "
 		       "it only if the file it started with had such a listener (restart to add one)",
-		       d->conf_path, low->name, low->listen.port);
+		       conf_where(c, low, NULL, NULL, where, sizeof(where)), low->name, low->listen.port);
 		goto err;
 	}
 	if (gw_alog_reload_prepare(d, c)) /* a new access log target must open before anything changes */
@@ -221,6 +223,8 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 		c->gateway.memory_limit = d->cap_memory;
 	c->ib = d->conf->ib;
 	c->eth = d->conf->eth;
+	if (d->verbose) /* the command line's -v outlasts reloads */
+		c->gateway.log_level = CONF_LOG_DEBUG;
 	gw_log_set_level(c->gateway.log_level);
 	gw_alog_reload_commit(d);
 	/* the snapshot with the new backends first: once the old routes are retired, a connection their

@@ -223,6 +223,7 @@ struct gw_daemon {
 	 * worker (values they need are in struct gw_live, the route objects or copied before launch). */
 	struct conf *conf;
 	const char *conf_path;
+	bool verbose; /* -v: debug logging, whatever log_level the file (or a reload's) says */
 	struct event_base *base;
 	struct event *sig_hup, *sig_term, *sig_int, *sig_usr1, *drain_timer;
 	struct timespec started;   /* CLOCK_MONOTONIC */

@@ -35,7 +35,7 @@ static void usage(FILE *out)
 		     "  -c, --config FILE   configuration file (default " DEFAULT_CONF ")\n"
 		     "  -t, --test          check the configuration, print a summary and exit 0 (valid) or 1\n"
 		     "  -f, --foreground    do not daemonize; log to stderr\n"
-		     "  -v, --verbose       log at debug level\n"
+		     "  -v, --verbose       log at debug level (over log_level, reloads too)\n"
 		     "      --config-reference  print the reference of every config key (Markdown) and exit\n"
 		     "  -h, --help          this help\n"
 		     "      --version       print the version and exit\n");
@@ -229,6 +229,7 @@ int main(int argc, char **argv)
 	d.conf_path = path[0] == '/' ? path : realpath(path, NULL); /* SIGHUP must find it after chdir("/") */
 	if (!d.conf_path)
 		gw_fatal("%s: %s", path, strerror(errno));
+	d.verbose = verbose;
 	if (verbose)
 		d.conf->gateway.log_level = CONF_LOG_DEBUG;
 	gw_log_init(foreground ? d.conf->gateway.log_target : CONF_LOG_SYSLOG, d.conf->gateway.log_level);

@@ -128,12 +128,14 @@ int gw_routes_prepare(struct gw_daemon *d, const struct conf *conf)
 			for (unsigned k = 0; k < i; k++)
 				if (fresh[k])
 					route_free(next[k]);
+			char where[CONF_PATH_MAX + 16];
+			conf_where(conf, c, NULL, NULL, where, sizeof(where));
 			if (e == ENOSPC)
-				GW_ERR("route %s: more backends than ibgwd holds at once (%u; backends a reload "
+				GW_ERR("%s: route %s: more backends than ibgwd holds at once (%u; backends a reload "
 				       "removed count until their last session ends)",
-				       c->name, GW_MAX_BACKENDS);
+				       where, c->name, GW_MAX_BACKENDS);
 			else
-				GW_ERR("route %s: out of memory", c->name);
+				GW_ERR("%s: route %s: out of memory", where, c->name);
 			memset(&pend, 0, sizeof(pend));
 			return -e;
 		}

@@ -45,6 +45,8 @@ EOF
 )"
 	sed -i "/^\[gateway\]/a access_log = $1\naccess_log_interval = $2" "$tmp/ibgw.conf"
 }
+# FILE:LINE of the access_log key, which a start's or a reload's refusal names
+al_where() { echo "$tmp/ibgw.conf:$(grep -n '^access_log =' "$tmp/ibgw.conf" | cut -d: -f1)"; }
 reloads=0
 reload() {
 	local i
@@ -88,8 +90,8 @@ rc=$?
 GW_PID=
 [ "$rc" != 0 ] || fail "ibgwd exited 0 with access_log through a symbolic link"
 [ "$(cat "$tmp/elsewhere/access.log")" = keep ] || fail "written through the link: $(head -c 200 "$tmp/elsewhere/access.log")"
-grep -q "access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG" ||
-	fail "the start through a linked directory does not say why"
+grep -qF "$(al_where): access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG" ||
+	fail "the start through a linked directory does not say why (nor where): $(grep 'access log' "$GW_LOG" | head -3)"
 ok "start with the access log's directory a symbolic link: refused (exit $rc), saying so, nothing written through it"
 
 log=$tmp/access.log
@@ -146,8 +148,8 @@ kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="failed"}')" = 2 ] && [ "$(cat "$tmp/victim")" = keep ] ||
 	fail "part 3: a reload to a symbolic link did not fail ($(m 'config_reloads_total{result="failed"}') failed; the file: $(head -c 200 "$tmp/victim"))"
-grep -q "access log: cannot open $tmp/link.log: a component of the path is a symbolic link" "$GW_LOG" ||
-	fail "part 3: the symbolic link not named in the log"
+grep -qF "$(al_where): access log: cannot open $tmp/link.log: a component of the path is a symbolic link" "$GW_LOG" ||
+	fail "part 3: the symbolic link not named in the log (nor where it was set)"
 # a link as a directory of the path is as good as one as the file: refused too, the file where it points
 # untouched, the path named
 mkconf "$tmp/pub/access.log" 0
@@ -155,7 +157,7 @@ kill -HUP "$GW_PID"
 for i in $(seq 100); do [ "$(m 'config_reloads_total{result="failed"}')" = 3 ] && break; sleep 0.1; done
 [ "$(m 'config_reloads_total{result="failed"}')" = 3 ] && [ "$(cat "$tmp/elsewhere/access.log")" = keep ] ||
 	fail "part 3: a reload through a linked directory did not fail ($(m 'config_reloads_total{result="failed"}') failed; the file: $(head -c 200 "$tmp/elsewhere/access.log"))"
-[ "$(grep -c "access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG")" = 2 ] ||
+[ "$(grep -cF "$(al_where): access log: cannot open $tmp/pub/access.log: a component of the path is a symbolic link" "$GW_LOG")" = 2 ] ||
 	fail "part 3: the reload through a linked directory does not say why"
 peer slow "$ETH_GW_IP" 8000 "$ETH_PEER_IP" 23000 4 "$tmp/c.json" || fail "part 3: the slow session failed"
 N=1 wait_lines "$log3" && sleep 0.3

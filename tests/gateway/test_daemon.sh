@@ -104,6 +104,22 @@ grep -q "$conf:2: workers: expected a number" "$GW_LOG" || fail "reload error wi
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] || fail "not serving after bad reload"
 [ "$(gw_metric "$port" ibgw_routes)" = 1 ] || fail "running config changed by a broken file"
 ok "broken reload rejected with FILE:LINE, still serving the old config"
+# a valid file whose routes need more buffers than the arenas sized at start (memory_limit 1G, the
+# default; 4096 + diag's 256 echo sessions of 512 KiB: 2176 MiB): refused, naming the line of the
+# memory_limit it raised
+write_conf "[route big]
+listen = tcp:7003
+connect = echo
+max_sessions = 4096"
+sed -i '/^\[gateway\]/a memory_limit = 4G' "$conf"
+"$IBGWD" -t -c "$conf" >/dev/null || fail "the 4G file is not valid on its own"
+kill -HUP "$GW_PID"
+for i in $(seq 50); do [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="failed"}')" = 2 ] && break; sleep 0.1; done
+[ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="failed"}')" = 2 ] || fail "a reload needing more memory than at start not refused"
+grep -qF "$conf:$(grep -n '^memory_limit' "$conf" | cut -d: -f1): routes need up to 2176 MiB of buffers, above the 1024 MiB of memory_limit" "$GW_LOG" ||
+	fail "the memory refusal without FILE:LINE: $(grep 'routes need' "$GW_LOG")"
+[ "$(gw_metric "$port" ibgw_routes)" = 1 ] || fail "running config changed by a refused reload"
+ok "a reload needing more buffers than memory_limit gave at start: refused at memory_limit's FILE:LINE, nothing changed"
 
 # a good file with one more route applies
 reload_ok() { # SIGHUP, and wait until one more good reload is counted
@@ -200,6 +216,27 @@ grep -q "draining" "$GW_LOG" || fail "no drain on SIGTERM"
 [ ! -e "/var/run/dpdk/ibgwd-$pid" ] || fail "DPDK runtime dir left behind"
 grep -q "ERROR: AddressSanitizer\|runtime error:" "$GW_LOG" && fail "sanitizer report"
 ok "SIGTERM drained and exited 0"
+
+# -v (debug logging) outlasts a reload: the reload applied the file's log_level (the default, info), and
+# the debug lines (a session's end other than a clean one: here a client's reset) stopped
+gw_start "$conf" -v
+gw_wait_ready "$port"
+mark=$(wc -l <"$GW_LOG")
+reload_ok
+ip netns exec "$ns" python3 -c 'import socket, struct
+s = socket.create_connection(("198.18.7.1", 7000), timeout=5)
+s.sendall(b"x")
+assert s.recv(1) == b"x"
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()' || fail "-v: route diag does not echo"
+for i in $(seq 30); do
+	tail -n +"$mark" "$GW_LOG" | sed -n '/reload done/,$p' | grep -q "route diag: session [0-9]* ended" && break
+	sleep 0.1
+done
+tail -n +"$mark" "$GW_LOG" | sed -n '/reload done/,$p' | grep -q "route diag: session [0-9]* ended" ||
+	fail "started with -v: no debug line after a reload"
+gw_stop TERM 30 || fail "-v: ibgwd did not stop cleanly"
+ok "-v: debug lines go on after a reload"
 
 # SIGTERM during start-up (systemctl stop right after a start): held until the handlers are in place,
 # then a drain and exit 0, the runtime dir removed (the default action left it behind)

@@ -141,8 +141,8 @@ for i in $(seq 100); do
 done
 [ "$(gw_metric "$port" 'ibgw_config_reloads_total{result="failed"}')" = 1 ] ||
 	fail "a reload adding ib:701 as nobody without CAP_NET_BIND_SERVICE was not refused"
-grep -q "route low listens on ib:701, below 1024, which needs CAP_NET_BIND_SERVICE" "$GW_LOG" ||
-	fail "the refusal does not say why"
+grep -qF "$conf:$(grep -n '^\[route low\]' "$conf" | cut -d: -f1): route low listens on ib:701, below 1024, which needs CAP_NET_BIND_SERVICE" "$GW_LOG" ||
+	fail "the refusal does not say why, or not where: $(grep 'ib:701' "$GW_LOG")"
 [ "$(gw_metric "$port" ibgw_routes)" = 1 ] || fail "the refused reload changed the routes"
 ok "a reload adding ib:701 (below 1024, CAP_NET_BIND_SERVICE not kept) refused, saying why; the routes unchanged"
 gw_stop TERM 20

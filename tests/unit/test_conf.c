@@ -644,6 +644,24 @@ static void test_pools(void **state)
 	conf_free(c);
 }
 
+/* conf_where: the line a key or route of a file that was read is on, for later messages. */
+static void test_where(void **state)
+{
+	struct errors e;
+	struct conf *c = load_str("[gateway]\nworkers = 1\nmemory_limit = 2G\n[ib]\n\n[route r]\nlisten = ib:1\n"
+				  "connect = echo\n",
+				  &e);
+	char buf[64];
+
+	(void)state;
+	assert_non_null(c);
+	assert_string_equal(conf_where(c, NULL, "gateway", "memory_limit", buf, sizeof(buf)), "t.conf:3");
+	assert_string_equal(conf_where(c, NULL, "gateway", "access_log", buf, sizeof(buf)), "t.conf");
+	assert_string_equal(conf_where(c, NULL, "ib", "rbuf_size", buf, sizeof(buf)), "t.conf");
+	assert_string_equal(conf_where(c, &c->routes[0], NULL, NULL, buf, sizeof(buf)), "t.conf:6");
+	conf_free(c);
+}
+
 static void test_endpoint_str(void **state)
 {
 	struct errors e;
@@ -1009,6 +1027,7 @@ int main(void)
 	    cmocka_unit_test(test_proxy_keys),
 	    cmocka_unit_test(test_missing_file),
 	    cmocka_unit_test(test_pools),
+	    cmocka_unit_test(test_where),
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_reference_lists_every_key),
 	    cmocka_unit_test(test_file_trust),
