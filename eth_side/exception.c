@@ -37,6 +37,7 @@
 
 #define EXC_RING  4096
 #define EXC_BURST 32
+#define EXC_SEGS_MAX 64 /* segments of one long TCP/IPv6 frame (64 KiB of LRO in 1 KiB or more) */
 #define EXC_DEV   "net_tap_ibgw"
 /* what exc_mark_tso asks of the TAP (multi-segment: LRO's frames are chains) */
 #define EXC_TSO_OFFLOADS                                                                                     \
@@ -56,6 +57,7 @@ struct eth_exc {
 	uint16_t port; /* the TAP's ethdev */
 	uint16_t frame_max; /* the longest frame the TAP carries (its MTU and an Ethernet header) */
 	bool tso;           /* the TAP segments TCP/IPv4 in software (net_tap's TSO: exc_mark_tso) */
+	struct rte_mempool *pool; /* what exc_split6's segments are taken from (the TAP's RX pool) */
 	unsigned ifindex;
 	uint64_t interval_ns;                 /* per frame and class, each way (control's buckets) */
 	uint64_t w_interval_ns;               /* per frame and class, one worker's buckets */
@@ -73,7 +75,7 @@ const struct xlt_metric_desc eth_exc_metrics[] = {
     {"exception_tap_frames_total", XLT_COUNTER, XS(from_kernel),
      "frames the control thread wrote to the kernel TAP, or read from it for the port", "dir=from_kernel"},
     {"exception_tap_write_drops_total", XLT_COUNTER, XS(to_kernel_tap_drops),
-     "frames for the kernel the TAP refused: its queue was full, or the frame longer than it carries and not TCP over IPv4 (which it segments)", NULL},
+     "frames for the kernel the TAP refused: its queue was full, or the frame longer than it carries and not TCP that is segmented (a datagram, a wrong checksum)", NULL},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_rate_drops),
      "frames from the kernel TAP dropped: over kernel_tap_rate, or worker 0's ring full", "reason=rate"},
     {"exception_kernel_drops_total", XLT_COUNTER, XS(from_kernel_ring_drops),
@@ -179,12 +181,32 @@ static enum exc_class exc_class_of(const struct rte_mbuf *m)
 	}
 }
 
+/* Whether the TCP checksum of frame M (E its IP layer) holds: a long frame is cut into segments whose
+ * sums are computed anew, which would vouch for bytes nobody checked. The device's verdict where it
+ * gave one (eth_exc_fill_l4_cksum turned "none" into good), else computed over the chain. */
+static bool exc_tcp_sum_ok(const struct rte_mbuf *m, const struct exc_ip *e)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	uint32_t len = e->tot - e->hl;
+	uint16_t sum = 0, phdr;
+
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		return true;
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD || e->tot < e->hl || (uint64_t)e->l4 + len > m->pkt_len ||
+	    !eth_cksum_chain(m, e->l4, len, &sum))
+		return false;
+	phdr = e->v6 ? eth_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)e->ip, len, IPPROTO_TCP)
+		     : eth_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)e->ip);
+	return eth_cksum_add(phdr, sum) == 0xffff; /* (the sum with its own field: all ones) */
+}
+
 /* A TCP/IPv4 frame longer than the TAP carries (several segments merged by the port's LRO, or one
  * jumbo segment): marked for segmentation, which net_tap does in software (rte_gso, then the sums of
  * every segment), so that the kernel gets its bytes at once and not from the sender's
  * retransmissions alone (a BGP session behind an LRO port would crawl on them). Its segments keep
  * the size LRO saw when that is smaller; net_tap refuses a segment whose headers and payload exceed
- * its MTU. Fragments and IPv6 are left as they are (rte_gso segments TCP over IPv4 only). */
+ * its MTU. Fragments and a frame whose checksum is wrong are left as they are (the TAP refuses them);
+ * IPv6 is eth_exc_split_tcp6's (rte_gso segments TCP over IPv4 only). */
 static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 {
 	struct exc_ip e;
@@ -196,8 +218,8 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 		return;
 	th = rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4);
 	l4len = (th[12] >> 4) * 4u;
-	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64)
-		return;
+	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64 || !exc_tcp_sum_ok(m, &e))
+		return; /* (the TAP refuses it: dropped and counted) */
 	seg = x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len;
 	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz && m->tso_segsz < seg)
 		seg = m->tso_segsz;
@@ -206,6 +228,89 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 	m->l4_len = l4len;
 	m->tso_segsz = (uint16_t)seg;
 	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+}
+
+/* TCP over IPv6 longer than the TAP carries, as exc_mark_tso for IPv4 (rte_gso, net_tap's TSO,
+ * segments TCP/IPv4 only): cut here into segments of at most MSS bytes of payload (LRO's size where
+ * smaller), each a frame of its own from POOL with M's headers, its sequence number, the flags only
+ * the first (CWR) or the last (FIN, PSH) may carry, and its checksum. Only a TCP header straight
+ * after the IPv6 header, whole in the first buffer, with M's checksum right and no urgent data (whose
+ * pointer would have to follow the bytes); anything else stays as it is (the TAP refuses it). Puts
+ * into OUT at most MAX frames and returns how many: 0 when M is left as it is (or a frame could not
+ * be had: those taken are freed), else M is freed. */
+unsigned eth_exc_split_tcp6(struct rte_mempool *pool, struct rte_mbuf *m, uint32_t frame_max,
+                            struct rte_mbuf **out, unsigned max)
+{
+	struct exc_ip e;
+	const uint8_t *th;
+	uint32_t l4len, hdr, payload, mss, seq, off;
+	unsigned n = 0;
+
+	if (m->pkt_len <= frame_max || !exc_ip_of(m, &e) || !e.v6 || e.proto != IPPROTO_TCP ||
+	    m->data_len < e.l4 + 20)
+		return 0;
+	th = rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4);
+	l4len = (th[12] >> 4) * 4u;
+	hdr = e.l4 + l4len;
+	if (l4len < 20 || m->data_len < hdr || e.tot < 40 + l4len || RTE_ETHER_HDR_LEN + e.tot > m->pkt_len ||
+	    (th[13] & RTE_TCP_URG_FLAG) || frame_max < hdr + 64 || !exc_tcp_sum_ok(m, &e))
+		return 0;
+	payload = RTE_ETHER_HDR_LEN + e.tot - hdr;
+	mss = frame_max - hdr;
+	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < mss)
+		mss = m->tso_segsz;
+	if ((payload + mss - 1) / mss > max)
+		return 0;
+	seq = (uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7];
+	for (off = 0; off < payload; off += mss) {
+		uint32_t len = RTE_MIN(mss, payload - off);
+		struct rte_mbuf *s = rte_pktmbuf_alloc(pool);
+		uint8_t *p = s ? (uint8_t *)rte_pktmbuf_append(s, (uint16_t)(hdr + len)) : NULL;
+		const void *src;
+		struct rte_ipv6_hdr *ip;
+		struct rte_tcp_hdr *tcp;
+
+		if (!p) {
+			rte_pktmbuf_free(s);
+			rte_pktmbuf_free_bulk(out, n);
+			return 0;
+		}
+		out[n++] = s;
+		memcpy(p, rte_pktmbuf_mtod(m, const uint8_t *), hdr);
+		src = rte_pktmbuf_read(m, hdr + off, len, p + hdr);
+		if (src != p + hdr)
+			memcpy(p + hdr, src, len);
+		ip = (struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
+		tcp = (struct rte_tcp_hdr *)(p + e.l4);
+		ip->payload_len = rte_cpu_to_be_16((uint16_t)(l4len + len));
+		tcp->sent_seq = rte_cpu_to_be_32(seq + off);
+		if (off)
+			tcp->tcp_flags &= (uint8_t)~RTE_TCP_CWR_FLAG;
+		if (off + len < payload)
+			tcp->tcp_flags &= (uint8_t)~(RTE_TCP_FIN_FLAG | RTE_TCP_PSH_FLAG);
+		tcp->cksum = 0;
+		tcp->cksum = rte_ipv6_udptcp_cksum(ip, tcp);
+	}
+	rte_pktmbuf_free(m);
+	return n;
+}
+
+/* Sends N frames to the TAP. It stops a burst at a frame it refuses (longer than its MTU and not
+ * TCP/IPv4 it could segment) or when the kernel's queue is full: that frame is dropped, the ones
+ * behind it (a VRRP advertisement) go again. */
+static void exc_tx(struct eth_exc *x, struct rte_mbuf **pkts, unsigned n)
+{
+	unsigned k, sent;
+
+	for (k = 0; k < n;) {
+		sent = rte_eth_tx_burst(x->port, 0, pkts + k, (uint16_t)(n - k));
+		xlt_counter_add(&x->st.to_kernel, sent);
+		k += sent;
+		if (k < n) {
+			xlt_counter_add(&x->st.to_kernel_tap_drops, 1);
+			rte_pktmbuf_free(pkts[k++]);
+		}
+	}
 }
 
 /* The part without a TAP: the buckets and the rings. */
@@ -276,6 +381,7 @@ struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct 
 		snprintf(err, errlen, "kernel_tap %s: cannot start the TAP: %s", ifname, rte_strerror(-ret));
 		goto err;
 	}
+	x->pool = pool;
 	x->ifindex = if_nametoindex(ifname);
 	if (!x->ifindex) {
 		ret = -ENODEV;
@@ -338,24 +444,22 @@ const struct eth_exc_stats *eth_exc_stats(const struct eth_exc *x)
 
 unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 {
-	struct rte_mbuf *pkts[EXC_BURST];
-	unsigned moved = 0, n, sent, k;
+	struct rte_mbuf *pkts[EXC_BURST], *segs[EXC_SEGS_MAX];
+	unsigned moved = 0, n, sent, k, from, s;
 
-	/* port -> kernel: the workers limited their share already. The TAP stops a burst at a frame it
-	 * refuses (longer than its MTU and not TCP/IPv4 it could segment) or when the kernel's queue is
-	 * full: that frame is dropped, the ones behind it (a VRRP advertisement) go again */
+	/* port -> kernel: the workers limited their share already; the frames go in their order, a long
+	 * TCP/IPv6 one as its segments */
 	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
-		for (k = 0; k < n; k++)
+		for (k = from = 0; k < n; k++) {
 			exc_mark_tso(x, pkts[k]);
-		for (k = 0; k < n;) {
-			sent = rte_eth_tx_burst(x->port, 0, pkts + k, (uint16_t)(n - k));
-			xlt_counter_add(&x->st.to_kernel, sent);
-			k += sent;
-			if (k < n) {
-				xlt_counter_add(&x->st.to_kernel_tap_drops, 1);
-				rte_pktmbuf_free(pkts[k++]);
+			if (pkts[k]->pkt_len > x->frame_max &&
+			    (s = eth_exc_split_tcp6(x->pool, pkts[k], x->frame_max, segs, EXC_SEGS_MAX))) {
+				exc_tx(x, pkts + from, k - from);
+				exc_tx(x, segs, s);
+				from = k + 1;
 			}
 		}
+		exc_tx(x, pkts + from, n - from);
 		moved += n;
 		if (n < EXC_BURST)
 			break;

@@ -45,6 +45,11 @@ struct eth_exc *eth_exc_create_detached(uint32_t rate, unsigned n_workers);
 /* Fills the TCP or UDP checksum of frame M (Ethernet header first) when the device vouched for its
  * data without filling it in (RX_L4_CKSUM_NONE); anything else is left as it is. */
 void eth_exc_fill_l4_cksum(struct rte_mbuf *m);
+/* Cuts M, a TCP/IPv6 frame (Ethernet header first) longer than FRAME_MAX, into frames of at most
+ * FRAME_MAX from POOL (exception.c says which frames and how). Returns how many it put in OUT (at most
+ * MAX), M then freed; 0: M left as it is, still the caller's. */
+unsigned eth_exc_split_tcp6(struct rte_mempool *pool, struct rte_mbuf *m, uint32_t frame_max,
+                            struct rte_mbuf **out, unsigned max);
 /* Removes the TAP and frees what waits in the rings (the workers have stopped). */
 void eth_exc_destroy(struct eth_exc *x);
 /* The kernel's index of the TAP. */

@@ -5,7 +5,8 @@
 # kernel TAP carries 1500 bytes at most (net_tap's limit): an 8000-byte UDP datagram (DF) for a kernel
 # socket behind it is dropped and counted, and a 1000-byte one sent right behind it still arrives
 # (the TAP stops a burst at a frame it refuses; every frame behind it was dropped too), while a
-# 6000-byte TCP segment for a kernel socket is segmented into the TAP and arrives whole.
+# 6000-byte TCP segment for a kernel socket is segmented into the TAP and arrives whole, over IPv4
+# (net_tap's TSO) and over IPv6 (ibgwd's own segmentation); one with a wrong checksum is not passed.
 # timeout: 120
 set -u
 cd "$(dirname "$0")/../.."
@@ -33,7 +34,9 @@ rm -rf /var/run/dpdk/ibgwd-* 2>/dev/null
 # 2. 16 KiB frames: jumbo ping and TCP
 GW_LOG=
 TAP=ibgwj0
+eth_peer_v6
 ETH_VDEV_EXTRA=,framesz=16384,blocksz=16384,framecnt=512 eth_gw_start "$tmp/ibgw.conf" "kernel_tap = $TAP
+address6 = $ETH_GW_IP6/64
 $routes"
 eth_ns ping -c 3 -i 0.2 -W 2 -s 8972 -M do "$ETH_GW_IP" >"$tmp/ping" || { cat "$tmp/ping"; fail "9000-byte ping failed"; }
 ok "9000-byte pings (DF) answered"
@@ -135,5 +138,71 @@ wait "$srv" || fail "the kernel server behind the TAP failed: $(cat "$tmp/tcp")"
 d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
 [ "$d1" = "$d0" ] || fail "TAP write drops $d0 -> $d1: a frame was refused"
 ok "kernel TAP: a 6000-byte TCP segment for a kernel socket segmented on its way in, the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop"
+# 5. the same over IPv6, which net_tap cannot segment (rte_gso: TCP/IPv4 only): ibgwd cuts it itself.
+# The TAP gets an IPv6 address of the port's prefix (no DAD), as an operator gives it one; ibgwd
+# announces it. Then the next segment with one payload bit flipped (its checksum now wrong): cut into
+# segments it would reach the kernel with new, right sums; the engine's checksum check drops it
+# (counted) before it is punted (eth_exc_split_tcp6 checks too: tests/unit/test_eth_input.c), and the
+# kernel's stream stays as it was
+KIP6=2001:db8:0:1::77
+sysctl -qw "net.ipv6.conf.$TAP.accept_dad=0"
+sysctl -qw "net.ipv6.conf.$TAP.disable_ipv6=0"
+ip -6 addr add "$KIP6/64" dev "$TAP" nodad || fail "cannot give the TAP $KIP6"
+for _ in $(seq 50); do eth_ns ping -6 -c 1 -W 1 "$KIP6" >/dev/null 2>&1 && break; sleep 0.1; done
+"$PY3" -c '
+import hashlib, socket, sys
+l = socket.socket(socket.AF_INET6); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], 9997)); l.listen(1); l.settimeout(20)
+c, _ = l.accept(); c.settimeout(6)
+d = b""
+try:
+    while len(d) < 12100:
+        k = c.recv(65536)
+        if not k:
+            break
+        d += k
+except socket.timeout:
+    pass
+print(len(d), hashlib.sha256(d[100:6100]).hexdigest())
+' "$KIP6" >"$tmp/tcp6" 2>&1 &
+srv=$!
+sleep 0.5
+d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+c0=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
+want=$(eth_ns "$PY3" - "$KIP6" "$ETH_GW_MAC" "$ETH_PEER" <<'EOF'
+import hashlib, os, socket, sys, time
+from scapy.all import Ether, IPv6, TCP, Raw, sendp
+kip, mac, dev = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.create_connection((kip, 9997), timeout=10)
+s.sendall(os.urandom(100))
+time.sleep(0.5)  # acknowledged: nothing of ours left in flight
+TCP_REPAIR, TCP_REPAIR_QUEUE, TCP_QUEUE_SEQ, TCP_RECV_QUEUE, TCP_SEND_QUEUE = 19, 20, 21, 1, 2
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)
+seq = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
+s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE)
+ack = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
+src, sport = s.getsockname()[:2]
+def seg(seq, d):
+    return Ether(dst=mac) / IPv6(src=src, dst=kip) / TCP(sport=sport, dport=9997, seq=seq & 0xffffffff,
+        ack=ack & 0xffffffff, flags="PA", window=65535) / Raw(d)
+d = os.urandom(6000)
+sendp(seg(seq, d), iface=dev, verbose=False)
+time.sleep(1)
+# the next 6000 bytes, their checksum computed, then one bit of the payload flipped
+b = bytearray(bytes(seg(seq + 6000, os.urandom(6000))))
+b[-100] ^= 0x10
+sendp(Ether(bytes(b)), iface=dev, verbose=False)
+time.sleep(3)
+print(6100, hashlib.sha256(d).hexdigest())
+EOF
+) || fail "the peer could not send the IPv6 segments"
+wait "$srv" || fail "the kernel server behind the TAP (IPv6) failed: $(cat "$tmp/tcp6")"
+[ "$(cat "$tmp/tcp6")" = "$want" ] || fail "the kernel server (IPv6) got '$(cat "$tmp/tcp6")', expected '$want' (6100 bytes: the corrupt segment must not arrive)"
+d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+c1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
+[ "$d1" = "$d0" ] && [ "$c1" = $((c0 + 1)) ] ||
+	fail "TAP write drops $d0 -> $d1 (expected none), TCP checksum errors $c0 -> $c1 (expected the corrupt segment)"
+ok "kernel TAP over IPv6: a 6000-byte TCP segment cut by ibgwd, the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop; the next one with a flipped bit dropped as a checksum error, nothing of it passed"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"

@@ -2287,6 +2287,130 @@ static void test_icmp6_refused(void **state)
 	h.st->c.prefix6 = 64;
 }
 
+/* A TCP/IPv6 frame of PLEN bytes (pattern i * 7 + 3), flags FLAGS, its checksum right, as a chain of
+ * mbufs of 1000 bytes each (what an LRO port or a jumbo af_packet frame brings); NEXT the IPv6 next
+ * header (TCP, or an extension header that then opens the plen). */
+static struct rte_mbuf *split6_frame(uint32_t plen, uint8_t flags, uint8_t next)
+{
+	static uint8_t f[16384];
+	const uint32_t hdr = RTE_ETHER_HDR_LEN + 40 + 32, len = hdr + plen;
+	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+	struct rte_mbuf *head = NULL;
+
+	memset(f, 0, hdr);
+	f[12] = 0x86, f[13] = 0xdd;
+	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16((uint16_t)(32 + plen));
+	ip->proto = next;
+	ip->hop_limits = 64;
+	memcpy(ip->src_addr, eh_peer_ip6, 16);
+	memcpy(ip->dst_addr, eh_gw_ip6, 16);
+	th->src_port = rte_cpu_to_be_16(40000);
+	th->dst_port = rte_cpu_to_be_16(2222);
+	th->sent_seq = rte_cpu_to_be_32(0xfffff000u); /* (wraps within the frame) */
+	th->recv_ack = rte_cpu_to_be_32(77);
+	th->data_off = 8 << 4; /* 12 bytes of options: NOP NOP timestamps */
+	th->tcp_flags = flags;
+	th->rx_win = rte_cpu_to_be_16(1000);
+	((uint8_t *)(th + 1))[0] = 1, ((uint8_t *)(th + 1))[1] = 1, ((uint8_t *)(th + 1))[2] = 8,
+	((uint8_t *)(th + 1))[3] = 10;
+	for (uint32_t i = 0; i < plen; i++)
+		f[hdr + i] = (uint8_t)(i * 7 + 3);
+	th->cksum = rte_ipv6_udptcp_cksum(ip, th);
+	for (uint32_t off = 0; off < len; off += 1000) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+		uint32_t n = RTE_MIN(1000u, len - off);
+
+		assert_non_null(m);
+		memcpy(rte_pktmbuf_append(m, (uint16_t)n), f + off, n);
+		if (!head)
+			head = m;
+		else
+			assert_int_equal(rte_pktmbuf_chain(head, m), 0);
+	}
+	return head;
+}
+
+/* Long TCP over IPv6 for the kernel TAP (eth_exc_split_tcp6): cut into frames the TAP carries, each
+ * with its headers, sequence number, flags (CWR on the first only, FIN and PSH on the last only) and a
+ * right checksum, their payloads the frame's in order; LRO's segment size kept where smaller. Left as
+ * they are (and the caller's): a frame whose checksum is wrong (its segments would carry sums nobody
+ * checked), one with urgent data, one with an extension header before TCP, one short enough, and one
+ * that would need more frames than OUT holds. Every mbuf returns to the pool. */
+static void test_exc_split_tcp6(void **state)
+{
+	const uint32_t plen = 6000, hdr = RTE_ETHER_HDR_LEN + 40 + 32;
+	const uint8_t all = RTE_TCP_CWR_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG | RTE_TCP_FIN_FLAG;
+	unsigned base = rte_mempool_in_use_count(eh_pool);
+	struct rte_mbuf *out[64], *m;
+	unsigned n;
+
+	(void)state;
+	for (int lro = 0; lro < 2; lro++) {
+		uint32_t mss = lro ? 1000 : 1514 - hdr, got = 0;
+
+		m = split6_frame(plen, all, IPPROTO_TCP);
+		if (lro) {
+			m->ol_flags |= RTE_MBUF_F_RX_LRO;
+			m->tso_segsz = 1000;
+		}
+		n = eth_exc_split_tcp6(eh_pool, m, 1514, out, 64);
+		assert_int_equal(n, (plen + mss - 1) / mss);
+		for (unsigned i = 0; i < n; i++) {
+			const uint8_t *p = rte_pktmbuf_mtod(out[i], const uint8_t *);
+			const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(p + RTE_ETHER_HDR_LEN);
+			const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)(ip + 1);
+			uint32_t len = RTE_MIN(mss, plen - got);
+			uint8_t tmp[1600];
+			struct rte_tcp_hdr *t2 = (struct rte_tcp_hdr *)(tmp + RTE_ETHER_HDR_LEN + 40);
+
+			assert_int_equal(out[i]->nb_segs, 1);
+			assert_true(out[i]->pkt_len <= 1514);
+			assert_int_equal(out[i]->pkt_len, hdr + len);
+			assert_int_equal(rte_be_to_cpu_16(ip->payload_len), 32 + len);
+			assert_int_equal(rte_be_to_cpu_32(th->sent_seq), (uint32_t)(0xfffff000u + got));
+			assert_int_equal(rte_be_to_cpu_32(th->recv_ack), 77);
+			assert_int_equal(th->tcp_flags & RTE_TCP_CWR_FLAG, i == 0 ? RTE_TCP_CWR_FLAG : 0);
+			assert_int_equal(th->tcp_flags & (RTE_TCP_FIN_FLAG | RTE_TCP_PSH_FLAG),
+			                 i == n - 1 ? RTE_TCP_FIN_FLAG | RTE_TCP_PSH_FLAG : 0);
+			assert_true(th->tcp_flags & RTE_TCP_ACK_FLAG);
+			assert_int_equal(p[RTE_ETHER_HDR_LEN + 40 + 20 + 2], 8); /* the options came along */
+			memcpy(tmp, p, out[i]->pkt_len); /* the sum computed anew over a copy must be the one it carries */
+			t2->cksum = 0;
+			assert_int_equal(rte_ipv6_udptcp_cksum((const struct rte_ipv6_hdr *)(tmp + RTE_ETHER_HDR_LEN), t2),
+			                 th->cksum);
+			for (uint32_t k = 0; k < len; k++)
+				if (p[hdr + k] != (uint8_t)((got + k) * 7 + 3))
+					fail_msg("segment %u byte %u differs", i, k);
+			got += len;
+		}
+		assert_int_equal(got, plen);
+		rte_pktmbuf_free_bulk(out, n);
+		assert_int_equal(rte_mempool_in_use_count(eh_pool), base); /* (the frame was freed) */
+	}
+	/* left as they are */
+	m = split6_frame(plen, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
+	*rte_pktmbuf_mtod_offset(rte_pktmbuf_lastseg(m), uint8_t *, 10) ^= 1; /* a flipped bit */
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_BAD; /* (the device said so) */
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	rte_pktmbuf_free(m);
+	m = split6_frame(plen, RTE_TCP_ACK_FLAG | RTE_TCP_URG_FLAG, IPPROTO_TCP);
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	rte_pktmbuf_free(m);
+	m = split6_frame(plen, RTE_TCP_ACK_FLAG, 60);
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	rte_pktmbuf_free(m);
+	m = split6_frame(1400, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	rte_pktmbuf_free(m);
+	m = split6_frame(plen, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 4), 0);
+	rte_pktmbuf_free(m);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base);
+}
+
 /* Frame F (LEN bytes) in an mbuf flagged RX_L4_CKSUM_NONE (the device vouched for its data without
  * filling its TCP/UDP sum: a virtio peer's partial sum), its sum field at AT scrambled, given to the
  * exception path's filler: the sum it writes must be the one F had. */
@@ -3593,6 +3717,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp6_refused, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_fill_l4_cksum, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exc_split_tcp6, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_source_martian, setup, teardown),
