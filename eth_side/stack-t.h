@@ -173,6 +173,7 @@ struct eth_stack_stats {
 	uint64_t tcp_challenge_acks;
 	uint64_t tcp_acks_limited_conn;	  /* ACKs to invalid segments held back (per connection) */
 	uint64_t tcp_acks_limited_worker; /* challenge ACKs held back: this instance's budget per second */
+	uint64_t tcp_rsts_limited;	  /* resets to segments of no connection held back: the same */
 	uint64_t tcp_paws_drops;
 	uint64_t tcp_out_of_window;
 	uint64_t tcp_ooo_segments;

@@ -95,6 +95,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"tcp_rto_expiries_total", XLT_COUNTER, ST(tcp_rto_expiries), "retransmission timeouts", NULL},
 	{"tcp_rsts_in_total", XLT_COUNTER, ST(tcp_rsts_in), "TCP resets received", NULL},
 	{"tcp_rsts_out_total", XLT_COUNTER, ST(tcp_rsts_out), "TCP resets sent", NULL},
+	{"tcp_rsts_rate_limited_total", XLT_COUNTER, ST(tcp_rsts_limited), "TCP resets not sent in reply to segments of no connection: over the worker's budget of 1000 a second", NULL},
 	{"tcp_checksum_errors_total", XLT_COUNTER, ST(tcp_checksum_errors), "TCP segments with a bad checksum", NULL},
 	{"tcp_header_errors_total", XLT_COUNTER, ST(tcp_header_errors), "TCP segments with a bad header, flags or options", NULL},
 	{"tcp_connections_opened_total", XLT_COUNTER, ST(tcp_passive_opens), "TCP connections opened", "dir=passive"},

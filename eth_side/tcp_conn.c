@@ -656,7 +656,14 @@ static void op_release(struct xlt_stream *s)
 	if (t->released)
 		return;
 	if (t->state == ETH_TCP_TIME_WAIT) {
-		t->released = true; /* the TIME_WAIT timer frees it */
+		/* the TIME_WAIT timer frees it; what it received is nobody's now (and no byte more comes):
+		 * its chunks and frames go back at once, not 2MSL later */
+		eth_rcvq_free(t);
+		eth_bufq_free(&t->st->chunks, &t->rbuf);
+		t->n_ooo = 0;
+		t->t_ooo = 0;
+		update_buffer_gauge(t->st);
+		t->released = true;
 		return;
 	}
 	reap_later(t);

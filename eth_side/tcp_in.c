@@ -878,10 +878,21 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 
 static void fin_input(struct eth_tcb *t)
 {
+	struct eth_stack *st = t->st;
+
 	t->rcv_nxt++;
 	t->fin_rcvd = true;
 	t->ooo_fin = false;
 	t->ack_now = true;
+	if (t->n_ooo) {
+		/* ranges past the peer's end of stream never come in order: their chunks go back now, not
+		 * when the hole expires (a connection the session already let go of, in TIME_WAIT, would
+		 * hold up to a window of the worker's pool until then) */
+		t->n_ooo = 0;
+		t->t_ooo = 0;
+		eth_bufq_trim(&st->chunks, &t->rbuf);
+		eth_buf_gauge(st);
+	}
 	switch (t->state) {
 	case ETH_TCP_SYN_RCVD:
 	case ETH_TCP_ESTABLISHED:
@@ -895,9 +906,6 @@ static void fin_input(struct eth_tcb *t)
 		break;
 	case ETH_TCP_FIN_WAIT_2:
 		enter_time_wait(t);
-		break;
-	case ETH_TCP_TIME_WAIT:
-		t->t_keep = t->st->now_ms + (t->st->c.time_wait_ms ? t->st->c.time_wait_ms : 1);
 		break;
 	default:
 		break;
@@ -951,6 +959,24 @@ static void syn_sent_input(struct eth_tcb *t, const struct seg *sg)
 	eth_tcb_timer_update(t);
 }
 
+/* TIME_WAIT (RFC 9293 3.10.7.4): the only segment it expects is the peer's FIN again, our ACK of it
+ * lost: ACKed again and 2MSL restarted. Anything else, a FIN past the one taken among them (which
+ * moved rcv_nxt and restarted the timer at the peer's will), gets the duplicate ACK once per
+ * OOW_ACK_MS and changes nothing. RSTs and SYNs are tcb_input's (RFC 1337; reuse by a newer SYN). */
+static void time_wait_input(struct eth_tcb *t, const struct seg *sg)
+{
+	struct eth_stack *st = t->st;
+
+	if (has(sg, RTE_TCP_FIN_FLAG) && has(sg, RTE_TCP_ACK_FLAG) && sg->seq + sg->len + 1 == t->rcv_nxt &&
+	    sg->ack == t->snd_max) {
+		t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
+		eth_tcb_timer_update(t);
+		ack_later(t); /* (each time, as Linux's tcp_timewait_state_process: one for one) */
+	} else if (oow_ack_allowed(t, sg, true)) {
+		ack_later(t);
+	}
+}
+
 static void tcb_input(struct eth_tcb *t, struct seg *sg)
 {
 	struct eth_stack *st = t->st;
@@ -978,6 +1004,10 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		 * took; what is new is its ACK of our SYN, so it counts as that ACK (as Linux does) */
 		sg->seq++;
 		sg->flags &= (uint8_t)~RTE_TCP_SYN_FLAG;
+	}
+	if (t->state == ETH_TCP_TIME_WAIT && !has(sg, RTE_TCP_RST_FLAG | RTE_TCP_SYN_FLAG)) {
+		time_wait_input(t, sg);
+		return;
 	}
 	rwnd = eth_seq_gt(t->rcv_adv, t->rcv_nxt) ? t->rcv_adv - t->rcv_nxt : 0;
 	/* as Linux does, a segment starting exactly at rcv_nxt is looked at even with a zero window:
@@ -1062,11 +1092,8 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	}
 	t->last_rcv_ms = st->now_ms;
 	t->probes = 0;
-	if (t->state == ETH_TCP_TIME_WAIT) {
-		if (has(sg, RTE_TCP_FIN_FLAG))
-			fin_input(t); /* a retransmitted FIN: ACK it again and restart 2MSL */
-		goto out;
-	}
+	if (t->state == ETH_TCP_TIME_WAIT)
+		goto out; /* (time_wait_input took the peer's FIN again) */
 	if (sg->len) {
 		if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 &&
 		    t->state != ETH_TCP_FIN_WAIT_2)

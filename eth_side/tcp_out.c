@@ -231,6 +231,13 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct xlt_ip *src, const s
 
 	if (th->tcp_flags & RTE_TCP_RST_FLAG)
 		return;
+	/* a spoofed flood at closed ports (or at a listener's bad ACKs) is reflected at the sources it
+	 * names one for one: at most ETH_TCP_RST_REPLIES_PER_S a second, as BSD's badport_bandlim does
+	 * too; a peer whose reset was held back tries again and gets a later one */
+	if (!xlt_window_ok(&st->rst_replies, st->now_ms, 1000, ETH_TCP_RST_REPLIES_PER_S)) {
+		xlt_counter_add(&st->stats.tcp_rsts_limited, 1);
+		return;
+	}
 	m = eth_pkt_alloc(st);
 	if (!m)
 		return;

@@ -493,6 +493,86 @@ static void test_simultaneous_close_time_wait(void **state)
 	assert_int_equal(eth_stack_conns(h.st), 1); /* only the reused 41010 (half-open) is left */
 }
 
+/* A peer against our TIME_WAIT (we closed first). One byte at the far end of the window while in
+ * FIN_WAIT_2 takes that window of the worker's chunks; the FIN right after takes the connection to
+ * TIME_WAIT and the session lets go of it: the chunks go back then, not when the hole expires or
+ * 2MSL ends (a peer cycling connections so drained the pool of every session on the worker). In
+ * TIME_WAIT a FIN past the one taken neither moves the connection nor restarts 2MSL (a peer sent
+ * one a second and kept it for ever); the retransmitted FIN is ACKed and restarts it. */
+static void test_time_wait_hostile(void **state)
+{
+	struct conn c = established_echo(41030);
+	struct eh_session *se = session_of(41030);
+	uint64_t b0 = S()->tcp_buffer_bytes;
+	uint8_t one_byte = 'x';
+	struct out o;
+
+	(void)state;
+	eh_forget(&h);
+	se->s->ops->shutdown(se->s);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags & RTE_TCP_FIN_FLAG, RTE_TCP_FIN_FLAG);
+	c.gnxt = o.seq + 1;
+	ack_all(&c, 65535); /* FIN_WAIT_2 */
+	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 16000, c.gnxt, 65535, &one_byte, 1); /* (the window: 16 KiB) */
+	assert_true(S()->tcp_buffer_bytes >= b0 + 16000);
+	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt, 65535, NULL, 0);
+	c.pnxt++;
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	assert_null(session_of(41030));
+	assert_int_equal(S()->tcp_buffer_bytes, b0);
+
+	/* a FIN at the new rcv_nxt, 1.9 s in: ACKed at most (no state moved), 2MSL not restarted */
+	eh_advance_ms(&h, 1900);
+	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, c.gnxt, 65535, NULL, 0);
+	eh_advance_ms(&h, 200);
+	assert_int_equal(S()->tcp_time_wait, 0);
+
+	/* the retransmitted FIN restarts it */
+	c = established_echo(41031);
+	se = session_of(41031);
+	eh_forget(&h);
+	se->s->ops->shutdown(se->s);
+	eh_poll(&h);
+	o = one();
+	c.gnxt = o.seq + 1;
+	peer_data(&c, NULL, 0, RTE_TCP_FIN_FLAG);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	eh_advance_ms(&h, 1500);
+	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt - 1, c.gnxt, 65535, NULL, 0);
+	o = one();
+	assert_int_equal(o.ack, c.pnxt);
+	eh_advance_ms(&h, 1000);
+	assert_int_equal(S()->tcp_time_wait, 1);
+	eh_advance_ms(&h, 1100);
+	assert_int_equal(S()->tcp_time_wait, 0);
+}
+
+/* A spoofed flood at a closed port gets at most ETH_TCP_RST_REPLIES_PER_S resets a second from a
+ * worker (it was one each: reflected at the sources it names), the rest counted; the next second
+ * resets go out again. */
+static void test_rst_budget(void **state)
+{
+	uint64_t r0 = S()->tcp_rsts_out, l0 = S()->tcp_rsts_limited;
+	uint8_t f[200];
+
+	(void)state;
+	for (unsigned i = 0; i < ETH_TCP_RST_REPLIES_PER_S + 200; i++) {
+		eh_forget(&h);
+		eh_feed(&h, f, eh_tcp_frame(f, (uint16_t)(20000 + i), 4444, 1000u * i, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0,
+		                            NULL, 0));
+	}
+	assert_int_equal(S()->tcp_rsts_out - r0, ETH_TCP_RST_REPLIES_PER_S);
+	assert_int_equal(S()->tcp_rsts_limited - l0, 200);
+	eh_advance_ms(&h, 1000);
+	eh_forget(&h);
+	eh_feed(&h, f, eh_tcp_frame(f, 19999, 4444, 7, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0));
+	assert_int_equal(S()->tcp_rsts_out - r0, ETH_TCP_RST_REPLIES_PER_S + 1);
+}
+
 /* SYNs to PORT from ports BASE.. (no options, sequence numbers 1000 apart), in one burst. */
 static void syns(uint16_t port, uint16_t base, unsigned n)
 {
@@ -3691,6 +3771,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_time_wait_hostile, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rst_budget, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syn_share, setup_backlog16, teardown),
 	    cmocka_unit_test_setup_teardown(test_syncookie_options, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syncookie_invalid, setup, teardown),
