@@ -20,7 +20,9 @@
  *    counts from rcv_nxt at rbuf's end), as before; once the hole is filled, frames are kept again
  *    behind those copies;
  *  - a worker pins at most half of the pool divided among the workers (and ETH_RSEG_MAX); past it,
- *    segments are copied, so the pool never runs dry for the RX ring.
+ *    segments are copied, so the pool never runs dry for the RX ring;
+ *  - nor while the pool is down to a quarter (stack.c pool_check): frames a destination still holds
+ *    after consume (IB writes in flight) are in no count of ours.
  * Every copy is counted in copied_in (ibgw_copied_bytes_total{dir="eth_to_ib"}) and the fallbacks
  * in rx_pin_copies. */
 #include <rte_mbuf.h>
@@ -92,7 +94,7 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 		left -= n;
 		skip = 0;
 	}
-	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st))
+	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st) || st->pool_low)
 		goto copy;
 	if (tail) {
 		/* rbuf's bytes not covered yet come first (copies): one entry stands for them */

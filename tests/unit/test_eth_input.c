@@ -2787,6 +2787,36 @@ static void test_chain_tcp_doff_split(void **state)
 	assert_int_equal(h.n_kept, 0);
 }
 
+/* Frames held where no count of the engine sees them (an IB write in flight keeps its reference past
+ * consume: here mbufs taken from the pool) down to a quarter of the pool: a segment is copied, not
+ * kept in its frame, so the RX ring still finds mbufs; once they come back, frames are kept again. */
+static void test_lend_pool_low(void **state)
+{
+	static uint8_t blob[1400];
+	static struct rte_mbuf *held[EH_MBUFS];
+	struct conn c = established_echo(41210);
+	struct eh_session *se = session_of(41210);
+	uint64_t pc0 = S()->rx_pin_copies;
+	unsigned n = 0;
+
+	(void)state;
+	se->paused = 1;
+	while (rte_mempool_avail_count(eh_pool) >= EH_MBUFS / 4 - 8)
+		assert_non_null(held[n++] = rte_pktmbuf_alloc(eh_pool));
+	peer_data(&c, blob, sizeof(blob), 0);
+	assert_int_equal(S()->rx_pin_copies - pc0, 1);
+	assert_int_equal(S()->rx_pinned, 0);
+	rte_pktmbuf_free_bulk(held, n);
+	peer_data(&c, blob, sizeof(blob), 0);
+	assert_int_equal(S()->rx_pin_copies - pc0, 1);
+	assert_int_equal(S()->rx_pinned, 2); /* the frame and the entry standing for the copy before it */
+	assert_int_equal(se->s->ops->backlog(se->s), 2800);
+	se->s->ops->consume(se->s, 2800);
+	assert_int_equal(S()->rx_pinned, 0);
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* Ethernet -> IB without copies (issue #14, eth_side/rcvq.c): in-order payload stays in its frame and
  * lend() shows it there with a hold (the mbuf) that a destination keeps past consume(): the frame
  * goes back to the pool at the last put. A small segment is copied, and so are the in-order bytes
@@ -3809,6 +3839,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lend_pool_low, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_cursor, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_echo_tso, setup_ofl, teardown),
 	    cmocka_unit_test_setup_teardown(test_lro_chain_sw_checksum, setup_plain, teardown),
