@@ -263,7 +263,8 @@ struct eth_stack {
 	SLIST_HEAD(, eth_rseg) rseg_free;
 	uint32_t rseg_carved, rseg_used;
 	uint32_t rseg_limit; /* pieces pinned at most: a share of the mempool (0: not computed yet) */
-	bool pool_low;       /* the mempool was down to a quarter at the last burst: copy, pin nothing */
+	bool pool_low;        /* the mempool was down to a quarter at pool_low_ms: copy, keep no frame */
+	uint64_t pool_low_ms; /* (rcvq.c pool_low) */
 	bool rx_extmem;	     /* the mempool is registered with the IB side (eth_stack_rx_extmem) */
 	struct eth_rseg rsegs[ETH_RSEG_MAX];
 };

@@ -21,8 +21,9 @@
  *    behind those copies;
  *  - a worker pins at most half of the pool divided among the workers (and ETH_RSEG_MAX); past it,
  *    segments are copied, so the pool never runs dry for the RX ring;
- *  - nor while the pool is down to a quarter (stack.c pool_check): frames a destination still holds
- *    after consume (IB writes in flight) are in no count of ours.
+ *  - nor while the pool is down to a quarter (pool_low): frames a destination still holds after
+ *    consume (an IB write in flight, retried for seconds where the peer's HCA stopped
+ *    acknowledging) are in no count of ours, and the RX ring must find mbufs whoever holds the rest.
  * Every copy is counted in copied_in (ibgw_copied_bytes_total{dir="eth_to_ib"}) and the fallbacks
  * in rx_pin_copies. */
 #include <rte_mbuf.h>
@@ -53,6 +54,19 @@ static uint32_t rseg_limit(struct eth_stack *st)
 		st->rseg_limit = n < ETH_RSEG_MAX ? (n ? n : 1) : ETH_RSEG_MAX;
 	}
 	return st->rseg_limit;
+}
+
+/* Whether the pool is down to a quarter: read at most once a millisecond, when a frame would be kept
+ * (the count walks every lcore's cache). */
+static bool pool_low(struct eth_stack *st)
+{
+	const struct rte_mempool *p = st->c.pool;
+
+	if (st->pool_low_ms != st->now_ms) {
+		st->pool_low_ms = st->now_ms;
+		st->pool_low = rte_mempool_avail_count(p) < p->size / 4;
+	}
+	return st->pool_low;
 }
 
 static struct eth_rseg *rseg_get(struct eth_stack *st)
@@ -94,7 +108,7 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 		left -= n;
 		skip = 0;
 	}
-	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st) || st->pool_low)
+	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st) || pool_low(st))
 		goto copy;
 	if (tail) {
 		/* rbuf's bytes not covered yet come first (copies): one entry stands for them */

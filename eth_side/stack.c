@@ -569,21 +569,8 @@ void eth_stack_set_locals(struct eth_stack *st, const struct eth_local_set *ls)
 			eth_ipv6_announce_addr(st, ls->a[i].addr.b);
 }
 
-/* Frames kept by reference leave the pool until their last holder lets go: the receive queues' pieces
- * (rseg_limit bounds those), but also what destinations still hold past consume (an IB write in
- * flight, retried for seconds where the peer's HCA stopped acknowledging), which no count of the
- * worker's sees. Once a quarter of the pool is left, new segments are copied, so the RX ring finds
- * mbufs whoever holds the rest. Read once per burst: the count walks the per-lcore caches. */
-static void pool_check(struct eth_stack *st)
-{
-	const struct rte_mempool *p = st->c.pool;
-
-	st->pool_low = rte_mempool_avail_count(p) < p->size / 4;
-}
-
 void eth_stack_input(struct eth_stack *st, struct rte_mbuf **pkts, unsigned n)
 {
-	pool_check(st);
 	for (unsigned i = 0; i < n; i++)
 		rx_frame(st, pkts[i], false);
 }
@@ -695,8 +682,6 @@ unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns)
 	}
 	if (st->c.port_id != UINT16_MAX) {
 		n = rte_eth_rx_burst(st->c.port_id, st->c.queue, pkts, ETH_RX_BURST);
-		if (n)
-			pool_check(st);
 		for (uint16_t i = 0; i < n; i++)
 			rx_frame(st, pkts[i], false);
 		work += n;
@@ -705,8 +690,6 @@ unsigned eth_stack_rx(struct eth_stack *st, uint64_t now_ns)
 		if (!st->from[w])
 			continue;
 		n = (uint16_t)rte_ring_sc_dequeue_burst(st->from[w], (void **)pkts, ETH_RX_BURST, NULL);
-		if (n)
-			pool_check(st);
 		for (uint16_t i = 0; i < n; i++)
 			rx_frame(st, pkts[i], true);
 		work += n;
