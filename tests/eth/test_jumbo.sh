@@ -94,65 +94,18 @@ ok "kernel TAP (1500 bytes at most): the 8000-byte datagram dropped alone and co
 # (it was dropped, leaving the kernel's TCP to the sender's retransmissions). A kernel client in the
 # namespace connects to a kernel server behind the TAP (MSS 1460 both ways: it never sends more), then
 # stops its socket (TCP_REPAIR: it sends nothing more, and closes silently) and sends the next 6000
-# bytes as one segment, with its sequence numbers, from a packet socket (scapy)
-"$PY3" -c '
+# bytes as one segment, with its sequence numbers, from a packet socket (scapy). Then the 6000 after
+# them with one payload bit flipped (their checksum now wrong): cut into segments they would reach the
+# kernel with new, right sums; the engine's checksum check drops them (counted) before they are punted
+# (the exception path checks too: tests/unit/test_eth_input.c), and the kernel's stream stays as it was.
+# tap_segment ADDR PORT: that, to a kernel server on ADDR:PORT
+tap_segment() {
+	local kip=$1 port=$2 srv want d0 d1 c0 c1
+	"$PY3" -c '
 import hashlib, socket, sys
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind((sys.argv[1], 9998)); l.listen(1); l.settimeout(20)
-c, _ = l.accept(); c.settimeout(10)
-d = b""
-while len(d) < 6100:
-    k = c.recv(65536)
-    if not k:
-        break
-    d += k
-print(len(d), hashlib.sha256(d[100:]).hexdigest())
-' "$KIP" >"$tmp/tcp" 2>&1 &
-srv=$!
-sleep 0.5
-d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
-want=$(eth_ns "$PY3" - "$KIP" "$ETH_GW_MAC" "$ETH_PEER" <<'EOF'
-import hashlib, os, socket, sys, time
-from scapy.all import Ether, IP, TCP, Raw, sendp
-kip, mac, dev = sys.argv[1], sys.argv[2], sys.argv[3]
-s = socket.create_connection((kip, 9998), timeout=10)
-s.sendall(os.urandom(100))
-time.sleep(0.5)  # acknowledged: nothing of ours left in flight
-TCP_REPAIR, TCP_REPAIR_QUEUE, TCP_QUEUE_SEQ, TCP_RECV_QUEUE, TCP_SEND_QUEUE = 19, 20, 21, 1, 2
-s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
-s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)
-seq = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
-s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE)
-ack = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
-src, sport = s.getsockname()
-d = os.urandom(6000)
-sendp(Ether(dst=mac) / IP(src=src, dst=kip, flags="DF") /
-      TCP(sport=sport, dport=9998, seq=seq & 0xffffffff, ack=ack & 0xffffffff, flags="PA", window=65535) /
-      Raw(d), iface=dev, verbose=False)
-time.sleep(3)
-print(6100, hashlib.sha256(d).hexdigest())
-EOF
-) || fail "the peer could not send the segment"
-wait "$srv" || fail "the kernel server behind the TAP failed: $(cat "$tmp/tcp")"
-[ "$(cat "$tmp/tcp")" = "$want" ] || fail "the kernel server got '$(cat "$tmp/tcp")', expected '$want'"
-d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
-[ "$d1" = "$d0" ] || fail "TAP write drops $d0 -> $d1: a frame was refused"
-ok "kernel TAP: a 6000-byte TCP segment for a kernel socket segmented on its way in, the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop"
-# 5. the same over IPv6, which net_tap cannot segment (rte_gso: TCP/IPv4 only): ibgwd cuts it itself.
-# The TAP gets an IPv6 address of the port's prefix (no DAD), as an operator gives it one; ibgwd
-# announces it. Then the next segment with one payload bit flipped (its checksum now wrong): cut into
-# segments it would reach the kernel with new, right sums; the engine's checksum check drops it
-# (counted) before it is punted (eth_exc_split_tcp6 checks too: tests/unit/test_eth_input.c), and the
-# kernel's stream stays as it was
-KIP6=2001:db8:0:1::77
-sysctl -qw "net.ipv6.conf.$TAP.accept_dad=0"
-sysctl -qw "net.ipv6.conf.$TAP.disable_ipv6=0"
-ip -6 addr add "$KIP6/64" dev "$TAP" nodad || fail "cannot give the TAP $KIP6"
-for _ in $(seq 50); do eth_ns ping -6 -c 1 -W 1 "$KIP6" >/dev/null 2>&1 && break; sleep 0.1; done
-"$PY3" -c '
-import hashlib, socket, sys
-l = socket.socket(socket.AF_INET6); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind((sys.argv[1], 9997)); l.listen(1); l.settimeout(20)
+l = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], int(sys.argv[2]))); l.listen(1); l.settimeout(20)
 c, _ = l.accept(); c.settimeout(6)
 d = b""
 try:
@@ -163,17 +116,17 @@ try:
         d += k
 except socket.timeout:
     pass
-print(len(d), hashlib.sha256(d[100:6100]).hexdigest())
-' "$KIP6" >"$tmp/tcp6" 2>&1 &
-srv=$!
-sleep 0.5
-d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
-c0=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
-want=$(eth_ns "$PY3" - "$KIP6" "$ETH_GW_MAC" "$ETH_PEER" <<'EOF'
+print(len(d), hashlib.sha256(d[100:]).hexdigest())
+' "$kip" "$port" >"$tmp/tcp.$port" 2>&1 &
+	srv=$!
+	sleep 0.5
+	d0=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+	c0=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
+	want=$(eth_ns "$PY3" - "$kip" "$port" "$ETH_GW_MAC" "$ETH_PEER" <<'EOF'
 import hashlib, os, socket, sys, time
-from scapy.all import Ether, IPv6, TCP, Raw, sendp
-kip, mac, dev = sys.argv[1], sys.argv[2], sys.argv[3]
-s = socket.create_connection((kip, 9997), timeout=10)
+from scapy.all import Ether, IP, IPv6, TCP, Raw, sendp
+kip, port, mac, dev = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.create_connection((kip, port), timeout=10)
 s.sendall(os.urandom(100))
 time.sleep(0.5)  # acknowledged: nothing of ours left in flight
 TCP_REPAIR, TCP_REPAIR_QUEUE, TCP_QUEUE_SEQ, TCP_RECV_QUEUE, TCP_SEND_QUEUE = 19, 20, 21, 1, 2
@@ -184,25 +137,39 @@ s.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE)
 ack = s.getsockopt(socket.IPPROTO_TCP, TCP_QUEUE_SEQ)
 src, sport = s.getsockname()[:2]
 def seg(seq, d):
-    return Ether(dst=mac) / IPv6(src=src, dst=kip) / TCP(sport=sport, dport=9997, seq=seq & 0xffffffff,
-        ack=ack & 0xffffffff, flags="PA", window=65535) / Raw(d)
+    ip = IPv6(src=src, dst=kip) if ":" in kip else IP(src=src, dst=kip, flags="DF")
+    return Ether(dst=mac) / ip / TCP(sport=sport, dport=port, seq=seq & 0xffffffff, ack=ack & 0xffffffff,
+                                     flags="PA", window=65535) / Raw(d)
 d = os.urandom(6000)
 sendp(seg(seq, d), iface=dev, verbose=False)
 time.sleep(1)
-# the next 6000 bytes, their checksum computed, then one bit of the payload flipped
 b = bytearray(bytes(seg(seq + 6000, os.urandom(6000))))
 b[-100] ^= 0x10
 sendp(Ether(bytes(b)), iface=dev, verbose=False)
 time.sleep(3)
 print(6100, hashlib.sha256(d).hexdigest())
 EOF
-) || fail "the peer could not send the IPv6 segments"
-wait "$srv" || fail "the kernel server behind the TAP (IPv6) failed: $(cat "$tmp/tcp6")"
-[ "$(cat "$tmp/tcp6")" = "$want" ] || fail "the kernel server (IPv6) got '$(cat "$tmp/tcp6")', expected '$want' (6100 bytes: the corrupt segment must not arrive)"
-d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
-c1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
-[ "$d1" = "$d0" ] && [ "$c1" = $((c0 + 1)) ] ||
-	fail "TAP write drops $d0 -> $d1 (expected none), TCP checksum errors $c0 -> $c1 (expected the corrupt segment)"
+) || fail "the peer could not send the segments to $kip"
+	wait "$srv" || fail "the kernel server on $kip behind the TAP failed: $(cat "$tmp/tcp.$port")"
+	[ "$(cat "$tmp/tcp.$port")" = "$want" ] ||
+		fail "the kernel server on $kip got '$(cat "$tmp/tcp.$port")', expected '$want' (6100 bytes: the corrupt segment must not arrive)"
+	d1=$(gw_metric "$ETH_STATS" 'ibgw_exception_tap_write_drops_total')
+	c1=$(gw_metric "$ETH_STATS" 'ibgw_tcp_checksum_errors_total{worker="0"}')
+	[ "$d1" = "$d0" ] && [ "$c1" = $((c0 + 1)) ] ||
+		fail "$kip: TAP write drops $d0 -> $d1 (expected none), TCP checksum errors $c0 -> $c1 (expected the corrupt segment)"
+}
+tap_segment "$KIP" 9998
+ok "kernel TAP: a 6000-byte TCP segment for a kernel socket segmented on its way in (net_tap's TSO), the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop; the next one with a flipped bit dropped as a checksum error, nothing of it passed"
+
+# 5. the same over IPv6, which net_tap cannot segment (rte_gso: TCP/IPv4 only): ibgwd cuts it itself.
+# The TAP gets an IPv6 address of the port's prefix (no DAD), as an operator gives it one; ibgwd
+# announces it
+KIP6=2001:db8:0:1::77
+sysctl -qw "net.ipv6.conf.$TAP.accept_dad=0"
+sysctl -qw "net.ipv6.conf.$TAP.disable_ipv6=0"
+ip -6 addr add "$KIP6/64" dev "$TAP" nodad || fail "cannot give the TAP $KIP6"
+for _ in $(seq 50); do eth_ns ping -6 -c 1 -W 1 "$KIP6" >/dev/null 2>&1 && break; sleep 0.1; done
+tap_segment "$KIP6" 9997
 ok "kernel TAP over IPv6: a 6000-byte TCP segment cut by ibgwd, the kernel server got all 6100 bytes at once (sha256 equal), no TAP drop; the next one with a flipped bit dropped as a checksum error, nothing of it passed"
 gw_stop || fail "ibgwd exited with $? (sanitizer report or shutdown error)"
 ok "clean shutdown"

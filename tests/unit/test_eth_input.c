@@ -414,23 +414,33 @@ static struct conn established_echo(uint16_t pport)
 	return c;
 }
 
-/* Both ends send FIN at once: FIN_WAIT_1 -> CLOSING -> TIME_WAIT, then the block is freed after
- * time_wait (2 s here); a new SYN on the same pair reuses a TIME_WAIT block only when newer. */
-static void test_simultaneous_close_time_wait(void **state)
+/* An echo connection from PPORT whose session closed first: our FIN sent (gnxt counts it), not yet
+ * acknowledged by the peer (FIN_WAIT_1). */
+static struct conn closed_first(uint16_t pport)
 {
-	struct conn c = established_echo(41010), c2;
-	struct eh_session *se = session_of(41010);
-	uint32_t fin_seq;
+	struct conn c = established_echo(pport);
+	struct eh_session *se = session_of(pport);
 	struct out o;
-	uint8_t f[200];
 
-	(void)state;
 	eh_forget(&h);
 	se->s->ops->shutdown(se->s);
 	eh_poll(&h);
 	o = one();
 	assert_int_equal(o.flags & RTE_TCP_FIN_FLAG, RTE_TCP_FIN_FLAG);
-	fin_seq = o.seq;
+	c.gnxt = o.seq + o.len + 1;
+	return c;
+}
+
+/* Both ends send FIN at once: FIN_WAIT_1 -> CLOSING -> TIME_WAIT, then the block is freed after
+ * time_wait (2 s here); a new SYN on the same pair reuses a TIME_WAIT block only when newer. */
+static void test_simultaneous_close_time_wait(void **state)
+{
+	struct conn c = closed_first(41010), c2;
+	uint32_t fin_seq = c.gnxt - 1;
+	struct out o;
+	uint8_t f[200];
+
+	(void)state;
 	/* the peer's FIN, not acknowledging ours: CLOSING, our ACK of it */
 	feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, fin_seq, 65535, NULL, 0);
 	c.pnxt++;
@@ -477,13 +487,7 @@ static void test_simultaneous_close_time_wait(void **state)
 	ack_all(&c2, 65535); /* LAST_ACK -> CLOSED: no TIME_WAIT on the passive closer */
 	assert_int_equal(S()->tcp_time_wait, 0);
 	assert_int_equal(S()->tcp_active, 0);
-	c2 = established_echo(41012);
-	se = session_of(41012);
-	eh_forget(&h);
-	se->s->ops->shutdown(se->s);
-	eh_poll(&h);
-	o = one();
-	c2.gnxt = o.seq + 1;
+	c2 = closed_first(41012);
 	peer_data(&c2, NULL, 0, RTE_TCP_FIN_FLAG); /* acknowledges our FIN and brings its own */
 	assert_int_equal(S()->tcp_time_wait, 1);
 	eh_advance_ms(&h, 1900);
@@ -501,19 +505,12 @@ static void test_simultaneous_close_time_wait(void **state)
  * one a second and kept it for ever); the retransmitted FIN is ACKed and restarts it. */
 static void test_time_wait_hostile(void **state)
 {
-	struct conn c = established_echo(41030);
-	struct eh_session *se = session_of(41030);
 	uint64_t b0 = S()->tcp_buffer_bytes;
+	struct conn c = closed_first(41030);
 	uint8_t one_byte = 'x';
 	struct out o;
 
 	(void)state;
-	eh_forget(&h);
-	se->s->ops->shutdown(se->s);
-	eh_poll(&h);
-	o = one();
-	assert_int_equal(o.flags & RTE_TCP_FIN_FLAG, RTE_TCP_FIN_FLAG);
-	c.gnxt = o.seq + 1;
 	ack_all(&c, 65535); /* FIN_WAIT_2 */
 	feed(&c, RTE_TCP_ACK_FLAG, c.pnxt + 16000, c.gnxt, 65535, &one_byte, 1); /* (the window: 16 KiB) */
 	assert_true(S()->tcp_buffer_bytes >= b0 + 16000);
@@ -532,13 +529,7 @@ static void test_time_wait_hostile(void **state)
 	assert_int_equal(S()->tcp_time_wait, 0);
 
 	/* the retransmitted FIN restarts it */
-	c = established_echo(41031);
-	se = session_of(41031);
-	eh_forget(&h);
-	se->s->ops->shutdown(se->s);
-	eh_poll(&h);
-	o = one();
-	c.gnxt = o.seq + 1;
+	c = closed_first(41031);
 	peer_data(&c, NULL, 0, RTE_TCP_FIN_FLAG);
 	assert_int_equal(S()->tcp_time_wait, 1);
 	eh_advance_ms(&h, 1500);
