@@ -114,7 +114,11 @@ void eth_arp_announce_addr(struct eth_stack *st, uint32_t addr);
 void eth_arp_flush(struct eth_stack *st);
 
 /* ipv4.c */
-void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_bcast);
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_group);
+/* An IPv4 frame M (Ethernet header first) to a link-layer group that is not ours (VRRP, OSPF): to the
+ * kernel TAP when it is to an IPv4 group or broadcast address, else dropped and counted (unicast in a
+ * group frame, RFC 1122 3.3.6). Returns whether M was taken (false: no TAP; M is still the caller's). */
+bool eth_ipv4_group_punt(struct eth_stack *st, struct rte_mbuf *m);
 /* Passes M (at its IP header), a TCP segment for one of the kernel TAP's addresses that has no
  * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
  * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */

@@ -256,6 +256,8 @@ unsigned eth_exc_split_tcp6(struct rte_mempool *pool, struct rte_mbuf *m, uint32
 	    (th[13] & RTE_TCP_URG_FLAG) || frame_max < hdr + 64 || !exc_tcp_sum_ok(m, &e))
 		return 0;
 	payload = RTE_ETHER_HDR_LEN + e.tot - hdr;
+	if (!payload)
+		return 0; /* (a bare header in a padded frame: nothing to cut; the TAP refuses it) */
 	mss = frame_max - hdr;
 	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < mss)
 		mss = m->tso_segsz;

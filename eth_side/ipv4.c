@@ -189,7 +189,35 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
-void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_bcast)
+bool eth_ipv4_group_punt(struct eth_stack *st, struct rte_mbuf *m)
+{
+	const struct rte_ipv4_hdr *ip;
+
+	if (!st->c.exc)
+		return false;
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
+		xlt_counter_add(&st->stats.ip_header_errors, 1);
+		goto drop;
+	}
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	if ((ip->version_ihl >> 4) != 4) {
+		xlt_counter_add(&st->stats.ip_header_errors, 1);
+		goto drop;
+	}
+	if (!group_dst(st, ip->dst_addr)) {
+		/* RFC 1122 3.3.6, as for our MAC's groups: Linux would take it as unicast
+		 * (drop_unicast_in_l2_multicast is off by default), past every check eth_ipv4_input
+		 * makes of what comes to our MAC (a redirect from a spoofed gateway among them) */
+		xlt_counter_add(&st->stats.ip_link_bcast, 1);
+		goto drop;
+	}
+	return eth_exc_punt(st, m);
+drop:
+	rte_pktmbuf_free(m);
+	return true;
+}
+
+void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_group)
 {
 	struct rte_ipv4_hdr *ip;
 	unsigned ihl, tot, lstate;
@@ -206,8 +234,9 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_bcast)
 		xlt_counter_add(&st->stats.ip_checksum_errors, 1);
 		goto drop;
 	}
-	if (l2_bcast && !group_dst(st, ip->dst_addr)) {
-		/* RFC 1122 3.3.6: a unicast datagram in a link-layer broadcast is discarded. Its sender
+	if (l2_group && !group_dst(st, ip->dst_addr)) {
+		/* RFC 1122 3.3.6: a unicast datagram in a link-layer broadcast is discarded (or in a
+		 * link-layer group: the IPv6 groups our MAC answers to bring no IPv4 of ours). Its sender
 		 * did not address our station: a confused neighbour (ARP would teach it our MAC), or
 		 * one that reaches every host of the segment at once with a frame meant for one */
 		xlt_counter_add(&st->stats.ip_link_bcast, 1);

@@ -560,6 +560,19 @@ static bool kernel_refused(struct eth_stack *st, const struct rte_mbuf *m)
 		xlt_counter_add(&st->stats.ip6_header_errors, 1);
 		return true;
 	}
+	if (nh == IPPROTO_FRAGMENT && len - off >= 8 && !((p[off + 2] << 8 | p[off + 3]) >> 3)) {
+		/* a first fragment carries the upper layer's header: judged as the whole message is (the
+		 * kernel reassembles the rest with it, or drops them without it); later fragments carry
+		 * nothing to judge */
+		uint32_t off2;
+
+		nh = p[off];
+		if (eth_ipv6_walk(p + off + 8, len - off - 8, &nh, &off2)) {
+			xlt_counter_add(&st->stats.ip6_header_errors, 1);
+			return true;
+		}
+		off += 8 + off2;
+	}
 	if (nh != IPPROTO_ICMPV6 || (len - off >= 2 && icmp6_for_kernel(p[off], p[off + 1])))
 		return false;
 	xlt_counter_add(&st->stats.icmp_refused, 1);

@@ -54,7 +54,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
 	{"ip_fragments_dropped_total", XLT_COUNTER, ST(ip_fragments), "IPv4 fragments dropped (no reassembly)", NULL},
 	{"ip_not_for_us_total", XLT_COUNTER, ST(ip_not_for_us), "IPv4 packets addressed elsewhere", NULL},
-	{"ip_link_broadcast_dropped_total", XLT_COUNTER, ST(ip_link_bcast), "IPv4 packets to a unicast address that came in a link-layer broadcast, dropped (RFC 1122 3.3.6)", NULL},
+	{"ip_link_broadcast_dropped_total", XLT_COUNTER, ST(ip_link_bcast), "IPv4 packets to a unicast address that came in a link-layer broadcast or multicast frame, dropped (RFC 1122 3.3.6)", NULL},
 	{"ip_no_route_total", XLT_COUNTER, ST(ip_no_route), "packets with no route to their destination", NULL},
 	{"ip_unknown_protocol_total", XLT_COUNTER, ST(ip_unknown_proto), "IPv4 packets of a protocol we do not serve", NULL},
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
@@ -472,7 +472,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 {
 	const struct rte_ether_hdr *eh;
 	uint16_t type;
-	bool l2_bcast;
+	bool l2_group;
 
 	if (!steered)
 		xlt_counter_add(&st->stats.frames_in, 1);
@@ -490,10 +490,11 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	if (memcmp(eh->dst_addr.addr_bytes, st->c.mac, 6) && memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6) &&
 	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
 		/* other multicast (VRRP, OSPF): the kernel's, when it has a door (IPv6's checked as
-		 * ipv6.c checks a group's: not every ICMPv6) */
+		 * ipv6.c checks a group's: not every ICMPv6; IPv4's to a group address only) */
 		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered &&
-		    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) ? eth_ipv6_exc_punt(st, m)
-		                                                             : eth_exc_punt(st, m)))
+		    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)   ? eth_ipv6_exc_punt(st, m)
+		     : eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ? eth_ipv4_group_punt(st, m)
+		                                                               : eth_exc_punt(st, m)))
 			return;
 		goto drop;
 	}
@@ -544,9 +545,9 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 			return;
 		}
 	}
-	l2_bcast = !memcmp(eh->dst_addr.addr_bytes, bcast_mac, 6);
+	l2_group = eh->dst_addr.addr_bytes[0] & 1; /* (the broadcast, or one of our IPv6 groups) */
 	rte_pktmbuf_adj(m, RTE_ETHER_HDR_LEN);
-	eth_ipv4_input(st, m, l2_bcast);
+	eth_ipv4_input(st, m, l2_group);
 	return;
 drop:
 	xlt_counter_add(&st->stats.frames_dropped, 1);

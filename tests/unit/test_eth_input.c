@@ -2329,6 +2329,17 @@ static void test_icmp6_refused(void **state)
 	e0 = S()->ip6_header_errors;
 	feed_icmp6_kernel(router, vrrp6, 60, deep, sizeof(deep), ra, sizeof(ra), 255, true, 0, 0);
 	assert_int_equal(S()->ip6_header_errors, e0 + 1);
+	/* an advertisement in a first fragment (behind the fragment header, and behind destination
+	 * options after it) to a group the kernel joined is judged as a whole one; a later fragment
+	 * carries nothing to judge (fragments to our own groups ibgwd drops itself) */
+	{
+		const uint8_t frag1[8] = {IPPROTO_ICMPV6, 0, 0, 1, 0, 0, 0, 7}, /* offset 0, more fragments */
+		              frag1d[16] = {60, 0, 0, 1, 0, 0, 0, 8, IPPROTO_ICMPV6, 0, 1, 4},
+		              frag2[8] = {IPPROTO_ICMPV6, 0, 0, 8, 0, 0, 0, 7}; /* offset 8 bytes */
+		feed_icmp6_kernel(router, vrrp6, 44, frag1, 8, ra, sizeof(ra), 255, true, 1, 0);
+		feed_icmp6_kernel(router, vrrp6, 44, frag1d, 16, ra, sizeof(ra), 255, true, 1, 0);
+		feed_icmp6_kernel(router, vrrp6, 44, frag2, 8, ra, sizeof(ra), 255, true, 0, 1);
+	}
 
 	/* what the kernel's own flows need: the reply to its ping, errors for its connection from port
 	 * 2222 (packet too big: its path MTU discovery), a query for the groups it joined */
@@ -2407,8 +2418,9 @@ static struct rte_mbuf *split6_frame(uint32_t plen, uint8_t flags, uint8_t next)
  * with its headers, sequence number, flags (CWR on the first only, FIN and PSH on the last only) and a
  * right checksum, their payloads the frame's in order; LRO's segment size kept where smaller. Left as
  * they are (and the caller's): a frame whose checksum is wrong (its segments would carry sums nobody
- * checked), one with urgent data, one with an extension header before TCP, one short enough, and one
- * that would need more frames than OUT holds. Every mbuf returns to the pool. */
+ * checked), one with urgent data, one with an extension header before TCP, one short enough, one
+ * that would need more frames than OUT holds, and a bare header in a padded frame. Every mbuf returns
+ * to the pool. */
 static void test_exc_split_tcp6(void **state)
 {
 	const uint32_t plen = 6000, hdr = RTE_ETHER_HDR_LEN + 40 + 32;
@@ -2475,6 +2487,13 @@ static void test_exc_split_tcp6(void **state)
 	rte_pktmbuf_free(m);
 	m = split6_frame(1400, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
 	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	rte_pktmbuf_free(m);
+	/* a bare header padded past what the TAP carries: nothing to cut, the frame still the caller's
+	 * (it was freed, then sent and freed again by the caller: a double free into the port's pool) */
+	m = split6_frame(0, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
+	assert_non_null(rte_pktmbuf_append(m, 1500));
+	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 64), 0);
+	assert_int_equal(rte_mempool_in_use_count(eh_pool), base + 1);
 	rte_pktmbuf_free(m);
 	m = split6_frame(plen, RTE_TCP_ACK_FLAG, IPPROTO_TCP);
 	assert_int_equal(eth_exc_split_tcp6(eh_pool, m, 1514, out, 4), 0);
@@ -2579,6 +2598,45 @@ static void test_link_broadcast_unicast_dropped(void **state)
 	assert_int_equal(S()->icmp_echo_replies, 1);
 	feed_rx(s, slen, NULL);
 	assert_int_equal(one().flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(S()->ip_link_bcast, 2);
+}
+
+/* The same in a link-layer multicast frame, with a kernel TAP: an echo request to our address in a
+ * frame to an IPv4 group MAC (which went to the kernel unchecked: Linux takes unicast IP in an L2
+ * multicast frame, a redirect from a spoofed gateway among it) or to IPv6's all-nodes group is
+ * dropped and counted, not punted, not answered; a datagram to an IPv4 group (VRRP) in such a frame
+ * still reaches the kernel. */
+static void test_link_group_unicast_dropped(void **state)
+{
+	static const uint8_t v4_group[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01},
+	                     all_nodes6[6] = {0x33, 0x33, 0x00, 0x00, 0x00, 0x01},
+	                     vrrp_mac[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x12};
+	uint8_t msg[64] = {0}, f[200];
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	uint64_t k0 = S()->exc_to_kernel;
+	size_t len;
+
+	(void)state;
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, v4_group, 6);
+	feed_rx(f, len, NULL);
+	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, all_nodes6, 6);
+	feed_rx(f, len, NULL);
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->ip_link_bcast, 2);
+	assert_int_equal(S()->exc_to_kernel, k0);
+	assert_int_equal(S()->icmp_echo_replies, 0);
+	/* VRRP to 224.0.0.18 in its group's frame: the kernel's */
+	len = eh_ip_frame(f, 112, msg, 40, 0);
+	ip->dst_addr = rte_cpu_to_be_32(0xe0000012);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, vrrp_mac, 6);
+	feed_rx(f, len, NULL);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
 	assert_int_equal(S()->ip_link_bcast, 2);
 }
 
@@ -3819,6 +3877,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_link_group_unicast_dropped, setup_exc, teardown_exc),
+
 	    cmocka_unit_test_setup_teardown(test_icmp6_refused, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_fill_l4_cksum, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exc_split_tcp6, setup, teardown),
