@@ -8,8 +8,9 @@
  * whatever the client does (a slow sender or a slow reader is cut), a request head of STATS_MAX_HEAD
  * bytes, no body read, "Connection: close". When all are taken, a new connection closes the oldest
  * one still without a whole request after STATS_IDLE_EVICT_MS (a client that sends its request
- * does so at once; one that holds the connection idle is what the cap is for), so idle connections
- * can no longer keep scrapes and health checks out. A render of /metrics or /stats is reused for
+ * does so at once; one that holds the connection idle is what the cap is for), or whose reply has
+ * not left STATS_IDLE_EVICT_MS after it was queued (a client that asks and then reads nothing), so
+ * neither kind can keep scrapes and health checks out. A render of /metrics or /stats is reused for
  * ten times as long as it took (a client asking in a loop, with 256 routes, would otherwise keep
  * the control thread rendering); a reload or a backend state change makes the next request render
  * again. This is a small HTTP/1.x responder of its own on bufferevents:
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -44,6 +46,7 @@
 #define STATS_DEADLINE_S    10
 #define STATS_MAX_HEAD	    8192
 #define STATS_IDLE_EVICT_MS 250
+#define STATS_SNDBUF	    (64 * 1024) /* the kernel's send buffer of a connection (it doubles it) */
 #define STATS_REUSE_FACTOR  10 /* a render serves for this many times its own duration */
 #define STATS_LOG_NS	    1000000000ull /* a refusal is logged at most once per this */
 
@@ -55,6 +58,7 @@ struct stats_conn {
 	struct bufferevent *bev;
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
+	uint64_t replied_ns; /* when it was */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	uint16_t peer_port;  /* and its port (host order) */
 	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
@@ -82,7 +86,7 @@ static struct {
 	/* a client can send refused POSTs in a loop: each kind of refusal is logged within a rate
 	 * limit, or it would flood the log and use up journald's own limit, which would then drop
 	 * every later line of the daemon */
-	struct xlt_ratelim browser_log, foreign_log;
+	struct xlt_ratelim browser_log, foreign_log, page_read_log;
 } st = {.conns = TAILQ_HEAD_INITIALIZER(st.conns)};
 
 void gw_stats_stale(void)
@@ -187,6 +191,7 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 	 * VM's emulated CPU), which must not eat the time of a reader that keeps up; from now, not from the
 	 * loop's cached time before the render */
 	event_base_update_cache_time(c->d->base);
+	c->replied_ns = gw_now_ns();
 	evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_DEADLINE_S});
 	bufferevent_enable(c->bev, EV_WRITE);
 }
@@ -227,17 +232,17 @@ static int pct_decode(char *s)
 	return 0;
 }
 
-/* Answers C's backend state change with 403 and ANSWER; logs the refusal within LIM's rate, as "sent BY
- * from ADDR port N (WHY; M more not logged)" (BY and WHY may be ""): a client refused in a loop must not
- * flood the log. */
-static void refuse(struct stats_conn *c, struct xlt_ratelim *lim, const char *by, const char *why,
-                   const char *answer, struct evbuffer *body)
+/* Answers C's request (WHAT: "a backend state change"...) with 403 and ANSWER; logs the refusal within
+ * LIM's rate, as "refused WHAT BY from ADDR port N (WHY; M more not logged)" (BY and WHY may be ""): a
+ * client refused in a loop must not flood the log. */
+static void refuse(struct stats_conn *c, struct xlt_ratelim *lim, const char *what, const char *by,
+                   const char *why, const char *answer, struct evbuffer *body)
 {
 	char a[INET_ADDRSTRLEN];
 	uint64_t quiet;
 
 	if (xlt_ratelim_ok(lim, gw_now_ns(), STATS_LOG_NS, &quiet))
-		GW_WARN("stats: refused a backend state change %sfrom %s port %u (%s%" PRIu64 " more not logged)", by,
+		GW_WARN("stats: refused %s %sfrom %s port %u (%s%" PRIu64 " more not logged)", what, by,
 		        inet_ntop(AF_INET, &c->peer, a, sizeof(a)), c->peer_port, why, quiet);
 	evbuffer_add_printf(body, "forbidden: %s\n", answer);
 	reply(c, 403, "Forbidden", text, "", body, false);
@@ -261,16 +266,16 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 	/* a web page can make a browser on the operator's host (or behind an ssh tunnel to the
 	 * endpoint) send a form POST here; browsers say so, command-line clients never do */
 	if (c->browser) {
-		refuse(c, &st.browser_log, "sent by a browser (Origin or Sec-Fetch-Site) ", "",
+		refuse(c, &st.browser_log, "a backend state change", "sent by a browser (Origin or Sec-Fetch-Site) ", "",
 		       "not from a browser (use curl or another command-line client)", body);
 		return;
 	}
 	if (!c->d->conf->gateway.stats_admin) {
-		refuse(c, &st.foreign_log, "", "stats_admin = 0; ", "stats_admin = 0", body);
+		refuse(c, &st.foreign_log, "a backend state change", "", "stats_admin = 0; ", "stats_admin = 0", body);
 		return;
 	}
 	if (!from_management(c)) {
-		refuse(c, &st.foreign_log, "", "not loopback or the management address; ",
+		refuse(c, &st.foreign_log, "a backend state change", "", "not loopback or the management address; ",
 		       "only from loopback or the management address", body);
 		return;
 	}
@@ -363,6 +368,13 @@ static void handle(struct stats_conn *c, char *line)
 	} else if (!get && !head) {
 		evbuffer_add_printf(body, "method not allowed\n");
 		reply(c, 405, "Method Not Allowed", text, "Allow: GET, HEAD\r\n", body, false);
+	} else if (c->browser) {
+		/* a web page's own request: a script of a page whose name was rebound to this address
+		 * (DNS rebinding) makes the endpoint its own origin and reads the reply, routes and
+		 * backends included; an address the operator opens in the browser says
+		 * Sec-Fetch-Site: none */
+		refuse(c, &st.page_read_log, "a read", "made by a web page (Origin or Sec-Fetch-Site) ", "",
+		       "not from a web page (open the address directly, or use curl)", body);
 	} else if (!strcmp(target, "/health")) {
 		bool ok = health(d, body);
 		reply(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", text, "", body, head);
@@ -503,13 +515,15 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 
 	(void)lis;
 	if (st.n_conns >= STATS_MAX_CONNS) {
-		/* the oldest connection still without a whole request, if it had its time */
+		/* the oldest connection still without a whole request, or whose reply does not leave, if
+		 * it had its time */
+		const uint64_t grace = STATS_IDLE_EVICT_MS * 1000000ull;
 		struct stats_conn *old = TAILQ_FIRST(&st.conns);
 		uint64_t now = gw_now_ns();
 
-		while (old && old->replied)
+		while (old && (old->replied ? now - old->replied_ns < grace : now - old->born_ns < grace))
 			old = TAILQ_NEXT(old, link);
-		if (!old || now - old->born_ns < STATS_IDLE_EVICT_MS * 1000000ull) {
+		if (!old) {
 			st.dropped[DROP_LIMIT]++;
 			close(fd);
 			return;
@@ -525,6 +539,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 		c->peer = ((struct sockaddr_in *)sa)->sin_addr;
 		c->peer_port = ntohs(((struct sockaddr_in *)sa)->sin_port);
 	}
+	/* the kernel's send buffer grows to megabytes for a peer that reads nothing, and keeps them after
+	 * the close: a client asking in a loop would hold that much of the host's memory per
+	 * connection; a reply larger than this waits in the connection (evicted when it stalls) */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){STATS_SNDBUF}, sizeof(int));
 	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev)
 		goto err;

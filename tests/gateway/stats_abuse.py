@@ -7,6 +7,9 @@
                           the daemon closes the connection, or "not cut after MAX s"
   hold PORT N SECS        opens N idle connections; after 2 s prints "open A closed B" (closed: the
                           daemon closed or reset it), keeps the open ones SECS seconds, closes them
+  stall PORT N SECS       N connections with a small receive buffer each ask for /metrics and read
+                          nothing; after 2 s prints "open A closed B" as hold does, keeps the open
+                          ones SECS seconds, closes them
   head PORT PATH          sends HEAD PATH and reads until the daemon closes; prints the status line
                           and how many bytes came after the headers (a HEAD answer has none)
 """
@@ -78,6 +81,24 @@ def hold(port, n, secs):
         s.close()
 
 
+def stall(port, n, secs):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)  # (before connect: the window it offers)
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.settimeout(None)
+        socks.append(s)
+    time.sleep(2)
+    closed = [s for s in socks if closed_by_peer(s)]
+    print(f"open {n - len(closed)} closed {len(closed)}", flush=True)
+    time.sleep(secs)
+    for s in socks:
+        s.close()
+
+
 def head(port, path):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -94,7 +115,7 @@ def main():
         head(int(sys.argv[2]), sys.argv[3])
         return
     a = [float(x) if "." in x else int(x) for x in sys.argv[2:]]
-    {"reset": reset, "slowloris": slowloris, "hold": hold}[cmd](*a)
+    {"reset": reset, "slowloris": slowloris, "hold": hold, "stall": stall}[cmd](*a)
 
 
 if __name__ == "__main__":

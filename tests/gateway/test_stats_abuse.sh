@@ -3,7 +3,8 @@
 # (the daemon must live on: a write to a reset socket raises SIGPIPE), a slowloris sending one byte
 # every 3 s (cut at the request deadline), 100 idle connections (64 kept, the rest closed at once,
 # counted; once they have been idle a while a new connection closes the oldest and is answered), 40
-# /metrics at once (renders reused, every answer whole; a reload shows at once), an oversized request
+# /metrics at once (renders reused, every answer whole; a reload shows at once), 64 clients that ask
+# and read nothing (the oldest gives way to a new one), a web page's GET (403), an oversized request
 # head (431), 500 POSTs refused in a loop (each answered 403, but logged at most once a second with
 # the count of those not logged: every refusal accounted for, the log not flooded), a HEAD of a POST-only
 # path (405 without a body). Also prints how long
@@ -88,6 +89,33 @@ for ((i = 0; i < 50; i++)); do [ "$(health)" = "$serving" ] && break; sleep 0.1;
 l1=$(dropped limit)
 [ "$((l1 - l0))" -ge 36 ] || fail "refusals not counted: $l0 -> $l1"
 ok "100 idle connections: 64 held, the rest closed at once and counted ($l0 -> $l1); with all 64 idle for 2 s, /health closed the oldest (counted evicted) and was answered"
+
+# 64 clients that ask for /metrics (~0.5 MB) and read nothing: their replies cannot leave, and such a
+# connection was never evicted (every new one refused until the 10 s deadline: repeated every 10 s,
+# /health kept out, a failover); now the oldest stalled one gives way
+e0=$(dropped evicted)
+abuse stall "$port" 64 4 >"$tmp/stall" &
+hold=$!
+for ((i = 0; i < 100; i++)); do [ -s "$tmp/stall" ] && break; sleep 0.1; done
+read -r _ open _ closed <"$tmp/stall"
+[ "$open" = 64 ] || fail "64 stalled readers: $(cat "$tmp/stall"), expected all 64 open"
+[ "$(health)" = "$serving" ] || fail "a 65th connection got no answer while 64 stalled readers were held"
+[ "$(dropped evicted)" -gt "$e0" ] || fail "the stalled reader closed for it not counted (evicted $e0 -> $(dropped evicted))"
+wait "$hold"
+ok "64 clients asked for /metrics and read nothing: /health closed the oldest of them (counted evicted) and was answered"
+
+# a web page's own request for /metrics (Origin, or Sec-Fetch-Site other than none: a script of a page
+# whose name was rebound to 127.0.0.1 would read routes and backends) gets 403; the address opened in
+# the browser (Sec-Fetch-Site: none) and command-line clients get the metrics
+for h in 'Sec-Fetch-Site: same-origin' 'Origin: http://rebound.example:'"$port"; do
+	code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' -H "$h" "http://127.0.0.1:$port/metrics")
+	[ "$code" = 403 ] || fail "GET /metrics with '$h': $code, expected 403"
+done
+[ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' -H 'Sec-Fetch-Site: none' "http://127.0.0.1:$port/metrics")" = 200 ] &&
+	[ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$port/metrics")" = 200 ] ||
+	fail "GET /metrics typed in a browser or from curl not answered 200"
+grep -q "refused a read made by a web page (Origin or Sec-Fetch-Site) from 127.0.0.1" "$GW_LOG" || fail "the refused read not logged"
+ok "GET /metrics from a web page's script (Sec-Fetch-Site: same-origin, Origin) refused 403 and logged; typed in a browser (Sec-Fetch-Site: none) or from curl: 200"
 
 # /metrics asked for in a loop: a render is reused for ten times its own duration, every answer whole
 r0=$(gw_metric "$port" 'ibgw_stats_renders_total{format="prometheus",result="rendered"}')
