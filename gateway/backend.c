@@ -29,6 +29,7 @@
 
 #include "../conf/conf.h"
 #include "../eth_side/siphash.h"
+#include "../translate/ratelim.h"
 #include "backend.h"
 #include "log.h"
 #include "metrics.h"
@@ -473,6 +474,14 @@ void gw_backends_routes(struct gw_daemon *d)
 			eject_end(d, b, b->route, "the reload took it out of its pool");
 }
 
+/* Backend state changes logged (control thread only): every one, an operator's audit trail, up to
+ * ADMIN_LOG_PER_S a second (a script draining a pool's 16 backends at once); past that a client
+ * flipping states in a loop would flood the log and use up journald's own limit, so the next line
+ * says how many were not logged. */
+#define ADMIN_LOG_PER_S 20
+static struct xlt_window admin_log;
+static uint64_t admin_log_quiet;
+
 int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s,
                          const char *who)
 {
@@ -491,8 +500,17 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 				eject_end(d, b, route, "set ready by POST /backends");
 			else if (b->admin == s)
 				return 0; /* (nothing to publish: each snapshot is a whole table) */
-			GW_NOTICE("route %s: backend %s set to %s (was %s) by %s", route, name,
-			          admin_names[s], admin_names[b->admin], who);
+			if (xlt_window_ok(&admin_log, gw_now_ns() / 1000000, 1000, ADMIN_LOG_PER_S)) {
+				char more[64] = "";
+				if (admin_log_quiet)
+					snprintf(more, sizeof(more), " (%" PRIu64 " earlier changes not logged)",
+					         admin_log_quiet);
+				GW_NOTICE("route %s: backend %s set to %s (was %s) by %s%s", route, name,
+				          admin_names[s], admin_names[b->admin], who, more);
+				admin_log_quiet = 0;
+			} else {
+				admin_log_quiet++;
+			}
 			b->admin = s;
 			if (s == CONF_BACKEND_READY)
 				b->next_check_ns = 0; /* back from maint: check at once */

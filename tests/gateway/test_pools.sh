@@ -276,10 +276,22 @@ done
 [ "$(post "rr/${B[$hd]}?state=bogus")" = 400 ] || fail "a bad state was not refused with 400"
 [ "$(post "rr/198.18.0.99:1?state=ready")" = 404 ] || fail "an unknown backend was not 404"
 [ "$(post "rr/${B[$hd]}?state=ready")" = 200 ] || fail "POST ready"
+# changes flipped in a loop (60, from one curl) are logged up to 20 a second; the next line says how
+# many were not, so that every change is accounted for (a local client could flood the log otherwise)
+mark=$(wc -l <"$GW_LOG")
+url="http://127.0.0.1:$ETH_STATS/backends/rr/${B[$hd]}"
+curl -s -o /dev/null -w '%{http_code}\n' -m 30 -X POST $(for i in $(seq 30); do echo "$url?state=drain $url?state=ready"; done) >"$tmp/flips"
+[ "$(grep -c '^200$' "$tmp/flips")" = 60 ] || fail "60 state changes: $(sort "$tmp/flips" | uniq -c | tr -s '\n ' ' ')"
+sleep 1.1
+[ "$(post "rr/${B[$hd]}?state=drain")" = 200 ] && [ "$(post "rr/${B[$hd]}?state=ready")" = 200 ] || fail "POST after the flips"
+tail -n +"$((mark + 1))" "$GW_LOG" | grep "route rr: backend ${B[$hd]} set to" >"$tmp/flips.log"
+quiet=$(grep -o '(\([0-9]*\) earlier changes not logged)' "$tmp/flips.log" | tr -dc '0-9\n' | awk '{ s += $1 } END { print s + 0 }')
+[ "$(wc -l <"$tmp/flips.log")" -lt 62 ] && [ $(($(wc -l <"$tmp/flips.log") + quiet)) = 62 ] ||
+	fail "62 state changes: $(wc -l <"$tmp/flips.log") lines logged, $quiet reported not logged"
 peer run "$ETH_GW_IP" 8001 30 20000 >"$tmp/dr2.out"
 tally "$tmp/dr2.out" "after drain"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "ready again: 30 sessions went $c1/$c2/$c3"
-ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others (the log names the client); a POST from 198.18.7.2 got 403 (500 more: $((n1 - n0)) log lines in ${dt}s), and so did a browser's (Origin, Sec-Fetch-Site); ready again, it takes its share"
+ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others (the log names the client); a POST from 198.18.7.2 got 403 (500 more: $((n1 - n0)) log lines in ${dt}s), and so did a browser's (Origin, Sec-Fetch-Site); 62 changes in a loop: $(wc -l <"$tmp/flips.log") lines and $quiet reported not logged; ready again, it takes its share"
 
 # ---- reload that changes a pool ----
 hold r1 8001
