@@ -256,8 +256,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "consecutive failed checks that take an up backend down"},
 	{R(eject_after), .type = T_UINT, .min = 0, .max = 1000, .def = "5",
 	 .doc = "passive check of a pool's backends: sessions in a row that a backend resets before sending its "
-		"first byte, after which it takes no new session for eject_time (0 = never; never the pool's "
-		"last usable backend)"},
+		"first byte (three clients among them at least), after which it takes no new session for "
+		"eject_time (0 = never; never the pool's last usable backend)"},
 	{R(eject_time_ms), .key = "eject_time", .type = T_DURATION, .unit_us = 1000, .min = 1000,
 	 .max = 3600 * 1000, .def = "10s",
 	 .doc = "how long an ejected backend takes no new session; doubled each time it is ejected again "

@@ -278,6 +278,39 @@ static int pick_by(struct gw_worker *w, struct gw_route *r, uint64_t client, uin
 	}
 }
 
+/* Any thread: B's run of early resets starts again. */
+static void run_clear(struct gw_backend *b)
+{
+	atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+	for (unsigned i = 0; i < GW_RUN_SOURCES; i++)
+		atomic_store_explicit(&b->run_src[i], 0, memory_order_relaxed);
+}
+
+/* Who a client is for the run: its IPv4 address, or its IPv6 /64 (one host holds a whole /64);
+ * never 0. */
+static uint64_t run_source(const struct xlt_ip *a)
+{
+	uint64_t v = 0;
+
+	if (xlt_ip_is_v4(a))
+		v = xlt_ip_to_v4(a);
+	else
+		memcpy(&v, a->b, 8);
+	return v | 1ull << 63;
+}
+
+/* Whether B's run ejects it under EJECT_AFTER: that many resets in a row, from enough clients. */
+static bool run_ejects(struct gw_backend *b, uint32_t eject_after)
+{
+	unsigned srcs = 0, need = eject_after < GW_RUN_SOURCES ? eject_after : GW_RUN_SOURCES;
+
+	if (!eject_after || atomic_load_explicit(&b->reset_run, memory_order_relaxed) < eject_after)
+		return false;
+	for (unsigned i = 0; i < GW_RUN_SOURCES; i++)
+		srcs += atomic_load_explicit(&b->run_src[i], memory_order_relaxed) != 0;
+	return srcs >= need;
+}
+
 struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx)
 {
@@ -291,7 +324,7 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	 * once, before the control thread's next tick ejects it (gw_backends_eject), unless nothing
 	 * else is left */
 	for (unsigned k = 0; r->conf.eject_after && k < p->n; k++)
-		if (atomic_load_explicit(&p->b[k]->reset_run, memory_order_relaxed) >= r->conf.eject_after)
+		if (run_ejects(p->b[k], r->conf.eject_after))
 			suspect |= 1ull << k;
 	i = pick_by(w, r, client, tried | suspect);
 	if (i < 0 && suspect)
@@ -318,15 +351,31 @@ void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed)
 		xlt_counter_add(&b->st[w->id].connect_failures, 1);
 }
 
-void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served)
+void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served,
+                        const struct xlt_ip *client)
 {
 	if (early_reset) {
+		uint64_t src = run_source(client);
+
 		xlt_counter_add(&b->st[w->id].early_resets, 1);
 		atomic_fetch_add_explicit(&b->reset_run, 1, memory_order_relaxed);
+		/* (workers race for the free entries: a source lost or named twice only delays an
+		 * ejection) */
+		for (unsigned i = 0; i < GW_RUN_SOURCES; i++) {
+			uint64_t cur = atomic_load_explicit(&b->run_src[i], memory_order_relaxed);
+			if (cur == src)
+				break;
+			if (!cur && atomic_compare_exchange_strong_explicit(&b->run_src[i], &cur, src,
+			                                                    memory_order_relaxed,
+			                                                    memory_order_relaxed))
+				break;
+			if (cur == src)
+				break;
+		}
 	} else if (served) {
 		/* (read first: a backend that serves leaves the line shared, unwritten) */
 		if (atomic_load_explicit(&b->reset_run, memory_order_relaxed))
-			atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+			run_clear(b);
 		if (!atomic_load_explicit(&b->served, memory_order_relaxed))
 			atomic_store_explicit(&b->served, true, memory_order_relaxed);
 	}
@@ -342,7 +391,7 @@ static bool may_take(const struct gw_backend *b)
 static void eject_end(struct gw_daemon *d, struct gw_backend *b, const char *route, const char *why)
 {
 	b->ejected = false;
-	atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+	run_clear(b);
 	d->bk_dirty = true;
 	GW_NOTICE("route %s: backend %s takes sessions again: %s", route, b->name, why);
 }
@@ -384,16 +433,15 @@ void gw_backends_eject(struct gw_daemon *d, uint64_t now)
 			if (!may_take(b)) {
 				/* down, drained or in maintenance: what it did before does not count once it
 				 * is back (a rolling restart resets the connections it had queued) */
-				atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+				run_clear(b);
 				continue;
 			}
-			if (!r->conf.eject_after ||
-			    atomic_load_explicit(&b->reset_run, memory_order_relaxed) < r->conf.eject_after)
+			if (!run_ejects(b, r->conf.eject_after))
 				continue;
 			if (n_usable <= 1) {
 				/* the last one: ejecting it would refuse every session, not some; its count
 				 * starts again (the pick passes it over only while another is usable) */
-				atomic_store_explicit(&b->reset_run, 0, memory_order_relaxed);
+				run_clear(b);
 				continue;
 			}
 			shift = b->ejections < 4 ? b->ejections : 4;

@@ -41,6 +41,11 @@ struct gw_backend_wstats {
 	uint64_t early_resets; /* sessions the backend reset before sending a byte (passive check) */
 };
 
+/* A run of early resets ejects a backend only once it came from this many different clients (or
+ * eject_after, if fewer): a client can provoke resets (bytes a server rejects by closing with unread
+ * data), so one client alone must not steer everyone's sessions off healthy backends. */
+#define GW_RUN_SOURCES 3
+
 struct gw_backend {
 	/* immutable */
 	char route[CONF_NAME_MAX + 1];
@@ -52,9 +57,11 @@ struct gw_backend {
 	uint64_t hkey;           /* keyed hash of the endpoint (source balancing) */
 	/* any thread (atomic): sessions holding it now, all workers and route objects */
 	_Atomic uint32_t active;
-	/* workers: sessions in a row it reset before its first byte (a served session clears it), and
+	/* workers: sessions in a row it reset before its first byte (a served session clears it), the
+	 * clients of that run (gw_run_sources: up to GW_RUN_SOURCES different ones, 0 = free), and
 	 * whether one was served since control last looked */
 	_Atomic uint32_t reset_run;
+	_Atomic uint64_t run_src[GW_RUN_SOURCES];
 	_Atomic bool served;
 	/* control thread only */
 	unsigned refs;       /* pools (route objects) naming it */
@@ -111,7 +118,8 @@ uint64_t gw_client_key(struct gw_daemon *d, const struct gw_route *r, const stru
 void gw_backend_release(struct gw_worker *w, struct gw_backend *b, bool failed);
 /* Worker: a session on B is over, B's side open once: B reset it before sending a byte (EARLY_RESET)
  * or it served it (SERVED: bytes came from B). The passive check (gw_backends_eject) reads these. */
-void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served);
+void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_reset, bool served,
+                        const struct xlt_ip *client);
 /* Control, every health tick: ejects a backend that reset eject_after sessions in a row before
  * their first byte (never a pool's last usable one) and lets it back after eject_time. */
 void gw_backends_eject(struct gw_daemon *d, uint64_t now_ns);

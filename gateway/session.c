@@ -112,7 +112,7 @@ static void owner_ended(void *arg, struct xlt_session *x)
 			b->ops->info(b, &bi);
 		bool sent = bi.rcvd || b->bytes_in;
 		gw_backend_outcome(w, s->be, !sent && x->reset_by == 1 && !b->local_done && !bi.peer_ended,
-		                   sent);
+		                   sent, &x->st[0]->peer_addr);
 	}
 	if (w->live->alog_on)
 		gw_alog_session(w, s, GW_ALOG_END, gw_now_ns());

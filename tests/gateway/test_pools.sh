@@ -132,6 +132,15 @@ connect = tcp:$IP:7012, tcp:$IP:7001
 balance = leastconn
 max_sessions = 16
 
+# the same resetting backend met by one client alone (a client can make a healthy server reset:
+# bytes it rejects by closing with unread data): its resets count, but from one client they eject
+# nothing (GW_RUN_SOURCES: three clients must meet them)
+[route ej4]
+listen = tcp:8014
+connect = tcp:$IP:7010, tcp:$IP:7001
+balance = leastconn
+max_sessions = 16
+
 [route v6]
 listen = tcp:8007
 connect = tcp:[2001:db8:7::12]:80 state=maint, tcp:$IP:7001
@@ -447,7 +456,13 @@ while True:
     c.close()"
 eth_wait_listen 7011
 EB=$IP:7010
-peer run "$ETH_GW_IP" 8010 30 20000 --timeout 5 >"$tmp/ej.out"
+peer run "$ETH_GW_IP" 8014 12 20000 --timeout 5 >"$tmp/ej4.out"
+er4=$(m "backend_early_resets_total{route=\"ej4\",backend=\"$EB\"}")
+[ "$er4" -ge 5 ] && [ "$(m "backend_ejected{route=\"ej4\",backend=\"$EB\"}")" = 0 ] ||
+	fail "ej4: one client's $er4 early resets (eject_after 5) ejected the backend, or were not counted"
+ok "ej4: one client met the resetting backend $er4 times in a row: counted, not ejected (one client must not steer everyone's sessions)"
+# (from 32 clients, as ordinary traffic comes)
+peer run "$ETH_GW_IP" 8010 30 20000 --src "$SRCS" --timeout 5 >"$tmp/ej.out"
 nf=$(grep -vc '^ok 1$' "$tmp/ej.out")
 for i in $(seq 20); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] && break; sleep 0.05; done # (the 100 ms tick)
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] || fail "ej: the resetting backend not ejected ($nf of 30 sessions failed, $(m "backend_early_resets_total{route=\"ej\",backend=\"$EB\"}") early resets; $(grep '"route":"ej"' "$tmp/access.log" | grep -v '"reason":"ok"' | head -2))"
@@ -499,7 +514,7 @@ for i in $(seq 30); do [ "$(grep -c '"route":"ej3"' "$tmp/access.log")" -ge 12 ]
 ok "ej3: a backend that closes idle connections, each client sending a byte after its end of stream (the backend resets it): $(grep '"route":"ej3".*"port":7012' "$tmp/access.log" | grep -c '"reason":"reset"') such sessions (eject_after 5), none counted as an early reset, not ejected"
 for i in $(seq 130); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] && break; sleep 0.1; done
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 0 ] || fail "ej: not back after eject_time (10 s)"
-peer run "$ETH_GW_IP" 8010 20 20000 --timeout 5 >"$tmp/ej2.out"
+peer run "$ETH_GW_IP" 8010 20 20000 --src "$SRCS" --timeout 5 >"$tmp/ej2.out"
 for i in $(seq 20); do [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] && break; sleep 0.05; done
 [ "$(m "backend_ejected{route=\"ej\",backend=\"$EB\"}")" = 1 ] || fail "ej: the backend not ejected again"
 grep -q "route ej: backend $EB ejected for 20000 ms" "$GW_LOG" || fail "ej: the second ejection does not last twice as long"
