@@ -227,6 +227,7 @@ struct eth_stack {
 	uint64_t chall_sec;	   /* the second the global challenge-ACK budget is for */
 	uint32_t chall_left;	   /* challenge ACKs this instance may still send in that second */
 	struct xlt_window rst_replies; /* resets to segments of no connection this second (tcp_out.c) */
+	struct xlt_window dad_defends; /* advertisements defending our IPv6 addresses this second */
 
 	struct eth_twheel wheel;
 	struct eth_chunk_pool chunks;

@@ -43,6 +43,7 @@
 #define ETH_TCP_INIT_CWND_SEGS 10  /* RFC 6928 */
 #define ETH_TCP_CHALLENGE_PER_S 10 /* challenge ACKs per connection and second (RFC 5961 10) */
 #define ETH_TCP_RST_REPLIES_PER_S 1000 /* resets to segments of no connection per worker and second */
+#define ETH_ND_DAD_DEFEND_PER_S   10   /* advertisements to all nodes defending our addresses, the same */
 
 /* stack.c */
 struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st);

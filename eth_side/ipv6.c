@@ -38,6 +38,7 @@
 #include <rte_ether.h>
 #include <rte_ip.h>
 
+#include "../translate/ratelim.h"
 #include "cksum.h"
 #include "engine.h"
 
@@ -455,7 +456,13 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	if (lo)
 		return;
 	if (dad) {
-		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all */
+		/* another node wants our address: defend it (RFC 4862 5.4.3) by advertising to all; each
+		 * answer reaches every host of the link, so a flood of probes (unicast to our MAC) gets
+		 * ETH_ND_DAD_DEFEND_PER_S a second (a real newcomer probes once or a few times) */
+		if (!xlt_window_ok(&st->dad_defends, st->now_ms, 1000, ETH_ND_DAD_DEFEND_PER_S)) {
+			xlt_counter_add(&st->stats.nd_dad_limited, 1);
+			return;
+		}
 		xlt_counter_add(&st->stats.nd_dad_defended, 1);
 		send_na(st, mac_all_nodes, all_nodes, ns->target, false);
 		return;

@@ -141,6 +141,7 @@ struct eth_stack_stats {
 	uint64_t nd_errors;	    /* neighbour discovery messages that fail RFC 4861's checks */
 	uint64_t nd_conflicts;	    /* advertisements of one of our addresses by another node */
 	uint64_t nd_dad_defended;   /* duplicate address probes for one of our addresses, answered */
+	uint64_t nd_dad_limited;    /* and not answered: over ETH_ND_DAD_DEFEND_PER_S */
 	uint64_t nd_learn_refused;  /* solicitations whose sender got no entry (arp.c: insert) */
 	uint64_t clones_skipped;    /* ARP/ND copies not given to a worker whose ring was half full */
 	uint64_t tcp_segments_in;

@@ -85,6 +85,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"nd_errors_total", XLT_COUNTER, ST(nd_errors), "neighbour discovery messages failing RFC 4861's checks", NULL},
 	{"nd_conflicts_total", XLT_COUNTER, ST(nd_conflicts), "advertisements of one of our IPv6 addresses by another node", NULL},
 	{"nd_dad_defended_total", XLT_COUNTER, ST(nd_dad_defended), "duplicate address probes for one of our IPv6 addresses, answered", NULL},
+	{"nd_dad_rate_limited_total", XLT_COUNTER, ST(nd_dad_limited), "duplicate address probes for one of our IPv6 addresses not answered: over the worker's budget of 10 a second", NULL},
 	{"nd_learn_refused_total", XLT_COUNTER, ST(nd_learn_refused), "IPv6 neighbour solicitations whose sender got no cache entry: its slots held neighbours in use", NULL},
 	{"tcp_segments_in_total", XLT_COUNTER, ST(tcp_segments_in), "valid TCP segments received", NULL},
 	{"tcp_segments_out_total", XLT_COUNTER, ST(tcp_segments_out), "TCP segments sent", NULL},

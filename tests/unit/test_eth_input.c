@@ -3544,6 +3544,32 @@ static bool learnable(const uint8_t *frame, size_t len)
 	return r;
 }
 
+/* Duplicate address probes for our address (from ::, to its solicited-node group, here in frames to
+ * our MAC as a flooder sends them): each answer goes to every host of the link, so a worker sends
+ * ETH_ND_DAD_DEFEND_PER_S a second at most, the rest counted; the next second it defends again. */
+static void test_dad_budget(void **state)
+{
+	static const uint8_t any[16] = {0}, snm[16] = {0xff, 0x02, [11] = 1, [12] = 0xff, [15] = 1};
+	uint8_t ns[24] = {135}, f[200];
+	size_t n;
+
+	(void)state;
+	memcpy(ns + 8, eh_gw_ip6, 16);
+	n = frame6(f, any, snm, 0, NULL, 0, IPPROTO_ICMPV6, ns, sizeof(ns), 255);
+	for (unsigned i = 0; i < ETH_ND_DAD_DEFEND_PER_S + 5; i++) {
+		eh_forget(&h);
+		feed_rx(f, n, NULL);
+	}
+	assert_int_equal(S()->nd_dad_defended, ETH_ND_DAD_DEFEND_PER_S);
+	assert_int_equal(S()->nd_dad_limited, 5);
+	eh_advance_ms(&h, 1000);
+	eh_forget(&h);
+	feed_rx(f, n, NULL);
+	assert_int_equal(S()->nd_dad_defended, ETH_ND_DAD_DEFEND_PER_S + 1);
+	assert_int_equal(h.n_kept, 1); /* the advertisement */
+	eh_forget(&h);
+}
+
 /* Neighbour discovery is cloned to the other workers only when it passes RFC 4861's checks and
  * would teach a cache something. */
 static void test_nd_clone_checks(void **state)
@@ -3914,6 +3940,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tcp6_owner_chain, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_flood_keeps_used, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_clone_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dad_budget, setup, teardown),
 	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
 	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 	};
