@@ -97,6 +97,10 @@ bool eth_exc_punt_l3(struct eth_stack *st, struct rte_mbuf *m);
 
 /* arp.c */
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
+/* Whether ARP frame M (Ethernet header first) gives [eth] gateway another MAC than the one pinned:
+ * what eth_arp_input ignores, which the kernel behind the TAP is not shown either (its own flows,
+ * BGP and VRRP, reach the gateway by its own ARP entry, which such a claim would re-point). */
+bool eth_arp_gateway_claim(struct eth_stack *st, const struct rte_mbuf *m);
 /* Sends M (starting at the IP header) to the neighbour NEXTHOP (IPv4 or IPv6: the family's cache),
  * resolving it first if needed. */
 void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop);

@@ -526,7 +526,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
-		if (!steered)
+		if (!steered && !eth_arp_gateway_claim(st, m))
 			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1)
 			clone_to_others(st, m);

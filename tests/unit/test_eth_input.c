@@ -1741,6 +1741,38 @@ static void test_gateway_recheck_spoofed(void **state)
 	assert_memory_equal(dst, eh_peer_mac, 6);
 }
 
+/* with the pinned gateway and a kernel TAP */
+static int setup_gateway_exc(void **state)
+{
+	int ret = setup_gateway(state);
+
+	if (ret)
+		return ret;
+	h.st->c.exc = eth_exc_create_detached(100000, 1);
+	return h.st->c.exc ? 0 : -ENOMEM;
+}
+
+/* ARP is mirrored to the kernel behind the TAP, but not a claim giving the pinned gateway another
+ * MAC, which ibgwd ignores: the kernel's own flows (BGP, VRRP) reach the gateway by its own ARP entry,
+ * which the claim would have re-pointed at the claimant. The gateway's own answers still reach it. */
+static void test_gateway_claim_not_mirrored(void **state)
+{
+	static const uint8_t evil[6] = {0x02, 0x66, 0, 0, 0, 0x66};
+	uint64_t k0, err0;
+
+	(void)state;
+	eh_advance_ms(&h, 10); /* the gateway is asked for */
+	k0 = S()->exc_to_kernel;
+	arp_reply(EH_PEER_IP, eh_peer_mac);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	err0 = S()->arp_errors;
+	arp_reply(EH_PEER_IP, evil);
+	assert_int_equal(S()->arp_errors, err0 + 1);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	arp_reply(EH_PEER_IP, eh_peer_mac);
+	assert_int_equal(S()->exc_to_kernel, k0 + 2);
+}
+
 /* An ICMP "fragmentation needed" (RFC 1191) from a router on the path, quoting a segment from our
  * port GPORT to the peer's PPORT with sequence number SEQ, reporting next-hop MTU. */
 static void feed_frag_needed(uint16_t pport, uint16_t gport, uint32_t seq, uint16_t mtu)
@@ -3901,6 +3933,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
+	    cmocka_unit_test_setup_teardown(test_gateway_claim_not_mirrored, setup_gateway_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_link_group_unicast_dropped, setup_exc, teardown_exc),
