@@ -82,6 +82,10 @@ int ib_rs_params_parse(const void *buf, size_t len, struct ib_rs_params *p)
 	 * our adverts land where the peer does not look */
 	if (!p->credits || p->target_sgl.length != IB_RS_SGL_SIZE || !p->target_sgl.addr)
 		return -EBADMSG;
+	/* rsocket clamps its queues to IB_RS_QP_MAX, and the credit edge arithmetic needs a depth below
+	 * 2^16 - 1 to tell an edge that moved from one that did not (ib_tx_credit) */
+	if (p->credits > IB_RS_QP_MAX)
+		return -EBADMSG;
 	if (!p->data_buf.addr || !p->data_buf.length || p->data_buf.length > IB_RS_IMM_MASK)
 		return -EBADMSG;
 	return 0;
@@ -280,13 +284,17 @@ void ib_tx_done(struct ib_tx *tx, uint32_t len)
 		tx->wrs--;
 }
 
+/* How far EDGE lies ahead of the messages sent (16-bit). */
+static uint16_t edge_lead(const struct ib_tx *tx, uint16_t edge)
+{
+	return (uint16_t)(edge - tx->msgs_sent);
+}
+
 /* An edge EDGE is possible only between msgs_sent and msgs_sent + the peer's depth: the peer grants
  * (messages it consumed) + depth, and it cannot have consumed more than we sent. */
 static bool edge_ok(const struct ib_tx *tx, uint16_t edge)
 {
-	uint16_t ahead = (uint16_t)(edge - tx->msgs_sent);
-
-	return ahead <= (tx->peer_depth ? tx->peer_depth : IB_RS_QP_MAX);
+	return edge_lead(tx, edge) <= (tx->peer_depth ? tx->peer_depth : IB_RS_QP_MAX);
 }
 
 int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge)
@@ -301,9 +309,14 @@ int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge)
 
 int ib_tx_credit(struct ib_tx *tx, uint16_t edge)
 {
-	if (tx->edge_known && ib_seq_before(edge, tx->edge))
-		return -EPROTO; /* edges only grow: consumption is never undone */
 	if (!edge_ok(tx, edge))
+		return -EPROTO;
+	/* Edges only grow: consumption is never undone. Both edges lie between msgs_sent and msgs_sent
+	 * + depth, so their leads over msgs_sent order them exactly, whatever the depth. A signed 16-bit
+	 * compare of the edges themselves would not: past a depth of 32767 it calls a legitimate jump
+	 * "back", and lets jumps that each look forward wrap the edge round to msgs_sent again, a free
+	 * edge update every time that no costless-message window counts (it moved). */
+	if (tx->edge_known && edge_lead(tx, edge) < edge_lead(tx, tx->edge))
 		return -EPROTO;
 	tx->edge = edge;
 	tx->edge_known = true;

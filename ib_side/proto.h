@@ -32,8 +32,8 @@ static inline bool ib_seq_before(uint16_t a, uint16_t b)
 }
 
 /* Parses BUF[LEN] (private data at offset 0). Returns 0, -EPROTONOSUPPORT (version is not 1) or
- * -EBADMSG (short, or fields no rsocket peer would send: no credits, a target_sgl that is not 2
- * entries, an empty or oversized data buffer, null addresses). */
+ * -EBADMSG (short, or fields no rsocket peer would send: no credits or more than IB_RS_QP_MAX, a
+ * target_sgl that is not 2 entries, an empty or oversized data buffer, null addresses). */
 int ib_rs_params_parse(const void *buf, size_t len, struct ib_rs_params *p);
 
 /* Writes P as 40 bytes of private data into BUF. */
@@ -103,13 +103,14 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 /* A data write of LEN bytes completed. */
 void ib_tx_done(struct ib_tx *tx, uint32_t len);
 
-/* The peer's private data is known: its receive queue DEPTH bounds every credit edge it may send,
- * and EDGE (passive side: from that private data) is where sending starts unless an SGL message
- * set it already. Returns 0, or -EPROTO when an edge received earlier was beyond DEPTH. */
+/* The peer's private data is known: its receive queue DEPTH (<= IB_RS_QP_MAX) bounds every credit
+ * edge it may send, and EDGE (passive side: from that private data) is where sending starts unless an
+ * SGL message set it already. Returns 0, or -EPROTO when an edge received earlier was beyond DEPTH. */
 int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge);
 
-/* A credit edge from an SGL message. Returns 0, or -EPROTO when it goes back or lies further ahead
- * of the messages sent than the peer's depth (its credits count messages it has receives for). */
+/* A credit edge from an SGL message. Returns 0, or -EPROTO when it lies further ahead of the
+ * messages sent than the peer's depth (its credits count messages it has receives for), or less far
+ * ahead of them than the edge before (it went back). Exact for any depth up to IB_RS_QP_MAX. */
 int ib_tx_credit(struct ib_tx *tx, uint16_t edge);
 
 /* ---- receive completions ---- */

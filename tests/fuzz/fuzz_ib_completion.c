@@ -75,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* small rings and depths, so that wraps and exhaustion are reached in a few records */
 	depth = (uint16_t)(1 + data[1] % 255);
-	peer_depth = (uint16_t)(1 + data[3]);
+	/* (the deepest queues too: credit edges more than half the 16-bit space ahead) */
+	peer_depth = data[3] & 0x80 ? (uint16_t)(IB_RS_QP_MAX - (data[3] & 0x7F)) : (uint16_t)(1 + data[3]);
 	active = data[5] & 1;
 	ib_rx_init(&rx, 2u * (16 + data[0] * 64u), depth, ends);
 	ib_tx_init(&tx, 16 + data[2] * 97u, 1 + data[4] % 64, 0);
@@ -123,8 +124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else {
 				CHECK(rx.recvd == rx0.recvd);
 			}
-			if (m == IB_RS_MSG_CREDIT)
+			if (m == IB_RS_MSG_CREDIT) {
 				CHECK(tx.edge == (uint16_t)ib_rs_imm_val(imm));
+				/* never back: no nearer to the messages sent than the edge before */
+				if (tx0.edge_known)
+					CHECK((uint16_t)(tx.edge - tx.msgs_sent) >=
+					      (uint16_t)(tx0.edge - tx.msgs_sent));
+			}
 			if (m == IB_RS_MSG_SHUTDOWN || m == IB_RS_MSG_DISCONNECT)
 				CHECK(rx.eof);
 			break;

@@ -96,15 +96,20 @@ check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 
 	"(d) all three reset as protocol errors, counted"
 # messages that cost their sender nothing but a completion, a receive and most a session's wake-up
 # each (credit updates that grant nothing, an end of stream again and again, empty data): past 100 in
-# a second, reset as the keepalives are, and counted the same (violation "message")
-for what in sgls shutdowns zeroes; do
-	v0=$(m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}') p0=$(closed protocol)
+# a second, reset as the keepalives are, and counted the same (violation "message"). And credit
+# updates that each move the edge 2 further, from a peer that granted 0xFFFE credits: in 16-bit
+# arithmetic each looks forward, yet with nothing of ours consumed none can move the edge at all
+# (violation "credit": at the first)
+for what in sgls shutdowns zeroes wrap; do
+	why=message
+	[ $what = wrap ] && why=credit
+	v0=$(m "ibgw_ib_protocol_violations_total{worker=\"0\",reason=\"$why\"}") p0=$(closed protocol)
 	out=$($BAD absurd $what 2>&1)
 	rc=$?
 	cs=$(echo "$out" | sed -n 's/.*reset after \([0-9]*\)\.\([0-9][0-9]\) s.*/\1\2/p') # centiseconds
 	check "[ $rc = 0 ] && [ -n \"$cs\" ] && [ $cs -le 300 ]" "(d) reset within 3 s: $(echo "$out" | tr '\n' ' ')"
-	check_m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}' "$((v0 + 1))" \
-		"(d) $what: counted as a protocol violation (message)"
+	check_m "ibgw_ib_protocol_violations_total{worker=\"0\",reason=\"$why\"}" "$((v0 + 1))" \
+		"(d) $what: counted as a protocol violation ($why)"
 	check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 1))" \
 		"(d) $what: its connection closed as protocol"
 done

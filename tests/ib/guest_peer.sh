@@ -148,13 +148,13 @@ check "[ \$(m 'ibgw_ib_worker_connections{worker=\"0\"}') = 0 ]" "killed peer: t
 check "[ \$(m ibgw_ib_buffer_bytes) = \$(m ibgw_ib_buffer_idle_bytes) ]" "killed peer: all buffers back in the pool"
 
 # 6. bad private data and a disallowed source: rejected, counted, daemon alive
-for mode in version short none garbage sgl; do
+for mode in version short none garbage sgl depth; do
 	out=$($TOOLS/ib_badpeer "$IB_ADDR_B" $mode 2>&1)
 	rc=$?
 	check "[ $rc = 0 ]" "bad private data ($mode): rejected ($out)"
 done
 check "[ \$(m 'ibgw_ib_connections_rejected_total{reason=\"version\"}') = 2 ]" "rejections counted: version (version, none)"
-check "[ \$(m 'ibgw_ib_connections_rejected_total{reason=\"malformed\"}') = 3 ]" "rejections counted: malformed (short, garbage, sgl)"
+check "[ \$(m 'ibgw_ib_connections_rejected_total{reason=\"malformed\"}') = 4 ]" "rejections counted: malformed (short, garbage, sgl, depth)"
 $P -p 7473 "$IB_ADDR_B" echo 1K >/dev/null 2>&1
 rc=$?
 check "[ $rc != 0 ]" "source outside the route's allow list: connect refused"

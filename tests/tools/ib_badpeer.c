@@ -6,6 +6,8 @@
  *     none      no private data at all
  *     garbage   40 pseudo-random bytes (version byte forced to 1, so the shape checks must catch it)
  *     sgl       version 1 with a target_sgl of 5 entries
+ *     depth     version 1, credits 0xFFFF: a receive queue deeper than rsocket's deepest (0xFFFE), past
+ *               which a credit edge that moved cannot be told from one that did not
  *     keepalive not bad at all: valid private data, then one rsocket CTRL KEEPALIVE message with its
  *               immediate (stock rsocket sends its keepalive as a bare RDMA write the receiver never
  *               sees; the protocol allows this form and a receiver must ignore it), then DISCONNECT
@@ -20,7 +22,7 @@
  *
  *   ib_badpeer [-p PORT] [-n COUNT] HOST serve MODE
  *     a raw rsocket server for the gateway's active opens: listens on HOST:PORT and accepts every
- *     connect request with the bad private data of MODE (version, short, none, garbage or sgl, as
+ *     connect request with the bad private data of MODE (version, short, none, garbage, sgl or depth, as
  *     above) on a real queue pair; prints "listening", then one line per connection; ends after
  *     COUNT connections are over (default: when killed). Exit 0 when each one was accepted and then
  *     disconnected by the peer.
@@ -55,6 +57,10 @@
  *                     after our end of stream), zero-length DATA messages (each within the credits the
  *                     gateway granted: they come back at once). Must: reset as the keepalives; prints
  *                     "reset after S s" (from the first of them)
+ *   absurd wrap       private data granting the gateway 0xFFFE credits (rsocket's deepest queue), then
+ *                     credit updates moving the edge 2 further each, back to back: each looks forward in
+ *                     16-bit arithmetic, yet with nothing of the gateway's consumed the edge can only
+ *                     stay where it is. Must: reset as above (a credit violation)
  *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
@@ -198,13 +204,15 @@ static int bad_pdata(const char *mode, uint8_t *pd, struct rdma_conn_param *para
 		pd[0] = 1;
 		pd[20] = pd[21] = pd[22] = 0;
 		pd[23] = 7; /* never 2 entries */
-	} else if (!strcmp(mode, "sgl")) {
+	} else if (!strcmp(mode, "sgl") || !strcmp(mode, "depth")) {
+		bool depth = !strcmp(mode, "depth");
 		pd[0] = 1;
-		pd[3] = 16;
-		pd[15] = 0x10; /* target_sgl.addr */
-		pd[23] = 5;    /* 5 entries */
-		pd[31] = 0x20; /* data_buf.addr */
-		pd[38] = 0x01; /* data_buf.length 256 */
+		pd[2] = depth ? 0xFF : 0;
+		pd[3] = depth ? 0xFF : 16;
+		pd[15] = 0x10;	     /* target_sgl.addr */
+		pd[23] = depth ? 2 : 5; /* entries */
+		pd[31] = 0x20;	     /* data_buf.addr */
+		pd[38] = 0x01;	     /* data_buf.length 256 */
 	} else if (strcmp(mode, "keepalive") && strcmp(mode, "badkey") && strcmp(mode, "unaccept")) {
 		return -1;
 	}
@@ -333,6 +341,7 @@ static int unaccept(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct
 #define IMM(op, v) htonl((uint32_t)(op) << 29 | (v))
 
 static int rc_recvs = RC_CREDITS + 8; /* receives rc_open posts (mode rnr: none) */
+static uint16_t rc_credits = RC_CREDITS; /* credits our private data grants (absurd wrap: 0xFFFE) */
 
 struct rc {
 	struct rdma_event_channel *ch;
@@ -521,7 +530,8 @@ static int rc_open(struct rc *r, const char *host, const char *port, int ms)
 		if (ibv_post_recv(r->qp, &rw, &bad))
 			goto err;
 	pd[0] = 1;
-	pd[3] = RC_CREDITS;
+	pd[2] = (uint8_t)(rc_credits >> 8);
+	pd[3] = (uint8_t)rc_credits;
 	put_sge(pd + 8, (uintptr_t)r->mem, r->mr->rkey, 2);
 	put_sge(pd + 24, (uintptr_t)rc_rbuf(r), r->mr->rkey, RC_RBUF);
 	param.private_data = pd;
@@ -676,12 +686,16 @@ static bool credits_for(struct rc *r, uint64_t n)
 	return (uint16_t)(r->edge - r->sent) >= n || r->gone;
 }
 
-/* Zero-length writes with immediate IMM to ADDR/KEY back to back, 16 to a post with the last signaled
- * (as fast as this emulated device goes), for 10 s at most or until the gateway resets the connection.
- * DATA ones (CREDITS) wait for the gateway's credits. Returns how many went; *SECS: how long it took. */
-static unsigned flood(struct rc *x, uint32_t imm, uint64_t addr, uint32_t key, bool credits, double *secs)
+/* Writes with immediate IMM (host order) to ADDR/KEY back to back, 16 to a post with the last signaled
+ * (as fast as this emulated device goes), for 10 s at most or until the gateway resets the connection
+ * or stops taking them (none completes for 2 s). Each carries LEN bytes of our send area (0: none);
+ * each one's immediate value is STEP more than the one before (mod 2^16: credit edges). DATA ones
+ * (CREDITS) wait for the gateway's credits. Returns how many went; *SECS: how long it took. */
+static unsigned flood(struct rc *x, uint32_t imm, uint16_t step, uint32_t len, uint64_t addr, uint32_t key,
+                      bool credits, double *secs)
 {
 	struct ibv_send_wr wr[16], *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)rc_sbuf(x), .length = len, .lkey = x->mr->lkey};
 	double t0 = now_s();
 	unsigned n = 0;
 	int st = -1;
@@ -690,7 +704,8 @@ static unsigned flood(struct rc *x, uint32_t imm, uint64_t addr, uint32_t key, b
 	for (unsigned i = 0; i < 16; i++) {
 		wr[i].wr_id = 1;
 		wr[i].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr[i].imm_data = imm;
+		wr[i].sg_list = len ? &sge : NULL;
+		wr[i].num_sge = len ? 1 : 0;
 		wr[i].wr.rdma.remote_addr = addr;
 		wr[i].wr.rdma.rkey = key;
 		wr[i].next = i < 15 ? &wr[i + 1] : NULL;
@@ -699,6 +714,9 @@ static unsigned flood(struct rc *x, uint32_t imm, uint64_t addr, uint32_t key, b
 	do {
 		if (credits && (!rc_wait(x, 2000, credits_for, 16) || x->gone))
 			break;
+		for (unsigned i = 0; i < 16; i++)
+			wr[i].imm_data =
+			    htonl((imm & ~0xFFFFu) | (uint16_t)(imm + (uint32_t)step * (n + i + 1)));
 		x->send_status = -1;
 		if (ibv_post_send(x->qp, wr, &bad))
 			break;
@@ -733,11 +751,13 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 	int st;
 	bool reset;
 
+	if (!strcmp(what, "wrap"))
+		rc_credits = 0xFFFE; /* rsocket's deepest queue (we post fewer: the echo sends nothing) */
 	if (rc_open(&x, host, port, ms))
 		return 2;
 	rc_wait(&x, 200, is_gone, 0); /* take the gateway's first advert */
 	if (!strcmp(what, "keepalives") || !strcmp(what, "sgls") || !strcmp(what, "shutdowns") ||
-	    !strcmp(what, "zeroes")) {
+	    !strcmp(what, "zeroes") || !strcmp(what, "wrap")) {
 		double secs, t0;
 		unsigned n;
 
@@ -749,13 +769,15 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 		}
 		t0 = now_s();
 		if (!strcmp(what, "keepalives")) /* CTRL, value 1: each costs no credit */
-			n = flood(&x, IMM(7, 1), x.sgl_addr, x.sgl_key, false, &secs);
+			n = flood(&x, 7u << 29 | 1, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
 		else if (!strcmp(what, "sgls")) /* the edge granted at the start: we consumed nothing since */
-			n = flood(&x, IMM(4, RC_CREDITS), x.sgl_addr, x.sgl_key, false, &secs);
+			n = flood(&x, 4u << 29 | RC_CREDITS, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
+		else if (!strcmp(what, "wrap")) /* 0xFFFE + 2, + 4, ...: round and round the 16 bits */
+			n = flood(&x, 4u << 29 | 0xFFFE, 2, 0, x.sgl_addr, x.sgl_key, false, &secs);
 		else if (!strcmp(what, "shutdowns"))
-			n = flood(&x, IMM(7, 2), x.sgl_addr, x.sgl_key, false, &secs);
+			n = flood(&x, 7u << 29 | 2, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
 		else
-			n = flood(&x, IMM(0, 0), x.buf_addr, x.buf_key, true, &secs);
+			n = flood(&x, 0, 0, 0, x.buf_addr, x.buf_key, true, &secs);
 		reset = rc_wait(&x, 5000, is_gone, 0);
 		printf("absurd %s: %u sent in %.2f s; the gateway %s", what, n, secs,
 		       reset ? "reset the connection" : "kept the connection");
@@ -1157,11 +1179,12 @@ int main(int argc, char **argv)
 		return serve(argv[optind], port, argv[optind + 2], count);
 	if (argc - optind != 2 || bad_pdata(mode, pd, &param)) {
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
-				"version|short|none|garbage|sgl|keepalive|badkey|unaccept\n"
+				"version|short|none|garbage|sgl|depth|keepalive|badkey|unaccept\n"
 				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
-				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|"
+				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|wrap|"
 				"halfopen N SECS|datafirst SECS|rnr SECS|churn N|hold N SECS\n"
-				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve version|short|none|garbage|sgl\n");
+				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve "
+				"version|short|none|garbage|sgl|depth\n");
 		return 2;
 	}
 	if (getaddrinfo(argv[optind], port, &hints, &ai))

@@ -80,6 +80,11 @@ static void test_params_rejects(void **state)
 	stock_client_pdata(b);
 	b[2] = b[3] = 0; /* no credits */
 	assert_int_equal(ib_rs_params_parse(b, 40, &p), -EBADMSG);
+	b[2] = b[3] = 0xFF; /* more credits than rsocket's deepest queue (0xFFFE) */
+	assert_int_equal(ib_rs_params_parse(b, 40, &p), -EBADMSG);
+	b[3] = 0xFE; /* the deepest */
+	assert_int_equal(ib_rs_params_parse(b, 40, &p), 0);
+	assert_int_equal(p.credits, IB_RS_QP_MAX);
 	stock_client_pdata(b);
 	b[23] = 3; /* a target_sgl of 3 entries */
 	assert_int_equal(ib_rs_params_parse(b, 40, &p), -EBADMSG);
@@ -592,6 +597,51 @@ static void test_tx_bad_target(void **state)
 	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
 }
 
+/* A peer of any depth up to rsocket's deepest queue: edges compared by how far they lie ahead of the
+ * messages sent. At depth 0xFFFE the edge of the private data is as far ahead as any can be, so
+ * nothing the peer sends moves it before we send: a signed 16-bit compare of the edges let each jump
+ * of 32767 or less pass as "forward" while wrapping the edge round (edge + 2 for ever, each a credit
+ * update no costless window counted), and called a legitimate jump of more than 32767 "back". */
+static void test_tx_credit_deep_peer(void **state)
+{
+	struct ib_tx tx;
+	unsigned moved = 0;
+
+	(void)state;
+	ib_tx_init(&tx, 1024, 8, IB_RS_QP_MAX);
+	assert_int_equal(ib_tx_peer(&tx, IB_RS_QP_MAX, IB_RS_QP_MAX), 0);
+	for (uint32_t jump = 1; jump < 65536; jump++)
+		assert_int_equal(ib_tx_credit(&tx, (uint16_t)(IB_RS_QP_MAX + jump)), -EPROTO);
+	assert_int_equal(ib_tx_credit(&tx, IB_RS_QP_MAX), 0); /* the same edge again */
+	for (uint16_t e = IB_RS_QP_MAX, i = 0; i < 100; i++) {
+		e = (uint16_t)(e + 2);
+		assert_int_equal(ib_tx_credit(&tx, e), -EPROTO);
+	}
+	assert_int_equal(tx.edge, IB_RS_QP_MAX);
+	/* each message we send lets the edge move once more at most, whatever the peer tries */
+	for (unsigned s = 0; s < 300; s++) {
+		tx.msgs_sent++;
+		while (!ib_tx_credit(&tx, (uint16_t)(tx.edge + 1)))
+			moved++;
+		for (uint32_t jump = 1; jump < 65536; jump += 97)
+			assert_int_equal(ib_tx_credit(&tx, (uint16_t)(tx.edge + jump)), -EPROTO);
+	}
+	assert_int_equal(moved, 300);
+	/* 40000 messages sent, all consumed: the edge jumps 40000 (past 32767), to msgs_sent + depth */
+	tx.msgs_sent = 40000;
+	tx.edge = (uint16_t)(0 + IB_RS_QP_MAX);
+	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(33000 + IB_RS_QP_MAX)), 0); /* 33000 of them first */
+	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(40000 + IB_RS_QP_MAX)), 0);
+	assert_int_equal(tx.edge, (uint16_t)(40000 + IB_RS_QP_MAX));
+	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(33000 + IB_RS_QP_MAX)), -EPROTO); /* back */
+	/* depth 32768 (half the sequence space): a jump of 32768 is legitimate too */
+	ib_tx_init(&tx, 1024, 8, 32768);
+	assert_int_equal(ib_tx_peer(&tx, 32768, 32768), 0);
+	tx.msgs_sent = 32768;
+	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(32768 + 32768)), 0);
+	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(32768 + 32768 + 1)), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -611,6 +661,7 @@ int main(void)
 	    cmocka_unit_test(test_recv_checks_the_peer),
 	    cmocka_unit_test(test_tx_peer_depth),
 	    cmocka_unit_test(test_tx_bad_target),
+	    cmocka_unit_test(test_tx_credit_deep_peer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
