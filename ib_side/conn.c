@@ -51,7 +51,7 @@ enum {
 /* Messages that cost their sender nothing (costless) a peer may send in one second: each costs us a
  * completion and a receive, most a wake-up of the session too. Stock rsocket sends its keepalives as
  * plain writes we never see (ibgwd too) and a second end of stream only when its application shuts
- * down twice; the other kinds never. */
+ * down twice; the other kinds never (adverts our bytes did not earn among them). */
 #define IB_FREE_RX_MAX 100
 /* A connection we abort is handed back to the control thread, which moves its queue pair to the error
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
@@ -694,7 +694,7 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 	c->last_tx_ns = w->now;
 	work(c); /* the first advert goes out at the end of the round */
 	/* the control thread set tx.edge from the private data before the hand-over */
-	if (ib_tx_peer(&c->tx, c->peer.credits, c->tx.edge)) {
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.data_buf.length, c->tx.edge)) {
 		violated(c, IB_VIOL_CREDIT);
 		return;
 	}
@@ -725,7 +725,7 @@ static void open_active(struct ib_worker *w, struct ib_conn *c)
 		return;
 	}
 	/* an SGL message may have come before this, the peer's private data (c->peer) only now */
-	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.credits)) {
+	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.data_buf.length, c->peer.credits)) {
 		violated(c, IB_VIOL_CREDIT);
 		return;
 	}
@@ -850,16 +850,20 @@ static bool ib_tsgl_sane(const volatile struct ib_rs_sge *t)
 }
 
 /* Whether message MSG (of completion M) cost the peer nothing and changed nothing that a session could
- * see: a CTRL KEEPALIVE, a credit update that neither moves the edge nor advertises a buffer, a
- * zero-length DATA message (its credit comes back at once: there is nothing to consume), or an end of
- * stream repeated. EDGE, EOF and GONE are the connection's before the message. */
+ * see: a CTRL KEEPALIVE, a credit update that neither moves the edge nor advertises a buffer, a buffer
+ * advert beyond those the bytes we sent earned it (ib_tx_advert_earned: a stock peer advertises a
+ * half of its ring at the start, then one more each time it consumed another half of our bytes;
+ * whatever else it carries, one more is a completion, a receive, a check of our target_sgl and a
+ * round of sends for nothing), a zero-length DATA message (its credit comes back at once: there is nothing to
+ * consume), or an end of stream repeated. EDGE, EOF and GONE are the connection's before the
+ * message. */
 static bool costless(const struct ib_conn *c, enum ib_rs_msg msg, const struct ib_rs_wc *m, uint16_t edge,
 		     bool eof, bool gone)
 {
 	switch (msg) {
 	case IB_RS_MSG_KEEPALIVE: return true;
 	case IB_RS_MSG_DATA: return !m->byte_len;
-	case IB_RS_MSG_CREDIT: return !m->byte_len && c->tx.edge == edge;
+	case IB_RS_MSG_CREDIT: return m->byte_len ? !ib_tx_advert_earned(&c->tx) : c->tx.edge == edge;
 	case IB_RS_MSG_SHUTDOWN: return eof;
 	case IB_RS_MSG_DISCONNECT: return gone;
 	default: return false;

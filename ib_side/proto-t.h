@@ -112,6 +112,9 @@ struct ib_tx {
 	uint16_t peer_depth;  /* the peer's receive queue depth (its private data): an edge is never
 			       * further ahead of msgs_sent; 0 until known */
 	bool edge_known;      /* edge came from the peer (private data or an SGL message) */
+	uint32_t peer_half;   /* the peer's data_buf length (its private data): half its ring, what each
+			       * of its adverts gives; 0 until known */
+	uint64_t adverts;     /* buffer adverts received (SGL messages with a payload) */
 	uint8_t target_idx;   /* entry of our target_sgl the next write uses */
 	struct ib_rs_sge cur; /* that entry as ib_tx_blocked read and checked it, for ib_tx_next: the peer
 			       * may write the entry again in between */

@@ -297,9 +297,10 @@ static bool edge_ok(const struct ib_tx *tx, uint16_t edge)
 	return edge_lead(tx, edge) <= (tx->peer_depth ? tx->peer_depth : IB_RS_QP_MAX);
 }
 
-int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge)
+int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint32_t half, uint16_t edge)
 {
 	tx->peer_depth = depth;
+	tx->peer_half = half;
 	if (!tx->edge_known) {
 		tx->edge = edge;
 		tx->edge_known = true;
@@ -321,6 +322,18 @@ int ib_tx_credit(struct ib_tx *tx, uint16_t edge)
 	tx->edge = edge;
 	tx->edge_known = true;
 	return 0;
+}
+
+bool ib_tx_advert_earned(const struct ib_tx *tx)
+{
+	/* rsocket's receiver (and ours) treats its first half as advertised by the private data and
+	 * advertises the other half at once; each later advert needs another half free, which only
+	 * consuming our bytes frees: advert N comes after (N - 1) halves of them, all posted by us */
+	if (tx->adverts <= 1)
+		return true;
+	if (!tx->peer_half)
+		return false; /* (its private data not seen yet: we posted nothing) */
+	return tx->adverts - 1 <= tx->posted / tx->peer_half;
 }
 
 /* ---- receive completions ---- */
@@ -357,6 +370,8 @@ static enum ib_rs_msg recv_sgl(struct ib_tx *tx, uint32_t val, uint32_t byte_len
 		return violation(why, IB_VIOL_LENGTH);
 	if (ib_tx_credit(tx, edge))
 		return violation(why, IB_VIOL_CREDIT);
+	if (byte_len)
+		tx->adverts++;
 	return IB_RS_MSG_CREDIT;
 }
 

@@ -104,21 +104,29 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 void ib_tx_done(struct ib_tx *tx, uint32_t len);
 
 /* The peer's private data is known: its receive queue DEPTH (<= IB_RS_QP_MAX) bounds every credit
- * edge it may send, and EDGE (passive side: from that private data) is where sending starts unless an
- * SGL message set it already. Returns 0, or -EPROTO when an edge received earlier was beyond DEPTH. */
-int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint16_t edge);
+ * edge it may send, HALF (its data_buf length) is what each of its buffer adverts stands for, and
+ * EDGE (passive side: from that private data) is where sending starts unless an SGL message set it
+ * already. Returns 0, or -EPROTO when an edge received earlier was beyond DEPTH. */
+int ib_tx_peer(struct ib_tx *tx, uint16_t depth, uint32_t half, uint16_t edge);
 
 /* A credit edge from an SGL message. Returns 0, or -EPROTO when it lies further ahead of the
  * messages sent than the peer's depth (its credits count messages it has receives for), or less far
  * ahead of them than the edge before (it went back). Exact for any depth up to IB_RS_QP_MAX. */
 int ib_tx_credit(struct ib_tx *tx, uint16_t edge);
 
+/* Whether the buffer adverts received so far (tx->adverts, counted by ib_rs_recv) are all ones the
+ * peer earned: its first comes at once, each later one only after it consumed another HALF (see
+ * ib_tx_peer) of the bytes we posted. False: the last one is more than a stock rsocket ever sends,
+ * a message that cost the peer nothing (the engine's costless window decides). */
+bool ib_tx_advert_earned(const struct ib_tx *tx);
+
 /* ---- receive completions ---- */
 
 /* Applies one successful receive completion WC to the connection's state: RX (our ring) and TX (our
  * send side). Checks everything the peer controls against what it may do: byte_len against the
  * immediate, data against the advertised space and our credits, credit edges against the peer's
- * depth (the adverts themselves are checked when used: ib_tx_blocked). Returns what the message
+ * depth (the adverts themselves are checked when used: ib_tx_blocked; how many came is counted in
+ * tx->adverts, for ib_tx_advert_earned). Returns what the message
  * was; on IB_RS_MSG_VIOLATION *WHY says which rule was broken and the state is left as it was (the
  * connection is reset anyway). */
 enum ib_rs_msg ib_rs_recv(struct ib_rx *rx, struct ib_tx *tx, const struct ib_rs_wc *wc,

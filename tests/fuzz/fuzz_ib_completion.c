@@ -69,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ib_tx tx;
 	unsigned head = 0, count = 0;
 	uint16_t depth, peer_depth;
+	uint32_t peer_half;
 	bool active;
 
 	if (size < HDR)
@@ -81,13 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ib_rx_init(&rx, 2u * (16 + data[0] * 64u), depth, ends);
 	ib_tx_init(&tx, 16 + data[2] * 97u, 1 + data[4] % 64, 0);
 	/* the peer's private data: entry 0 of our target_sgl is its first half */
-	target[0] = (struct ib_rs_sge){.addr = 0x10000, .key = 1, .length = 16 + data[0] * 32u};
+	peer_half = 16 + data[0] * 32u;
+	target[0] = (struct ib_rs_sge){.addr = 0x10000, .key = 1, .length = peer_half};
 	target[1] = (struct ib_rs_sge){0};
 	if (!active) {
 		tx.edge = peer_depth; /* what the control thread sets before the hand-over */
-		CHECK(ib_tx_peer(&tx, peer_depth, peer_depth) == 0);
+		CHECK(ib_tx_peer(&tx, peer_depth, peer_half, peer_depth) == 0);
 	} else if (data[5] & 2) {
-		CHECK(ib_tx_peer(&tx, peer_depth, peer_depth) == 0);
+		CHECK(ib_tx_peer(&tx, peer_depth, peer_half, peer_depth) == 0);
 	}
 	for (size_t i = HDR; i + REC <= size; i += REC) {
 		const uint8_t *r = data + i;
@@ -95,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t imm = be32(r + 1), arg = r[7];
 		uint16_t bl = (uint16_t)(r[5] << 8 | r[6]);
 
-		if (active && !tx.peer_depth && (r[0] & 0x80) && ib_tx_peer(&tx, peer_depth, peer_depth))
+		if (active && !tx.peer_depth && (r[0] & 0x80) &&
+		    ib_tx_peer(&tx, peer_depth, peer_half, peer_depth))
 			return 0; /* the engine resets here: an earlier edge was beyond the depth */
 		switch (kind) {
 		case 0:
@@ -130,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (tx0.edge_known)
 					CHECK((uint16_t)(tx.edge - tx.msgs_sent) >=
 					      (uint16_t)(tx0.edge - tx.msgs_sent));
+				CHECK(tx.adverts == tx0.adverts + (wc.byte_len != 0));
 			}
 			if (m == IB_RS_MSG_SHUTDOWN || m == IB_RS_MSG_DISCONNECT)
 				CHECK(rx.eof);

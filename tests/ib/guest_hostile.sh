@@ -95,12 +95,12 @@ check "[ $rc3 = 0 ]" "(d) $(echo "$out" | tr '\n' ' ')"
 check_m 'ibgw_ib_connections_closed_total{worker="0",reason="protocol"}' "$((p0 + 3))" \
 	"(d) all three reset as protocol errors, counted"
 # messages that cost their sender nothing but a completion, a receive and most a session's wake-up
-# each (credit updates that grant nothing, an end of stream again and again, empty data): past 100 in
-# a second, reset as the keepalives are, and counted the same (violation "message"). And credit
-# updates that each move the edge 2 further, from a peer that granted 0xFFFE credits: in 16-bit
-# arithmetic each looks forward, yet with nothing of ours consumed none can move the edge at all
-# (violation "credit": at the first)
-for what in sgls shutdowns zeroes wrap; do
+# each (credit updates that grant nothing, an end of stream again and again, empty data, buffer adverts
+# that no byte of ours earned): past 100 in a second, reset as the keepalives are, and counted the same
+# (violation "message"). And credit updates that each move the edge 2 further, from a peer that granted
+# 0xFFFE credits: in 16-bit arithmetic each looks forward, yet with nothing of ours consumed none can
+# move the edge at all (violation "credit": at the first)
+for what in sgls shutdowns zeroes adverts wrap; do
 	why=message
 	[ $what = wrap ] && why=credit
 	v0=$(m "ibgw_ib_protocol_violations_total{worker=\"0\",reason=\"$why\"}") p0=$(closed protocol)

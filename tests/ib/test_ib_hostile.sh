@@ -5,11 +5,12 @@
 # with the key of its other, concurrent connection; (c) a zero-length DATA message claiming 64 KiB
 # after a tenant left 64 KiB of markers in the ring; (d) an SGL message granting impossible credits,
 # an absurd buffer advert, and floods of messages that cost their sender nothing (keepalives, credit
-# updates that grant nothing, a repeated end of stream, empty data), and credit updates wrapping the
-# edge round from a peer of 0xFFFE credits; (e) 1000 connect requests whose accept is never answered.
-# Each: the gateway refuses it (remote access error / reset / nothing stale relayed / half-open
-# connections within max_sessions and memory_limit, expired at the deadline and counted), legitimate
-# clients served meanwhile, the victim's 3 MB echo intact (SHA-256), ibgwd alive, a clean drain.
+# updates that grant nothing, a repeated end of stream, empty data, buffer adverts no byte earned),
+# and credit updates wrapping the edge round from a peer of 0xFFFE credits; (e) 1000 connect requests
+# whose accept is never answered. Each: the gateway refuses it (remote access error / reset / nothing
+# stale relayed / half-open connections within max_sessions and memory_limit, expired at the deadline
+# and counted), legitimate clients served meanwhile, the victim's 3 MB echo intact (SHA-256), ibgwd
+# alive, a clean drain.
 # In-VM half: tests/ib/guest_hostile.sh.
 # timeout: 560
 set -u

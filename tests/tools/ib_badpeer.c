@@ -61,6 +61,10 @@
  *                     credit updates moving the edge 2 further each, back to back: each looks forward in
  *                     16-bit arithmetic, yet with nothing of the gateway's consumed the edge can only
  *                     stay where it is. Must: reset as above (a credit violation)
+ *   absurd adverts    buffer adverts (SGL messages with a 16-byte sge of our receive buffer) back to back,
+ *                     repeating the edge already granted: a stock rsocket advertises once at the start,
+ *                     then once per half of its ring the gateway filled, and this sends nothing. Must:
+ *                     reset as the other costless floods
  *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
@@ -757,7 +761,7 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 		return 2;
 	rc_wait(&x, 200, is_gone, 0); /* take the gateway's first advert */
 	if (!strcmp(what, "keepalives") || !strcmp(what, "sgls") || !strcmp(what, "shutdowns") ||
-	    !strcmp(what, "zeroes") || !strcmp(what, "wrap")) {
+	    !strcmp(what, "zeroes") || !strcmp(what, "wrap") || !strcmp(what, "adverts")) {
 		double secs, t0;
 		unsigned n;
 
@@ -774,7 +778,16 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 			n = flood(&x, 4u << 29 | RC_CREDITS, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
 		else if (!strcmp(what, "wrap")) /* 0xFFFE + 2, + 4, ...: round and round the 16 bits */
 			n = flood(&x, 4u << 29 | 0xFFFE, 2, 0, x.sgl_addr, x.sgl_key, false, &secs);
-		else if (!strcmp(what, "shutdowns"))
+		else if (!strcmp(what, "adverts")) {
+			/* the second half of our receive buffer, in the gateway's byte order (the same host),
+			 * into entry 1 of its target_sgl, again and again; the edge it had */
+			uint64_t a = (uintptr_t)rc_rbuf(&x) + RC_RBUF / 2;
+			uint32_t k = x.mr->rkey, len = RC_RBUF / 2;
+			memcpy(rc_sbuf(&x), &a, 8);
+			memcpy(rc_sbuf(&x) + 8, &k, 4);
+			memcpy(rc_sbuf(&x) + 12, &len, 4);
+			n = flood(&x, 4u << 29 | RC_CREDITS, 0, 16, x.sgl_addr + 16, x.sgl_key, false, &secs);
+		} else if (!strcmp(what, "shutdowns"))
 			n = flood(&x, 7u << 29 | 2, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
 		else
 			n = flood(&x, 0, 0, 0, x.buf_addr, x.buf_key, true, &secs);
@@ -1181,7 +1194,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
 				"version|short|none|garbage|sgl|depth|keepalive|badkey|unaccept\n"
 				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
-				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|wrap|"
+				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|wrap|adverts|"
 				"halfopen N SECS|datafirst SECS|rnr SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve "
 				"version|short|none|garbage|sgl|depth\n");

@@ -389,7 +389,7 @@ static void test_end_to_end_random(void **state)
 	(void)state;
 	ib_rx_init(&rx, RSIZE, DEPTH, ends);
 	ib_tx_init(&tx, SSIZE, 8, DEPTH);
-	assert_int_equal(ib_tx_peer(&tx, DEPTH, DEPTH), 0);
+	assert_int_equal(ib_tx_peer(&tx, DEPTH, RSIZE / 2, DEPTH), 0);
 	ib_rx_init(&prx, RSIZE, DEPTH, pends);
 	ib_tx_init(&ptx, SSIZE, 8, DEPTH);
 	for (long step = 0; step < 2000000; step++) {
@@ -451,11 +451,13 @@ static void test_end_to_end_random(void **state)
 				}
 				assert_int_equal(ib_rs_recv(&prx, &tx, &wc, &why), IB_RS_MSG_CREDIT);
 				assert_int_equal(tx.edge, edge);
+				assert_true(ib_tx_advert_earned(&tx)); /* never charged as costless */
 			}
 			break;
 		}
 		}
 	}
+	assert_true(tx.adverts > 20ull * 2);
 	assert_true(sent_total > 20ull * RSIZE);
 	assert_true(msgs > 3 * 65536ull); /* the 16-bit counters wrapped several times */
 	assert_int_equal(rx.msgs_recvd, (uint16_t)(msgs - count));
@@ -492,7 +494,7 @@ static void test_recv_checks_the_peer(void **state)
 	(void)state;
 	ib_rx_init(&rx, 1024, 4, ends);
 	ib_tx_init(&tx, 1024, 8, 0);
-	assert_int_equal(ib_tx_peer(&tx, 16, 16), 0);
+	assert_int_equal(ib_tx_peer(&tx, 16, 512, 16), 0);
 	/* data */
 	before = rx;
 	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_DATA, 512, 0, &why), IB_VIOL_LENGTH);
@@ -562,13 +564,13 @@ static void test_tx_peer_depth(void **state)
 	(void)state;
 	ib_tx_init(&tx, 1024, 8, 0);
 	assert_int_equal(ib_tx_credit(&tx, 300), 0); /* before the private data: any sane edge */
-	assert_int_equal(ib_tx_peer(&tx, 384, 384), 0);
+	assert_int_equal(ib_tx_peer(&tx, 384, 65536, 384), 0);
 	assert_int_equal(tx.edge, 300); /* the SGL message came later than the private data's credits */
 	ib_tx_init(&tx, 1024, 8, 0);
 	assert_int_equal(ib_tx_credit(&tx, 300), 0);
-	assert_int_equal(ib_tx_peer(&tx, 64, 64), -EPROTO);
+	assert_int_equal(ib_tx_peer(&tx, 64, 65536, 64), -EPROTO);
 	ib_tx_init(&tx, 1024, 8, 0);
-	assert_int_equal(ib_tx_peer(&tx, 64, 64), 0);
+	assert_int_equal(ib_tx_peer(&tx, 64, 65536, 64), 0);
 	assert_int_equal(tx.edge, 64);
 	assert_int_equal(ib_tx_credit(&tx, 63), -EPROTO);
 }
@@ -609,7 +611,7 @@ static void test_tx_credit_deep_peer(void **state)
 
 	(void)state;
 	ib_tx_init(&tx, 1024, 8, IB_RS_QP_MAX);
-	assert_int_equal(ib_tx_peer(&tx, IB_RS_QP_MAX, IB_RS_QP_MAX), 0);
+	assert_int_equal(ib_tx_peer(&tx, IB_RS_QP_MAX, 65536, IB_RS_QP_MAX), 0);
 	for (uint32_t jump = 1; jump < 65536; jump++)
 		assert_int_equal(ib_tx_credit(&tx, (uint16_t)(IB_RS_QP_MAX + jump)), -EPROTO);
 	assert_int_equal(ib_tx_credit(&tx, IB_RS_QP_MAX), 0); /* the same edge again */
@@ -636,10 +638,216 @@ static void test_tx_credit_deep_peer(void **state)
 	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(33000 + IB_RS_QP_MAX)), -EPROTO); /* back */
 	/* depth 32768 (half the sequence space): a jump of 32768 is legitimate too */
 	ib_tx_init(&tx, 1024, 8, 32768);
-	assert_int_equal(ib_tx_peer(&tx, 32768, 32768), 0);
+	assert_int_equal(ib_tx_peer(&tx, 32768, 65536, 32768), 0);
 	tx.msgs_sent = 32768;
 	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(32768 + 32768)), 0);
 	assert_int_equal(ib_tx_credit(&tx, (uint16_t)(32768 + 32768 + 1)), -EPROTO);
+}
+
+/* Buffer adverts: the first comes at once, each later one only once the peer consumed another half of
+ * what we sent (its data_buf length); more than that is a message that cost it nothing. */
+static void test_tx_adverts_earned(void **state)
+{
+	struct ib_rs_sge target[2] = {{.addr = 0x1000, .key = 7, .length = 65536}, {0}};
+	enum ib_violation why;
+	uint32_t ends[16];
+	struct ib_rx rx;
+	struct ib_tx tx;
+
+	(void)state;
+	ib_rx_init(&rx, 1024, 16, ends);
+	/* an active open: adverts before the peer's private data reached the worker */
+	ib_tx_init(&tx, 1 << 20, 8, 0);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+	assert_true(ib_tx_advert_earned(&tx));
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+	assert_false(ib_tx_advert_earned(&tx));
+
+	ib_tx_init(&tx, 1 << 20, 8, 16);
+	assert_int_equal(ib_tx_peer(&tx, 16, 65536, 16), 0);
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 0, &why), IB_RS_MSG_CREDIT);
+	assert_int_equal(tx.adverts, 0); /* a bare edge is no advert */
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+	assert_true(ib_tx_advert_earned(&tx)); /* the one of the start */
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+	assert_false(ib_tx_advert_earned(&tx)); /* the same edge, nothing sent: a flood's */
+	tx.posted = 65535;
+	assert_false(ib_tx_advert_earned(&tx));
+	tx.posted = 65536;
+	assert_true(ib_tx_advert_earned(&tx)); /* a half of ours consumed */
+	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+	assert_false(ib_tx_advert_earned(&tx));
+	tx.posted = 2 * 65536;
+	assert_true(ib_tx_advert_earned(&tx));
+	/* a refused message counts nothing */
+	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 1000, 16, &why), IB_VIOL_CREDIT);
+	assert_int_equal(tx.adverts, 3);
+	/* adverts smaller than the half they should be earn no faster: the bytes we can post into them
+	 * are what count (a flood of one-byte adverts gets two through, then the window) */
+	ib_tx_init(&tx, 1 << 20, 8, 16);
+	assert_int_equal(ib_tx_peer(&tx, 16, 65536, 16), 0);
+	tx.posted = 65536; /* the data_buf of its private data used up */
+	for (unsigned n = 1; n <= 10; n++) {
+		assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+		assert_true(ib_tx_advert_earned(&tx) == (n <= 2));
+		tx.posted += 1; /* one byte into it */
+	}
+}
+
+/* rsocket's receive side (librdmacm/rsocket.c: rs_give_credits, rs_send_credits, rrecv), modelled
+ * as far as credits and adverts go, against our send side: whatever the ring size and depth, every
+ * credit edge and every advert it sends is accepted, and no advert is ever charged as costless. Its
+ * credit messages reach us late (at most 4 in flight, in order), the consumer takes random amounts. */
+struct stock_rx {
+	uint32_t rbuf_size;
+	uint16_t rq_size, rseq_no, rseq_comp;
+	int64_t bytes_avail; /* rbuf_bytes_avail */
+	uint32_t free_offset;
+	unsigned remote_sge;
+	uint32_t *rmsg; /* data messages' unconsumed bytes, a ring of rq_size + 1 */
+	uint32_t rmsg_head, rmsg_tail;
+	uint64_t pending;
+	struct {
+		uint32_t val;
+		bool advert;
+		struct ib_rs_sge sge;
+	} ctrl[4];
+	unsigned ctrl_head, ctrl_n;
+};
+
+static void stock_update_credits(struct stock_rx *r, uint64_t base)
+{
+	uint32_t half = r->rbuf_size >> 1;
+
+	while (r->ctrl_n < 4 &&
+	       (r->bytes_avail >= half || (short)((short)r->rseq_no - (short)r->rseq_comp) >= 0)) {
+		unsigned i = (r->ctrl_head + r->ctrl_n++) % 4;
+
+		r->rseq_comp = (uint16_t)(r->rseq_no + (r->rq_size >> 1));
+		r->ctrl[i].val = (uint32_t)r->rseq_no + r->rq_size; /* an int: up to 17 bits */
+		r->ctrl[i].advert = r->bytes_avail >= half;
+		if (r->ctrl[i].advert) {
+			r->ctrl[i].sge =
+			    (struct ib_rs_sge){.addr = base + r->free_offset, .key = 5, .length = half};
+			r->bytes_avail -= half;
+			r->free_offset += half;
+			if (r->free_offset >= r->rbuf_size)
+				r->free_offset = 0;
+		}
+	}
+}
+
+/* Messages of 1..MAX_MSG bytes; its application reads in one round of SLOW (1: every round).
+ * Returns the largest jump of the credit edge seen. */
+static uint16_t stock_run(uint32_t rbuf_size, uint16_t depth, uint32_t max_msg, unsigned slow, unsigned steps)
+{
+	enum { BASE = 0x10000 };
+	uint32_t half = rbuf_size >> 1, seed = rbuf_size ^ depth;
+	struct ib_rs_sge target[2] = {{.addr = BASE, .key = 5, .length = half}, {0}};
+	struct stock_rx r = {.rbuf_size = rbuf_size,
+	                     .rq_size = depth,
+	                     .rseq_comp = (uint16_t)(depth >> 1),
+	                     .bytes_avail = half,
+	                     .free_offset = half,
+	                     .remote_sge = 1};
+	uint32_t ends[16];
+	struct ib_rx rx; /* (ours: not used by the SGL messages) */
+	struct ib_tx tx;
+	uint64_t landed = 0, adverts = 0;
+	uint16_t max_jump = 0, last_edge = depth;
+
+	r.rmsg = calloc((size_t)depth + 1, sizeof(*r.rmsg));
+	assert_non_null(r.rmsg);
+	ib_rx_init(&rx, 1024, 16, ends);
+	ib_tx_init(&tx, 1 << 20, 1 << 20, depth); /* the private data's credits */
+	assert_int_equal(ib_tx_peer(&tx, depth, half, depth), 0);
+	stock_update_credits(&r, BASE); /* the advert of the second half, at once */
+	for (unsigned step = 0; step < steps; step++) {
+		uint32_t x;
+
+		seed = seed * 1103515245 + 12345;
+		x = seed >> 8;
+		if (x % 3 == 0) { /* we write, a burst of messages; each lands in order */
+			for (unsigned k = x % 64 + 1; k; k--) {
+				struct ib_tx_write w;
+
+				seed = seed * 1103515245 + 12345;
+				ib_tx_queue(&tx, (seed >> 8) % max_msg + 1);
+				while (ib_tx_blocked(&tx, target) == IB_TX_OK) {
+					ib_tx_next(&tx, target, &w);
+					assert_int_equal(w.raddr, BASE + landed % (2ull * half));
+					landed += w.len;
+					r.rmsg[r.rmsg_tail] = w.len;
+					if (++r.rmsg_tail == (uint32_t)depth + 1)
+						r.rmsg_tail = 0;
+					r.pending += w.len;
+					ib_tx_done(&tx, w.len);
+				}
+			}
+		} else if (x % 3 == 1) { /* its application reads (rrecv) */
+			if ((x >> 8) % slow)
+				continue;
+			uint64_t left = r.pending ? (x % 4 ? (x >> 2) % r.pending + 1 : r.pending) : 0;
+
+			r.pending -= left;
+			r.bytes_avail += (int64_t)left;
+			while (left) {
+				uint32_t *m = &r.rmsg[r.rmsg_head];
+				if (left < *m) {
+					*m -= (uint32_t)left;
+					break;
+				}
+				left -= *m;
+				r.rseq_no++;
+				if (++r.rmsg_head == (uint32_t)depth + 1)
+					r.rmsg_head = 0;
+			}
+			stock_update_credits(&r, BASE);
+		} else { /* its credit messages reach us, in order */
+			for (unsigned k = x % 5; k && r.ctrl_n;
+			     k--, r.ctrl_n--, r.ctrl_head = (r.ctrl_head + 1) % 4) {
+				enum ib_violation why;
+				unsigned i = r.ctrl_head;
+				uint16_t jump;
+
+				if (r.ctrl[i].advert) {
+					/* an entry we are done with, written before its completion comes */
+					assert_int_equal(target[r.remote_sge].length, 0);
+					target[r.remote_sge] = r.ctrl[i].sge;
+					r.remote_sge ^= 1;
+				}
+				assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, r.ctrl[i].val,
+				                      r.ctrl[i].advert ? 16 : 0, &why),
+				                 IB_RS_MSG_CREDIT);
+				assert_true(ib_tx_advert_earned(&tx));
+				jump = (uint16_t)(tx.edge - last_edge);
+				last_edge = tx.edge;
+				if (jump > max_jump)
+					max_jump = jump;
+				adverts += r.ctrl[i].advert;
+			}
+		}
+	}
+	free(r.rmsg);
+	assert_int_equal(tx.adverts, adverts);
+	assert_true(adverts > 2);
+	return max_jump;
+}
+
+static void test_stock_receiver(void **state)
+{
+	static const uint32_t sizes[] = {2, 4096, 131072, 1u << 22};
+	static const uint16_t depths[] = {16, 384, 32768, 40000, IB_RS_QP_MAX};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (unsigned j = 0; j < sizeof(depths) / sizeof(depths[0]); j++)
+			stock_run(sizes[i], depths[j], sizes[i] < 700 ? sizes[i] : 700, 1, 50000);
+	/* tiny messages into a large ring: the consumed-message threshold (depth / 2) gives the
+	 * credits, jumps of more than 32767 at the deepest queues (what a signed compare of the edges
+	 * refused) */
+	assert_true(stock_run(1u << 22, 40000, 16, 2000, 200000) > 32768);
+	assert_true(stock_run(1u << 22, IB_RS_QP_MAX, 8, 2000, 200000) > 32768);
 }
 
 int main(void)
@@ -662,6 +870,8 @@ int main(void)
 	    cmocka_unit_test(test_tx_peer_depth),
 	    cmocka_unit_test(test_tx_bad_target),
 	    cmocka_unit_test(test_tx_credit_deep_peer),
+	    cmocka_unit_test(test_tx_adverts_earned),
+	    cmocka_unit_test(test_stock_receiver),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
