@@ -51,7 +51,8 @@ enum {
 /* Messages that cost their sender nothing (costless) a peer may send in one second: each costs us a
  * completion and a receive, most a wake-up of the session too. Stock rsocket sends its keepalives as
  * plain writes we never see (ibgwd too) and a second end of stream only when its application shuts
- * down twice; the other kinds never (adverts our bytes did not earn among them). */
+ * down twice; the other kinds never (adverts our bytes did not earn among them), nor anything after
+ * the connection closed but the few messages of an orderly end (see on_recv). */
 #define IB_FREE_RX_MAX 100
 /* A connection we abort is handed back to the control thread, which moves its queue pair to the error
  * state: a CTRL DISCONNECT still queued in the device (a loaded host, a peer answering RNR) would be
@@ -900,8 +901,21 @@ static void on_recv(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		if (c->ws == IB_W_OPEN && !c->no_session)
 			send_msg(w, IB_MSG_OPENED, c);
 	}
-	if (c->ws >= IB_W_CLOSING)
+	if (c->ws >= IB_W_CLOSING) {
+		/* Closed, with the queue pair alive (an orderly end, a DISCONNECT with bytes of ours
+		 * unsent), while the session may hold the stream until its other side is done (a TCP
+		 * half-close, its timeout): nothing checks these messages any more, so each counts in
+		 * the costless window. An honest peer sends a few at most by now (its DISCONNECT after
+		 * a SHUTDOWN, credit updates for bytes of ours it still reads), and they still find a
+		 * receive each as before: one that waited in RNR would hold a stock peer in rshutdown
+		 * for good (see IB_PEER_LINGER_NS). Past the window the queue pair is dead to us: no
+		 * receive is posted again, so what is left of the receive queue bounds the rest and the
+		 * peer waits in RNR, which hurts it alone, until the session lets go and the control
+		 * thread disconnects it. */
+		if (!c->qp_dead && !xlt_window_ok(&c->free_rx, w->now, 1000000000ull, IB_FREE_RX_MAX))
+			violated(c, IB_VIOL_MESSAGE);
 		return;
+	}
 	edge = c->tx.edge, eof = c->rx.eof, gone = c->peer_gone;
 	msg = ib_rs_recv(&c->rx, &c->tx, &m, &why);
 	/* a flood of messages that cost their sender no credit would take this worker's rounds from

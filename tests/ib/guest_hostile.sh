@@ -1,11 +1,13 @@
 #!/bin/bash
 # In-VM half of tests/ib/test_ib_hostile.sh: hostile IB peers (tests/tools/ib_badpeer.c modes stale,
-# cross, claim, absurd, halfopen) against an echo route, a victim session (rs_peer, stock rsocket)
-# held open through all of it and verified at the end.
+# cross, claim, absurd, halfopen, postclose) against an echo route (and, for postclose, a route to a TCP
+# server in a namespace behind ibgwd's af_packet port), a victim session (rs_peer, stock rsocket) held
+# open through all of it and verified at the end.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
-trap 'gw_cleanup; for p in ${VICTIM:-} ${FLOOD:-} ${HOLD:-} ${HO:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+. tests/eth/lib.sh
+trap 'for p in ${VICTIM:-} ${FLOOD:-} ${HOLD:-} ${HO:-} ${PC:-}; do kill -KILL $p 2>/dev/null; done; eth_cleanup' EXIT
 IB=$IB_ADDR_A
 BAD="timeout 150 $TOOLS/ib_badpeer -p 7471 -t 30000 $IB" # generous waits: a loaded host slows the VM
 # max_sessions and memory_limit are lowered from their defaults (256, 1G) so that case (e), 1000
@@ -16,15 +18,26 @@ BAD="timeout 150 $TOOLS/ib_badpeer -p 7471 -t 30000 $IB" # generous waits: a loa
 MAXS=32
 LIMIT_MIB=32
 GW_EXTRA="memory_limit = ${LIMIT_MIB}M"
+# (g) needs a TCP destination: a kernel server in a namespace, behind ibgwd's port on a veth
+eth_setup
+GW_VDEV="net_af_packet0,iface=$ETH_IF,qdisc_bypass=1"
+GW_ETH_EXTRA="address = $ETH_GW_IP/24
+mbufs = 4095"
 ib_gw_start "[ib]
 bind = $IB
 [route echo]
 listen = ib:7471
 connect = echo
 max_sessions = $MAXS
+# (the victim's reader stalls through the whole test: more than the default 2 minutes on a slow host)
+stall_timeout = 10m
 [route full]
 listen = ib:7472
 connect = echo
+max_sessions = 1
+[route tcp]
+listen = ib:7473
+connect = tcp:$ETH_PEER_IP:5009
 max_sessions = 1"
 
 # closed connections by reason, "access=N error=N reset=N ..." (one scrape)
@@ -194,6 +207,48 @@ check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + 1))" "(
 kill -USR1 $HOLD
 wait $HOLD
 check_m ibgw_ib_connections_active "1" "(f) only the victim's connection left"
+
+# ---- (g) messages after the end: the peer ends in order both ways (DISCONNECT), so the gateway closes
+# its end, but the session holds the stream while its TCP side is open (the server never closes), and
+# the queue pair with it. Nothing checks what the peer sends then but the costless window: past it no
+# receive is posted again, so the peer's writes wait in RNR (hurting it alone) ----
+eth_bg "$PY3" -c "
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 5009))
+s.listen(4)
+c, _ = s.accept()
+time.sleep(300)"
+SRV=$ETH_BG_PID
+eth_wait_listen 5009
+v0=$(m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}') ok0=$(closed ok)
+rm -f /tmp/go2
+timeout 150 $TOOLS/ib_badpeer -p 7473 -t 30000 "$IB" postclose /tmp/go2 >/tmp/pc.out 2>&1 &
+PC=$!
+for _ in $(seq 300); do
+	grep -q '^postclose: open' /tmp/pc.out && [ -n "$(eth_ns ss -Htn state established '( sport = :5009 )')" ] && break
+	sleep 0.1
+done
+check "[ -n \"\$(eth_ns ss -Htn state established '( sport = :5009 )')\" ]" "(g) the session's TCP side connected to the server"
+touch /tmp/go2
+wait $PC
+rc=$?
+PC=
+out=$(tr '\n' ' ' </tmp/pc.out)
+cr=$(sed -n 's/.*open, credits \([0-9]*\).*/\1/p' /tmp/pc.out)
+n=$(sed -n 's/.*stopped after \([0-9]*\) .*/\1/p' /tmp/pc.out)
+# the window's 100 (twice, across the turn of its second), then the receives already posted: the
+# credits + 4, and the rest of a post of 16
+check "[ $rc = 0 ] && [ -n \"$n\" ] && [ -n \"$cr\" ] && [ $n -le $((200 + ${cr:-0} + 4 + 16)) ]" \
+	"(g) the gateway stopped taking messages after the end ($out)"
+check_m 'ibgw_ib_protocol_violations_total{worker="0",reason="message"}' "$((v0 + 1))" \
+	"(g) counted as a protocol violation (message)"
+check "[ \$(closed ok) = $((ok0 + 1)) ]" "(g) the connection had ended in order (closed ok), once"
+check "[ \$(m 'ibgw_route_sessions_active{route=\"tcp\"}') = 1 ]" "(g) its session still held for its TCP side"
+kill $SRV 2>/dev/null # the server's end closes: the session ends, the stream is let go
+check_m 'ibgw_route_sessions_active{route="tcp"}' "0" "(g) the session ended with its TCP side"
+check_m ibgw_ib_connections_active "1" "(g) only the victim's connection left"
 
 # ---- the victim, all along ----
 check "kill -0 $GW_PID" "ibgwd alive"

@@ -1,7 +1,8 @@
 # Shared by the in-VM halves of tests/ib/test_*.sh (source it from bash, cwd = project root).
 #   ib_gw_start CONF_TEXT   writes the config (with the [gateway]/[eth] lines every test needs
-#                           prepended, plus $GW_EXTRA in [gateway]) and starts ibgwd; waits until
-#                           /health answers
+#                           prepended, plus $GW_EXTRA in [gateway], $GW_VDEV as [eth] vdev (default
+#                           none) and $GW_ETH_EXTRA in [eth]) and starts ibgwd; waits until /health
+#                           answers
 #   m NAME                  one sample of /metrics (0 if absent)
 #   closed REASON           worker 0's IB connections closed for REASON
 #   m_is NAME VALUE / check_m NAME VALUE MSG
@@ -57,8 +58,9 @@ stats = 127.0.0.1:$STATS
 drain_timeout = 3s
 ${GW_EXTRA:-}
 [eth]
-vdev =
+vdev = ${GW_VDEV:-}
 eal_args = --no-pci --no-huge -m 256
+${GW_ETH_EXTRA:-}
 $1
 CONF
 	gw_start /tmp/ibgw.conf

@@ -65,6 +65,12 @@
  *                     repeating the edge already granted: a stock rsocket advertises once at the start,
  *                     then once per half of its ring the gateway filled, and this sends nothing. Must:
  *                     reset as the other costless floods
+ *   postclose FILE    to a route whose destination keeps the session open after the IB side ends (a TCP
+ *                     server that never closes): prints "open", waits for FILE, sends CTRL DISCONNECT (an
+ *                     orderly end both ways: the gateway closes its end, the session holds the stream
+ *                     for its TCP side), then keepalives back to back as above. Must: the gateway stops
+ *                     taking them (no receive reposted: our writes wait in RNR) within 10 s; prints
+ *                     "stopped after N" (N: messages it took) and the credits it granted
  *   halfopen N SECS   N connect requests with valid private data whose accept is never answered (no
  *                     RTU: librdmacm does not own the queue pair); at most 32 in flight; then holds
  *                     them SECS seconds. Prints accepted/rejected/expired (REJ after an accept) counts;
@@ -818,6 +824,42 @@ static int mode_absurd(const char *host, const char *port, const char *what, int
 	return reset ? 0 : 1;
 }
 
+/* Mode postclose: an orderly end both ways (CTRL DISCONNECT) once FILE exists, then keepalives back
+ * to back on the connection the gateway closed but a session still holds. 0 when the gateway stopped
+ * taking them (or reset the connection) before 10 s; prints how many it took. */
+static int mode_postclose(const char *host, const char *port, const char *file, int ms)
+{
+	double secs, t0;
+	unsigned n;
+	struct rc x;
+	bool stopped;
+
+	if (rc_open(&x, host, port, ms))
+		return 2;
+	printf("postclose: open, credits %u\n", x.credits);
+	fflush(stdout);
+	for (int i = 0; i < 1200 && access(file, F_OK); i++)
+		usleep(100000);
+	if (access(file, F_OK) ||
+	    rc_write(&x, IBV_WR_RDMA_WRITE_WITH_IMM, IMM(7, 0), x.sgl_addr, x.sgl_key, 0, 0, ms))
+		return 2;
+	rc_wait(&x, 1000, is_gone, 0); /* the gateway closes its end (orderly: it sends nothing) */
+	if (x.gone) {
+		printf("postclose: the gateway hung up at our DISCONNECT (no session holds the stream)\n");
+		return 2;
+	}
+	t0 = now_s();
+	n = flood(&x, 7u << 29 | 1, 0, 0, x.sgl_addr, x.sgl_key, false, &secs);
+	stopped = secs < 9.5 || x.gone;
+	printf("postclose: %u keepalives after our DISCONNECT in %.2f s; the gateway %s", n, secs,
+	       stopped ? "stopped taking them" : "took them all");
+	if (stopped)
+		printf(": stopped after %u (credits %u), %.2f s", n, x.credits, now_s() - t0);
+	printf("\n");
+	fflush(stdout);
+	_exit(stopped ? 0 : 1); /* the kernel tears the connection down (our last writes wait in RNR) */
+}
+
 /* Moves QP to STATE with the attributes rdma_cm has for ID (as librdmacm does for its own queue pairs).
  * 0 or -1. */
 static int qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
@@ -1178,6 +1220,8 @@ int main(int argc, char **argv)
 		return mode_claim(argv[optind], port, ms);
 	if (!strcmp(mode, "absurd") && argc - optind == 3)
 		return mode_absurd(argv[optind], port, argv[optind + 2], ms);
+	if (!strcmp(mode, "postclose") && argc - optind == 3)
+		return mode_postclose(argv[optind], port, argv[optind + 2], ms);
 	if (!strcmp(mode, "halfopen") && argc - optind == 4)
 		return mode_halfopen(argv[optind], port, atoi(argv[optind + 2]), atoi(argv[optind + 3]), ms);
 	if (!strcmp(mode, "rnr") && argc - optind == 3)
@@ -1194,7 +1238,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ib_badpeer [-p PORT] [-t MS] HOST "
 				"version|short|none|garbage|sgl|depth|keepalive|badkey|unaccept\n"
 				"       ib_badpeer [-p PORT] [-t MS] HOST stale FILE|cross|claim|"
-				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|wrap|adverts|"
+				"absurd credits|sgl|keepalives|sgls|shutdowns|zeroes|wrap|adverts|postclose FILE|"
 				"halfopen N SECS|datafirst SECS|rnr SECS|churn N|hold N SECS\n"
 				"       ib_badpeer [-p PORT] [-n COUNT] HOST serve "
 				"version|short|none|garbage|sgl|depth\n");

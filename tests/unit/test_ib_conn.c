@@ -8,7 +8,11 @@
  * And when a disconnect is decided: rdma_cm's DISCONNECTED waits until the connection's own
  * completion queue was drained (its peer's last messages may still be queued there), whatever the
  * worker's other completion queues hold. The queues here are stand-ins whose poll_cq the test
- * answers (ibv_poll_cq calls the context's). */
+ * answers (ibv_poll_cq calls the context's).
+ *
+ * And what a peer sends once its connection closed while a session still holds it: counted in the
+ * costless window, and past it no receive is posted again. */
+#include <endian.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +27,7 @@
 
 #include "ib_side/conn.h"
 #include "ib_side/ib.h"
+#include "ib_side/proto.h"
 
 #define RING_N 64u
 
@@ -119,12 +124,27 @@ static void test_retired_stays_off_the_work_list(void **state)
 
 /* ---- disconnects and completion queues ---- */
 
-static struct ib_cq busy_cq, quiet_cq, *cq_table[4];
+static struct ib_cq busy_cq, quiet_cq, closed_cq, *cq_table[4];
+static struct ibv_cq closed_ibv;
+static unsigned closed_pending, reposts; /* completions closed_cq still has; receives posted */
 
 /* The busy queue always has a full batch: completions of a connection that is gone (slot 3 holds
- * none), as a flood of another tenant's would keep it; the quiet one has nothing. */
+ * none), as a flood of another tenant's would keep it; the quiet one has nothing; the closed one has
+ * CTRL KEEPALIVE messages for slot 2, closed_pending of them. */
 static int fake_poll(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
+	if (cq == &closed_ibv) {
+		int n = closed_pending < (unsigned)num ? (int)closed_pending : num;
+		for (int i = 0; i < n; i++)
+			wc[i] = (struct ibv_wc){
+			    .wr_id = (uint64_t)IB_WR_RECV << IB_WR_KIND_SHIFT |
+			             (uint64_t)2 << IB_WR_SLOT_SHIFT | (uint64_t)1 << IB_WR_GEN_SHIFT,
+			    .status = IBV_WC_SUCCESS,
+			    .wc_flags = IBV_WC_WITH_IMM,
+			    .imm_data = htobe32(ib_rs_imm(IB_RS_OP_CTRL, IB_RS_CTRL_KEEPALIVE))};
+		closed_pending -= (unsigned)n;
+		return n;
+	}
 	if (cq != busy_cq.cq)
 		return 0;
 	for (int i = 0; i < num; i++)
@@ -134,8 +154,16 @@ static int fake_poll(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	return num;
 }
 
-static struct ibv_context fake_ctx = {.ops = {.poll_cq = fake_poll}};
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)qp, (void)wr, (void)bad;
+	reposts++;
+	return 0;
+}
+
+static struct ibv_context fake_ctx = {.ops = {.poll_cq = fake_poll, .post_recv = fake_post_recv}};
 static struct ibv_cq busy_ibv = {.context = &fake_ctx}, quiet_ibv = {.context = &fake_ctx};
+static struct ibv_qp closed_qp = {.context = &fake_ctx};
 
 /* A connection adopted on CQ, whose peer rdma_cm then reports gone (DISCONNECTED, as for a DREQ with
  * nothing before it), beside a worker whose busy CQ already has a flood on it. */
@@ -210,12 +238,58 @@ static void test_disconnect_on_a_busy_cq(void **state)
 	decided_and_handed_back(c);
 }
 
+/* ---- messages after the end ---- */
+
+/* A connection that ended in order (a DISCONNECT after our FIN, say) while its session holds it for
+ * its other side: its queue pair alive, receives posted. The peer goes on sending: the first
+ * IB_FREE_RX_MAX in the second find a receive each as before, the next is a violation, and from then
+ * on no receive is posted again (the peer's writes wait in RNR: what is left of the queue bounds
+ * them). Each was taken and reposted uncapped before. */
+static void test_messages_after_the_end(void **state)
+{
+	struct ib_conn *c = calloc(1, sizeof(*c));
+
+	(void)state;
+	assert_non_null(c);
+	closed_ibv = (struct ibv_cq){.context = &fake_ctx};
+	closed_cq = (struct ib_cq){.cq = &closed_ibv, .size = 1024};
+	w.cqs = cq_table;
+	w.max_cqs = 4;
+	w.cqs[w.n_cqs++] = &closed_cq;
+	c->slot = 2;
+	c->gen = 1;
+	c->w = &w;
+	c->cq = &closed_cq;
+	c->qp = &closed_qp;
+	c->ws = IB_W_CLOSED; /* on_closed fired; the session has not released it */
+	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
+	reposts = 0;
+	closed_pending = 100; /* an honest peer's last few, and more: all within the window */
+	ib_worker_poll(&w, 1000, 0);
+	assert_int_equal(reposts, 100);
+	assert_false(c->qp_dead);
+	assert_int_equal(w.st.violations[IB_VIOL_MESSAGE], 0);
+	closed_pending = 200; /* the same second: a flood */
+	ib_worker_poll(&w, 2000, 0);
+	assert_int_equal(reposts, 101); /* the one that broke the window still found one */
+	assert_true(c->qp_dead);
+	assert_int_equal(w.st.violations[IB_VIOL_MESSAGE], 1);
+	assert_int_equal(c->ws, IB_W_CLOSED);
+	closed_pending = 50; /* a second later: still nothing posted, counted once */
+	ib_worker_poll(&w, 2000000000ull, 0);
+	assert_int_equal(reposts, 101);
+	assert_int_equal(w.st.violations[IB_VIOL_MESSAGE], 1);
+	slots[2] = (struct ib_slot){0};
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_retired_stays_off_the_work_list, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_beside_a_busy_cq, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_on_a_busy_cq, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_messages_after_the_end, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
