@@ -171,12 +171,21 @@ static const struct xlt_ip *gateway_of(const struct eth_stack *st, const struct 
 	return st->c.gateway ? buf : NULL;
 }
 
-static bool is_gateway(const struct eth_stack *st, const struct eth_nbr_cache *c, const struct xlt_ip *ip)
+/* Whether IP's entry is pinned: the configured gateway of C's family, or the flow peer (the other
+ * gateway of a pair, [eth] flow_peer/flow_peer6), which gets every segment of the connections the
+ * VIP left behind: a claim that re-pointed it would hand them all to the claimant. */
+static bool is_pinned(const struct eth_stack *st, const struct eth_nbr_cache *c, const struct xlt_ip *ip)
 {
 	struct xlt_ip buf;
 	const struct xlt_ip *g = gateway_of(st, c, &buf);
 
-	return g && xlt_ip_eq(g, ip);
+	if (g && xlt_ip_eq(g, ip))
+		return true;
+	if (c->v6) {
+		memcpy(buf.b, st->c.flow_peer6, 16);
+		return !xlt_ip_is_any(&buf) && xlt_ip_eq(&buf, ip);
+	}
+	return st->c.flow_peer && xlt_ip_to_v4(ip) == st->c.flow_peer;
 }
 
 /* Whether E has not shown itself worth keeping: made by a peer's request (passive) and not used
@@ -218,7 +227,7 @@ static struct eth_arp_entry *insert(struct eth_stack *st, struct eth_nbr_cache *
 	if (victim->state != ETH_ARP_FREE)
 		entry_free(st, c, victim);
 	victim->ip = *ip;
-	victim->pinned = is_gateway(st, c, ip);
+	victim->pinned = is_pinned(st, c, ip);
 	victim->passive = passive;
 	victim->used_ms = st->now_ms;
 	NB_ADD(st, c, entries, 1);
@@ -417,8 +426,9 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	}
 	if (eth_local_state(st, tip) != ETH_LOCAL_UP)
 		goto done;
-	if (!e && !(st->c.gateway && sip == st->c.gateway)) {
-		/* (the gateway's entry is made and asked for by eth_arp_tick, pinned) */
+	if (!e && !is_pinned(st, c, &sip6)) {
+		/* (the gateway's entry is made and asked for by eth_arp_tick, the flow peer's by our first
+		 * output to it: pinned, learnt from the answers to what we asked) */
 		e = insert(st, c, &sip6, true);
 		if (e)
 			learn(st, c, e, sha);
@@ -447,8 +457,8 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 	if (e && e->pinned)
 		return; /* the gateway changes only by an advertisement we asked for */
 	if (!e) {
-		if (is_gateway(st, c, &ip))
-			return; /* (made and asked for by eth_arp_tick, pinned) */
+		if (is_pinned(st, c, &ip))
+			return; /* (made by eth_arp_tick or our first output to it, pinned: by what we asked) */
 		e = insert(st, c, &ip, true);
 		if (!e) {
 			/* (answered all the same: it learns ours) */

@@ -1741,6 +1741,63 @@ static void test_gateway_recheck_spoofed(void **state)
 	assert_memory_equal(dst, eh_peer_mac, 6);
 }
 
+/* The destination MAC of the frame eth_arp_output sends to NEXTHOP now (NULL: none went, queued). */
+static const uint8_t *output_mac(uint32_t nexthop)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(eh_pool);
+	struct rte_ipv4_hdr *ip;
+
+	assert_non_null(m);
+	assert_non_null(ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, sizeof(*ip) + 8));
+	memset(ip, 0, sizeof(*ip) + 8); /* (an ICMP message: what the harness lets out besides TCP) */
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + 8);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_ICMP;
+	ip->src_addr = EH_GW_IP;
+	ip->dst_addr = nexthop;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	eh_forget(&h);
+	eth_arp_output(h.st, m, nexthop);
+	eh_poll(&h); /* (frames leave at the end of the round) */
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
+		if (e->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+			return e->dst_addr.addr_bytes;
+	}
+	return NULL;
+}
+
+/* [eth] flow_peer's entry is pinned as the gateway's is: it gets every segment of the connections a
+ * VIP left behind, and any on-link host could re-point it with one ARP frame (a request made a
+ * passive entry with its MAC even before the first hand-off). Only the answer to our own request
+ * sets it; a later claim, a request or a gratuitous reply, changes nothing (counted). */
+static void test_flow_peer_pinned(void **state)
+{
+	static const uint8_t evil[6] = {0x02, 0x66, 0, 0, 0, 0x66}, good[6] = {0x02, 0x11, 0, 0, 0, 0x03};
+	const uint32_t fp = RTE_BE32(0xc6120003u); /* 198.18.0.3 */
+	uint64_t err0;
+	const uint8_t *mac;
+
+	(void)state;
+	h.st->c.flow_peer = fp;
+	eh_arp(&h, RTE_ARP_OP_REQUEST, evil, fp); /* before any use: no entry made from it */
+	eh_poll(&h);
+	assert_null(output_mac(fp)); /* asked for, the frame waits */
+	assert_int_equal(arp_requests_for(fp), 1);
+	arp_reply(fp, good);
+	assert_non_null(mac = output_mac(fp));
+	assert_memory_equal(mac, good, 6);
+	err0 = S()->arp_errors;
+	eh_arp(&h, RTE_ARP_OP_REQUEST, evil, fp);
+	eh_poll(&h);
+	arp_reply(fp, evil);
+	assert_int_equal(S()->arp_errors, err0 + 2);
+	assert_non_null(mac = output_mac(fp));
+	assert_memory_equal(mac, good, 6);
+	eh_forget(&h);
+}
+
 /* with the pinned gateway and a kernel TAP */
 static int setup_gateway_exc(void **state)
 {
@@ -3934,6 +3991,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_claim_not_mirrored, setup_gateway_exc, teardown_exc),
+	    cmocka_unit_test_setup_teardown(test_flow_peer_pinned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_link_group_unicast_dropped, setup_exc, teardown_exc),
