@@ -1359,6 +1359,17 @@ static void check_ib_route(struct parser *p, uint32_t i)
 		     r->name, r->ib_rq_depth, c->ib.rq_depth);
 }
 
+/* Whether A lies in B's first PREFIX bits (both IPv6). */
+static bool in6_same_prefix(const struct in6_addr *a, const struct in6_addr *b, unsigned prefix)
+{
+	struct xlt_ip ia, ib;
+
+	memcpy(ia.b, a, 16);
+	memcpy(ib.b, b, 16);
+	struct xlt_cidr net = xlt_cidr_make(&ib, prefix);
+	return xlt_cidr_match(&net, &ia);
+}
+
 static void check(struct parser *p)
 {
 	struct conf *c = p->c;
@@ -1375,6 +1386,23 @@ static void check(struct parser *p)
 			       &(struct in_addr){c->eth.address.net.s_addr & prefix_mask(c->eth.address.prefix)}, b,
 			       64),
 		     c->eth.address.prefix);
+	/* the other gateway of a pair is a neighbour on the port's link, and not ourselves: segments
+	 * passed anywhere else would leave by the gateway, or come back */
+	if (c->eth.flow_peer.s_addr && c->eth.address.prefix &&
+	    (((c->eth.flow_peer.s_addr ^ c->eth.address.net.s_addr) & prefix_mask(c->eth.address.prefix)) ||
+	     c->eth.flow_peer.s_addr == c->eth.address.net.s_addr))
+		perr(p, p->seen[find_key(SEC_ETH, "flow_peer") - conf_keys],
+		     "flow_peer %s must be another address of the port's network (the other gateway's [eth] "
+		     "address)",
+		     inet_ntop(AF_INET, &c->eth.flow_peer, a, 64));
+	if (!IN6_IS_ADDR_UNSPECIFIED(&c->eth.flow_peer6) &&
+	    (!c->eth.address6.prefix || IN6_IS_ADDR_MULTICAST(&c->eth.flow_peer6) ||
+	     !memcmp(&c->eth.flow_peer6, &c->eth.address6.addr, 16) ||
+	     !in6_same_prefix(&c->eth.flow_peer6, &c->eth.address6.addr, c->eth.address6.prefix)))
+		perr(p, p->seen[find_key(SEC_ETH, "flow_peer6") - conf_keys],
+		     "flow_peer6 %s must be another address of [eth] address6's network (the other gateway's "
+		     "address6)",
+		     inet_ntop(AF_INET6, &c->eth.flow_peer6, a, 64));
 	/* every session would get a line per tick (100 ms): a flood, not a log */
 	if (c->gateway.access_log_interval_ms && c->gateway.access_log_interval_ms < 1000)
 		perr(p, p->seen[find_key(SEC_GATEWAY, "access_log_interval") - conf_keys],

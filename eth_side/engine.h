@@ -125,9 +125,15 @@ void eth_ipv4_input(struct eth_stack *st, struct rte_mbuf *m, bool l2_group);
  * group frame, RFC 1122 3.3.6). Returns whether M was taken (false: no TAP; M is still the caller's). */
 bool eth_ipv4_group_punt(struct eth_stack *st, struct rte_mbuf *m);
 /* Passes M (at its IP header), a TCP segment for one of the kernel TAP's addresses that has no
- * connection here, to [eth] flow_peer, marked so that the peer never passes it back. Returns false
- * (M untouched) when it is not for the peer: no peer, the primary address, already passed once. */
+ * connection here, to [eth] flow_peer, marked so that the peer never passes it back; one the peer
+ * passed here (marked) is dropped and counted. Returns whether M was taken; false (M untouched) when
+ * it is not for the peer: no peer, the primary address, a chain or a frame past the MTU. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+/* Whether frame M (at its Ethernet header) is IPv6 to a unicast address in a link-layer group or
+ * broadcast frame: as IPv4's (RFC 1122 3.3.6), dropped, counted here (one frame reaching every
+ * host of the segment, or both gateways of a pair, addressed to one; the kernel behind the TAP
+ * would take it past every check). */
+bool eth_ipv6_unicast_in_group(struct eth_stack *st, const struct rte_mbuf *m);
 /* The same for IPv6 (M starts at the IPv6 header), to [eth] flow_peer6. */
 bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 /* IPv6 (ipv6.c): M starts at its Ethernet header. LEARN_ONLY: a neighbour discovery message cloned

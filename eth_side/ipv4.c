@@ -88,10 +88,16 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 
+	if (ip->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK)) {
+		/* the peer passed it here and it matches nothing here either: dropped, where the kernel
+		 * would only reset it, and a flood of them would take its share of the TAP */
+		xlt_counter_add(&st->stats.flow_peer_unmatched, 1);
+		rte_pktmbuf_free(m);
+		return true;
+	}
 	/* not a chain or a merged frame (LRO: beyond the MTU, its TCP checksum maybe left to us) */
-	if (!st->c.flow_peer || ip->dst_addr == st->c.addr ||
-	    (ip->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK)) || m->nb_segs > 1 ||
-	    (m->ol_flags & RTE_MBUF_F_RX_LRO) || rte_be_to_cpu_16(ip->total_length) > st->c.mtu)
+	if (!st->c.flow_peer || ip->dst_addr == st->c.addr || m->nb_segs > 1 || (m->ol_flags & RTE_MBUF_F_RX_LRO) ||
+	    rte_be_to_cpu_16(ip->total_length) > st->c.mtu)
 		return false;
 	/* the pair's connections moved here with the VIP: the peer that held it before may still have them */
 	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);

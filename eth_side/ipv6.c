@@ -224,11 +224,16 @@ bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	struct xlt_ip peer;
 
 	/* hop limit 0: passed here by the peer already (no router forwards it, no host sends it), so it
-	 * never goes back; not for address6 or the link-local address (no VIP), not a chain or a merged
-	 * frame (LRO: beyond the MTU, its TCP checksum maybe left to us) */
-	if (is_unspecified(st->c.flow_peer6) || ip->hop_limits == 0 || ours(st, ip->dst_addr) ||
-	    m->nb_segs > 1 || (m->ol_flags & RTE_MBUF_F_RX_LRO) ||
-	    sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu)
+	 * never goes back, and it matches nothing here either: dropped, as IPv4's (ipv4.c) */
+	if (ip->hop_limits == 0) {
+		xlt_counter_add(&st->stats.flow_peer_unmatched, 1);
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	/* not for address6 or the link-local address (no VIP), not a chain or a merged frame (LRO:
+	 * beyond the MTU, its TCP checksum maybe left to us) */
+	if (is_unspecified(st->c.flow_peer6) || ours(st, ip->dst_addr) || m->nb_segs > 1 ||
+	    (m->ol_flags & RTE_MBUF_F_RX_LRO) || sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu)
 		return false;
 	ip->hop_limits = 0;
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
@@ -583,6 +588,21 @@ static bool kernel_refused(struct eth_stack *st, const struct rte_mbuf *m)
 	if (nh != IPPROTO_ICMPV6 || (len - off >= 2 && icmp6_for_kernel(p[off], p[off + 1])))
 		return false;
 	xlt_counter_add(&st->stats.icmp_refused, 1);
+	return true;
+}
+
+bool eth_ipv6_unicast_in_group(struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_ipv6_hdr *ip;
+
+	if (!(eh->dst_addr.addr_bytes[0] & 1) || eh->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) ||
+	    m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		return false;
+	ip = (const struct rte_ipv6_hdr *)(eh + 1);
+	if (ip->dst_addr[0] == 0xff)
+		return false;
+	xlt_counter_add(&st->stats.ip_link_bcast, 1);
 	return true;
 }
 

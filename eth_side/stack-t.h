@@ -193,6 +193,7 @@ struct eth_stack_stats {
 	uint64_t exc_routing_rate_drops; /* of exc_rate_drops: the same */
 	uint64_t local_addr_resets; /* connections reset because their address left the TAP */
 	uint64_t flow_peer_out;	    /* segments of unknown flows passed to the flow peer */
+	uint64_t flow_peer_unmatched; /* segments the flow peer passed here matching nothing either */
 	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
 	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
 				     * budget left) */

@@ -54,7 +54,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
 	{"ip_fragments_dropped_total", XLT_COUNTER, ST(ip_fragments), "IPv4 fragments dropped (no reassembly)", NULL},
 	{"ip_not_for_us_total", XLT_COUNTER, ST(ip_not_for_us), "IPv4 packets addressed elsewhere", NULL},
-	{"ip_link_broadcast_dropped_total", XLT_COUNTER, ST(ip_link_bcast), "IPv4 packets to a unicast address that came in a link-layer broadcast or multicast frame, dropped (RFC 1122 3.3.6)", NULL},
+	{"ip_link_broadcast_dropped_total", XLT_COUNTER, ST(ip_link_bcast), "IP packets to a unicast address that came in a link-layer broadcast or multicast frame, dropped (RFC 1122 3.3.6)", NULL},
 	{"ip_no_route_total", XLT_COUNTER, ST(ip_no_route), "packets with no route to their destination", NULL},
 	{"ip_unknown_protocol_total", XLT_COUNTER, ST(ip_unknown_proto), "IPv4 packets of a protocol we do not serve", NULL},
 	{"icmp_in_total", XLT_COUNTER, ST(icmp_in), "ICMP messages received", NULL},
@@ -133,6 +133,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"exception_routing_frames_total", XLT_COUNTER, ST(exc_routing_to_kernel), "of the frames the worker handed to the kernel TAP's ring, those of routing protocols (VRRP, BGP, OSPF, BFD), which have a kernel_tap_rate of their own", NULL},
 	{"exception_routing_drops_total", XLT_COUNTER, ST(exc_routing_rate_drops), "frames of routing protocols for the kernel TAP the worker dropped over its share of their own kernel_tap_rate", NULL},
 	{"tcp_flow_peer_segments_total", XLT_COUNTER, ST(flow_peer_out), "TCP segments for a VIP that matched no connection here, passed to [eth] flow_peer (the gateway that held the VIP before)", NULL},
+	{"tcp_flow_peer_unmatched_total", XLT_COUNTER, ST(flow_peer_unmatched), "TCP segments the other gateway passed here that matched no connection here either, dropped", NULL},
 	{"tcp_local_address_resets_total", XLT_COUNTER, ST(local_addr_resets), "TCP connections reset because their local address left the kernel TAP (removed_addr_reset = 1)", NULL},
 	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
 	{"tcp_rx_pin_copies_total", XLT_COUNTER, ST(rx_pin_copies), "in-order segments copied into chunks instead of kept in their frame", NULL},
@@ -492,7 +493,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 	    !eth_ipv6_mcast_mac_ours(st, eh->dst_addr.addr_bytes)) {
 		/* other multicast (VRRP, OSPF): the kernel's, when it has a door (IPv6's checked as
 		 * ipv6.c checks a group's: not every ICMPv6; IPv4's to a group address only) */
-		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered &&
+		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered && !eth_ipv6_unicast_in_group(st, m) &&
 		    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)   ? eth_ipv6_exc_punt(st, m)
 		     : eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ? eth_ipv4_group_punt(st, m)
 		                                                               : eth_exc_punt(st, m)))
@@ -507,6 +508,8 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 
 		if (!steered)
 			xlt_counter_add(&st->stats.ip6_in, 1);
+		if (!steered && eth_ipv6_unicast_in_group(st, m))
+			goto drop;
 		if (!steered && nd)
 			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {

@@ -1197,10 +1197,19 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		                                  eth_exc_punt_l3(st, m)))
 			return;
 	} else if (t->state == ETH_TCP_TIME_WAIT &&
-	           (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == RTE_TCP_SYN_FLAG)
+	           (sg.flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == RTE_TCP_SYN_FLAG) {
 		time_wait_syn(t, &sg, h);
-	else
+	} else if (t->state == ETH_TCP_SYN_RCVD && t->passive && !has(&sg, RTE_TCP_SYN_FLAG | RTE_TCP_RST_FLAG) &&
+	           (!has(&sg, RTE_TCP_ACK_FLAG) || sg.ack != t->snd_max || sg.seq != t->rcv_nxt) &&
+	           (v4 ? eth_ipv4_to_flow_peer(st, m) : eth_ipv6_to_flow_peer(st, m))) {
+		/* a half-open connection on a VIP with a flow peer, and a segment that is no part of its
+		 * handshake: the connection the other gateway still holds for this 4-tuple (one spoofed
+		 * SYN made this half-open one, which would otherwise take that connection's segments
+		 * and stall it: without the pair, the SYN would have met it and got a challenge ACK) */
+		return;
+	} else {
 		tcb_input(t, &sg);
+	}
 	rte_pktmbuf_free(m);
 	return;
 hdr_err:

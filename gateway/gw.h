@@ -270,6 +270,7 @@ struct gw_daemon {
 	struct event *exc_timer, *nl_ev;
 	int nl_fd;
 	struct eth_local_set locals;
+	uint64_t locals_gone_ns[ETH_LOCAL_MAX]; /* control: when each of them left the TAP (kernel.c) */
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };

@@ -80,6 +80,7 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 		if (ls->a[i].state == s)
 			return false;
 		ls->a[i].state = s;
+		d->locals_gone_ns[i] = gw_now_ns();
 		GW_NOTICE("kernel_tap: address %s %s", a,
 		          up ? "back: ibgwd serves it again" : "removed: no new connections to it");
 		return true;
@@ -90,13 +91,16 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 		GW_WARN("kernel_tap: address %s left to the kernel: ibgwd's IPv6 needs [eth] address6", a);
 		return false;
 	}
+	/* the address that left the TAP longest ago: its connections had the longest to finish (a VIP
+	 * that left a moment ago still has its sessions draining, passed to the flow peer) */
 	for (i = 0; i < ls->n; i++)
-		if (ls->a[i].state == ETH_LOCAL_GONE)
+		if (ls->a[i].state == ETH_LOCAL_GONE &&
+		    (gone == UINT32_MAX || d->locals_gone_ns[i] < d->locals_gone_ns[gone]))
 			gone = i;
 	if (ls->n < ETH_LOCAL_MAX)
 		i = ls->n++;
 	else if (gone != UINT32_MAX)
-		i = gone; /* the oldest connections to a long-gone address lose their address check */
+		i = gone; /* its remaining connections lose their address check */
 	else {
 		GW_WARN("kernel_tap: address %s ignored: ibgwd takes %u addresses from the TAP at most", a,
 		        ETH_LOCAL_MAX);

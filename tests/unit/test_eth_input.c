@@ -2690,6 +2690,9 @@ static void test_link_broadcast_unicast_dropped(void **state)
 	assert_int_equal(S()->ip_link_bcast, 2);
 }
 
+static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
+                     size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim);
+
 /* The same in a link-layer multicast frame, with a kernel TAP: an echo request to our address in a
  * frame to an IPv4 group MAC (which went to the kernel unchecked: Linux takes unicast IP in an L2
  * multicast frame, a redirect from a spoofed gateway among it) or to IPv6's all-nodes group is
@@ -2727,6 +2730,28 @@ static void test_link_group_unicast_dropped(void **state)
 	feed_rx(f, len, NULL);
 	assert_int_equal(S()->exc_to_kernel, k0 + 1);
 	assert_int_equal(S()->ip_link_bcast, 2);
+	/* IPv6 the same: an echo request to our address6 in a broadcast, all-nodes or other group's
+	 * frame is dropped, not answered, not punted */
+	{
+		static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		                     other6[6] = {0x33, 0x33, 0x00, 0x00, 0x00, 0x12};
+		const uint8_t *macs[3] = {bcast, all_nodes6, other6};
+		uint8_t echo6[16] = {128};
+
+		len = frame6(f, NULL, NULL, 0, NULL, 0, IPPROTO_ICMPV6, echo6, sizeof(echo6), 64);
+		for (unsigned i = 0; i < 3; i++) {
+			memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, macs[i], 6);
+			feed_rx(f, len, NULL);
+		}
+		assert_int_equal(h.n_kept, 0);
+		assert_int_equal(S()->ip_link_bcast, 5);
+		assert_int_equal(S()->exc_to_kernel, k0 + 1);
+		assert_int_equal(S()->icmp6_echo_replies, 0);
+		memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, eh_gw_mac, 6);
+		feed_rx(f, len, NULL);
+		assert_int_equal(S()->icmp6_echo_replies, 1); /* (to our MAC: answered) */
+		eh_forget(&h);
+	}
 }
 
 /* The IPv4 identification of kept frame I. */
