@@ -49,6 +49,9 @@ ha_g_bg() {
 }
 ha_curl() { ha_g "$1" curl -s -m 5 "http://127.0.0.1:$HA_STATS$2"; }
 ha_metric() { ha_curl "$1" /metrics | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'; }
+# ha_msum K NAME LABEL: family NAME of gateway K summed over its samples whose labels hold LABEL
+# ('dir="to_kernel"', or worker for all: HA_WORKERS=2 runs too)
+ha_msum() { ha_curl "$1" /metrics | awk -v n="$2{" -v l="$3" 'index($1, n) == 1 && index($1, l) { s += $2 } END { print s + 0 }'; }
 
 ha_vip_family() { case $HA_VIP in *:*) echo 6 ;; *) echo 4 ;; esac; }
 

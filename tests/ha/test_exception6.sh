@@ -29,7 +29,7 @@ ha_c ip -6 addr add "$C6/64" dev br0 nodad || fail "cannot address the client"
 
 ha_gw_add 1
 # msum 'name' 'label="v"': a counter of gateway 1 summed over its workers (HA_WORKERS=2 runs too)
-msum() { ha_curl 1 /metrics | awk -v n="$1{" -v l="$2" 'index($1, n) == 1 && index($1, l) { s += $2 } END { print s + 0 }'; }
+msum() { ha_msum 1 "$@"; }
 # the TAP's IPv6: enabled on it alone (the port's veth must stay silent), no duplicate address
 # detection (its addresses count at once)
 tap6() {

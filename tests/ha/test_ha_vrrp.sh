@@ -80,19 +80,17 @@ ok "master drained: /health 503, VIP on gateway 2 after ${moved}s while gateway 
 # stray segments (ACKs of no connection, from ports nobody uses) to the VIP's listener: gateway 2
 # passes them to gateway 1, which holds none of them either and drops them (its kernel would only
 # have reset them, and a flood of them taken the kernel's share of its TAP)
-# (summed over the workers: HA_WORKERS=2 runs too)
-wsum() { ha_curl "$1" /metrics | awk -v n="$2{" -v l="$3" 'index($1, n) == 1 && index($1, l) { s += $2 } END { print s + 0 }'; }
-u0=$(wsum 1 ibgw_tcp_flow_peer_unmatched_total worker)
-p0=$(wsum 2 ibgw_tcp_flow_peer_segments_total worker)
-k0=$(wsum 1 ibgw_exception_frames_total 'dir="to_kernel"')
+u0=$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)
+p0=$(ha_msum 2 ibgw_tcp_flow_peer_segments_total worker)
+k0=$(ha_msum 1 ibgw_exception_frames_total 'dir="to_kernel"')
 ha_c "$PY3" -c "
 from scapy.all import IP, TCP, send
 send([IP(dst='$HA_VIP') / TCP(sport=50000 + i, dport=7, flags='A', seq=1000, ack=2000) for i in range(20)], verbose=False)" ||
 	fail "scapy: cannot send the stray segments"
-for i in $(seq 30); do [ "$(wsum 1 ibgw_tcp_flow_peer_unmatched_total worker)" -ge $((u0 + 20)) ] && break; sleep 0.1; done
-u1=$(wsum 1 ibgw_tcp_flow_peer_unmatched_total worker)
-p1=$(wsum 2 ibgw_tcp_flow_peer_segments_total worker)
-k1=$(wsum 1 ibgw_exception_frames_total 'dir="to_kernel"')
+for i in $(seq 30); do [ "$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)" -ge $((u0 + 20)) ] && break; sleep 0.1; done
+u1=$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)
+p1=$(ha_msum 2 ibgw_tcp_flow_peer_segments_total worker)
+k1=$(ha_msum 1 ibgw_exception_frames_total 'dir="to_kernel"')
 [ $((u1 - u0)) = 20 ] && [ $((p1 - p0)) -ge 20 ] && [ $((k1 - k0)) -lt 20 ] ||
 	fail "20 stray segments: gateway 2 passed $((p1 - p0)), gateway 1 dropped $((u1 - u0)) as unmatched, punted $((k1 - k0)) to its kernel"
 ok "20 stray segments to the VIP: passed by gateway 2 to gateway 1, dropped there (not its kernel's)"
