@@ -1405,6 +1405,85 @@ static void feed_syn_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_
 	eh_poll(&h);
 }
 
+/* A segment the other gateway of a pair passed here (marked: the IPv4 header's reserved bit) for a VIP
+ * that left this gateway, matching no connection here either: dropped and counted, not punted to
+ * the kernel behind the TAP (which would only reset it; a flood of them took the kernel's share). An
+ * unmarked one is punted as before (no flow peer here to pass it to). */
+static void test_flow_peer_unmatched(void **state)
+{
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	uint64_t k0 = S()->exc_to_kernel;
+	uint8_t f[200];
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* a VIP that left the TAP (GONE) */
+	ls.a[0].state = ETH_LOCAL_GONE;
+	eth_stack_set_locals(h.st, &ls);
+	for (int marked = 1; marked >= 0; marked--) {
+		size_t n = eh_tcp_frame(f, 40777, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG, 65535, NULL, 0, NULL, 0);
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+		struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+
+		ip->dst_addr = EH_GW_IP2;
+		ip->fragment_offset = rte_cpu_to_be_16(marked ? 0x8000 : 0);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		th->cksum = 0;
+		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+		eh_forget(&h);
+		eh_feed(&h, f, n);
+		eh_poll(&h);
+		assert_int_equal(S()->flow_peer_unmatched, 1);
+		assert_int_equal(S()->exc_to_kernel, k0 + !marked);
+	}
+	assert_int_equal(h.n_kept, 0);
+	eth_stack_set_locals(h.st, NULL);
+}
+
+/* A half-open connection on a VIP with a flow peer (one spoofed SYN with the 4-tuple of a connection
+ * the other gateway still drains) does not take that connection's segments: one that is no part of
+ * its handshake goes on to the flow peer (it stalled the connection: the half-open one answered
+ * with duplicate ACKs and dropped it); the handshake's own ACK completes it as before. */
+static void test_flow_peer_syn_rcvd(void **state)
+{
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	uint8_t f[200];
+	struct out o;
+	uint32_t iss;
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* the VIP, here now */
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	h.st->c.flow_peer = RTE_BE32(0xc6120003u); /* 198.18.0.3 */
+	feed_syn_between(EH_PEER_IP, 41900, EH_GW_IP2, EH_ECHO_PORT, 5000);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	iss = o.seq;
+	assert_int_equal(S()->tcp_syn_rcvd, 1);
+	for (int own = 0; own < 2; own++) {
+		/* the drained connection's segment (other sequence numbers), then the handshake's ACK */
+		size_t n = eh_tcp_frame(f, 41900, EH_ECHO_PORT, own ? 5001 : 900000, own ? iss + 1 : 700000,
+		                        RTE_TCP_ACK_FLAG, 65535, NULL, 0, NULL, 0);
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+		struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+
+		ip->dst_addr = EH_GW_IP2;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		th->cksum = 0;
+		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
+		eh_forget(&h);
+		eh_feed(&h, f, n);
+		eh_poll(&h);
+		assert_int_equal(S()->flow_peer_out, 1);
+		assert_int_equal(S()->tcp_syn_rcvd, !own);
+	}
+	eh_forget(&h);
+	h.st->c.flow_peer = 0;
+	eth_stack_set_locals(h.st, NULL);
+}
+
 /* A SYN from a peer's address and port to another of our addresses, on the same port, is another
  * connection: it must not hide the one the peer has with our first address (the lookup once matched
  * on ports and the peer's address only, and the new block, first in its chain, then swallowed every
@@ -4057,6 +4136,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_nd_flood_keeps_used, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nd_clone_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dad_budget, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flow_peer_unmatched, setup_exc, teardown_exc),
+	    cmocka_unit_test_setup_teardown(test_flow_peer_syn_rcvd, setup_exc, teardown_exc),
 	    /* last: until tcp_in.c checks the header's length first, ASan ends the run here */
 	    cmocka_unit_test_setup_teardown(test_chain_tcp_doff_split, setup_ofl, teardown),
 	};
