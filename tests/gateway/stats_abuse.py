@@ -69,16 +69,21 @@ def slowloris(port, every, limit):
     print(f"cut after {time.monotonic() - t0:.1f} s ({i} bytes sent)")
 
 
-def hold(port, n, secs):
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(n)]
+def report_and_hold(socks, secs):
+    """After 2 s prints "open A closed B" (closed: the daemon closed or reset it), keeps SOCKS SECS
+    seconds, closes them."""
     for s in socks:
         s.settimeout(None)  # (with a timeout, a MSG_DONTWAIT recv would raise a timeout, not EAGAIN)
     time.sleep(2)
     closed = [s for s in socks if closed_by_peer(s)]
-    print(f"open {n - len(closed)} closed {len(closed)}", flush=True)
+    print(f"open {len(socks) - len(closed)} closed {len(closed)}", flush=True)
     time.sleep(secs)
     for s in socks:
         s.close()
+
+
+def hold(port, n, secs):
+    report_and_hold([socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(n)], secs)
 
 
 def stall(port, n, secs):
@@ -89,14 +94,8 @@ def stall(port, n, secs):
         s.settimeout(10)
         s.connect(("127.0.0.1", port))
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        s.settimeout(None)
         socks.append(s)
-    time.sleep(2)
-    closed = [s for s in socks if closed_by_peer(s)]
-    print(f"open {n - len(closed)} closed {len(closed)}", flush=True)
-    time.sleep(secs)
-    for s in socks:
-        s.close()
+    report_and_hold(socks, secs)
 
 
 def head(port, path):

@@ -224,15 +224,19 @@ static int setup(void **state)
 	return eh_start(&h, 8, 16384, 16384);
 }
 
-/* with a kernel TAP: its rings without one, where what the engine punts waits (exc_to_kernel counts it) */
-static int setup_exc(void **state)
+/* with a kernel TAP: its rings without one, where what the engine punts waits (exc_to_kernel counts it);
+ * RET: the setup's before it */
+static int with_exc(int ret)
 {
-	int ret = setup(state);
-
 	if (ret)
 		return ret;
 	h.st->c.exc = eth_exc_create_detached(100000, 1);
 	return h.st->c.exc ? 0 : -ENOMEM;
+}
+
+static int setup_exc(void **state)
+{
+	return with_exc(setup(state));
 }
 
 /* a send buffer that holds 80 segments: the congestion window, not the buffer, bounds each flight */
@@ -1387,15 +1391,18 @@ static void test_slow_start_after_rto(void **state)
 }
 
 /* Feeds a SYN (sequence number SEQ) from SRC:SPORT to DST:DPORT (IPv4, network order) and polls. */
-static void feed_syn_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t seq)
+/* A segment (FLAGS, SEQ, ACK; the IPv4 header's fragment field FRAG) from SRC:SPORT to DST:DPORT. */
+static void feed_seg_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t seq, uint32_t ack,
+                             uint8_t flags, uint16_t frag)
 {
 	uint8_t f[200];
-	size_t n = eh_tcp_frame(f, sport, dport, seq, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
+	size_t n = eh_tcp_frame(f, sport, dport, seq, ack, flags, 65535, NULL, 0, NULL, 0);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
 	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
 
 	ip->src_addr = src;
 	ip->dst_addr = dst;
+	ip->fragment_offset = rte_cpu_to_be_16(frag);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	th->cksum = 0;
@@ -1403,6 +1410,11 @@ static void feed_syn_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_
 	eh_forget(&h);
 	eh_feed(&h, f, n);
 	eh_poll(&h);
+}
+
+static void feed_syn_between(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t seq)
+{
+	feed_seg_between(src, sport, dst, dport, seq, 0, RTE_TCP_SYN_FLAG, 0);
 }
 
 /* A segment the other gateway of a pair passed here (marked: the IPv4 header's reserved bit) for a VIP
@@ -1413,26 +1425,14 @@ static void test_flow_peer_unmatched(void **state)
 {
 	struct eth_local_set ls = {.gen = 1, .n = 1};
 	uint64_t k0 = S()->exc_to_kernel;
-	uint8_t f[200];
 
 	(void)state;
 	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* a VIP that left the TAP (GONE) */
 	ls.a[0].state = ETH_LOCAL_GONE;
 	eth_stack_set_locals(h.st, &ls);
 	for (int marked = 1; marked >= 0; marked--) {
-		size_t n = eh_tcp_frame(f, 40777, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG, 65535, NULL, 0, NULL, 0);
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
-		struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
-
-		ip->dst_addr = EH_GW_IP2;
-		ip->fragment_offset = rte_cpu_to_be_16(marked ? 0x8000 : 0);
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-		th->cksum = 0;
-		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
-		eh_forget(&h);
-		eh_feed(&h, f, n);
-		eh_poll(&h);
+		feed_seg_between(EH_PEER_IP, 40777, EH_GW_IP2, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG,
+		                 marked ? 0x8000 : 0);
 		assert_int_equal(S()->flow_peer_unmatched, 1);
 		assert_int_equal(S()->exc_to_kernel, k0 + !marked);
 	}
@@ -1447,7 +1447,6 @@ static void test_flow_peer_unmatched(void **state)
 static void test_flow_peer_syn_rcvd(void **state)
 {
 	struct eth_local_set ls = {.gen = 1, .n = 1};
-	uint8_t f[200];
 	struct out o;
 	uint32_t iss;
 
@@ -1463,19 +1462,8 @@ static void test_flow_peer_syn_rcvd(void **state)
 	assert_int_equal(S()->tcp_syn_rcvd, 1);
 	for (int own = 0; own < 2; own++) {
 		/* the drained connection's segment (other sequence numbers), then the handshake's ACK */
-		size_t n = eh_tcp_frame(f, 41900, EH_ECHO_PORT, own ? 5001 : 900000, own ? iss + 1 : 700000,
-		                        RTE_TCP_ACK_FLAG, 65535, NULL, 0, NULL, 0);
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
-		struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
-
-		ip->dst_addr = EH_GW_IP2;
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-		th->cksum = 0;
-		th->cksum = rte_ipv4_udptcp_cksum(ip, th);
-		eh_forget(&h);
-		eh_feed(&h, f, n);
-		eh_poll(&h);
+		feed_seg_between(EH_PEER_IP, 41900, EH_GW_IP2, EH_ECHO_PORT, own ? 5001 : 900000,
+		                 own ? iss + 1 : 700000, RTE_TCP_ACK_FLAG, 0);
 		assert_int_equal(S()->flow_peer_out, 1);
 		assert_int_equal(S()->tcp_syn_rcvd, !own);
 	}
@@ -1880,12 +1868,7 @@ static void test_flow_peer_pinned(void **state)
 /* with the pinned gateway and a kernel TAP */
 static int setup_gateway_exc(void **state)
 {
-	int ret = setup_gateway(state);
-
-	if (ret)
-		return ret;
-	h.st->c.exc = eth_exc_create_detached(100000, 1);
-	return h.st->c.exc ? 0 : -ENOMEM;
+	return with_exc(setup_gateway(state));
 }
 
 /* ARP is mirrored to the kernel behind the TAP, but not a claim giving the pinned gateway another
