@@ -1092,8 +1092,6 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	}
 	t->last_rcv_ms = st->now_ms;
 	t->probes = 0;
-	if (t->state == ETH_TCP_TIME_WAIT)
-		goto out; /* (time_wait_input took the peer's FIN again) */
 	if (sg->len) {
 		if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 &&
 		    t->state != ETH_TCP_FIN_WAIT_2)
