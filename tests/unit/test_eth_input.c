@@ -1460,11 +1460,14 @@ static void test_flow_peer_syn_rcvd(void **state)
 	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
 	iss = o.seq;
 	assert_int_equal(S()->tcp_syn_rcvd, 1);
+	/* (a segment of no connection here at all goes there too) */
+	feed_seg_between(EH_PEER_IP, 41901, EH_GW_IP2, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG, 0);
+	assert_int_equal(S()->flow_peer_out, 1);
 	for (int own = 0; own < 2; own++) {
 		/* the drained connection's segment (other sequence numbers), then the handshake's ACK */
 		feed_seg_between(EH_PEER_IP, 41900, EH_GW_IP2, EH_ECHO_PORT, own ? 5001 : 900000,
 		                 own ? iss + 1 : 700000, RTE_TCP_ACK_FLAG, 0);
-		assert_int_equal(S()->flow_peer_out, 1);
+		assert_int_equal(S()->flow_peer_out, 2);
 		assert_int_equal(S()->tcp_syn_rcvd, !own);
 	}
 	eh_forget(&h);
