@@ -527,6 +527,14 @@ void xlt_session_tick(struct xlt_session *s, uint64_t now)
 		}
 	if (s->reason != XLT_END_OK || (s->kind == XLT_SESSION_RELAY && !s->b_open))
 		return; /* ending already; or connecting, which the route's connect_timeout bounds */
+	/* a blocked direction tries again: its destination may have taken nothing for want of memory
+	 * whose return no event of its own announces (a copy needs a buffer of the frame pool, which
+	 * is refused while the pool is down to a quarter), or have room it did not announce yet */
+	for (unsigned i = 0; i < n; i++)
+		if (s->blocked[i] && s->live && s->reason == XLT_END_OK)
+			pump_dir(s, i);
+	if (!s->live || s->reason != XLT_END_OK)
+		return;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = dir_bytes(s, i);
 		size_t u = dst_unsent(s, i);

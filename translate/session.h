@@ -37,8 +37,9 @@ int xlt_session_preamble(struct xlt_session *s, const uint8_t *pre, size_t len);
  * episode still under way, so the blocked-time counters grow while a direction stays blocked, not
  * only when it ends; and enforces the session's limits, aborting it with the limit's reason. Progress
  * is judged by the bytes each direction moved since the previous call, so the datapath pays nothing
- * for it; a direction blocked past its stall limit gets one more attempt to move bytes first (a
- * destination may have room yet not have said so). Cheap when nothing is due. */
+ * for it. A blocked direction tries to move bytes again on every call (a destination may have room
+ * yet not have said so, or have lacked memory that no event announces coming back), and once more
+ * before its stall limit is judged. Cheap when nothing is due. */
 void xlt_session_tick(struct xlt_session *s, uint64_t now);
 
 /* Aborts both ends (drain timeout, shutdown); done follows once the streams report closed. */
