@@ -21,7 +21,7 @@
  *    behind those copies;
  *  - a worker pins at most half of the pool divided among the workers (and ETH_RSEG_MAX); past it,
  *    segments are copied, so the pool never runs dry for the RX ring;
- *  - nor while the pool is down to a quarter (pool_low): frames a destination still holds after
+ *  - nor while the pool is down to a quarter (eth_pool_low): frames a destination still holds after
  *    consume (an IB write in flight, retried for seconds where the peer's HCA stopped
  *    acknowledging) are in no count of ours, and the RX ring must find mbufs whoever holds the rest.
  * Every copy is counted in copied_in (ibgw_copied_bytes_total{dir="eth_to_ib"}) and the fallbacks
@@ -45,7 +45,7 @@ static void hold_put(void *hold)
 }
 
 /* Mbuf reference counts and pool puts are thread-safe: a hold may be put from any thread. */
-static const struct xlt_hold_ops mbuf_hops = {.get = hold_get, .put = hold_put};
+const struct xlt_hold_ops eth_mbuf_hops = {.get = hold_get, .put = hold_put};
 
 static uint32_t rseg_limit(struct eth_stack *st)
 {
@@ -56,9 +56,9 @@ static uint32_t rseg_limit(struct eth_stack *st)
 	return st->rseg_limit;
 }
 
-/* Whether the pool is down to a quarter: read at most once a millisecond, when a frame would be kept
- * (the count walks every lcore's cache). */
-static bool pool_low(struct eth_stack *st)
+/* Read at most once a millisecond, when a frame would be kept or a copy would take an mbuf (the
+ * count walks every lcore's cache). */
+bool eth_pool_low(struct eth_stack *st)
 {
 	const struct rte_mempool *p = st->c.pool;
 
@@ -108,7 +108,7 @@ bool eth_rcvq_take(struct eth_tcb *t, const struct rte_mbuf *m, uint32_t off, ui
 		left -= n;
 		skip = 0;
 	}
-	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st) || pool_low(st))
+	if (left || len < min_piece || st->rseg_used + pieces + !!tail > rseg_limit(st) || eth_pool_low(st))
 		goto copy;
 	if (tail) {
 		/* rbuf's bytes not covered yet come first (copies): one entry stands for them */
@@ -263,7 +263,7 @@ unsigned eth_rcvq_lend(struct eth_tcb *t, size_t skip, struct xlt_seg *segs, uns
 			    .flags = (st->rx_extmem && r->m->pool == st->c.pool ? XLT_SEG_EXTMEM : 0) |
 			             (RTE_MBUF_DIRECT(r->m) ? XLT_SEG_DEVMEM : 0),
 			    .hold = r->m,
-			    .hops = &mbuf_hops,
+			    .hops = &eth_mbuf_hops,
 			};
 		}
 		pos += r->len;

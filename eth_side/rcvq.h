@@ -8,6 +8,16 @@
 #include "engine-t.h"
 
 struct rte_mbuf;
+struct xlt_hold_ops;
+
+/* Holds on an mbuf of the stack's pool (a received frame's buffer, a send queue's copy): get and put
+ * are its reference count, put frees it into its pool. Thread-safe: a destination may put from any
+ * thread. */
+extern const struct xlt_hold_ops eth_mbuf_hops;
+
+/* Whether the stack's mempool is down to a quarter: then nothing pins mbufs that the RX ring may
+ * need (a receive queue copies instead, a lending send queue takes no copy), whoever holds the rest. */
+bool eth_pool_low(struct eth_stack *st);
 
 /* In-order bytes received and not consumed: those in frames, then those in chunks. */
 static inline uint32_t eth_rcvq_len(const struct eth_tcb *t)
