@@ -154,7 +154,7 @@ struct eth_tcb {
 
 	struct eth_bufq rbuf, sbuf;
 	uint32_t rbuf_held; /* of the configured rbuf, what is not offered yet (eth_tcp_open_window) */
-	struct eth_sndq sndq; /* the send queue's entries once a session lends (sbuf: its copies) */
+	struct eth_sndq sndq; /* the send queue's entries (sbuf: its copies, unless it lends) */
 	struct eth_sack_block ooo[ETH_TCP_OOO_MAX];	/* received ahead, most recent first */
 	uint32_t ooo_born[ETH_TCP_OOO_MAX];		/* when each range's oldest bytes came (ms) */
 	struct eth_sack_block sacked[ETH_TCP_SACK_MAX]; /* peer's SACKs, sorted, disjoint */
@@ -265,7 +265,7 @@ struct eth_stack {
 	uint32_t rseg_carved, rseg_used;
 	uint32_t rseg_limit; /* pieces pinned at most: a share of the mempool (0: not computed yet) */
 	bool pool_low;        /* the mempool was down to a quarter at pool_low_ms: copy, keep no frame */
-	uint64_t pool_low_ms; /* (rcvq.c pool_low) */
+	uint64_t pool_low_ms; /* (rcvq.c eth_pool_low) */
 	bool rx_extmem;	     /* the mempool is registered with the IB side (eth_stack_rx_extmem) */
 	struct eth_rseg rsegs[ETH_RSEG_MAX];
 };

@@ -1,29 +1,40 @@
 /* The TCP send queue of references (design in sndq.h).
  *
- * The queue is a ring of entries, oldest first, taken from the worker's chunk pool when a session
- * first lends bytes to the connection and given back once everything was acknowledged. A lent
- * entry holds one reference to its memory (hops->get when taken, put when the peer acknowledged
- * its last byte); each frame that carries lent bytes holds references of its own, one per mbuf
- * attached to that memory, put by DPDK's free callback when the device (or whoever drops the
- * frame) frees the mbuf. The memory therefore stays valid until the ACK came AND no frame points at
- * it, whichever is last: a retransmission still in a device queue when the ACK arrives reads valid
- * memory. (What it reads may already be newer bytes of the lender's ring, since the lender reuses
- * the space once the session consumed it; a copy of bytes the peer already has is discarded by the
- * peer, so that costs nothing but the duplicate it always was.)
+ * The queue is a ring of entries, oldest first. A lent entry holds one reference to its memory
+ * (hops->get when taken, put when the peer acknowledged its last byte); each frame that carries lent
+ * bytes holds references of its own, one per mbuf attached to that memory, put by DPDK's free
+ * callback when the device (or whoever drops the frame) frees the mbuf. The memory therefore stays
+ * valid until the ACK came AND no frame points at it, whichever is last: a retransmission still in a
+ * device queue when the ACK arrives reads valid memory. (What it reads may already be newer bytes of
+ * the lender's ring, since the lender reuses the space once the session consumed it; a copy of bytes
+ * the peer already has is discarded by the peer, so that costs nothing but the duplicate it always
+ * was.)
+ *
+ * Two kinds of queue, fixed when the connection is made:
+ *  - lending mode (eth_tcp_params.copy_size: a route between IB and TCP, whose IB side lends nearly
+ *    everything): the ring is inline in the connection block, and copies (write(), segments without
+ *    a hold) go into mbufs of the stack's own pool, each an entry like a lent one (its hold is the
+ *    mbuf, its references the mbuf's reference count); the next copy fills the last entry's mbuf
+ *    while it has room. So such a connection takes no chunk of the worker's pool at all, and the
+ *    gateway budgets none for its send queue. A copy takes no mbuf while the pool is down to a
+ *    quarter (rcvq.c: the RX ring must find mbufs) or is dry: it takes nothing, the session sees the
+ *    direction blocked and retries; it never falls back to chunks, which were not budgeted;
+ *  - otherwise (TCP -> TCP, echo: copies are the rule) copies go into the connection's chunk queue
+ *    (sbuf) as before lending existed, and the ring is a chunk of the worker's pool, taken when a
+ *    session first lends and given back once everything was acknowledged.
  *
  * Bounds are those of the copying queue: copied and lent bytes together stay within the configured
- * send buffer (sbuf.cap), and copies alone within copy_cap (a lending route's connection is budgeted
- * only a chunk of them, conf.h), so a peer that stops reading makes write_lent take nothing, and the
- * session sees the direction blocked, with the lender's space (credits) withheld. A full ring (254
- * stretches that could not be merged, e.g. many small segments of different holds) takes nothing
- * more until acknowledgements free entries.
+ * send buffer (sbuf.cap), and copies in flight alone within copy_cap, so a peer that stops reading
+ * makes write_lent take nothing, and the session sees the direction blocked, with the lender's space
+ * (credits) withheld. A full ring (stretches that could not be merged, e.g. small segments of
+ * different holds) takes nothing more until acknowledgements free entries.
  *
  * Attached mbufs are used only where the driver can read that memory: any memory on ports that
  * read frames with the CPU (ETH_OFFLOAD_EXTMEM: af_packet copies each segment into its ring), memory
- * in DPDK's heap (a lender's XLT_SEG_DEVMEM) on ports that address frames by virtual address within
- * DPDK's memory segments (ETH_OFFLOAD_DEVMEM: virtio_user, whose vhost knows those segments and no
- * other memory); elsewhere the lent bytes are copied into the frame, counted in copied_out like every
- * copy. Software checksums cover a chain whole (cksum.c). */
+ * in DPDK's heap (a lender's XLT_SEG_DEVMEM, a copy's mbuf) on ports that address frames by virtual
+ * address within DPDK's memory segments (ETH_OFFLOAD_DEVMEM: virtio_user, whose vhost knows those
+ * segments and no other memory); elsewhere the bytes are copied into the frame, counted in
+ * copied_out like every copy. Software checksums cover a chain whole (cksum.c). */
 #include <errno.h>
 #include <string.h>
 
@@ -32,6 +43,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "rcvq.h"
 #include "sndq.h"
 
 /* What an mbuf attached to lent memory carries to its free callback: its reference, and the engine
@@ -60,18 +72,31 @@ static void extref_free(void *addr, void *opaque)
 		free(st);
 }
 
+/* Whether the queue is a ring of entries (else every byte is in sbuf): always in lending mode. */
+static inline bool has_ring(const struct eth_sndq *q)
+{
+	return q->lends || q->ring;
+}
+
+static inline uint16_t ring_cap(const struct eth_sndq *q)
+{
+	return q->lends ? ETH_SNDQ_INLINE : ETH_SNDQ_ENTS;
+}
+
 static inline struct eth_sndq_ent *ents(const struct eth_tcb *t)
 {
+	if (t->sndq.lends)
+		return (struct eth_sndq_ent *)t->sndq.inl;
 	return (struct eth_sndq_ent *)(void *)t->sndq.ring->data;
 }
 
 static inline struct eth_sndq_ent *ent_at(const struct eth_tcb *t, unsigned i)
 {
-	return &ents(t)[(t->sndq.head + i) % ETH_SNDQ_ENTS];
+	return &ents(t)[(t->sndq.head + i) % ring_cap(&t->sndq)];
 }
 
-/* The ring, made when a session first lends: the bytes already queued (copies) become its first
- * entry. Returns 0 or -ENOMEM. */
+/* The chunk ring of a queue that does not lend, made when a session first lends all the same: the
+ * bytes already queued (copies) become its first entry. Returns 0 or -ENOMEM. */
 static int ring_make(struct eth_tcb *t)
 {
 	struct eth_sndq *q = &t->sndq;
@@ -99,7 +124,7 @@ static void ring_drop(struct eth_tcb *t)
 
 /* Queues N copied bytes (already appended to sbuf) as an entry, merged into the last one when it
  * is a copy of the same kind. The caller checked there is room for an entry (copy_room). */
-static void add_copy(struct eth_tcb *t, uint32_t n, uint16_t report)
+static void add_copy(struct eth_tcb *t, uint32_t n, uint8_t report)
 {
 	struct eth_sndq *q = &t->sndq;
 	struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
@@ -112,12 +137,65 @@ static void add_copy(struct eth_tcb *t, uint32_t n, uint16_t report)
 	q->n++;
 }
 
-static bool copy_room(const struct eth_tcb *t, uint16_t report)
+static bool copy_room(const struct eth_tcb *t, uint8_t report)
 {
 	const struct eth_sndq *q = &t->sndq;
 	const struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
 
-	return q->n < ETH_SNDQ_ENTS || (last && !last->data && last->report == report);
+	return q->n < ring_cap(q) || (last && !last->data && last->report == report);
+}
+
+/* Lending mode: copies up to LEN bytes (the caller checked the copy cap) into mbufs of the stack's
+ * pool: into the room left in the last entry's mbuf, then into new ones. A copy of another report
+ * than the last entry's is an entry of its own, in the same mbuf while it has room (a reference of
+ * its own). Returns the bytes taken: fewer once the ring is full, or when a new mbuf is needed and
+ * the pool is low (the RX ring needs them more) or dry. */
+static uint32_t copy_mbufs(struct eth_tcb *t, const uint8_t *data, uint32_t len, uint8_t report)
+{
+	struct eth_stack *st = t->st;
+	struct eth_sndq *q = &t->sndq;
+	uint32_t done = 0;
+
+	while (done < len) {
+		struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
+		/* (the last entry's bytes end at its mbuf's data_len: only it writes there) */
+		struct rte_mbuf *m = last && last->copy ? last->hold : NULL;
+		uint32_t k;
+
+		if (!m || !rte_pktmbuf_tailroom(m)) {
+			if (q->n == ring_cap(q) || eth_pool_low(st) || !(m = eth_pkt_alloc(st)))
+				break;
+			m->data_off = 0; /* never a frame's head: no headers go in front */
+			last = NULL;
+		} else if (last->report != report) {
+			if (q->n == ring_cap(q))
+				break;
+			eth_mbuf_hops.get(m);
+			last = NULL;
+		}
+		if (!last) {
+			last = ent_at(t, q->n);
+			*last = (struct eth_sndq_ent){
+			    .data = rte_pktmbuf_mtod_offset(m, const uint8_t *, m->data_len),
+			    .hold = m,
+			    .hops = &eth_mbuf_hops,
+			    .report = report,
+			    .devmem = 1, /* a direct mbuf: DPDK's heap */
+			    .copy = 1,
+			};
+			q->n++;
+		}
+		k = rte_pktmbuf_tailroom(m);
+		if (k > len - done)
+			k = len - done;
+		memcpy(rte_pktmbuf_mtod_offset(m, uint8_t *, m->data_len), data + done, k);
+		m->data_len = (uint16_t)(m->data_len + k);
+		m->pkt_len += k;
+		last->len += k;
+		q->copied += k;
+		done += k;
+	}
+	return done;
 }
 
 uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
@@ -127,13 +205,17 @@ uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
 
 	if (len > eth_sndq_copy_space(t))
 		len = eth_sndq_copy_space(t);
-	if (t->sndq.ring && !copy_room(t, 0))
-		return 0;
-	n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
-	if (n && t->sndq.ring)
-		add_copy(t, n, 0);
+	if (t->sndq.lends) {
+		n = copy_mbufs(t, data, len, 0);
+	} else {
+		if (t->sndq.ring && !copy_room(t, 0))
+			return 0;
+		n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
+		if (n && t->sndq.ring)
+			add_copy(t, n, 0);
+		eth_buf_gauge(st);
+	}
 	xlt_counter_add(&st->stats.copied_out, n);
-	eth_buf_gauge(st);
 	return n;
 }
 
@@ -149,7 +231,7 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 		offered += segs[i].len;
 	if (s->local_done || s->state == XLT_STREAM_CLOSED || t->fin_queued)
 		return 0;
-	if (!q->ring && room && ring_make(t)) {
+	if (!has_ring(q) && room && ring_make(t)) {
 		t->want_writable = true; /* the pool is dry: the next ACK frees chunks */
 		return 0;
 	}
@@ -161,11 +243,11 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 			struct eth_sndq_ent *last = q->n ? ent_at(t, q->n - 1u) : NULL;
 			uint16_t devmem = (g->flags & XLT_SEG_DEVMEM) != 0;
 
-			if (last && last->data && last->hold == g->hold && last->devmem == devmem &&
-			    last->data + last->len == g->data) {
+			if (last && last->data && !last->copy && last->hold == g->hold &&
+			    last->devmem == devmem && last->data + last->len == g->data) {
 				last->len +=
 				    k; /* the lender's next bytes, under the reference already held */
-			} else if (q->n < ETH_SNDQ_ENTS) {
+			} else if (q->n < ring_cap(q)) {
 				*ent_at(t, q->n) = (struct eth_sndq_ent){
 				    .data = g->data,
 				    .hold = g->hold,
@@ -186,11 +268,15 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 
 			if (k > cap)
 				k = cap;
-			if (!k || !copy_room(t, 1))
-				break;
-			k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
-			if (k)
-				add_copy(t, k, 1);
+			if (q->lends) {
+				k = copy_mbufs(t, g->data, k, 1);
+			} else {
+				if (!k || !copy_room(t, 1))
+					break;
+				k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
+				if (k)
+					add_copy(t, k, 1);
+			}
 			xlt_counter_add(&st->stats.copied_out, k);
 		}
 		took += k;
@@ -280,7 +366,7 @@ int eth_sndq_payload(struct eth_tcb *t, struct rte_mbuf *m, uint32_t off, uint32
 	unsigned i = 0;
 	int ret;
 
-	if (!q->ring)
+	if (!has_ring(q))
 		return append_copy(t, m, &last, NULL, off, len);
 	/* start at the entry where the last frame ended when it is still queued past the head (whose
 	 * start moves with partial acknowledgements) and starts at or before OFF: a retransmission
@@ -329,7 +415,7 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 
 	if (n > eth_sndq_len(t))
 		n = eth_sndq_len(t);
-	if (!q->ring) {
+	if (!has_ring(q)) {
 		eth_bufq_consume(&st->chunks, &t->sbuf, n);
 	} else {
 		while (n && q->n) {
@@ -338,7 +424,10 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 
 			if (e->data) {
 				e->data += k;
-				q->lent -= k;
+				if (e->copy)
+					q->copied -= k;
+				else
+					q->lent -= k;
 			} else {
 				eth_bufq_consume(&st->chunks, &t->sbuf, k);
 				q->sbuf_acked += k;
@@ -352,11 +441,11 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 				break;
 			if (e->data)
 				e->hops->put(e->hold); /* frames still pointing at it hold their own */
-			q->head = (uint16_t)((q->head + 1u) % ETH_SNDQ_ENTS);
+			q->head = (uint16_t)((q->head + 1u) % ring_cap(q));
 			q->n--;
 			q->popped++;
 		}
-		if (!q->n)
+		if (!q->n && q->ring)
 			ring_drop(t);
 		if (q->sent_due)
 			eth_tcb_event(t, ETH_EV_SENT); /* reported from the relay phase (stack.c) */
@@ -370,16 +459,19 @@ void eth_sndq_free(struct eth_tcb *t, bool drop_report)
 {
 	struct eth_sndq *q = &t->sndq;
 
-	if (q->ring) {
+	if (has_ring(q)) {
 		for (unsigned i = 0; i < q->n; i++) {
 			struct eth_sndq_ent *e = ent_at(t, i);
 
 			if (e->data)
-				e->hops->put(e->hold);
+				e->hops->put(e->hold); /* lent memory, or a copy's mbuf */
 		}
-		ring_drop(t);
+		if (q->ring)
+			ring_drop(t);
+		q->head = q->n = 0;
 	}
 	q->lent = 0;
+	q->copied = 0;
 	if (drop_report)
 		q->sent_due = 0;
 	eth_bufq_free(&t->st->chunks, &t->sbuf);

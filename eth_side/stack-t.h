@@ -40,8 +40,11 @@ struct eth_tcp_params {
 	uint32_t rbuf_start;	      /* passive opens: the part of it offered until eth_tcp_open_window
 				       * (0: all; an accept_proxy connection waiting for its header) */
 	uint32_t sbuf_size;	      /* send buffer: unacknowledged + queued bytes */
-	uint32_t copy_size;	      /* of them, bytes copied into the connection's chunks at most (0:
-				       * sbuf_size): a session that lends (write_lent) needs few */
+	/* Lending mode (0: off, copies in chunks up to sbuf_size): a session that lends nearly all
+	 * it sends (write_lent) needs few copies, so its queue takes no chunk at all: its entries are in
+	 * the connection block, its copies in frames of the mempool (c.pool), at most copy_size bytes
+	 * of them in flight. */
+	uint32_t copy_size;
 	uint64_t connect_timeout_ms;  /* active opens: give up with -ETIMEDOUT after this */
 };
 
@@ -197,8 +200,9 @@ struct eth_stack_stats {
 	uint64_t rx_pinned;	    /* gauge: frame buffers receive queues hold (payload kept in its mbuf) */
 	uint64_t rx_pin_copies;	    /* in-order segments copied instead (small, a queue behind chunks, no
 				     * budget left) */
-	uint64_t tx_lent_mbufs;     /* gauge: mbufs of frames pointing into lent memory, not freed yet
-	                             * (queued, or kept by the device's TX ring until it cleans it) */
+	uint64_t tx_lent_mbufs;     /* gauge: mbufs of frames pointing into lent memory (or a lending
+	                             * send queue's copies), not freed yet (queued, or kept by the
+	                             * device's TX ring until it cleans it) */
 };
 
 #endif

@@ -423,6 +423,7 @@ void eth_tcb_init_params(struct eth_tcb *t, const struct eth_tcp_params *p)
 	t->rbuf_held = p->rbuf_size - start;
 	eth_bufq_init(&t->sbuf, p->sbuf_size);
 	t->sndq.copy_cap = p->copy_size && p->copy_size < p->sbuf_size ? p->copy_size : p->sbuf_size;
+	t->sndq.lends = p->copy_size != 0;
 	t->rto_ms = ETH_TCP_RTO_INIT_MS;
 	t->ts_offset = eth_tcp_ts_offset(t->st, &t->raddr, t->rport);
 	t->last_rcv_ms = t->st->now_ms;

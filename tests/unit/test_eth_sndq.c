@@ -9,7 +9,13 @@
  * reports nothing more; the queue's bound is the send buffer, as with copies. Every test ends with
  * every reference put and every mbuf back in the pool (eh_stop). On a port that sends from DPDK's
  * memory only (ETH_OFFLOAD_DEVMEM, virtio_user), only lent bytes marked XLT_SEG_DEVMEM leave by
- * reference; other lent bytes are copied into each frame. */
+ * reference; other lent bytes are copied into each frame.
+ *
+ * A lending connection (eth_tcp_params.copy_size, a route between IB and TCP: here the listener on
+ * LEND_PORT) takes no chunk of the worker's pool for its send queue, whatever it sends: its entries
+ * are inline (ETH_SNDQ_INLINE of them, a full ring takes nothing until an ACK), its copies go into
+ * mbufs of the stack's pool, which go back once acknowledged and no frame holds them; a pool down
+ * to a quarter makes a copy take nothing (the direction blocked) rather than fall back to chunks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +26,10 @@
 #include "eth_side/engine.h"
 #include "tests/fuzz/fuzz_eth_harness.h"
 
-#define PEER_ISN 0x10000000u
-#define SBUF     16384u
+#define PEER_ISN  0x10000000u
+#define SBUF      16384u
+#define LEND_PORT 17    /* listen_lending's */
+#define COPY_SIZE 8192u /* a lending route's copy area (conf.h: CONF_LENT_TCP_COPY) */
 
 static struct eh h;
 
@@ -57,7 +65,7 @@ static void on_sent(void *arg, size_t n)
 }
 
 struct conn {
-	uint16_t pport;
+	uint16_t pport, lport;
 	uint32_t pnxt, gnxt;
 };
 
@@ -66,22 +74,22 @@ static void feed(struct conn *c, uint8_t flags, uint32_t ack, uint16_t wnd)
 	uint8_t frame[200];
 
 	eh_feed(&h, frame,
-	        eh_tcp_frame(frame, c->pport, EH_ECHO_PORT, c->pnxt, ack, flags, wnd, NULL, 0, NULL, 0));
+	        eh_tcp_frame(frame, c->pport, c->lport, c->pnxt, ack, flags, wnd, NULL, 0, NULL, 0));
 	eh_poll(&h);
 }
 
-/* A connection to the bench's echo listener (MSS 1460, no other option); its stream gets our
+/* A connection to the bench's listener on LPORT (MSS 1460, no other option); its stream gets our
  * on_sent. */
-static struct conn open_conn(uint16_t pport)
+static struct conn open_conn_to(uint16_t pport, uint16_t lport)
 {
 	static const uint8_t mss_opt[] = {2, 4, 0x05, 0xb4};
 	uint8_t frame[200];
-	struct conn c = {.pport = pport, .pnxt = PEER_ISN};
+	struct conn c = {.pport = pport, .lport = lport, .pnxt = PEER_ISN};
 	const struct rte_tcp_hdr *th;
 
 	eh_forget(&h);
 	eh_feed(&h, frame,
-	        eh_tcp_frame(frame, pport, EH_ECHO_PORT, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, mss_opt,
+	        eh_tcp_frame(frame, pport, lport, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, mss_opt,
 	                     sizeof(mss_opt), NULL, 0));
 	eh_poll(&h);
 	assert_int_equal(h.n_kept, 1);
@@ -97,6 +105,24 @@ static struct conn open_conn(uint16_t pport)
 	assert_non_null(se);
 	se->s->ev.on_sent = on_sent;
 	return c;
+}
+
+/* A connection to the bench's echo listener. */
+static struct conn open_conn(uint16_t pport)
+{
+	return open_conn_to(pport, EH_ECHO_PORT);
+}
+
+/* An echo listener on LEND_PORT whose connections lend, with a copy area of COPY bytes (as a route
+ * between IB and TCP gets: eth_tcp_params.copy_size), and a connection to it. */
+static struct conn open_lending(uint16_t pport, uint32_t copy)
+{
+	struct eth_tcp_params p = {
+	    .rbuf_size = 16384, .sbuf_size = SBUF, .copy_size = copy, .connect_timeout_ms = 5000};
+
+	assert_int_equal(eth_tcp_listen(h.st, LEND_PORT, &p, &eh_echo_tok), 0);
+	h.listener_refs++; /* (put when the bench destroys the instance) */
+	return open_conn_to(pport, LEND_PORT);
 }
 
 static size_t lend_f(const uint8_t *data, size_t len, bool held, uint32_t flags)
@@ -117,6 +143,17 @@ static size_t lend_f(const uint8_t *data, size_t len, bool held, uint32_t flags)
 static size_t lend(const uint8_t *data, size_t len, bool held)
 {
 	return lend_f(data, len, held, 0);
+}
+
+/* write(), inside an op as a session calls it. */
+static size_t write_op(const uint8_t *data, size_t len)
+{
+	size_t n;
+
+	in_op = 1;
+	n = se->s->ops->write(se->s, data, len);
+	in_op = 0;
+	return n;
 }
 
 /* The payload of kept frame I (sequence number in *SEQ), copied into OUT; returns its length. */
@@ -171,9 +208,21 @@ static int setup_devmem(void **state)
 	return setup_ofl(ETH_OFFLOAD_DEVMEM);
 }
 
+/* mbufs a test took from the pool to drain it (given back here too, should the test fail first) */
+static struct rte_mbuf *drained[EH_MBUFS];
+static unsigned n_drained;
+
+static void undrain(void)
+{
+	if (n_drained)
+		rte_pktmbuf_free_bulk(drained, n_drained);
+	n_drained = 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	undrain();
 	eh_stop(&h); /* every mbuf back: every frame's reference put */
 	assert_int_equal(L.gets, L.puts);
 	return 0;
@@ -318,25 +367,21 @@ static void test_bound(void **state)
 
 /* A connection that lends (a route between IB and TCP: eth_tcp_params.copy_size) copies within its
  * copy cap, while references still fill the whole send buffer; acknowledged copies give the room
- * back. */
+ * back. Its copies are in mbufs, none in chunks. */
 static void test_copy_cap(void **state)
 {
-	struct conn c = open_conn(42008);
+	struct conn c = open_lending(42008, 1000);
 	struct eth_tcb *t = eth_tcb_of(se->s);
 
 	(void)state;
-	t->sndq.copy_cap = 1000; /* (what eth_tcb_init_params sets from copy_size) */
 	eh_forget(&h);
-	in_op = 1;
-	assert_int_equal(se->s->ops->write(se->s, mem, 600), 600);
-	in_op = 0;
+	assert_int_equal(write_op(mem, 600), 600);
 	assert_int_equal(lend(mem + 600, 300, true), 300);
 	assert_int_equal(lend(mem + 900, 600, false), 400); /* copied: up to the cap */
-	in_op = 1;
-	assert_int_equal(se->s->ops->write(se->s, mem, 10), 0);
-	in_op = 0;
+	assert_int_equal(write_op(mem, 10), 0);
 	assert_int_equal(lend(mem + 1300, 100, false), 0);
-	assert_int_equal(t->sbuf.len, 1000);
+	assert_int_equal(t->sndq.copied, 1000);
+	assert_int_equal(t->sbuf.len, 0);
 	assert_int_equal(lend(mem + 1300, SBUF, true), SBUF - 1300); /* references: the rest of sbuf */
 	assert_int_equal(lend(mem, 1, true), 0);
 	for (unsigned i = 0; i < 20 && reported < SBUF - 600; i++) {
@@ -345,11 +390,12 @@ static void test_copy_cap(void **state)
 		eh_advance_ms(&h, 300);
 	}
 	assert_int_equal(reported, SBUF - 600); /* all but write()'s 600 */
-	assert_int_equal(t->sbuf.len, 0);
+	assert_int_equal(t->sndq.copied, 0);
 	assert_int_equal(lend(mem, 2000, false), 1000);
 	eh_poll(&h);
 	ack_kept(&c);
 	eh_forget(&h);
+	assert_int_equal(h.st->chunks.n_carved, 0);
 }
 
 /* An abort with references in flight: the queue puts its, reports nothing more; queued frames hold
@@ -522,6 +568,283 @@ static void test_devmem_port(void **state)
 	assert_int_equal(L.gets, L.puts);
 }
 
+/* ---- lending mode ---- */
+
+static const uint8_t proxy_hdr[] = "PROXY TCP4 198.18.0.2 198.18.0.1 42010 17\r\n";
+#define NP ((uint32_t)sizeof(proxy_hdr) - 1u)
+
+/* The worker's chunk pool never gave a chunk out (a fresh instance per test, no data received). */
+static void no_chunks(void)
+{
+	assert_int_equal(h.st->chunks.n_used, 0);
+	assert_int_equal(h.st->chunks.n_carved, 0);
+}
+
+/* Checks that the kept data frames carry WANT's bytes from offset OFF on, back to back in sequence,
+ * and forgets them; returns the offset after the last byte. */
+static uint32_t check_in_order(const struct conn *c, const uint8_t *want, uint32_t off)
+{
+	uint8_t got[2000];
+
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		uint32_t seq, n = payload(i, &seq, got);
+
+		if (!n)
+			continue;
+		assert_int_equal(seq, c->gnxt + off);
+		assert_memory_equal(got, want + off, n);
+		off += n;
+	}
+	eh_forget(&h);
+	return off;
+}
+
+/* A plain port (no offload): frames carry copies of the queue's bytes. */
+static int setup_plain(void **state)
+{
+	(void)state;
+	return setup_ofl(0);
+}
+
+/* A lending connection sends a PROXY header written with write(), then lent bytes, a copy of a
+ * segment without a hold and more lent bytes: the worker's chunk pool gives nothing, through the
+ * frames, a retransmission and the ACK; the frames carry every byte in order; the copies leave by
+ * reference to their mbufs (copied once: into the queue). */
+static void test_lending_no_chunks(void **state)
+{
+	static uint8_t want[NP + 4200];
+	struct conn c = open_lending(42010, COPY_SIZE);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(write_op(proxy_hdr, NP), NP);
+	assert_int_equal(lend(mem, 3000, true), 3000);
+	assert_int_equal(lend(mem + 3000, 200, false), 200);
+	assert_int_equal(lend(mem + 3200, 1000, true), 1000);
+	memcpy(want, proxy_hdr, NP);
+	memcpy(want + NP, mem, 4200);
+	no_chunks();
+	eh_poll(&h);
+	assert_int_equal(check_in_order(&c, want, 0), NP + 4200);
+	no_chunks();
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, NP + 200);
+	eh_advance_ms(&h, 1100); /* all "lost": the RTO sends the first segment again */
+	assert_int_equal(h.n_kept, 1);
+	assert_int_equal(check_in_order(&c, want, 0), 1460);
+	no_chunks();
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + NP + 4200, 65535);
+	assert_int_equal(reported, 4200); /* not the header */
+	assert_int_equal(t->sndq.n, 0);
+	assert_int_equal(t->sndq.copied, 0);
+	assert_int_equal(t->sndq.lent, 0);
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, NP + 200);
+	no_chunks();
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+}
+
+/* A lending connection's copies fill one mbuf while it has room (write()'s bytes and a copy that
+ * write_lent reports are entries of their own in it), which goes back to the pool once the ACK came
+ * and the last frame pointing at it was freed; copies longer than an mbuf take several. */
+static void test_lending_copy_mbuf(void **state)
+{
+	struct conn c = open_lending(42011, COPY_SIZE);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+	uint32_t off = 0;
+	unsigned avail;
+
+	(void)state;
+	eh_forget(&h);
+	avail = rte_mempool_avail_count(eh_pool);
+	assert_int_equal(write_op(mem, 100), 100);
+	assert_int_equal(lend(mem + 100, 200, false), 200);
+	assert_int_equal(write_op(mem + 300, 50), 50);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail - 1); /* one mbuf holds them */
+	assert_int_equal(t->sndq.n, 3);
+	assert_int_equal(t->sndq.copied, 350);
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 1);
+	assert_int_equal(check_in_order(&c, mem, 0), 350);
+	eh_advance_ms(&h, 1100); /* a retransmission: a frame pointing at the mbuf, kept */
+	assert_int_equal(h.n_kept, 1);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 350, 65535);
+	assert_int_equal(reported, 200);
+	assert_int_equal(t->sndq.n, 0);
+	assert_true(rte_mempool_avail_count(eh_pool) < avail); /* the kept frame still holds it */
+	eh_forget(&h);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail);
+
+	c.gnxt += 350;
+	assert_int_equal(write_op(mem, 5000), 5000);
+	assert_true(avail - rte_mempool_avail_count(eh_pool) >= 3);
+	for (unsigned i = 0; i < 20 && off < 5000; i++) {
+		/* (a segment a round trip: the timeout cut the congestion window) */
+		eh_poll(&h);
+		off = check_in_order(&c, mem, off);
+		feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + off, 65535);
+	}
+	assert_int_equal(off, 5000);
+	assert_int_equal(t->sndq.n, 0);
+	eh_forget(&h);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail);
+	no_chunks();
+}
+
+/* While the mempool is down to a quarter, a lending connection's copy takes nothing and marks the
+ * direction blocked (never chunks instead); lent bytes still go in; once mbufs are back, the copy
+ * is taken. */
+static void test_lending_pool_low(void **state)
+{
+	static uint8_t want[1000 + NP];
+	struct conn c = open_lending(42012, COPY_SIZE);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+
+	(void)state;
+	eh_forget(&h);
+	while (rte_mempool_avail_count(eh_pool) >= EH_MBUFS / 4) {
+		drained[n_drained] = rte_pktmbuf_alloc(eh_pool);
+		assert_non_null(drained[n_drained]);
+		n_drained++;
+	}
+	eh_advance_ms(&h, 1); /* (the pool's level is read once a millisecond) */
+	t->want_writable = false;
+	assert_int_equal(write_op(proxy_hdr, NP), 0);
+	assert_true(t->want_writable);
+	t->want_writable = false;
+	assert_int_equal(lend(mem, 100, false), 0);
+	assert_true(t->want_writable);
+	assert_int_equal(lend(mem, 1000, true), 1000); /* no mbuf of the queue's */
+	assert_int_equal(t->sndq.copied, 0);
+	assert_int_equal(t->sbuf.len, 0);
+	no_chunks();
+	undrain();
+	eh_advance_ms(&h, 1); /* (sends the lent bytes) */
+	assert_int_equal(write_op(proxy_hdr, NP), NP);
+	assert_int_equal(t->sndq.copied, NP);
+	eh_poll(&h);
+	memcpy(want, mem, 1000);
+	memcpy(want + 1000, proxy_hdr, NP);
+	assert_int_equal(check_in_order(&c, want, 0), 1000 + NP);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1000 + NP, 65535);
+	assert_int_equal(reported, 1000);
+	no_chunks();
+	eh_forget(&h);
+}
+
+/* A lending connection's ring is inline: write_lent of more segments than it holds, none of which
+ * merges into the one before, takes those that fit and marks the direction blocked; a copy, which
+ * needs an entry too, takes nothing; an ACK that frees entries makes room for more. */
+static void test_lending_ring_full(void **state)
+{
+	struct xlt_seg g[ETH_SNDQ_INLINE + 4];
+	static uint8_t want[(ETH_SNDQ_INLINE + 4) * 100];
+	struct conn c = open_lending(42013, COPY_SIZE);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+	const unsigned full = ETH_SNDQ_INLINE * 100, all = (ETH_SNDQ_INLINE + 4) * 100;
+	size_t n;
+
+	(void)state;
+	eh_forget(&h);
+	for (unsigned i = 0; i < ETH_SNDQ_INLINE + 4; i++) {
+		/* (gaps: no segment continues the one before) */
+		g[i] = (struct xlt_seg){.data = mem + i * 300, .len = 100, .hold = &L, .hops = &l_hops};
+		memcpy(want + i * 100, mem + i * 300, 100);
+	}
+	t->want_writable = false;
+	in_op = 1;
+	n = se->s->ops->write_lent(se->s, g, ETH_SNDQ_INLINE + 4);
+	in_op = 0;
+	assert_int_equal(n, full);
+	assert_int_equal(t->sndq.n, ETH_SNDQ_INLINE);
+	assert_true(t->want_writable);
+	assert_int_equal(lend(mem + 10000, 10, false), 0);
+	assert_int_equal(write_op(mem, 10), 0);
+	no_chunks();
+	eh_poll(&h);
+	assert_int_equal(check_in_order(&c, want, 0), full);
+	/* the peer acknowledges two entries and half of the third */
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 250, 65535);
+	assert_int_equal(reported, 250);
+	assert_int_equal(t->sndq.n, ETH_SNDQ_INLINE - 2);
+	in_op = 1;
+	n = se->s->ops->write_lent(se->s, g + ETH_SNDQ_INLINE, 4);
+	in_op = 0;
+	assert_int_equal(n, 200);
+	eh_poll(&h);
+	assert_int_equal(check_in_order(&c, want, full), full + 200);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + full + 200, 65535);
+	in_op = 1;
+	n = se->s->ops->write_lent(se->s, g + ETH_SNDQ_INLINE + 2, 2);
+	in_op = 0;
+	assert_int_equal(n, 200);
+	eh_poll(&h);
+	assert_int_equal(check_in_order(&c, want, full + 200), all);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + all, 65535);
+	assert_int_equal(reported, all);
+	assert_int_equal(t->sndq.n, 0);
+	no_chunks();
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+}
+
+/* An abort with copies and lent bytes in flight, some acknowledged: the queue puts every reference
+ * (the lender's, its copies' mbufs), reports nothing more; once the frames are freed, every mbuf is
+ * back in the pool. */
+static void test_lending_abort(void **state)
+{
+	struct conn c = open_lending(42014, COPY_SIZE);
+	unsigned avail;
+
+	(void)state;
+	eh_forget(&h);
+	avail = rte_mempool_avail_count(eh_pool);
+	assert_int_equal(write_op(proxy_hdr, NP), NP);
+	assert_int_equal(lend(mem, 3000, true), 3000);
+	assert_int_equal(lend(mem + 3000, 200, false), 200);
+	assert_int_equal(write_op(mem + 3200, 3000), 3000); /* the copy mbuf's room, then new ones */
+	assert_true(avail - rte_mempool_avail_count(eh_pool) >= 3);
+	no_chunks();
+	eh_poll(&h);
+	assert_true(h.n_kept >= 3);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1460, 65535);
+	assert_int_equal(reported, 1460 - NP);
+	in_op = 1;
+	se->s->ops->abort(se->s);
+	in_op = 0;
+	eh_poll(&h); /* on_closed: the bench releases the stream */
+	assert_null(se->s);
+	assert_int_equal(reported, 1460 - NP);
+	assert_true(L.gets - L.puts >= 1); /* frames still queued */
+	no_chunks();
+	eh_forget(&h);
+	assert_int_equal(L.gets, L.puts);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail);
+}
+
+/* On a port that takes no attached mbuf, a lending connection's copies and lent bytes are copied
+ * into each frame, intact and in order, and still no chunk is taken. */
+static void test_lending_plain_port(void **state)
+{
+	static uint8_t want[NP + 2000];
+	struct conn c = open_lending(42015, COPY_SIZE);
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(write_op(proxy_hdr, NP), NP);
+	assert_int_equal(lend(mem, 2000, true), 2000);
+	memcpy(want, proxy_hdr, NP);
+	memcpy(want + NP, mem, 2000);
+	eh_poll(&h);
+	assert_int_equal(frames_in_mem(), 0);
+	assert_int_equal(check_in_order(&c, want, 0), NP + 2000);
+	assert_int_equal(eth_stack_stats(h.st)->copied_out, 2 * NP + 2000);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + NP + 2000, 65535);
+	assert_int_equal(reported, 2000);
+	no_chunks();
+	eh_forget(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +857,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_peer_reset_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devmem_port, setup_devmem, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_no_chunks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_copy_mbuf, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_pool_low, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_ring_full, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_abort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lending_plain_port, setup_plain, teardown),
 	};
 
 	if (eh_eal_init())
