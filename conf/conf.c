@@ -134,8 +134,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "on SIGTERM, how long sessions may finish before they are aborted"},
 	{G(memory_limit), .type = T_SIZE, .min = MB, .max = 1024 * GB, .def = "1G",
 	 .doc = "upper bound of all session buffers (sum over routes of max_sessions x buffers; a route "
-		"between IB and TCP counts its two receive buffers and two small copy areas, `ibgwd -t` says "
-		"which a route gets)"},
+		"between IB and TCP counts its two receive buffers only, as its copies go into frames of the "
+		"port's pool; `ibgwd -t` says which a route gets)"},
 	{G(max_sessions), .type = T_UINT, .min = 1, .max = 1000000, .def = "10000",
 	 .doc = "sessions admitted at once over all routes"},
 	{G(idle_sleep_us), .key = "idle_sleep", .type = T_DURATION, .unit_us = 1, .min = 0, .max = 100000,
@@ -160,7 +160,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "default receive buffer of an IB connection (what the peer may write ahead)"},
 	{I(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "128K",
 	 .doc = "default send buffer of an IB connection: the bytes in flight; a route between IB and TCP "
-		"allocates only a 16K copy area of it (it sends from the TCP frames)"},
+		"allocates none of it (it sends from the TCP frames, and copies what it cannot, 16K in flight "
+		"at most, into frames of the port's pool)"},
 	{I(sq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
 	 .doc = "deepest send queue of a connection (a route's default: one entry per KiB of its IB send buffer, 16 at least, this at most)"},
 	{I(rq_depth), .type = T_UINT, .min = 16, .max = 65534, .def = "384",
@@ -194,7 +195,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "default TCP receive buffer (the largest window advertised)"},
 	{E(sbuf_size), .type = T_SIZE, .min = 4 * KB, .max = 64 * MB, .def = "256K",
 	 .doc = "default TCP send buffer (bytes in flight or queued); a route between IB and TCP allocates "
-		"only a 16K copy area of it (it sends from the IB receive ring)"},
+		"none of it (it sends from the IB receive ring, and copies what it cannot, a PROXY header, 8K "
+		"in flight at most, into frames of the port's pool)"},
 	{E(time_wait_ms), .key = "time_wait", .type = T_DURATION, .unit_us = 1000, .min = 0, .max = 240 * 1000,
 	 .def = "60s", .doc = "TIME_WAIT duration of closed TCP connections"},
 	{E(syn_backlog), .type = T_UINT, .min = 1, .max = 65536, .def = "1024",
@@ -1295,17 +1297,20 @@ bool conf_route_lends(const struct conf_route *r)
 
 uint64_t conf_route_ib_copy_bytes(const struct conf_route *r)
 {
-	if (!route_has_ib(r))
+	return route_has_ib(r) && !conf_route_lends(r) ? r->ib_sbuf_size : 0;
+}
+
+uint32_t conf_route_ib_copy_limit(const struct conf_route *r)
+{
+	if (!conf_route_lends(r))
 		return 0;
-	if (conf_route_lends(r) && r->ib_sbuf_size > CONF_LENT_IB_COPY)
-		return CONF_LENT_IB_COPY;
-	return r->ib_sbuf_size;
+	return r->ib_sbuf_size < CONF_LENT_IB_COPY ? (uint32_t)r->ib_sbuf_size : CONF_LENT_IB_COPY;
 }
 
 uint64_t conf_route_session_bytes(const struct conf_route *r)
 {
 	unsigned n_tcp = route_n_tcp(r);
-	uint64_t sbuf = conf_route_lends(r) ? CONF_LENT_SBUF : r->tcp_sbuf_size;
+	uint64_t sbuf = conf_route_lends(r) ? 0 : r->tcp_sbuf_size;
 
 	return (route_has_ib(r) ? r->ib_rbuf_size + conf_route_ib_copy_bytes(r) : 0) +
 	       n_tcp * (r->tcp_rbuf_size + sbuf);
@@ -1318,8 +1323,9 @@ const char *conf_route_relay_str(const struct conf_route *r, char *buf, size_t l
 	char a[24], b[24];
 
 	if (conf_route_lends(r))
-		snprintf(buf, len, "relays by reference (copy areas ib %s, tcp %s)",
-		         human_size(conf_route_ib_copy_bytes(r), a, sizeof(a)), human_size(CONF_LENT_SBUF, b, sizeof(b)));
+		snprintf(buf, len, "relays by reference (copies in frames: ib %s, tcp %s at most)",
+		         human_size(conf_route_ib_copy_limit(r), a, sizeof(a)),
+		         human_size(CONF_LENT_TCP_COPY, b, sizeof(b)));
 	else if (r->connect.kind == CONF_EP_ECHO || r->connect.kind == CONF_EP_DISCARD)
 		snprintf(buf, len, "relays by copy (%s)", r->connect.kind == CONF_EP_ECHO ? "echo" : "discard");
 	else

@@ -48,26 +48,31 @@ bool conf_route_allows_all(const struct conf_route *r);
  * the IB receive ring (eth_side/sndq.c; frames are copied from there where the port cannot send from
  * that memory, which takes no buffer of the session's); the IB side RDMA-writes straight from the
  * frames the TCP receive queue keeps (ib_side/extmem.c). What either side cannot lend (small or
- * out-of-order TCP segments, a PROXY header) is copied into a small copy area, which bounds those
- * copies as strictly as a full buffer did (a full area stops the source). Such a session holds its two
- * receive buffers in full, and of its send buffers:
- *  - IB: a buffer set of ib_rbuf + CONF_LENT_IB_COPY (at most ib_sbuf): the ring copies go through
- *    and the control slots; ib_sbuf still bounds the bytes in flight (send window, send queue depth);
- *  - TCP: CONF_LENT_SBUF of chunks: one of queue entries, one of copies (CONF_LENT_TCP_COPY bytes).
+ * out-of-order TCP segments, a PROXY header) is copied into frames of the port's pool, which both
+ * sides send from as they send from lent frames: a few at a time per connection (CONF_LENT_IB_COPY,
+ * at most ib_sbuf, and CONF_LENT_TCP_COPY bytes in flight), none while the pool is down to a quarter
+ * (the copy waits, and the source with it). Such a session holds its two receive buffers and nothing
+ * else: its IB buffer set is the receive ring (and a few control slots), and its TCP send queue takes
+ * no chunk. ib_sbuf and tcp_sbuf still bound the bytes in flight (send windows, send queue depth).
+ * Where the frames cannot be registered with the IB side, its sets hold a copy area of
+ * CONF_LENT_IB_COPY beyond the budget (gateway/extmem.c says so at start).
  * Echo and discard (the IB or TCP side writes copies of its own bytes, or nothing) and TCP -> TCP
  * (a receive queue's copies of small or out-of-order segments cannot be lent, and a TCP send queue
  * copies them) keep full send buffers. */
 #define CONF_LENT_IB_COPY  (16u * 1024u)
-#define CONF_LENT_SBUF     (16u * 1024u)
 #define CONF_LENT_TCP_COPY (8u * 1024u)
 bool conf_route_lends(const struct conf_route *r);
-/* The IB buffer set's bytes beyond the receive ring (0: the route has no IB side). */
+/* The IB buffer set's bytes beyond the receive ring (0: the route has no IB side, or relays by
+ * reference). */
 uint64_t conf_route_ib_copy_bytes(const struct conf_route *r);
+/* Bytes of copies an IB connection of R keeps in flight at most, in frames of the port's pool (0:
+ * R does not relay by reference; its copies go through the set's send ring). */
+uint32_t conf_route_ib_copy_limit(const struct conf_route *r);
 /* Bytes of buffer one session of route R may hold at most: the buffers of the sides it uses, as
  * above. What memory_limit is checked against and the buffer arenas are sized by. */
 uint64_t conf_route_session_bytes(const struct conf_route *r);
 /* Which of the two R gets and why, for the `-t` summary and the start-up log ("relays by reference
- * (copy areas ib 16K, tcp 16K)", "relays by copy (echo)"...), into BUF; returns BUF. */
+ * (copies in frames: ib 16K, tcp 8K at most)", "relays by copy (echo)"...), into BUF; returns BUF. */
 const char *conf_route_relay_str(const struct conf_route *r, char *buf, size_t len);
 
 /* "ib:7000", "tcp:198.18.0.2:80", "tcp:[2001:db8::10]:80", "echo"... into BUF (CONF_EP_STRLEN bytes

@@ -306,6 +306,22 @@ struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st)
 	return m;
 }
 
+int eth_stack_copy_buf(struct eth_stack *st, struct xlt_seg *seg)
+{
+	struct rte_mbuf *m = eth_pool_low(st) ? NULL : eth_pkt_alloc(st);
+
+	if (!m)
+		return -ENOBUFS;
+	*seg = (struct xlt_seg){
+	    .data = m->buf_addr,
+	    .len = m->buf_len,
+	    .flags = XLT_SEG_DEVMEM | (st->rx_extmem ? XLT_SEG_EXTMEM : 0),
+	    .hold = m,
+	    .hops = &eth_mbuf_hops,
+	};
+	return 0;
+}
+
 void eth_tx_frame(struct eth_stack *st, struct rte_mbuf *m)
 {
 	if (st->n_tx == ETH_TXQ_SIZE) {

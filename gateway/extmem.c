@@ -216,6 +216,19 @@ static void bufmem_start(struct gw_daemon *d)
 		    bm.cap / MIB, (need + MIB - 1) / MIB, (need - bm.cap + MIB - 1) / MIB);
 }
 
+/* ---- copy buffers: frames of the pool for what an IB connection cannot send from where it lies ----
+ * A route between IB and TCP copies little (small or out-of-order TCP segments, a PROXY header): into
+ * frames of the port's pool, registered with every buffer set like the frames it lends, instead of
+ * a copy area in each set (conf.h). Worker (ib_copy_ops.get). */
+static bool copybuf_get(void *warg, struct xlt_seg *seg)
+{
+	struct gw_worker *w = warg;
+
+	return w->eth && eth_stack_copy_buf(w->eth, seg) == 0;
+}
+
+static const struct ib_copy_ops copybuf_ops = {.get = copybuf_get};
+
 void gw_extmem_start(struct gw_daemon *d)
 {
 	struct walk w = {.ib = d->ib};
@@ -228,14 +241,15 @@ void gw_extmem_start(struct gw_daemon *d)
 	rte_mempool_mem_iter(eth_port_pool(d->port), on_chunk, &w);
 	if (w.err) {
 		ib_ctl_extmem_clear(d->ib); /* the chunks added before the failure: no set registers them */
-		/* the sets keep the size the budget gave them: a route that relays by reference copies
-		 * through its small copy area, correct and strict, only slower */
+		/* a route that relays by reference copies through a small copy area in each set, beyond
+		 * its budget (conf.h), correct and strict, only slower */
 		GW_WARN("IB side: the Ethernet frames cannot be registered (%s): Ethernet -> IB bytes are "
-		        "copied, through the copy area of each buffer set (routes relaying by reference have "
-		        "a small one: that direction is slower)",
-		        strerror(-w.err));
+		        "copied, through a copy area in each buffer set (routes relaying by reference: %u KiB "
+		        "each, beyond memory_limit's count; that direction is slower)",
+		        strerror(-w.err), CONF_LENT_IB_COPY / 1024);
 		return;
 	}
+	ib_ctl_copymem(d->ib, &copybuf_ops);
 	for (unsigned i = 0; i < d->n_workers; i++)
 		if (d->workers[i].eth)
 			eth_stack_rx_extmem(d->workers[i].eth, true);

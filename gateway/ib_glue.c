@@ -64,8 +64,8 @@ static void route_params_of(const struct conf_route *r, struct ib_route_params *
 	*p = (struct ib_route_params){
 	    .rbuf_size = (uint32_t)r->ib_rbuf_size,
 	    .sbuf_size = (uint32_t)r->ib_sbuf_size,
-	    /* what the session budget counts (conf.h: a small copy area where the route lends) */
-	    .copy_size = (uint32_t)conf_route_ib_copy_bytes(r),
+	    /* copies in flight, in frames of the port's pool where the route lends (conf.h) */
+	    .copy_size = conf_route_ib_copy_limit(r),
 	    .sq_depth = r->ib_sq_depth,
 	    .rq_depth = r->ib_rq_depth,
 	    .connect_timeout_ms = r->connect_timeout_ms,

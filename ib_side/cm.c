@@ -107,6 +107,7 @@ struct ib_ctl {
 	struct ib_ctl_stats st;
 	struct ib_extmem extmem; /* set before the first buffer set (ib_ctl_extmem) */
 	const struct ib_mem_ops *mops; /* buffer sets' memory (ib_ctl_bufmem); NULL: mmap */
+	const struct ib_copy_ops *cops; /* copy buffers (ib_ctl_copymem); NULL: send rings */
 };
 
 /* A copy of an rdma_cm event, taken before the event is acknowledged. */
@@ -287,15 +288,21 @@ static size_t bufs_len(uint32_t rs, uint32_t ss)
 	return (size_t)rs + IB_TSGL_BYTES + ss + IB_CTRL_BYTES;
 }
 
-/* The send ring C's set gets. A copy area smaller than the send window (the route's copy_size,
- * where it relays by reference) holds the target_sgl and control slots too, so that the set is
- * exactly rbuf_size + copy_size bytes, what the gateway budgets; otherwise the ring is the whole
- * window, as every byte sent may be a copy (echo), and those slots come on top. */
-static uint32_t ring_size_of(const struct ib_conn *c)
+/* The send ring C's set gets. None where the route copies little (its copy_size, where it relays by
+ * reference) and the gateway gives copy buffers in the memory every set registers (ib_ctl_copymem):
+ * the set is then its receive ring, target_sgl and control slots. Without them such a route's copy
+ * area holds the target_sgl and control slots too, so that the set is exactly rbuf_size +
+ * copy_size bytes; otherwise the ring is the whole window, as every byte sent may be a copy (echo),
+ * and those slots come on top. */
+static uint32_t ring_size_of(const struct ib_ctl *ctl, const struct ib_conn *c, bool copy_bufs)
 {
 	uint32_t cs = c->copy_size < IB_COPY_MIN ? IB_COPY_MIN : c->copy_size;
 
-	if (!c->copy_size || cs >= c->sbuf_size)
+	if (!c->copy_size || c->copy_size >= c->sbuf_size)
+		return c->sbuf_size;
+	if (copy_bufs && ctl->cops && ctl->extmem.n)
+		return 0;
+	if (cs >= c->sbuf_size)
 		return c->sbuf_size;
 	return cs - IB_TSGL_BYTES - IB_CTRL_BYTES;
 }
@@ -503,7 +510,12 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	 * object's */
 	c->sq_depth = clamp_depth(sq < ctl->params.sq_depth ? sq : ctl->params.sq_depth, max_wr);
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
-	c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(c));
+	c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(ctl, c, true));
+	if (c->bufs && !c->bufs->sbuf_size && !c->bufs->n_xmr) {
+		/* its registration of the copy buffers' memory failed: a send ring of its own instead */
+		bufs_free(ctl, c->bufs);
+		c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(ctl, c, false));
+	}
 	if (!c->bufs)
 		return -ENOMEM;
 	ib_bufs_lend_init(c->bufs);
@@ -1400,6 +1412,13 @@ void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops)
 	ctl->mops = ops;
 }
 
+void ib_ctl_copymem(struct ib_ctl *ctl, const struct ib_copy_ops *ops)
+{
+	ctl->cops = ops;
+	for (unsigned i = 0; i < ctl->n_workers; i++)
+		ctl->workers[i].copy_ops = ops;
+}
+
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i)
 {
 	return &ctl->workers[i];
@@ -1502,6 +1521,8 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	C(lent_tx, "ib_lent_bytes_total", "payload bytes RDMA-written straight from lent Ethernet frames (no copy)"),
 	C(lent_late, "ib_lent_holds_late_total",
 	  "lent frames whose writes did not complete within 2 s of a reset: given back only after the queue pair was destroyed"),
+	C(copy_waits, "ib_copy_waits_total",
+	  "copies to IB peers that found no frame of the port's pool to copy into (it was down to a quarter) and waited"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

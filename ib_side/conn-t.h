@@ -42,13 +42,18 @@ struct ib_extmem {
 
 /* One segment a destination took by reference (write_lent): bytes [tpos, tpos + len) of the send
  * stream (tx.queued's count: they count against the send window, and take no room in the send ring)
- * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports). */
+ * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports).
+ * Or, on a connection whose set has no send ring (ib_copy_ops), a copy buffer: bytes copied into a
+ * buffer of the copy ops (COPY), held like a lent segment until its writes completed, which later
+ * copies fill on while it is the stream's last entry (COPY_ROOM: its bytes after ADDR + LEN). */
 struct ib_lent {
 	uint64_t tpos, lpos;
 	const uint8_t *addr;
 	uint32_t len, lkey;
 	void *hold;
 	const struct xlt_hold_ops *hops;
+	uint32_t copy_room;
+	bool copy;
 };
 
 /* wr_id: kind (4 bits) | slot (20) | generation (23) | length (17) */
@@ -296,6 +301,7 @@ struct ib_worker {
 	unsigned id;
 	void *arg;
 	const struct xlt_listen_hooks *hooks;
+	const struct ib_copy_ops *copy_ops; /* ib_ctl_copymem (NULL: none) */
 	struct rte_ring *in;	 /* control -> worker messages */
 	struct rte_ring *out;	 /* worker -> control messages */
 	struct rte_ring *spares; /* control -> worker: ready connection objects */

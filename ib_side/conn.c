@@ -524,7 +524,7 @@ static size_t op_write(struct xlt_stream *s, const uint8_t *data, size_t len)
 	if (len < n)
 		n = (uint32_t)len;
 	if (n)
-		ib_copy_in(c, data, n);
+		n = ib_copy_in(c, data, n);
 	if (n < len)
 		c->want_writable = true;
 	work(c); /* posted in the flush phase, merged with the round's other writes */

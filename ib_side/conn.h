@@ -16,25 +16,30 @@ static inline uint64_t ib_wr_id(enum ib_wr_kind kind, const struct ib_conn *c, u
 }
 
 /* The send side holds two bounds (extmem.c): the send window (tx: bytes taken and not completed,
- * lent or copied, at most sbuf_size) and the send ring (copied bytes not completed, at most the
- * set's sbuf_size). Copies go into the ring in stream order, so the next one lands at
- * ib_copy_queued() modulo the ring. */
+ * lent or copied, at most sbuf_size) and the copies (copied bytes not completed: at most the set's
+ * send ring, sbuf_size; or copy_size where the set has no ring and copies go into copy buffers).
+ * Copies go into the ring in stream order, so the next one lands at ib_copy_queued() modulo the
+ * ring. */
 static inline uint64_t ib_copy_queued(const struct ib_conn *c)
 {
 	return c->tx.queued - c->lt_lent;
 }
 
-/* Bytes a copying write may take now: room in the send window and in the send ring. */
+/* Bytes a copying write may take now: room in the send window and for copies (the copy buffers
+ * themselves are found by ib_copy_in, which may take fewer). */
 static inline uint32_t ib_copy_space(const struct ib_conn *c)
 {
+	uint32_t area = c->bufs->sbuf_size ? c->bufs->sbuf_size : c->copy_size;
 	uint32_t win = ib_tx_space(&c->tx);
-	uint32_t ring = (uint32_t)(c->bufs->sbuf_size - (ib_copy_queued(c) - c->cp_done));
+	uint32_t room = (uint32_t)(area - (ib_copy_queued(c) - c->cp_done));
 
-	return win < ring ? win : ring;
+	return win < room ? win : room;
 }
 
-/* Copies N bytes (N <= ib_copy_space) of DATA into the send ring and queues them in the window. */
-void ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n);
+/* Copies up to N bytes (N <= ib_copy_space) of DATA into the send ring, or into copy buffers where
+ * the set has none, and queues them in the window. Returns the count copied: N, or fewer where no
+ * copy buffer was given (then the caller waits: the session tries again). */
+uint32_t ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n);
 
 /* Posts N empty receives (they only catch immediate data). Control thread before the hand-over,
  * the worker afterwards. Returns 0 or -errno. */

@@ -113,15 +113,65 @@ static struct ib_lent *lent_at(struct ib_conn *c, unsigned i)
 	return &c->lent[(c->lent_head + i) % IB_LENT_MAX];
 }
 
-void ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
+/* Copies into copy buffers (a set without a send ring): onto the stream's last entry while it is a
+ * copy buffer with room, else into a new buffer from the copy ops, which becomes an entry of the
+ * lent ring. Returns the count copied. */
+static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 {
-	uint32_t ring = c->bufs->sbuf_size, off = (uint32_t)(ib_copy_queued(c) % ring);
-	uint32_t first = ring - off < n ? ring - off : n;
+	const struct ib_copy_ops *ops = c->w->copy_ops;
+	uint32_t done = 0;
 
-	memcpy(c->bufs->sbuf + off, data, first);
-	memcpy(c->bufs->sbuf, data + first, n - first);
+	while (done < n) {
+		struct ib_lent *e = c->lent_n ? lent_at(c, c->lent_n - 1u) : NULL;
+		uint32_t k;
+
+		if (!e || !e->copy || !e->copy_room) {
+			struct xlt_seg g;
+			uint32_t lkey;
+
+			if (c->lent_n == IB_LENT_MAX || !ops || !ops->get(c->w->arg, &g)) {
+				xlt_counter_add(&c->w->st.copy_waits, 1);
+				break;
+			}
+			if (!g.len || !lkey_of(c->bufs, g.data, g.len, &lkey)) {
+				g.hops->put(g.hold); /* (not memory this set registered: cannot send from it) */
+				xlt_counter_add(&c->w->st.copy_waits, 1);
+				break;
+			}
+			e = lent_at(c, c->lent_n++);
+			*e = (struct ib_lent){.tpos = c->tx.queued + done,
+			                      .lpos = c->lt_taken,
+			                      .addr = g.data,
+			                      .lkey = lkey,
+			                      .hold = g.hold,
+			                      .hops = g.hops,
+			                      .copy_room = g.len,
+			                      .copy = true};
+		}
+		k = n - done < e->copy_room ? n - done : e->copy_room;
+		memcpy((uint8_t *)(uintptr_t)e->addr + e->len, data + done, k);
+		e->len += k;
+		e->copy_room -= k;
+		done += k;
+	}
+	return done;
+}
+
+uint32_t ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
+{
+	uint32_t ring = c->bufs->sbuf_size;
+
+	if (ring) {
+		uint32_t off = (uint32_t)(ib_copy_queued(c) % ring), first = ring - off < n ? ring - off : n;
+
+		memcpy(c->bufs->sbuf + off, data, first);
+		memcpy(c->bufs->sbuf, data + first, n - first);
+	} else {
+		n = copy_to_bufs(c, data, n);
+	}
 	ib_tx_queue(&c->tx, n);
 	xlt_counter_add(&c->w->st.copied_tx, n);
+	return n;
 }
 
 size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
@@ -150,13 +200,15 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			c->lt_lent += k;
 			ib_tx_queue(&c->tx, k);
 		} else {
-			/* copied: room in the send ring too, which a full ring makes the source wait for */
+			/* copied: room for copies too, which a full ring (or no copy buffer) makes the
+			 * source wait for */
 			space = ib_copy_space(c);
 			if (k > space)
 				k = space;
+			if (k)
+				k = ib_copy_in(c, g->data, k);
 			if (!k)
 				break;
-			ib_copy_in(c, g->data, k);
 		}
 		c->lt_taken += k;
 		taken += k;
@@ -190,13 +242,17 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 				                             .length = (uint32_t)k,
 				                             .lkey = e->lkey};
 			used++;
-			*n_lent += (uint32_t)k;
+			if (!e->copy)
+				*n_lent += (uint32_t)k;
 			pos += k;
 			i++;
 			continue;
 		}
-		/* copied bytes up to the next lent segment: the send ring's next ones, which may wrap */
+		/* copied bytes up to the next lent segment: the send ring's next ones, which may wrap
+		 * (a set without a ring has every byte in an entry) */
 		stop = e && e->tpos < end ? e->tpos : end;
+		if (!ring)
+			break;
 		while (pos < stop && used < c->send_sge) {
 			uint32_t off = (uint32_t)(cpos % ring), k = ring - off;
 			if (k > stop - pos)
@@ -226,10 +282,10 @@ void ib_lent_done(struct ib_conn *c)
 
 		if (e->tpos >= to)
 			break;
-		if (b > a)
+		if (b > a && !e->copy)
 			lent += b - a;
 	}
-	c->cp_done += to - from - lent; /* the rest were copies: their room in the ring is free */
+	c->cp_done += to - from - lent; /* the rest were copies: their room is free */
 	c->lt_done = to;
 	while (c->lent_n) {
 		struct ib_lent *e = lent_at(c, 0);
@@ -243,7 +299,11 @@ void ib_lent_done(struct ib_conn *c)
 
 uint64_t ib_lent_reportable(struct ib_conn *c)
 {
-	return c->lent_n ? lent_at(c, 0)->lpos : c->lt_taken;
+	/* the oldest lent segment not completed; copy buffers before it are done with their sources */
+	for (unsigned i = 0; i < c->lent_n; i++)
+		if (!lent_at(c, i)->copy)
+			return lent_at(c, i)->lpos;
+	return c->lt_taken;
 }
 
 bool ib_lent_wait(struct ib_conn *c, uint64_t now)

@@ -38,12 +38,14 @@ struct ib_route_params {
 	uint32_t rbuf_size;          /* each connection's receive ring, bytes */
 	uint32_t sbuf_size;          /* each connection's send window: bytes taken by write/write_lent
 				      * and not yet written and completed */
-	uint32_t copy_size;          /* 0, or below sbuf_size: each connection's buffer set beyond the
-				      * receive ring (at least IB_COPY_MIN), the ring copied bytes go
-				      * through and the control slots; 0: a ring of sbuf_size (slots on
-				      * top). A connection whose destination lends it registered memory
-				      * (write_lent) needs only a small one: lent bytes count against
-				      * sbuf_size and take no room in it. */
+	uint32_t copy_size;          /* 0, or below sbuf_size: the bytes of copies each connection keeps
+				      * in flight at most. With ib_ctl_copymem they go into its copy
+				      * buffers and the set holds no send ring; else the set holds a ring
+				      * of this size beyond the receive ring (at least IB_COPY_MIN, the
+				      * control slots in it). 0: a ring of sbuf_size (slots on top). A
+				      * connection whose destination lends it registered memory
+				      * (write_lent) copies little: lent bytes count against sbuf_size and
+				      * take no room in it. */
 	uint32_t sq_depth;           /* send queue depth, 0: ib_params.sq_depth; capped at that */
 	uint32_t rq_depth;           /* receive queue depth, 0: ib_params.rq_depth (active opens: capped at
 				      * it, the spare objects' size) */
@@ -146,6 +148,18 @@ struct ib_worker_stats {
 	uint64_t lent_tx;	     /* payload bytes written straight from lent memory (no copy) */
 	uint64_t lent_late;	     /* lent holds whose writes did not complete in time: put after the
 				      * queue pair was destroyed (control thread) */
+	uint64_t copy_waits;	     /* copies that found no copy buffer (ib_copy_ops) and waited */
+};
+
+/* Where the connections of routes with a copy_size copy what they cannot send from where it lies
+ * (ib_ctl_copymem), the gateway's: buffers in memory every buffer set registered as external memory
+ * (the Ethernet frame pool), so that a set holds no send ring of its own. */
+struct ib_copy_ops {
+	/* Worker; WARG is the worker's argument given to ib_ctl_create. Fills SEG with a writable buffer
+	 * (data; len: its size; hold and hops: one reference, which the engine puts from any thread
+	 * once no write of its reads the buffer) and returns true, or returns false when none can be
+	 * given now: the copy then takes nothing and the session tries again. */
+	bool (*get)(void *warg, struct xlt_seg *seg);
 };
 
 /* Where buffer sets' memory comes from (ib_ctl_bufmem), the gateway's: by default each set maps

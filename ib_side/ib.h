@@ -66,6 +66,11 @@ void ib_ctl_extmem_clear(struct ib_ctl *ctl);
  * for maps pages of its own, as without OPS. The receive ring of a set from OPS is lent with
  * OPS->seg_flags. */
 void ib_ctl_bufmem(struct ib_ctl *ctl, const struct ib_mem_ops *ops);
+/* Control thread, before any connection and after ib_ctl_extmem: connections of routes with a
+ * copy_size copy into OPS's buffers (which must outlive the engine), and their sets hold no send
+ * ring: the receive ring, our target_sgl and the control slots only. A set that could not register
+ * the external memory gets a send ring of copy_size all the same, as without OPS. */
+void ib_ctl_copymem(struct ib_ctl *ctl, const struct ib_copy_ops *ops);
 struct ib_worker *ib_ctl_worker(struct ib_ctl *ctl, unsigned i);
 const char *ib_ctl_devices(const struct ib_ctl *ctl, char *buf, size_t len);
 

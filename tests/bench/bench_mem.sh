@@ -6,10 +6,11 @@
 # the DPDK-memory arena is sized by), against the four buffers of a copying relay (ib_rbuf + ib_sbuf +
 # tcp_rbuf + tcp_sbuf at the route's sizes).
 # Target: a relay session of each direction holds two buffers instead of four, <= 0.5x. A route
-# between IB and TCP ("relays by reference") holds its two receive buffers in full and, of its send
-# buffers, only small copy areas (what cannot be lent: small or out-of-order TCP segments, a PROXY
-# header): the line splits the budget into the two full buffers and those areas, so the bytes ratio is
-# 0.5 plus the areas' share; the send sides' ratio (copy areas / ib_sbuf + tcp_sbuf) is printed too.
+# between IB and TCP ("relays by reference") holds its two receive buffers and none of its send
+# buffers (what cannot be lent, small or out-of-order TCP segments, a PROXY header, is copied into
+# frames of the port's pool, a fixed pool of its own size: conf.h): the line splits the budget into
+# the two receive buffers and what comes beyond them, whose share of the send buffers is printed too
+# (0.00 by reference; 1.00 by copy).
 # The routes keep the defaults a user gets (no buffer key set); max_sessions = 1024 only makes the
 # printed MiB figure exact to 1 KiB per session, and memory_limit = 8G only makes room for the three
 # routes' 3 x 1024 sessions (neither changes a buffer's size). Takes well under a second; no root, no VM.
@@ -50,8 +51,8 @@ grep -E '^  (ib_to_eth|eth_to_ib|eth_to_eth) ' "$tmp/summary"
 rc=0
 for r in ib_to_eth eth_to_ib eth_to_eth; do
 	line=$(grep -E "^  $r " "$tmp/summary")
-	# "... max 1024 sessions, buffers ib 128K/128K tcp 256K/256K, relays by reference (copy areas ib
-	# 16K, tcp 16K), ..., up to 416 MiB"
+	# "... max 1024 sessions, buffers ib 128K/128K tcp 256K/256K, relays by reference (copies in
+	# frames: ib 16K, tcp 8K at most), ..., up to 384 MiB"
 	re='max ([0-9]+) sessions, buffers ib ([0-9.]+[KMG]?)/([0-9.]+[KMG]?) tcp ([0-9.]+[KMG]?)/([0-9.]+[KMG]?), relays by ([a-z]+) [(]([^)]*)[)],.*up to ([0-9]+) MiB'
 	if [[ $line =~ $re ]]; then
 		n=${BASH_REMATCH[1]}
@@ -73,7 +74,7 @@ for r in ib_to_eth eth_to_ib eth_to_eth; do
 	awk -v r="$r" -v mib="$mib" -v n="$n" -v four="$four" -v two="$two" -v sends="$sends" -v how="$how" 'BEGIN {
 		per = mib * 1048576 / n; ratio = per / four; rest = per - two
 		v = r == "eth_to_eth" ? "(report)" : "(target <= 0.5: " (ratio <= 0.5 ? "met" : "MISSED") ")"
-		side = how == "reference" ? "copy areas" : "send buffers"
+		side = how == "reference" ? "beyond them" : "send buffers"
 		printf "BENCH memory per session %s: by %s, budgeted %.0f KiB = receive buffers %.0f KiB + %s %.0f KiB (%.2f of the send buffers); four buffers %.0f KiB, ratio %.2f %s\n", r, how, per / 1024, two / 1024, side, rest / 1024, rest / sends, four / 1024, ratio, v
 	}'
 done

@@ -16,8 +16,8 @@
 #      Afterwards ibgwd is alive, holds no session or connection, and every IB buffer set is back
 #      in its pool (registered bytes = idle bytes, none kept for references); ibgwd drains and
 #      exits 0 (the ASan build where the image has libasan). Each buffer set registered was the
-#      receive ring and a 16K copy area (conf.h CONF_LENT_IB_COPY), not ib_rbuf + ib_sbuf: the
-#      routes relay by reference.
+#      receive ring and its 128 bytes of target_sgl and control slots, not ib_rbuf + ib_sbuf: the
+#      routes relay by reference, and copy into frames of the port's pool (conf.h).
 # Settings are the defaults a user gets (the check's bound is the [ib] rbuf_size default).
 set -u
 cd "$(dirname "$0")/../.."
@@ -121,6 +121,6 @@ check "[ \$(m 'ibgw_tcp_buffer_bytes{worker=\"0\"}') = 0 ]" "no TCP buffer held 
 # (no set was freed: the pool keeps up to 256 per device)
 sets=$(m ibgw_ib_buffer_registrations_total) bb=$(m ibgw_ib_buffer_bytes)
 per=$((sets > 0 ? bb / sets : 0))
-check "[ $sets -gt 0 ] && [ $bb = $((sets * (RBUF + 16384))) ]" \
-	"$sets IB buffer set(s) of $per bytes each: the receive ring and a 16K copy area (ib_sbuf's 128K not allocated)"
+check "[ $sets -gt 0 ] && [ $bb = $((sets * (RBUF + 128))) ]" \
+	"$sets IB buffer set(s) of $per bytes each: the receive ring and 128 bytes of control slots (ib_sbuf's 128K not allocated)"
 e2e_done

@@ -490,9 +490,9 @@ static void test_ib_route_queues(void **state)
 	assert_string_equal(e.msg[0], "t.conf:6: route 'r': ib_sbuf must be a multiple of 4K");
 }
 
-/* What a session is budgeted (conf.h): between IB and TCP its two receive buffers in full and small
- * copy areas for its send sides (the IB one no larger than ib_sbuf); echo, discard and tcp -> tcp
- * routes their full copying buffers. The memory_limit check counts the same. */
+/* What a session is budgeted (conf.h): between IB and TCP its two receive buffers and nothing else
+ * (its copies go into frames of the port's pool, the IB ones no more than ib_sbuf in flight); echo,
+ * discard and tcp -> tcp routes their full copying buffers. The memory_limit check counts the same. */
 static void test_session_bytes(void **state)
 {
 	struct errors e;
@@ -510,20 +510,22 @@ static void test_session_bytes(void **state)
 	assert_non_null(c);
 	r = &c->routes[0]; /* defaults: ib 128K/128K, tcp 256K/256K */
 	assert_true(conf_route_lends(r));
-	assert_int_equal(conf_route_ib_copy_bytes(r), CONF_LENT_IB_COPY);
-	assert_int_equal(conf_route_session_bytes(r),
-	                 128 * 1024 + CONF_LENT_IB_COPY + 256 * 1024 + CONF_LENT_SBUF);
+	assert_int_equal(conf_route_ib_copy_bytes(r), 0);
+	assert_int_equal(conf_route_ib_copy_limit(r), CONF_LENT_IB_COPY);
+	assert_int_equal(conf_route_session_bytes(r), 128 * 1024 + 256 * 1024);
 	assert_string_equal(conf_route_relay_str(r, buf, sizeof(buf)),
-	                    "relays by reference (copy areas ib 16K, tcp 16K)");
-	r = &c->routes[1]; /* an ib_sbuf below the copy area's size bounds it */
+	                    "relays by reference (copies in frames: ib 16K, tcp 8K at most)");
+	r = &c->routes[1]; /* an ib_sbuf below the copy limit bounds it */
 	assert_true(conf_route_lends(r));
-	assert_int_equal(conf_route_ib_copy_bytes(r), 8 * 1024);
-	assert_int_equal(conf_route_session_bytes(r), 128 * 1024 + 8 * 1024 + 256 * 1024 + CONF_LENT_SBUF);
+	assert_int_equal(conf_route_ib_copy_bytes(r), 0);
+	assert_int_equal(conf_route_ib_copy_limit(r), 8 * 1024);
+	assert_int_equal(conf_route_session_bytes(r), 128 * 1024 + 256 * 1024);
 	assert_string_equal(conf_route_relay_str(r, buf, sizeof(buf)),
-	                    "relays by reference (copy areas ib 8K, tcp 16K)");
+	                    "relays by reference (copies in frames: ib 8K, tcp 8K at most)");
 	r = &c->routes[2];
 	assert_false(conf_route_lends(r));
 	assert_int_equal(conf_route_ib_copy_bytes(r), 128 * 1024);
+	assert_int_equal(conf_route_ib_copy_limit(r), 0);
 	assert_int_equal(conf_route_session_bytes(r), 256 * 1024);
 	assert_string_equal(conf_route_relay_str(r, buf, sizeof(buf)), "relays by copy (echo)");
 	r = &c->routes[3];
@@ -537,20 +539,20 @@ static void test_session_bytes(void **state)
 	assert_string_equal(conf_route_relay_str(r, buf, sizeof(buf)), "relays by copy (tcp -> tcp)");
 	conf_free(c);
 
-	/* 1024 lending sessions fit 416 MiB exactly; copying buffers would need 768 */
-	c = load_str("[gateway]\nmemory_limit = 416M\n[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+	/* 1024 lending sessions fit 384 MiB exactly (half of the 768 copying buffers would need) */
+	c = load_str("[gateway]\nmemory_limit = 384M\n[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
 	             "[route r]\nlisten = ib:1\nconnect = tcp:198.18.0.2:80\nmax_sessions = 1024\n",
 	             &e);
 	assert_non_null(c);
 	conf_free(c);
-	c = load_str("[gateway]\nmemory_limit = 415M\n[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
+	c = load_str("[gateway]\nmemory_limit = 383M\n[eth]\nvdev = net_null0\naddress = 198.18.0.1/24\n"
 	             "[route r]\nlisten = ib:1\nconnect = tcp:198.18.0.2:80\nmax_sessions = 1024\n",
 	             &e);
 	assert_null(c);
 	assert_int_equal(e.n, 1);
 	assert_string_equal(e.msg[0],
-	                    "t.conf:2: routes need up to 416 MiB of buffers (max_sessions x buffers), "
-	                    "above memory_limit 415 MiB");
+	                    "t.conf:2: routes need up to 384 MiB of buffers (max_sessions x buffers), "
+	                    "above memory_limit 383 MiB");
 }
 
 /* connect = a pool: backends of one kind with their options; the route's balance and checks. */

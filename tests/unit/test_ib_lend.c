@@ -417,6 +417,215 @@ static void test_dropped_chain(void **state)
 	rm_tx(c);
 }
 
+/* ---- a set without a send ring: copies go into copy buffers (ib_copy_ops) ---- */
+
+#define CB_SIZE 128u /* each copy buffer's bytes */
+#define CB_CAP  300u /* the route's copy_size: copies in flight at most */
+#define CB_BASE 2048u /* copy buffers lie in the registered "frames", from here on */
+
+static unsigned cb_holds, cb_next;
+static bool cb_fail;
+
+static void cb_get_ref(void *hold)
+{
+	(void)hold;
+	fail(); /* nobody but the engine holds a copy buffer: never taken twice */
+}
+
+static void cb_put(void *hold)
+{
+	(void)hold;
+	assert_true(cb_holds > 0);
+	cb_holds--;
+}
+
+static const struct xlt_hold_ops cb_hops = {.get = cb_get_ref, .put = cb_put};
+
+static bool cb_get(void *warg, struct xlt_seg *seg)
+{
+	(void)warg;
+	if (cb_fail || CB_BASE + (cb_next + 1) * CB_SIZE > sizeof(frames))
+		return false;
+	*seg = (struct xlt_seg){.data = frames + CB_BASE + cb_next * CB_SIZE, .len = CB_SIZE, .hold = frames,
+	                        .hops = &cb_hops};
+	cb_next++;
+	cb_holds++;
+	return true;
+}
+
+static const struct ib_copy_ops cb_ops = {.get = cb_get};
+
+static struct ib_conn *mk_cb(void)
+{
+	struct ib_conn *c = mk_tx();
+
+	free(c->bufs->sbuf);
+	c->bufs->sbuf = NULL;
+	c->bufs->sbuf_size = 0;
+	c->copy_size = CB_CAP;
+	w.copy_ops = &cb_ops;
+	cb_holds = cb_next = 0;
+	cb_fail = false;
+	memset(frames, 0, sizeof(frames));
+	return c;
+}
+
+/* The bytes one write's scatter list carries, appended to OUT at *AT. */
+static void gather(const struct ibv_sge *sge, unsigned n, uint8_t *out, uint32_t *at)
+{
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(out + *at, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+		*at += sge[i].length;
+	}
+}
+
+/* Copies land in copy buffers from the ops, filled on while the stream's last entry is one, held
+ * until their writes completed; they count against copy_size (the source waits past it), take no
+ * room a lent segment needs, are reported at once, and a write's scatter list carries them and lent
+ * bytes in stream order. */
+static void test_copy_buffers(void **state)
+{
+	struct ib_conn *c = mk_cb();
+	uint8_t src[400], want[1024], got[1024];
+	struct xlt_seg g[2];
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent, at = 0, wn = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 13 + 5);
+	memset(frames, 0xA5, CB_BASE); /* the lent frames' bytes */
+	/* a preamble of 200 (write): two buffers, the second filled on */
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 150), 150);
+	assert_int_equal(ib_conn_ops.write(&c->s, src + 150, 50), 50);
+	memcpy(want, src, 200), wn = 200;
+	assert_int_equal(cb_holds, 2);
+	assert_int_equal(c->lent_n, 2);
+	assert_int_equal(ib_copy_queued(c), 200);
+	assert_int_equal(c->lt_taken, 0); /* (write's bytes are never reported) */
+	/* then 100 lent and 150 copies (write_lent): the copies start a buffer of their own after the
+	 * lent segment, and stop at copy_size (300 in flight) */
+	g[0] = lent_seg(0, 100);
+	g[1] = copy_seg(src, 150);
+	assert_int_equal(ib_lent_take(c, g, 2), 200);
+	memcpy(want + wn, frames, 100), wn += 100;
+	memcpy(want + wn, src, 100), wn += 100;
+	assert_int_equal(cb_holds, 3);
+	assert_int_equal(holds, 1);
+	assert_int_equal(ib_copy_queued(c), CB_CAP);
+	assert_int_equal(ib_copy_space(c), 0);
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 10), 0);
+	assert_true(c->want_writable);
+	/* the copies before the lent segment are done with their source: reported up to it */
+	assert_int_equal(ib_lent_reportable(c), 0);
+	/* one write carries all, in stream order: buffers 1 and 2, the frames, buffer 3 */
+	assert_int_equal(post(c, 4096, sge, &n_sge, &n_lent), 400);
+	assert_int_equal(n_sge, 4);
+	assert_int_equal(n_lent, 100);
+	for (unsigned i = 0; i < n_sge; i++)
+		assert_int_equal(sge[i].lkey, 77); /* all in the registered frames */
+	assert_int_equal(sge[0].length, CB_SIZE);
+	assert_int_equal(sge[1].length, 200 - CB_SIZE);
+	assert_int_equal(sge[2].addr, (uintptr_t)frames);
+	assert_int_equal(sge[3].length, 100);
+	gather(sge, n_sge, got, &at);
+	assert_int_equal(at, wn);
+	assert_memory_equal(got, want, wn);
+	/* completions: the first buffer goes once its bytes are written, the second with the 200th */
+	complete_to(c, 100);
+	assert_int_equal(cb_holds, 3);
+	complete_to(c, 150);
+	assert_int_equal(cb_holds, 2);
+	assert_int_equal(c->cp_done, 150);
+	complete_to(c, 250);
+	assert_int_equal(cb_holds, 1);
+	assert_int_equal(holds, 1);
+	assert_int_equal(c->cp_done, 200);
+	assert_int_equal(ib_copy_space(c), CB_CAP - 100) /* 100 copies still in flight */;
+	assert_int_equal(ib_lent_reportable(c), 0); /* the lent segment is not done yet */
+	complete_to(c, 300);
+	assert_int_equal(holds, 0);
+	assert_int_equal(ib_lent_reportable(c), 200); /* its 100 and the 100 copies after it */
+	/* the third buffer is filled on (28 bytes of room), then a fourth */
+	assert_int_equal(ib_conn_ops.write(&c->s, src + 200, 60), 60);
+	assert_int_equal(cb_holds, 2);
+	complete_to(c, 400);
+	assert_int_equal(cb_holds, 2); /* the 60 are not written yet: the third stays */
+	assert_int_equal(post(c, 4096, sge, &n_sge, &n_lent), 60);
+	assert_int_equal(n_sge, 2);
+	assert_int_equal(sge[0].length, 28);
+	assert_int_equal(n_lent, 0);
+	at = 0;
+	gather(sge, n_sge, got, &at);
+	assert_memory_equal(got, src + 200, 60);
+	complete_to(c, 460);
+	assert_int_equal(cb_holds, 0);
+	assert_int_equal(c->lent_n, 0);
+	assert_int_equal(ib_copy_space(c), CB_CAP);
+	STAILQ_INIT(&w.work); /* (the ops listed it) */
+	rm_tx(c);
+}
+
+/* No copy buffer now (the pool is low): a copy takes nothing, counted, and the next try takes it;
+ * copy buffers a released connection never posted go back at once, posted ones with their
+ * completions (ib_lent_wait), and whatever is left once the queue pair is gone (ib_lent_put_all). */
+static void test_copy_buffers_wait_and_release(void **state)
+{
+	struct ib_conn *c = mk_cb();
+	uint8_t src[300] = {1};
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent;
+
+	(void)state;
+	w.st.copy_waits = 0;
+	cb_fail = true;
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 100), 0);
+	assert_true(c->want_writable);
+	assert_int_equal(w.st.copy_waits, 1);
+	assert_int_equal(c->tx.queued, 0);
+	cb_fail = false;
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 100), 100);
+	/* a second buffer fails half way: the first's bytes are taken, the rest waits */
+	cb_fail = true;
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 100), CB_SIZE - 100);
+	assert_int_equal(w.st.copy_waits, 2);
+	cb_fail = false;
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 100), 100);
+	assert_int_equal(cb_holds, 2);
+	/* one write posted, the rest not: released, the unposted buffer goes now, the posted one
+	 * waits for its completion */
+	assert_int_equal(post(c, 50, sge, &n_sge, &n_lent), 50);
+	c->qp = NULL; /* (no queue pair to flush here) */
+	assert_true(ib_lent_wait(c, 1));
+	assert_int_equal(cb_holds, 1);
+	complete_to(c, 50);
+	assert_false(ib_lent_wait(c, 2));
+	assert_int_equal(cb_holds, 0);
+	STAILQ_INIT(&w.work); /* (the ops listed it) */
+	rm_tx(c);
+
+	/* released with a posted write that never completes: after the queue pair is gone */
+	c = mk_cb();
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 10), 10);
+	assert_int_equal(post(c, 4096, sge, &n_sge, &n_lent), 10);
+	assert_true(ib_lent_wait(c, 1));
+	assert_int_equal(cb_holds, 1);
+	ib_lent_put_all(c);
+	assert_int_equal(cb_holds, 0);
+	STAILQ_INIT(&w.work); /* (the ops listed it) */
+	rm_tx(c);
+
+	/* a set without a ring and no copy ops: copies wait, nothing breaks */
+	c = mk_cb();
+	w.copy_ops = NULL;
+	assert_int_equal(ib_conn_ops.write(&c->s, src, 10), 0);
+	assert_int_equal(c->tx.queued, 0);
+	STAILQ_INIT(&w.work); /* (the ops listed it) */
+	rm_tx(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +637,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_send_ring, setup),
 	    cmocka_unit_test_setup(test_send_ring_wrap, setup),
 	    cmocka_unit_test_setup(test_dropped_chain, setup),
+	    cmocka_unit_test_setup(test_copy_buffers, setup),
+	    cmocka_unit_test_setup(test_copy_buffers_wait_and_release, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
