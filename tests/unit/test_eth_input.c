@@ -1733,15 +1733,34 @@ static const void *only_to_peer(uint16_t type)
 	return e + 1;
 }
 
+/* An echo request of 64 bytes (its header, then zeros) into F (200 bytes at least), from SRC to DST
+ * (both 0: from the peer to the gateway, as eh_ip_frame makes it); returns the frame's length. */
+static size_t echo_frame(uint8_t *f, rte_be32_t src, rte_be32_t dst)
+{
+	uint8_t msg[64] = {0};
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	size_t len;
+
+	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
+	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	if (src || dst) {
+		ip->src_addr = src;
+		ip->dst_addr = dst;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	return len;
+}
+
 /* On a /31 (RFC 3021: a link of two hosts, no broadcast address) the other end is a host, here the
  * gateway: its ARP reply is taken, its request answered, its echo request answered, and an off-link
  * host is reached through it. Its address, the all-ones host part, used to be taken for the
  * subnet's broadcast: a martian, its ARP refused, nothing off-link reachable. */
 static void test_p2p_31(void **state)
 {
-	uint8_t msg[64] = {0}, f[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	uint8_t f[200];
 	const struct rte_arp_hdr *a;
 	const struct rte_ipv4_hdr *r;
 	uint64_t err0;
@@ -1760,15 +1779,8 @@ static void test_p2p_31(void **state)
 	assert_int_equal(a->arp_data.arp_tip, P2P_PEER);
 	assert_int_equal(S()->arp_errors, err0);
 	/* its echo request */
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
-	eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
-	ip->src_addr = P2P_PEER;
-	ip->dst_addr = P2P_US;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	eh_forget(&h);
-	eh_feed(&h, f, RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(msg));
+	eh_feed(&h, f, echo_frame(f, P2P_PEER, P2P_US));
 	eh_poll(&h);
 	r = only_to_peer(RTE_ETHER_TYPE_IPV4);
 	assert_int_equal(r->next_proto_id, IPPROTO_ICMP);
@@ -2701,16 +2713,13 @@ static void test_exc_fill_l4_cksum(void **state)
  * for the zero address. */
 static void test_group_source_dropped(void **state)
 {
-	uint8_t msg[64] = {0}, f[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	uint8_t f[200];
 	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
 	uint64_t drops0 = S()->frames_dropped;
 	size_t len;
 
 	(void)state;
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
-	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	len = echo_frame(f, 0, 0);
 	feed_rx(f, len, NULL);
 	assert_int_equal(h.n_kept, 1); /* (answered from a unicast sender) */
 	memset(e->src_addr.addr_bytes, 0xff, 6);
@@ -2727,14 +2736,11 @@ static void test_group_source_dropped(void **state)
  * 3.3.6): an echo request and a SYN get no answer; the same frames to our MAC do. */
 static void test_link_broadcast_unicast_dropped(void **state)
 {
-	uint8_t msg[64] = {0}, f[200], s[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	uint8_t f[200], s[200];
 	size_t len, slen;
 
 	(void)state;
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
-	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	len = echo_frame(f, 0, 0);
 	slen = eh_tcp_frame(s, 40300, EH_ECHO_PORT, 777, 0, RTE_TCP_SYN_FLAG, 65535, NULL, 0, NULL, 0);
 	memset(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, 0xff, 6);
 	memset(((struct rte_ether_hdr *)s)->dst_addr.addr_bytes, 0xff, 6);
@@ -2768,16 +2774,13 @@ static void test_link_group_unicast_dropped(void **state)
 	static const uint8_t v4_group[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01},
 	                     all_nodes6[6] = {0x33, 0x33, 0x00, 0x00, 0x00, 0x01},
 	                     vrrp_mac[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x12};
-	uint8_t msg[64] = {0}, f[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	uint8_t f[200], vrrp[40] = {0};
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
 	uint64_t k0 = S()->exc_to_kernel;
 	size_t len;
 
 	(void)state;
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
-	len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
+	len = echo_frame(f, 0, 0);
 	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, v4_group, 6);
 	feed_rx(f, len, NULL);
 	memcpy(((struct rte_ether_hdr *)f)->dst_addr.addr_bytes, all_nodes6, 6);
@@ -2787,7 +2790,7 @@ static void test_link_group_unicast_dropped(void **state)
 	assert_int_equal(S()->exc_to_kernel, k0);
 	assert_int_equal(S()->icmp_echo_replies, 0);
 	/* VRRP to 224.0.0.18 in its group's frame: the kernel's */
-	len = eh_ip_frame(f, 112, msg, 40, 0);
+	len = eh_ip_frame(f, 112, vrrp, sizeof(vrrp), 0);
 	ip->dst_addr = rte_cpu_to_be_32(0xe0000012);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
@@ -2829,12 +2832,9 @@ static uint16_t ip_id_of(unsigned i)
 /* An echo request from the peer; returns the ID of its reply. */
 static uint16_t ping_id(void)
 {
-	uint8_t msg[64] = {0}, f[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
+	uint8_t f[200];
 
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
-	feed_rx(f, eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0), NULL);
+	feed_rx(f, echo_frame(f, 0, 0), NULL);
 	assert_int_equal(h.n_kept, 1);
 	return ip_id_of(0);
 }
@@ -2914,9 +2914,7 @@ static void test_ip_id_private(void **state)
  * martian: an answer would go to ourselves (on-link: ARP requests for our own address). */
 static void test_own_source_martian(void **state)
 {
-	uint8_t msg[64] = {0}, f[200];
-	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)msg;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	uint8_t f[200];
 	struct eth_local_set ls = {.gen = 1, .n = 1};
 	uint64_t e0;
 	size_t len;
@@ -2927,14 +2925,8 @@ static void test_own_source_martian(void **state)
 	eth_stack_set_locals(h.st, &ls);
 	eh_poll(&h);
 	eh_forget(&h);
-	ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(msg, sizeof(msg));
 	for (unsigned k = 0; k < 2; k++) {
-		len = eh_ip_frame(f, IPPROTO_ICMP, msg, sizeof(msg), 0);
-		ip->src_addr = k ? EH_GW_IP : EH_GW_IP2;
-		ip->dst_addr = k ? EH_GW_IP2 : EH_GW_IP;
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		len = echo_frame(f, k ? EH_GW_IP : EH_GW_IP2, k ? EH_GW_IP2 : EH_GW_IP);
 		e0 = S()->ip_header_errors;
 		feed_rx(f, len, NULL);
 		assert_int_equal(h.n_kept, 0);
