@@ -262,6 +262,7 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 				break;
 			}
 			q->lent += k;
+			xlt_counter_add(&st->stats.tx_lent_bytes, k);
 		} else {
 			/* memory valid only during this call: copied, within the copy cap */
 			uint32_t cap = eth_sndq_copy_space(t);
@@ -426,8 +427,10 @@ void eth_sndq_ack(struct eth_tcb *t, uint32_t n)
 				e->data += k;
 				if (e->copy)
 					q->copied -= k;
-				else
+				else {
 					q->lent -= k;
+					xlt_counter_add(&st->stats.tx_lent_bytes, -(uint64_t)k);
+				}
 			} else {
 				eth_bufq_consume(&st->chunks, &t->sbuf, k);
 				q->sbuf_acked += k;
@@ -470,6 +473,7 @@ void eth_sndq_free(struct eth_tcb *t, bool drop_report)
 			ring_drop(t);
 		q->head = q->n = 0;
 	}
+	xlt_counter_add(&t->st->stats.tx_lent_bytes, -(uint64_t)q->lent);
 	q->lent = 0;
 	q->copied = 0;
 	if (drop_report)

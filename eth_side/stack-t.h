@@ -203,6 +203,7 @@ struct eth_stack_stats {
 	uint64_t tx_lent_mbufs;     /* gauge: mbufs of frames pointing into lent memory (or a lending
 	                             * send queue's copies), not freed yet (queued, or kept by the
 	                             * device's TX ring until it cleans it) */
+	uint64_t tx_lent_bytes;     /* gauge: lent bytes the send queues hold, not acknowledged yet */
 };
 
 #endif

@@ -137,6 +137,7 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"tcp_local_address_resets_total", XLT_COUNTER, ST(local_addr_resets), "TCP connections reset because their local address left the kernel TAP (removed_addr_reset = 1)", NULL},
 	{"tcp_rx_mbufs_pinned", XLT_GAUGE, ST(rx_pinned), "packet buffers TCP receive queues hold (payload kept in its frame)", NULL},
 	{"tcp_rx_pin_copies_total", XLT_COUNTER, ST(rx_pin_copies), "in-order segments copied into chunks instead of kept in their frame", NULL},
+	{"tcp_send_lent_bytes", XLT_GAUGE, ST(tx_lent_bytes), "bytes TCP send queues hold by reference in lent memory (the IB receive ring), not acknowledged yet", NULL},
 	{"tcp_tx_mbufs_lent", XLT_GAUGE, ST(tx_lent_mbufs), "packet buffers of sent or queued frames that point into lent memory (the IB receive ring) and were not freed yet", NULL},
 };
 #undef ST

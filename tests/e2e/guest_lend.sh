@@ -117,7 +117,8 @@ check "[ \$(m ibgw_ib_buffer_bytes) = \$(m ibgw_ib_buffer_idle_bytes) ] && [ \$(
 	"every IB buffer set back in its pool, none kept for references"
 check "[ \$(m 'ibgw_tcp_tx_mbufs_lent{worker=\"0\"}') = 0 ]" \
 	"no frame points into lent memory any more (the device freed them all, its TX ring included)"
-check "[ \$(m 'ibgw_tcp_buffer_bytes{worker=\"0\"}') = 0 ]" "no TCP buffer held (send queues and their entries freed)"
+check "[ \$(m 'ibgw_tcp_buffer_bytes{worker=\"0\"}') = 0 ] && [ \$(m 'ibgw_tcp_send_lent_bytes{worker=\"0\"}') = 0 ]" \
+	"no TCP buffer held, no lent byte in a send queue (send queues and their entries freed)"
 # (no set was freed: the pool keeps up to 256 per device)
 sets=$(m ibgw_ib_buffer_registrations_total) bb=$(m ibgw_ib_buffer_bytes)
 per=$((sets > 0 ? bb / sets : 0))

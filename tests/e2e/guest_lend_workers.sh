@@ -125,7 +125,7 @@ for round in 1 2; do
 	bg ls1 "$TOOLS/rs_peer" -t 60 -p 7001 "$IB" send 50000000
 	wait_for "route_stuck stall" 30 || echo "    (round $round: the transfers never stopped)"
 	last=$(m 'ibgw_route_bytes_total{route="stall",dir="ib_to_eth"}')
-	check "[ \$(mw worker_sessions_active 0) = 1 ] && [ \$(mw worker_sessions_active 1) = 1 ] && [ \$(mw tcp_buffer_bytes 1) -gt 0 ]" \
+	check "[ \$(mw worker_sessions_active 0) = 1 ] && [ \$(mw worker_sessions_active 1) = 1 ] && [ \$(mw tcp_send_lent_bytes 1) -gt 0 ]" \
 		"round $round: a stalled session on each worker, worker 1's send queue holding references"
 	if [ $round = 1 ]; then
 		stop st # the TCP peer resets both: the sessions abort the IB side
@@ -146,6 +146,6 @@ echo "    IB buffers: $(m ibgw_ib_buffer_bytes) registered, $(m ibgw_ib_buffer_i
 check "[ \$(m ibgw_ib_connections_active) = 0 ] && [ \$(msum tcp_connections_active) = 0 ]" "no IB or TCP connection left on either worker"
 check "[ \$(m ibgw_ib_buffer_bytes) = \$(m ibgw_ib_buffer_idle_bytes) ] && [ \$(m ibgw_ib_buffer_lent_sets) = 0 ]" \
 	"every IB buffer set back in its pool, none kept for references"
-check "[ \$(msum tcp_tx_mbufs_lent) = 0 ] && [ \$(msum tcp_buffer_bytes) = 0 ]" \
+check "[ \$(msum tcp_tx_mbufs_lent) = 0 ] && [ \$(msum tcp_buffer_bytes) = 0 ] && [ \$(msum tcp_send_lent_bytes) = 0 ]" \
 	"no frame points into lent memory, no TCP buffer held, on either worker"
 e2e_done

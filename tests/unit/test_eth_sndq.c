@@ -807,14 +807,17 @@ static void test_lending_abort(void **state)
 	no_chunks();
 	eh_poll(&h);
 	assert_true(h.n_kept >= 3);
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_bytes, 3000); /* (the 200 without a hold: copied) */
 	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1460, 65535);
 	assert_int_equal(reported, 1460 - NP);
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_bytes, 3000 - (1460 - NP));
 	in_op = 1;
 	se->s->ops->abort(se->s);
 	in_op = 0;
 	eh_poll(&h); /* on_closed: the bench releases the stream */
 	assert_null(se->s);
 	assert_int_equal(reported, 1460 - NP);
+	assert_int_equal(eth_stack_stats(h.st)->tx_lent_bytes, 0);
 	assert_true(L.gets - L.puts >= 1); /* frames still queued */
 	no_chunks();
 	eh_forget(&h);
