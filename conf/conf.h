@@ -49,9 +49,10 @@ bool conf_route_allows_all(const struct conf_route *r);
  * that memory, which takes no buffer of the session's); the IB side RDMA-writes straight from the
  * frames the TCP receive queue keeps (ib_side/extmem.c). What either side cannot lend (small or
  * out-of-order TCP segments, a PROXY header) is copied into frames of the port's pool, which both
- * sides send from as they send from lent frames: a few at a time per connection (CONF_LENT_IB_COPY,
- * at most ib_sbuf, and CONF_LENT_TCP_COPY bytes in flight), none while the pool is down to a quarter
- * (the copy waits, and the source with it). Such a session holds its two receive buffers and nothing
+ * sides send from as they send from lent frames: a few at a time per connection (CONF_LENT_IB_COPY of
+ * frame buffers, counted whole, at most ib_sbuf; CONF_LENT_TCP_COPY bytes), the IB side's an eighth of
+ * the pool at most in all, none once the pool is down to a sixteenth (the copy waits, and the source
+ * with it; eth_side/stack.h eth_stack_copy_buf). Such a session holds its two receive buffers and nothing
  * else: its IB buffer set is the receive ring (and a few control slots), and its TCP send queue takes
  * no chunk. ib_sbuf and tcp_sbuf still bound the bytes in flight (send windows, send queue depth).
  * Where the frames cannot be registered with the IB side, its sets hold a copy area of

@@ -3,6 +3,7 @@
 #define ETH_ENGINE_T_H
 
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -264,8 +265,12 @@ struct eth_stack {
 	SLIST_HEAD(, eth_rseg) rseg_free;
 	uint32_t rseg_carved, rseg_used;
 	uint32_t rseg_limit; /* pieces pinned at most: a share of the mempool (0: not computed yet) */
-	bool pool_low;        /* the mempool was down to a quarter at pool_low_ms: copy, keep no frame */
-	uint64_t pool_low_ms; /* (rcvq.c eth_pool_low) */
+	uint32_t pool_avail;    /* the mempool's free mbufs at pool_avail_ms (rcvq.c eth_pool_low) */
+	uint64_t pool_avail_ms;
+	/* IB copy buffers out (eth_stack_copy_buf): taken by the worker, given back by any thread (the
+	 * control thread puts those of a connection it destroys) */
+	_Atomic uint32_t copy_bufs;
+	uint32_t copy_bufs_max; /* a share of the mempool (0: not computed yet) */
 	bool rx_extmem;	     /* the mempool is registered with the IB side (eth_stack_rx_extmem) */
 	struct eth_rseg rsegs[ETH_RSEG_MAX];
 };

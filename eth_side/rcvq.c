@@ -56,17 +56,25 @@ static uint32_t rseg_limit(struct eth_stack *st)
 	return st->rseg_limit;
 }
 
-/* Read at most once a millisecond, when a frame would be kept or a copy would take an mbuf (the
- * count walks every lcore's cache). */
+/* The pool's free mbufs, read at most once a millisecond, when a frame would be kept or a copy would
+ * take an mbuf (the count walks every lcore's cache). */
+static uint32_t pool_avail(struct eth_stack *st)
+{
+	if (st->pool_avail_ms != st->now_ms || !st->pool_avail_ms) {
+		st->pool_avail_ms = st->now_ms;
+		st->pool_avail = rte_mempool_avail_count(st->c.pool);
+	}
+	return st->pool_avail;
+}
+
 bool eth_pool_low(struct eth_stack *st)
 {
-	const struct rte_mempool *p = st->c.pool;
+	return pool_avail(st) < st->c.pool->size / 4;
+}
 
-	if (st->pool_low_ms != st->now_ms) {
-		st->pool_low_ms = st->now_ms;
-		st->pool_low = rte_mempool_avail_count(p) < p->size / 4;
-	}
-	return st->pool_low;
+bool eth_pool_scarce(struct eth_stack *st)
+{
+	return pool_avail(st) < st->c.pool->size / 16;
 }
 
 static struct eth_rseg *rseg_get(struct eth_stack *st)

@@ -16,8 +16,12 @@ struct xlt_hold_ops;
 extern const struct xlt_hold_ops eth_mbuf_hops;
 
 /* Whether the stack's mempool is down to a quarter: then nothing pins mbufs that the RX ring may
- * need (a receive queue copies instead, a lending send queue takes no copy), whoever holds the rest. */
+ * need (a receive queue copies instead), whoever holds the rest. */
 bool eth_pool_low(struct eth_stack *st);
+/* Whether it is down to a sixteenth: then no copy takes an mbuf either (a lending send queue's, an
+ * IB connection's, eth_stack_copy_buf), so that while frames are no longer kept the copies that
+ * replace them still flow, and the RX ring keeps the last of the pool. */
+bool eth_pool_scarce(struct eth_stack *st);
 
 /* In-order bytes received and not consumed: those in frames, then those in chunks. */
 static inline uint32_t eth_rcvq_len(const struct eth_tcb *t)

@@ -17,8 +17,9 @@
  *    mbuf, its references the mbuf's reference count); the next copy fills the last entry's mbuf
  *    while it has room. So such a connection takes no chunk of the worker's pool at all, and the
  *    gateway budgets none for its send queue. A copy takes no mbuf while the pool is down to a
- *    quarter (rcvq.c: the RX ring must find mbufs) or is dry: it takes nothing, the session sees the
- *    direction blocked and retries; it never falls back to chunks, which were not budgeted;
+ *    sixteenth (rcvq.h eth_pool_scarce: the RX ring must find mbufs) or is dry: it takes nothing,
+ *    the session sees the direction blocked and retries; it never falls back to chunks, which were
+ *    not budgeted;
  *  - otherwise (TCP -> TCP, echo: copies are the rule) copies go into the connection's chunk queue
  *    (sbuf) as before lending existed, and the ring is a chunk of the worker's pool, taken when a
  *    session first lends and given back once everything was acknowledged.
@@ -163,7 +164,7 @@ static uint32_t copy_mbufs(struct eth_tcb *t, const uint8_t *data, uint32_t len,
 		uint32_t k;
 
 		if (!m || !rte_pktmbuf_tailroom(m)) {
-			if (q->n == ring_cap(q) || eth_pool_low(st) || !(m = eth_pkt_alloc(st)))
+			if (q->n == ring_cap(q) || eth_pool_scarce(st) || !(m = eth_pkt_alloc(st)))
 				break;
 			m->data_off = 0; /* never a frame's head: no headers go in front */
 			last = NULL;

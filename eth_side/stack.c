@@ -307,18 +307,54 @@ struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st)
 	return m;
 }
 
+/* IB copy buffers (eth_stack_copy_buf) count in their stack's copy_bufs until their last reference
+ * goes, from whichever thread: the stack rides in the buffer's last bytes, which the copy is not
+ * given. (The IB side puts every buffer before the engines are destroyed: gateway/daemon.c stops it
+ * first.) */
+static struct eth_stack **copybuf_stack(struct rte_mbuf *m)
+{
+	return (struct eth_stack **)((uint8_t *)m->buf_addr + m->buf_len - sizeof(struct eth_stack *));
+}
+
+static void copybuf_put(void *hold)
+{
+	struct rte_mbuf *m = hold;
+
+	if (rte_mbuf_refcnt_read(m) == 1 || rte_mbuf_refcnt_update(m, -1) == 0) {
+		atomic_fetch_sub_explicit(&(*copybuf_stack(m))->copy_bufs, 1, memory_order_relaxed);
+		rte_mbuf_refcnt_set(m, 1);
+		rte_pktmbuf_free_seg(m);
+	}
+}
+
+static void copybuf_get(void *hold)
+{
+	rte_mbuf_refcnt_update(hold, 1);
+}
+
+static const struct xlt_hold_ops copybuf_hops = {.get = copybuf_get, .put = copybuf_put};
+
 int eth_stack_copy_buf(struct eth_stack *st, struct xlt_seg *seg)
 {
-	struct rte_mbuf *m = eth_pool_low(st) ? NULL : eth_pkt_alloc(st);
+	struct rte_mbuf *m;
 
-	if (!m)
+	/* at most an eighth of the pool among the workers, whatever the copies' peers do (frames kept
+	 * by receive queues: half), and none once the pool is scarce */
+	if (!st->copy_bufs_max) {
+		uint32_t n = st->c.pool->size / (8 * st->c.n_workers);
+		st->copy_bufs_max = n ? n : 1;
+	}
+	if (atomic_load_explicit(&st->copy_bufs, memory_order_relaxed) >= st->copy_bufs_max ||
+	    eth_pool_scarce(st) || !(m = eth_pkt_alloc(st)))
 		return -ENOBUFS;
+	atomic_fetch_add_explicit(&st->copy_bufs, 1, memory_order_relaxed);
+	*copybuf_stack(m) = st;
 	*seg = (struct xlt_seg){
 	    .data = m->buf_addr,
-	    .len = m->buf_len,
+	    .len = m->buf_len - (uint32_t)sizeof(struct eth_stack *),
 	    .flags = XLT_SEG_DEVMEM | (st->rx_extmem ? XLT_SEG_EXTMEM : 0),
 	    .hold = m,
-	    .hops = &eth_mbuf_hops,
+	    .hops = &copybuf_hops,
 	};
 	return 0;
 }

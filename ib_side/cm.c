@@ -108,6 +108,7 @@ struct ib_ctl {
 	struct ib_extmem extmem; /* set before the first buffer set (ib_ctl_extmem) */
 	const struct ib_mem_ops *mops; /* buffer sets' memory (ib_ctl_bufmem); NULL: mmap */
 	const struct ib_copy_ops *cops; /* copy buffers (ib_ctl_copymem); NULL: send rings */
+	bool copy_bufs_failed;          /* a set could not register them: send rings from then on */
 };
 
 /* A copy of an rdma_cm event, taken before the event is acknowledged. */
@@ -298,9 +299,9 @@ static uint32_t ring_size_of(const struct ib_ctl *ctl, const struct ib_conn *c, 
 {
 	uint32_t cs = c->copy_size < IB_COPY_MIN ? IB_COPY_MIN : c->copy_size;
 
-	if (!c->copy_size || c->copy_size >= c->sbuf_size)
+	if (!c->copy_size)
 		return c->sbuf_size;
-	if (copy_bufs && ctl->cops && ctl->extmem.n)
+	if (copy_bufs && ctl->cops && ctl->extmem.n && !ctl->copy_bufs_failed)
 		return 0;
 	if (cs >= c->sbuf_size)
 		return c->sbuf_size;
@@ -512,8 +513,13 @@ static int conn_setup(struct ib_ctl *ctl, struct ib_conn *c, struct ib_dev *dev)
 	c->rq_depth = clamp_depth(rq < c->ends_cap ? rq : c->ends_cap, max_wr - IB_RS_CTRL_SLOTS);
 	c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(ctl, c, true));
 	if (c->bufs && !c->bufs->sbuf_size && !c->bufs->n_xmr) {
-		/* its registration of the copy buffers' memory failed: a send ring of its own instead */
+		/* its registration of the copy buffers' memory failed (the memlock limit, say): a send
+		 * ring of its own instead, and so for every set from now on, rather than a failed
+		 * registration of the whole pool per connection */
 		bufs_free(ctl, c->bufs);
+		ctl->copy_bufs_failed = true;
+		logf_(ctl, 4, "IB side: a buffer set could not register the Ethernet frames: sets of routes "
+		              "relaying by reference get a copy area of their own from now on");
 		c->bufs = bufs_get(ctl, dev, c->rbuf_size, ring_size_of(ctl, c, false));
 	}
 	if (!c->bufs)
@@ -1522,7 +1528,7 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	C(lent_late, "ib_lent_holds_late_total",
 	  "lent frames whose writes did not complete within 2 s of a reset: given back only after the queue pair was destroyed"),
 	C(copy_waits, "ib_copy_waits_total",
-	  "copies to IB peers that found no frame of the port's pool to copy into (it was down to a quarter) and waited"),
+	  "tries of copies to IB peers that found no frame of the port's pool to copy into (the worker's share of an eighth of the pool taken, or the pool down to a sixteenth) and waited"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

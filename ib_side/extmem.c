@@ -113,6 +113,14 @@ static struct ib_lent *lent_at(struct ib_conn *c, unsigned i)
 	return &c->lent[(c->lent_head + i) % IB_LENT_MAX];
 }
 
+/* Puts the hold of entry E (popped or dropped): a copy buffer's room goes back to the connection. */
+static void lent_put(struct ib_conn *c, struct ib_lent *e)
+{
+	if (e->copy)
+		c->cb_bytes -= e->len + e->copy_room;
+	e->hops->put(e->hold);
+}
+
 /* Copies into copy buffers (a set without a send ring): onto the stream's last entry while it is a
  * copy buffer with room, else into a new buffer from the copy ops, which becomes an entry of the
  * lent ring. Returns the count copied. */
@@ -129,7 +137,11 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 			struct xlt_seg g;
 			uint32_t lkey;
 
-			if (c->lent_n == IB_LENT_MAX || !ops || !ops->get(c->w->arg, &g)) {
+			/* buffers are counted whole against copy_size: small copies between lent
+			 * segments, each in a buffer of its own, hold no more than that */
+			if (c->lent_n == IB_LENT_MAX || c->cb_bytes >= c->copy_size)
+				break;
+			if (!ops || !ops->get(c->w->arg, &g)) {
 				xlt_counter_add(&c->w->st.copy_waits, 1);
 				break;
 			}
@@ -147,6 +159,7 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 			                      .hops = g.hops,
 			                      .copy_room = g.len,
 			                      .copy = true};
+			c->cb_bytes += g.len;
 		}
 		k = n - done < e->copy_room ? n - done : e->copy_room;
 		memcpy((uint8_t *)(uintptr_t)e->addr + e->len, data + done, k);
@@ -291,7 +304,7 @@ void ib_lent_done(struct ib_conn *c)
 		struct ib_lent *e = lent_at(c, 0);
 		if (e->tpos + e->len > c->tx.done)
 			break;
-		e->hops->put(e->hold);
+		lent_put(c, e);
 		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
 		c->lent_n--;
 	}
@@ -313,7 +326,7 @@ bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 		struct ib_lent *e = lent_at(c, c->lent_n - 1u);
 		if (e->tpos < c->tx.posted)
 			break;
-		e->hops->put(e->hold);
+		lent_put(c, e);
 		c->lent_n--;
 	}
 	/* every posted write completed: what is left is the unposted tail of a segment a write ended
@@ -339,7 +352,7 @@ void ib_lent_put_all(struct ib_conn *c)
 {
 	while (c->lent_n) {
 		struct ib_lent *e = lent_at(c, 0);
-		e->hops->put(e->hold);
+		lent_put(c, e);
 		c->lent_head = (uint16_t)((c->lent_head + 1) % IB_LENT_MAX);
 		c->lent_n--;
 	}

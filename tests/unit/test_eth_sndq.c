@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "eth_side/engine.h"
+#include "eth_side/rcvq.h"
 #include "tests/fuzz/fuzz_eth_harness.h"
 
 #define PEER_ISN  0x10000000u
@@ -691,42 +692,54 @@ static void test_lending_copy_mbuf(void **state)
 	no_chunks();
 }
 
-/* While the mempool is down to a quarter, a lending connection's copy takes nothing and marks the
- * direction blocked (never chunks instead); lent bytes still go in; once mbufs are back, the copy
- * is taken. */
-static void test_lending_pool_low(void **state)
+/* Takes mbufs of the pool until fewer than LEFT are free (undrain gives them back). */
+static void drain_to(unsigned left)
 {
-	static uint8_t want[1000 + NP];
-	struct conn c = open_lending(42012, COPY_SIZE);
-	struct eth_tcb *t = eth_tcb_of(se->s);
-
-	(void)state;
-	eh_forget(&h);
-	while (rte_mempool_avail_count(eh_pool) >= EH_MBUFS / 4) {
+	while (rte_mempool_avail_count(eh_pool) >= left) {
 		drained[n_drained] = rte_pktmbuf_alloc(eh_pool);
 		assert_non_null(drained[n_drained]);
 		n_drained++;
 	}
 	eh_advance_ms(&h, 1); /* (the pool's level is read once a millisecond) */
-	t->want_writable = false;
+}
+
+/* Down to a quarter of the mempool (frames are no longer kept), a lending connection's copies still
+ * take mbufs; down to a sixteenth a copy takes nothing and marks the direction blocked (never chunks
+ * instead); lent bytes still go in; once mbufs are back, the copy is taken. */
+static void test_lending_pool_low(void **state)
+{
+	static uint8_t want[1000 + 2 * NP];
+	size_t n_want = 0;
+	struct conn c = open_lending(42012, COPY_SIZE);
+	struct eth_tcb *t = eth_tcb_of(se->s);
+
+	(void)state;
+	eh_forget(&h);
+	drain_to(EH_MBUFS / 4);
+	assert_true(eth_pool_low(h.st));
+	assert_int_equal(write_op(proxy_hdr, NP), NP);
+	assert_int_equal(t->sndq.copied, NP);
+	drain_to(EH_MBUFS / 16);
+	assert_int_equal(lend(mem, 1000, true), 1000); /* no mbuf of the queue's */
+	t->want_writable = false; /* (a copy now needs an mbuf of its own: the last entry is lent) */
 	assert_int_equal(write_op(proxy_hdr, NP), 0);
 	assert_true(t->want_writable);
 	t->want_writable = false;
 	assert_int_equal(lend(mem, 100, false), 0);
 	assert_true(t->want_writable);
-	assert_int_equal(lend(mem, 1000, true), 1000); /* no mbuf of the queue's */
-	assert_int_equal(t->sndq.copied, 0);
+	assert_int_equal(t->sndq.copied, NP);
 	assert_int_equal(t->sbuf.len, 0);
 	no_chunks();
 	undrain();
 	eh_advance_ms(&h, 1); /* (sends the lent bytes) */
 	assert_int_equal(write_op(proxy_hdr, NP), NP);
-	assert_int_equal(t->sndq.copied, NP);
+	assert_int_equal(t->sndq.copied, 2 * NP);
 	eh_poll(&h);
-	memcpy(want, mem, 1000);
-	memcpy(want + 1000, proxy_hdr, NP);
-	assert_int_equal(check_in_order(&c, want, 0), 1000 + NP);
-	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + 1000 + NP, 65535);
+	memcpy(want, proxy_hdr, NP), n_want += NP;
+	memcpy(want + n_want, mem, 1000), n_want += 1000;
+	memcpy(want + n_want, proxy_hdr, NP), n_want += NP;
+	assert_int_equal(check_in_order(&c, want, 0), n_want);
+	feed(&c, RTE_TCP_ACK_FLAG, c.gnxt + n_want, 65535);
 	assert_int_equal(reported, 1000);
 	no_chunks();
 	eh_forget(&h);
@@ -848,6 +861,42 @@ static void test_lending_plain_port(void **state)
 	eh_forget(&h);
 }
 
+/* eth_stack_copy_buf (an IB connection's copy buffers): writable frame buffers with one reference
+ * each, an eighth of the pool at most among the workers whatever their holders do, none once the
+ * pool is down to a sixteenth; a buffer counts until its last reference goes, from any holder. */
+static void test_copy_buf_budget(void **state)
+{
+	static struct xlt_seg g[EH_MBUFS];
+	unsigned avail = rte_mempool_avail_count(eh_pool), n = 0, max = EH_MBUFS / 8;
+
+	(void)state;
+	while (eth_stack_copy_buf(h.st, &g[n]) == 0) {
+		assert_true(g[n].len > 1024);
+		memset((void *)(uintptr_t)g[n].data, 0x5a, g[n].len); /* all of it is the copy's */
+		n++;
+		assert_true(n <= max);
+	}
+	assert_int_equal(n, max);
+	assert_int_equal(avail - rte_mempool_avail_count(eh_pool), max);
+	/* a second reference (taken and put) keeps the buffer out; its last put gives the slot back */
+	g[0].hops->get(g[0].hold);
+	g[0].hops->put(g[0].hold);
+	assert_int_not_equal(eth_stack_copy_buf(h.st, &g[max]), 0);
+	g[0].hops->put(g[0].hold);
+	assert_int_equal(eth_stack_copy_buf(h.st, &g[0]), 0);
+	for (unsigned i = 0; i < n; i++)
+		g[i].hops->put(g[i].hold);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail);
+	/* the pool down to a sixteenth: none, with the budget untouched */
+	drain_to(EH_MBUFS / 16);
+	assert_int_not_equal(eth_stack_copy_buf(h.st, &g[0]), 0);
+	undrain();
+	eh_advance_ms(&h, 1);
+	assert_int_equal(eth_stack_copy_buf(h.st, &g[0]), 0);
+	g[0].hops->put(g[0].hold);
+	assert_int_equal(rte_mempool_avail_count(eh_pool), avail);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -865,6 +914,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lending_pool_low, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lending_ring_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lending_abort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_copy_buf_budget, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lending_plain_port, setup_plain, teardown),
 	};
 

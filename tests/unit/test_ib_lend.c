@@ -626,6 +626,44 @@ static void test_copy_buffers_wait_and_release(void **state)
 	rm_tx(c);
 }
 
+/* Copies between lent segments take a buffer each: buffers count whole against copy_size, so one
+ * byte copies hold no more than copy_size (and one buffer) of the pool, however the bytes alternate. */
+static void test_copy_buffers_counted_whole(void **state)
+{
+	struct ib_conn *c = mk_cb();
+	static const uint8_t one = 7;
+	struct xlt_seg g[2];
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		g[0] = lent_seg(i * 10, 10);
+		g[1] = copy_seg(&one, 1);
+		assert_int_equal(ib_lent_take(c, g, 2), 11);
+	}
+	assert_int_equal(cb_holds, 3); /* 384 bytes of buffers for 3 bytes: the last one allowed */
+	g[0] = lent_seg(30, 10);
+	assert_int_equal(ib_lent_take(c, g, 2), 10); /* the copy waits */
+	assert_int_equal(cb_holds, 3);
+	assert_int_equal(ib_copy_queued(c), 3);
+	assert_int_equal(w.st.copy_waits, 0); /* (its own limit, not the pool's) */
+	/* the writes complete: the buffers go back, and copies take buffers again */
+	assert_int_equal(post(c, 4096, sge, &n_sge, &n_lent), 43);
+	complete_to(c, 43);
+	assert_int_equal(cb_holds, 0);
+	assert_int_equal(c->cb_bytes, 0);
+	g[0] = copy_seg(&one, 1);
+	assert_int_equal(ib_lent_take(c, g, 1), 1);
+	assert_int_equal(cb_holds, 1);
+	assert_int_equal(post(c, 4096, sge, &n_sge, &n_lent), 1);
+	complete_to(c, 44);
+	assert_int_equal(cb_holds, 0);
+	STAILQ_INIT(&w.work);
+	rm_tx(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -639,6 +677,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_dropped_chain, setup),
 	    cmocka_unit_test_setup(test_copy_buffers, setup),
 	    cmocka_unit_test_setup(test_copy_buffers_wait_and_release, setup),
+	    cmocka_unit_test_setup(test_copy_buffers_counted_whole, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
