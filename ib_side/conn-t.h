@@ -44,17 +44,20 @@ struct ib_extmem {
  * stream (tx.queued's count: they count against the send window, and take no room in the send ring)
  * lie at ADDR, under LKEY; LPOS is its place among the bytes write_lent took (what on_sent reports).
  * Or, on a connection whose set has no send ring (ib_copy_ops), a copy buffer: bytes copied into a
- * buffer of the copy ops (COPY), held like a lent segment until its writes completed, which later
- * copies fill on while it is the stream's last entry (COPY_ROOM: its bytes after ADDR + LEN). */
+ * buffer of the copy ops, held like a lent segment until its writes completed, which later copies
+ * fill on while it is the stream's last entry. Its LPOS (no place among reported bytes: copies are
+ * done with their source at once) is then IB_LENT_COPY and the buffer's bytes after ADDR + LEN; a
+ * lent segment's stays below IB_LENT_COPY (2^63 bytes). So the entry keeps its size: IB_LENT_MAX of
+ * them are most of a connection's state. */
 struct ib_lent {
 	uint64_t tpos, lpos;
 	const uint8_t *addr;
 	uint32_t len, lkey;
 	void *hold;
 	const struct xlt_hold_ops *hops;
-	uint32_t copy_room;
-	bool copy;
 };
+
+#define IB_LENT_COPY (1ull << 63)
 
 /* wr_id: kind (4 bits) | slot (20) | generation (23) | length (17) */
 #define IB_WR_KIND_SHIFT 60

@@ -113,11 +113,22 @@ static struct ib_lent *lent_at(struct ib_conn *c, unsigned i)
 	return &c->lent[(c->lent_head + i) % IB_LENT_MAX];
 }
 
+static bool is_copy(const struct ib_lent *e)
+{
+	return e->lpos & IB_LENT_COPY;
+}
+
+/* A copy buffer's bytes after its entry's (struct ib_lent). */
+static uint32_t copy_room(const struct ib_lent *e)
+{
+	return (uint32_t)(e->lpos & ~IB_LENT_COPY);
+}
+
 /* Puts the hold of entry E (popped or dropped): a copy buffer's room goes back to the connection. */
 static void lent_put(struct ib_conn *c, struct ib_lent *e)
 {
-	if (e->copy)
-		c->cb_bytes -= e->len + e->copy_room;
+	if (is_copy(e))
+		c->cb_bytes -= e->len + copy_room(e);
 	e->hops->put(e->hold);
 }
 
@@ -133,7 +144,7 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 		struct ib_lent *e = c->lent_n ? lent_at(c, c->lent_n - 1u) : NULL;
 		uint32_t k;
 
-		if (!e || !e->copy || !e->copy_room) {
+		if (!e || !is_copy(e) || !copy_room(e)) {
 			struct xlt_seg g;
 			uint32_t lkey;
 
@@ -152,19 +163,17 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 			}
 			e = lent_at(c, c->lent_n++);
 			*e = (struct ib_lent){.tpos = c->tx.queued + done,
-			                      .lpos = c->lt_taken,
+			                      .lpos = IB_LENT_COPY | g.len,
 			                      .addr = g.data,
 			                      .lkey = lkey,
 			                      .hold = g.hold,
-			                      .hops = g.hops,
-			                      .copy_room = g.len,
-			                      .copy = true};
+			                      .hops = g.hops};
 			c->cb_bytes += g.len;
 		}
-		k = n - done < e->copy_room ? n - done : e->copy_room;
+		k = n - done < copy_room(e) ? n - done : copy_room(e);
 		memcpy((uint8_t *)(uintptr_t)e->addr + e->len, data + done, k);
 		e->len += k;
-		e->copy_room -= k;
+		e->lpos -= k; /* (its room) */
 		done += k;
 	}
 	return done;
@@ -255,7 +264,7 @@ uint32_t ib_lent_walk(struct ib_conn *c, uint32_t max, struct ibv_sge *sge, unsi
 				                             .length = (uint32_t)k,
 				                             .lkey = e->lkey};
 			used++;
-			if (!e->copy)
+			if (!is_copy(e))
 				*n_lent += (uint32_t)k;
 			pos += k;
 			i++;
@@ -295,7 +304,7 @@ void ib_lent_done(struct ib_conn *c)
 
 		if (e->tpos >= to)
 			break;
-		if (b > a && !e->copy)
+		if (b > a && !is_copy(e))
 			lent += b - a;
 	}
 	c->cp_done += to - from - lent; /* the rest were copies: their room is free */
@@ -314,7 +323,7 @@ uint64_t ib_lent_reportable(struct ib_conn *c)
 {
 	/* the oldest lent segment not completed; copy buffers before it are done with their sources */
 	for (unsigned i = 0; i < c->lent_n; i++)
-		if (!lent_at(c, i)->copy)
+		if (!is_copy(lent_at(c, i)))
 			return lent_at(c, i)->lpos;
 	return c->lt_taken;
 }
