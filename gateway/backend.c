@@ -527,6 +527,7 @@ void gw_backends_routes(struct gw_daemon *d)
  * flipping states in a loop would flood the log and use up journald's own limit, so the next line
  * says how many were not logged. */
 #define ADMIN_LOG_PER_S 20
+#define ADMIN_PUB_PER_S 10 /* admin changes a second published at once (the rest: the health tick) */
 static struct xlt_window admin_log;
 static uint64_t admin_log_quiet;
 
@@ -562,14 +563,14 @@ int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *nam
 			b->admin = s;
 			if (s == CONF_BACKEND_READY)
 				b->next_check_ns = 0; /* back from maint: check at once */
-			/* at once; but each snapshot is a whole table, freed a second later: a client
-			 * flipping states in a loop gets the health tick's pace (every 100 ms) */
-			uint64_t now = gw_now_ns();
-			if (now - d->bk_admin_pub_ns < 100000000ull) {
+			/* at once, so that the sessions after the reply see it (an operator's drain, a
+			 * script's ready then traffic); but each snapshot is a whole table, freed a second
+			 * later: past ADMIN_PUB_PER_S changes a second, a client flipping states in a loop
+			 * gets the health tick's pace (every 100 ms) */
+			if (!xlt_window_ok(&d->bk_admin_pub, gw_now_ns() / 1000000, 1000, ADMIN_PUB_PER_S)) {
 				d->bk_dirty = true;
 				return 0;
 			}
-			d->bk_admin_pub_ns = now;
 			gw_backends_publish(d);
 			return 0;
 		}

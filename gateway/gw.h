@@ -19,6 +19,7 @@
 #include "../translate/counter.h"
 #include "../translate/ip.h"
 #include "../translate/metric-t.h"
+#include "../translate/ratelim-t.h"
 #include "../translate/session-t.h"
 
 #define GW_MAX_WORKERS 64
@@ -260,7 +261,8 @@ struct gw_daemon {
 	LIST_HEAD(, gw_backend) backends;
 	uint32_t bk_serial_next;
 	bool bk_dirty; /* a usable bit changed and is not published yet */
-	uint64_t bk_admin_pub_ns; /* when an admin state change (POST /backends) last published */
+	/* admin state changes (POST /backends) published at once in the current second */
+	struct xlt_window bk_admin_pub;
 	uint8_t bk_slot_used[GW_MAX_BACKENDS];
 	uint64_t bk_key[2]; /* random key of source balancing's hash (stable for the daemon's life) */
 	struct event *health_timer;
