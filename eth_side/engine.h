@@ -129,6 +129,8 @@ bool eth_ipv4_group_punt(struct eth_stack *st, struct rte_mbuf *m);
  * passed here (marked) is dropped and counted. Returns whether M was taken; false (M untouched) when
  * it is not for the peer: no peer, the primary address, a chain or a frame past the MTU. */
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+/* Whether M (at its IPv4 header) is marked as passed here by the flow peer. */
+bool eth_ipv4_flow_peer_marked(const struct rte_mbuf *m);
 /* Whether frame M (at its Ethernet header) is IPv6 to a unicast address in a link-layer group or
  * broadcast frame: as IPv4's (RFC 1122 3.3.6), dropped, counted here (one frame reaching every
  * host of the segment, or both gateways of a pair, addressed to one; the kernel behind the TAP
@@ -136,6 +138,7 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
 bool eth_ipv6_unicast_in_group(struct eth_stack *st, const struct rte_mbuf *m);
 /* The same for IPv6 (M starts at the IPv6 header), to [eth] flow_peer6. */
 bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m);
+bool eth_ipv6_flow_peer_marked(const struct rte_mbuf *m);
 /* IPv6 (ipv6.c): M starts at its Ethernet header. LEARN_ONLY: a neighbour discovery message cloned
  * from the worker that received it (stack.c): only the neighbour cache takes it, nothing is answered
  * or counted. */

@@ -84,11 +84,16 @@ void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src,
  * pair passed to the other, which must not pass it back. */
 #define FLOW_PEER_MARK 0x8000
 
+bool eth_ipv4_flow_peer_marked(const struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod(m, const struct rte_ipv4_hdr *)->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK);
+}
+
 bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 
-	if (ip->fragment_offset & rte_cpu_to_be_16(FLOW_PEER_MARK)) {
+	if (eth_ipv4_flow_peer_marked(m)) {
 		/* the peer passed it here and it matches nothing here either: dropped, where the kernel
 		 * would only reset it, and a flood of them would take its share of the TAP */
 		xlt_counter_add(&st->stats.flow_peer_unmatched, 1);

@@ -218,14 +218,19 @@ void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const stru
 	memcpy(ip->dst_addr, dst->b, 16);
 }
 
+/* Hop limit 0: passed here by the peer already (no router forwards it, no host sends it). */
+bool eth_ipv6_flow_peer_marked(const struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *)->hop_limits == 0;
+}
+
 bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 {
 	struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *);
 	struct xlt_ip peer;
 
-	/* hop limit 0: passed here by the peer already (no router forwards it, no host sends it), so it
-	 * never goes back, and it matches nothing here either: dropped, as IPv4's (ipv4.c) */
-	if (ip->hop_limits == 0) {
+	/* so it never goes back, and it matches nothing here either: dropped, as IPv4's (ipv4.c) */
+	if (eth_ipv6_flow_peer_marked(m)) {
 		xlt_counter_add(&st->stats.flow_peer_unmatched, 1);
 		rte_pktmbuf_free(m);
 		return true;

@@ -1188,7 +1188,13 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 		t = NULL;
 		goto drop;
 	}
-	if (!t) {
+	if (!t && (v4 ? eth_ipv4_flow_peer_marked(m) : eth_ipv6_flow_peer_marked(m))) {
+		/* the flow peer passed it here and it matches nothing here either: dropped (to_flow_peer),
+		 * before any listener is looked at (a draining gateway closed its listeners, and would
+		 * have punted it to its kernel, or reset it) */
+		if (v4 ? eth_ipv4_to_flow_peer(st, m) : eth_ipv6_to_flow_peer(st, m))
+			return;
+	} else if (!t) {
 		if (no_connection(st, &sg, h) && ((!has(&sg, RTE_TCP_SYN_FLAG) &&
 		                                   eth_listener_find(st, rte_be_to_cpu_16(th->dst_port)) &&
 		                                   (v4 ? eth_ipv4_to_flow_peer(st, m) : eth_ipv6_to_flow_peer(st, m))) ||

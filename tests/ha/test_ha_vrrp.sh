@@ -77,6 +77,21 @@ kill -0 "${HA_PID[1]}" 2>/dev/null || fail "gateway 1 stopped before the VIP mov
 [ "$(ha_g 1 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HA_STATS/health")" = 503 ] ||
 	fail "the draining gateway's /health is not 503"
 ok "master drained: /health 503, VIP on gateway 2 after ${moved}s while gateway 1 still drains"
+# stray segments (ACKs of no connection, from ports nobody uses) to the VIP's listener: gateway 2
+# passes them to gateway 1, which holds none of them either and drops them, though it closed its
+# listeners to drain (its kernel got them, one for one, before session 21)
+u0=$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)
+k0=$(ha_msum 1 ibgw_exception_frames_total 'dir="to_kernel"')
+ha_c "$PY3" -c "
+from scapy.all import IP, TCP, send
+send([IP(dst='$HA_VIP') / TCP(sport=50000 + i, dport=7, flags='A', seq=1000, ack=2000) for i in range(20)], verbose=False)" ||
+	fail "scapy: cannot send the stray segments"
+for i in $(seq 30); do [ "$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)" -ge $((u0 + 20)) ] && break; sleep 0.1; done
+u1=$(ha_msum 1 ibgw_tcp_flow_peer_unmatched_total worker)
+k1=$(ha_msum 1 ibgw_exception_frames_total 'dir="to_kernel"')
+[ $((u1 - u0)) -ge 20 ] && [ $((k1 - k0)) -lt 20 ] ||
+	fail "20 stray segments: gateway 1 dropped $((u1 - u0)) passed by gateway 2 as unmatched, punted $((k1 - k0)) to its kernel"
+ok "20 stray segments to the VIP: passed by gateway 2 to the draining gateway 1, dropped there ($((u1 - u0)) unmatched), not its kernel's ($((k1 - k0)) frames to it meanwhile)"
 wait $loop
 n_ok=$(awk -v m="$moved" '$1 > 2 + m + 1.5 && $3 == "ok"' "$tmp/loop2" | wc -l)
 n_bad=$(awk -v m="$moved" '$1 > 2 + m + 1.5 && $3 != "ok"' "$tmp/loop2" | wc -l)

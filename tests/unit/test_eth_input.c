@@ -1436,6 +1436,13 @@ static void test_flow_peer_unmatched(void **state)
 		assert_int_equal(S()->flow_peer_unmatched, 1);
 		assert_int_equal(S()->exc_to_kernel, k0 + !marked);
 	}
+	/* the same on a port nobody listens on, as every port of a draining gateway (it closed its
+	 * listeners; the segments were punted to its kernel), and a marked reset */
+	feed_seg_between(EH_PEER_IP, 40778, EH_GW_IP2, 4444, 1000, 2000, RTE_TCP_ACK_FLAG, 0x8000);
+	feed_seg_between(EH_PEER_IP, 40779, EH_GW_IP2, 4444, 1000, 2000, RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG,
+	                 0x8000);
+	assert_int_equal(S()->flow_peer_unmatched, 3);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
 	assert_int_equal(h.n_kept, 0);
 	eth_stack_set_locals(h.st, NULL);
 }
