@@ -199,7 +199,9 @@ static uint32_t copy_mbufs(struct eth_tcb *t, const uint8_t *data, uint32_t len,
 	return done;
 }
 
-uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
+/* Copies up to LEN bytes of DATA into the queue, within the copy cap: into mbufs in lending mode, else
+ * into sbuf (an entry too once there is a ring). Returns the bytes taken, counted in copied_out. */
+static uint32_t copy_in(struct eth_tcb *t, const uint8_t *data, uint32_t len, uint8_t report)
 {
 	struct eth_stack *st = t->st;
 	uint32_t n;
@@ -207,16 +209,23 @@ uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
 	if (len > eth_sndq_copy_space(t))
 		len = eth_sndq_copy_space(t);
 	if (t->sndq.lends) {
-		n = copy_mbufs(t, data, len, 0);
+		n = copy_mbufs(t, data, len, report);
 	} else {
-		if (t->sndq.ring && !copy_room(t, 0))
+		if (t->sndq.ring && !copy_room(t, report))
 			return 0;
 		n = eth_bufq_append(&st->chunks, &t->sbuf, data, len);
 		if (n && t->sndq.ring)
-			add_copy(t, n, 0);
-		eth_buf_gauge(st);
+			add_copy(t, n, report);
 	}
 	xlt_counter_add(&st->stats.copied_out, n);
+	return n;
+}
+
+uint32_t eth_sndq_write(struct eth_tcb *t, const uint8_t *data, uint32_t len)
+{
+	uint32_t n = copy_in(t, data, len, 0);
+
+	eth_buf_gauge(t->st);
 	return n;
 }
 
@@ -266,20 +275,9 @@ size_t eth_sndq_write_lent(struct xlt_stream *s, const struct xlt_seg *segs, uns
 			xlt_counter_add(&st->stats.tx_lent_bytes, k);
 		} else {
 			/* memory valid only during this call: copied, within the copy cap */
-			uint32_t cap = eth_sndq_copy_space(t);
-
-			if (k > cap)
-				k = cap;
-			if (q->lends) {
-				k = copy_mbufs(t, g->data, k, 1);
-			} else {
-				if (!k || !copy_room(t, 1))
-					break;
-				k = eth_bufq_append(&st->chunks, &t->sbuf, g->data, k);
-				if (k)
-					add_copy(t, k, 1);
-			}
-			xlt_counter_add(&st->stats.copied_out, k);
+			k = copy_in(t, g->data, k, 1);
+			if (!k)
+				break;
 		}
 		took += k;
 		room -= k;
