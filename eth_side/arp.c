@@ -12,7 +12,8 @@
  * RFC 826 merge rule), never from a claim on our own address, so ARP garbage cannot poison the cache
  * beyond what any host on the segment could do anyway. The configured default gateway, which carries
  * every off-link flow, is pinned: asked for from the start, never evicted, never forgotten (while it
- * does not answer it is asked again every ARP_PINNED_RETRY_MS), and its address changes only by a
+ * does not answer it is asked again every ARP_PINNED_RETRY_MS, or at once when traffic needs it or a
+ * frame from its address shows it back), and its address changes only by a
  * reply to a request of ours, never by an unsolicited or gratuitous claim (counted as an error); a
  * re-check (unicast, to the address we have) is answered by that address only: another one may be an
  * attacker racing the gateway's answer, and a gateway that really moved leaves its re-checks
@@ -287,6 +288,17 @@ static void request(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_ar
 	e->expire_ms = st->now_ms + ARP_RETRY_MS;
 }
 
+/* A pinned entry that answered nothing is asked for again every ARP_PINNED_RETRY_MS while nothing
+ * needs it. Traffic that needs it, or a sign of life from its address (a claim, which sets nothing:
+ * only the answer does), asks again at once, and again each second while that goes unanswered: the
+ * flow peer back from a restart gets the VIP's connections at the next hand-off within a round
+ * trip, not after seconds of its segments dropped unresolved. */
+static void ask_again(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e)
+{
+	if (e->pinned && e->state == ETH_ARP_INCOMPLETE && e->tries == 0)
+		request(st, c, e);
+}
+
 void eth_arp_announce(struct eth_stack *st)
 {
 	/* gratuitous ARP (RFC 5227 announcement): a request for our own address */
@@ -333,6 +345,8 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 		e->state = ETH_ARP_INCOMPLETE;
 		e->tries = 0;
 		request(st, c, e);
+	} else {
+		ask_again(st, c, e);
 	}
 	e->used_ms = st->now_ms;
 	queue_add(st, c, e, m);
@@ -418,9 +432,12 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		if (op == RTE_ARP_OP_REPLY && tip == st->c.addr &&
 		    (e->state == ETH_ARP_INCOMPLETE || (e->state == ETH_ARP_STALE && !memcmp(sha, e->mac, 6))))
 			learn(st, c, e, sha);
-		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only)
-			/* an unsolicited claim on the gateway's address: ignored */
+		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only) {
+			/* an unsolicited claim on the gateway's address: ignored (but one that went
+			 * unanswered is asked for now) */
 			xlt_counter_add(&st->stats.arp_errors, 1);
+			ask_again(st, c, e);
+		}
 	} else if (e) {
 		learn(st, c, e, sha); /* merge: refresh what we know */
 	}
@@ -454,8 +471,10 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 
 	memcpy(ip.b, src, 16);
 	e = lookup(st, c, &ip);
-	if (e && e->pinned)
-		return; /* the gateway changes only by an advertisement we asked for */
+	if (e && e->pinned) {
+		ask_again(st, c, e); /* the gateway changes only by an advertisement we asked for */
+		return;
+	}
 	if (!e) {
 		if (is_pinned(st, c, &ip))
 			return; /* (made by eth_arp_tick or our first output to it, pinned: by what we asked) */
@@ -483,8 +502,10 @@ bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint
 	if (e->state == ETH_ARP_INCOMPLETE) {
 		if (!tll)
 			return true; /* nothing to learn */
-		if (e->pinned && !solicited)
+		if (e->pinned && !solicited) {
+			ask_again(st, c, e);
 			return false;
+		}
 		if (solicited) {
 			learn(st, c, e, tll);
 		} else {

@@ -1887,6 +1887,47 @@ static void test_flow_peer_pinned(void **state)
 	eh_forget(&h);
 }
 
+/* The flow peer went silent (a failover killed it: its re-checks went unanswered, and a pinned entry
+ * is then asked for only every 10 s while idle) and is back. The next hand-off's traffic asks for it at
+ * once, and so does a claim from its address (which still sets nothing: the answer does); each used
+ * to wait for the 10 s retry, and the hand-off's segments, the VIP's connections on the restarted
+ * peer, were dropped unresolved meanwhile (test_ha_vrrp's stray segments, on CI). */
+static void test_flow_peer_back(void **state)
+{
+	static const uint8_t good[6] = {0x02, 0x11, 0, 0, 0, 0x03};
+	const uint32_t fp = RTE_BE32(0xc6120003u); /* 198.18.0.3 */
+	const uint8_t *mac;
+
+	(void)state;
+	h.st->c.flow_peer = fp;
+	assert_null(output_mac(fp));
+	arp_reply(fp, good);
+	assert_non_null(output_mac(fp));
+	eh_advance_ms(&h, 61000);
+	assert_non_null(output_mac(fp)); /* aged: re-checked (unicast), used meanwhile */
+	for (int i = 0; i < 8; i++)   /* 3 re-checks, then 3 broadcasts, all unanswered */
+		eh_advance_ms(&h, 1100);
+	eh_forget(&h);
+	eh_advance_ms(&h, 1100);
+	assert_int_equal(arp_requests_for(fp), 0); /* idle: not asked for now */
+	/* traffic for it: asked for at once */
+	assert_null(output_mac(fp));
+	assert_int_equal(arp_requests_for(fp), 1);
+	assert_null(output_mac(fp));
+	assert_int_equal(arp_requests_for(fp), 0); /* (not twice in a second) */
+	for (int i = 0; i < 4; i++)
+		eh_advance_ms(&h, 1100);
+	/* its claim: asked for at once, nothing learnt from the claim itself */
+	eh_forget(&h);
+	eh_arp(&h, RTE_ARP_OP_REQUEST, good, fp);
+	eh_poll(&h);
+	assert_int_equal(arp_requests_for(fp), 1);
+	assert_null(output_mac(fp));
+	arp_reply(fp, good);
+	assert_non_null(mac = output_mac(fp));
+	assert_memory_equal(mac, good, 6);
+}
+
 /* with the pinned gateway and a kernel TAP */
 static int setup_gateway_exc(void **state)
 {
@@ -4081,6 +4122,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_claim_not_mirrored, setup_gateway_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_flow_peer_pinned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flow_peer_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_link_group_unicast_dropped, setup_exc, teardown_exc),
