@@ -10,8 +10,12 @@
   try HOST PORT N             opens N more connections and holds them open while it checks each one:
                               one byte out, the same byte back = admitted; a reset or EOF = refused.
                               Prints "admitted A refused R", then closes them all.
-  churn HOST PORT STOPFILE    one short session after another (connect, 1 KiB out and back, close)
-                              until STOPFILE exists: prints "ok N" or "failed F of N: FIRST ERROR".
+  churn HOST PORT STOPFILE    one short session after another (connect, 1 KiB out and back, half-close,
+                              EOF, close) until STOPFILE exists: prints "ok N" or "failed F of N: FIRST
+                              ERROR". Each waits for the gateway's end of stream before the next one
+                              opens, so a client holds one session (and its global slot) at a time: the
+                              test's limits leave room for that, not for sessions piling up in their
+                              close behind a client that races ahead.
 """
 import hashlib
 import os
@@ -121,6 +125,9 @@ def churn(host, port, stopfile):
                     got += b
                 if got != data:
                     raise RuntimeError("echo differs")
+                s.shutdown(socket.SHUT_WR)
+                if s.recv(1):
+                    raise RuntimeError("bytes after the echo")
             finally:
                 s.close()
         except (OSError, RuntimeError) as e:
