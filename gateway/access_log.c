@@ -597,6 +597,16 @@ int gw_alog_init(struct gw_daemon *d)
 	return 0;
 }
 
+int gw_alog_check(const struct conf *c)
+{
+	struct target t;
+	int ret = target_open(&t, c->gateway.access_log, c);
+
+	if (!ret)
+		target_close(&t);
+	return ret;
+}
+
 void gw_alog_fini(struct gw_daemon *d)
 {
 	gw_alog_drain(d); /* the workers stopped: what they left */

@@ -22,6 +22,7 @@
 
 #include "../conf/conf.h"
 #include "../eth_side/port.h"
+#include "access_log.h"
 #include "gw.h"
 #include "log.h"
 #include "privs.h"
@@ -221,6 +222,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (test) {
+		/* what start-up opens as the user it runs as: an access log it could not open fails it */
+		if (gw_privs_as_user(d.conf, gw_alog_check, d.conf)) {
+			fprintf(stderr, "%s: configuration rejected\n", path);
+			conf_free(d.conf);
+			return 1;
+		}
 		conf_warn(d.conf, print_conf_error, stderr);
 		conf_print_summary(d.conf, stdout);
 		conf_free(d.conf);

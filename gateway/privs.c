@@ -37,6 +37,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/audit.h>
@@ -255,6 +256,29 @@ int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len
 		prep.memlock_unlimited = getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY;
 	}
 	return 0;
+}
+
+int gw_privs_as_user(const struct conf *c, int (*fn)(const struct conf *), const struct conf *arg)
+{
+	int status;
+	pid_t pid;
+
+	if (!c->gateway.user[0] || geteuid() != 0)
+		return fn(arg);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int ret = -ECHILD;
+		if (!setgroups((size_t)prep.n_groups, prep.groups) && !setresgid(prep.gid, prep.gid, prep.gid) &&
+		    !setresuid(prep.uid, prep.uid, prep.uid))
+			ret = fn(arg);
+		_exit(ret < 0 && ret > -256 ? -ret : ret ? ECHILD : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
 }
 
 /* Could the user we switch to do what MODE asks (S_IROTH, S_IXOTH) with the file of ST? */

@@ -2,7 +2,7 @@
 # ibgwd's command line: -t on the example config, -t on a file with several kinds of errors (each one
 # reported as FILE:LINE, exit 1), --version, -h, bad usage, a missing file, and the README's config
 # reference being exactly what the keyword table prints (so the docs cannot drift); IPv6 destinations
-# and allow lists in -t.
+# and allow lists in -t; the access log opened as start-up opens it.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
@@ -109,6 +109,30 @@ echo "proxy_from = 198.18.0.5/32, 2001:db8::5" >>"$tmp/pp.conf"
 [ ! -s "$tmp/err" ] || fail "a warning with proxy_from set: $(cat "$tmp/err")"
 grep -q "lb .*accepts PROXY v2 from 198.18.0.5/32 2001:db8::5/128" "$tmp/out" || fail "summary with proxy_from: $(cat "$tmp/out")"
 ok "-t: accept_proxy without proxy_from warns with FILE:LINE; with it, no warning and the summary lists the peers"
+
+# the access log opens as start-up opens it, as the user it runs as: a path that would fail start-up
+# fails -t (it used to pass -t, then the daemon refused to start)
+mkdir "$tmp/logs" && chmod 755 "$tmp" "$tmp/logs"
+printf '[gateway]\naccess_log = %s\n[route a]\nlisten = ib:7000\nconnect = echo\n' "$tmp/logs/none/access.log" >"$tmp/al.conf"
+"$IBGWD" -t -c "$tmp/al.conf" >"$tmp/out" 2>&1 && fail "-t accepts an access log in a directory that does not exist: $(cat "$tmp/out")"
+grep -q "$tmp/al.conf:2: access log: cannot open $tmp/logs/none/access.log: No such file or directory" "$tmp/out" ||
+	fail "-t, an access log it cannot open: $(cat "$tmp/out")"
+sed -i "s|/none/|/|" "$tmp/al.conf"
+"$IBGWD" -t -c "$tmp/al.conf" >"$tmp/out" 2>&1 || fail "-t rejects a writable access log: $(cat "$tmp/out")"
+ok_user=
+if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
+	# root may write there, the user the daemon becomes may not
+	rm -f "$tmp/logs/access.log"
+	sed -i "1a user = nobody" "$tmp/al.conf"
+	"$IBGWD" -t -c "$tmp/al.conf" >"$tmp/out" 2>&1 && fail "-t as root accepts an access log user nobody cannot write: $(cat "$tmp/out")"
+	grep -q "cannot open $tmp/logs/access.log: Permission denied" "$tmp/out" || fail "-t, user nobody: $(cat "$tmp/out")"
+	[ ! -e "$tmp/logs/access.log" ] || fail "-t created the access log as root"
+	chown nobody "$tmp/logs"
+	"$IBGWD" -t -c "$tmp/al.conf" >"$tmp/out" 2>&1 || fail "-t rejects an access log user nobody may write: $(cat "$tmp/out")"
+	[ "$(stat -c %U "$tmp/logs/access.log")" = nobody ] || fail "-t: the access log is not nobody's, as start-up would make it"
+	ok_user=", and as [gateway] user (nobody) where root could but it could not"
+fi
+ok "-t opens the access log as start-up would: a path it cannot open is rejected with FILE:LINE$ok_user"
 
 "$IBGWD" --config-reference >"$tmp/ref.md"
 awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{f=0}f' README.md >"$tmp/readme.md"
