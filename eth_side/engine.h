@@ -94,6 +94,9 @@ static inline unsigned eth_local_state(const struct eth_stack *st, uint32_t addr
  * when there is no TAP; true when M was taken (queued, or dropped and counted). */
 bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m);
 bool eth_exc_punt_l3(struct eth_stack *st, struct rte_mbuf *m);
+/* exception.c: eth_exc_fill_l4_cksum for M whose IP header (IPv6: V6) comes first: a segment the
+ * flow peer gets (ipv4.c, ipv6.c). */
+void eth_fill_l4_cksum_ip(struct rte_mbuf *m, bool v6);
 
 /* arp.c */
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);

@@ -115,17 +115,14 @@ struct exc_ip {
 	bool v6;
 };
 
-static bool exc_ip_of(const struct rte_mbuf *m, struct exc_ip *x)
+/* The IP header at OFF in M (of Ethernet type TYPE) into X. */
+static bool exc_ip_at(const struct rte_mbuf *m, uint32_t off, uint16_t type, struct exc_ip *x)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t len = m->data_len;
-	uint16_t type;
+	const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, off);
+	uint32_t len = m->data_len - off;
 
-	if (len < RTE_ETHER_HDR_LEN + 20)
+	if (m->data_len < off + 20)
 		return false;
-	type = (uint16_t)(p[12] << 8 | p[13]);
-	p += RTE_ETHER_HDR_LEN;
-	len -= RTE_ETHER_HDR_LEN;
 	x->ip = p;
 	if (type == RTE_ETHER_TYPE_IPV4 && (p[0] >> 4) == 4) {
 		x->hl = (p[0] & 15u) * 4;
@@ -146,8 +143,15 @@ static bool exc_ip_of(const struct rte_mbuf *m, struct exc_ip *x)
 	} else {
 		return false;
 	}
-	x->l4 = RTE_ETHER_HDR_LEN + x->hl;
+	x->l4 = off + x->hl;
 	return true;
+}
+
+static bool exc_ip_of(const struct rte_mbuf *m, struct exc_ip *x)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return m->data_len >= RTE_ETHER_HDR_LEN && exc_ip_at(m, RTE_ETHER_HDR_LEN, (uint16_t)(p[12] << 8 | p[13]), x);
 }
 
 static enum exc_class exc_class_of(const struct rte_mbuf *m)
@@ -497,15 +501,16 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	return moved;
 }
 
-void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
+/* eth_exc_fill_l4_cksum and eth_fill_l4_cksum_ip, the IP header at OFF (Ethernet type TYPE). */
+static void fill_l4_cksum(struct rte_mbuf *m, uint32_t off, uint16_t type)
 {
 	struct exc_ip x;
 	uint32_t l4, len, at;
 	uint16_t phdr, sum = 0, v;
 	uint8_t proto;
 
-	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_NONE || !exc_ip_of(m, &x) ||
-	    x.tot < x.hl || x.frag)
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_NONE ||
+	    !exc_ip_at(m, off, type, &x) || x.tot < x.hl || x.frag)
 		return; /* (a fragment's sum covers the whole datagram) */
 	l4 = x.l4;
 	len = x.tot - x.hl;
@@ -529,6 +534,19 @@ void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
 	v = (uint16_t)~eth_cksum_add(phdr, sum);
 	*rte_pktmbuf_mtod_offset(m, uint16_t *, at) = proto == IPPROTO_UDP && !v ? 0xffff : v;
 	m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_RX_L4_CKSUM_MASK) | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+}
+
+void eth_exc_fill_l4_cksum(struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	if (m->data_len >= RTE_ETHER_HDR_LEN)
+		fill_l4_cksum(m, RTE_ETHER_HDR_LEN, (uint16_t)(p[12] << 8 | p[13]));
+}
+
+void eth_fill_l4_cksum_ip(struct rte_mbuf *m, bool v6)
+{
+	fill_l4_cksum(m, 0, v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
 }
 
 bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)

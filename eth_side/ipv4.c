@@ -108,6 +108,9 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	ip->fragment_offset |= rte_cpu_to_be_16(FLOW_PEER_MARK);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = eth_ipv4_cksum(ip);
+	/* a sum the device vouched for without filling it in (a virtio peer's partial sum) goes
+	 * out filled: the peer's device checks it on the wire */
+	eth_fill_l4_cksum_ip(m, false);
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	eth_arp_output(st, m, st->c.flow_peer);
 	return true;

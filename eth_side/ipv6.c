@@ -241,6 +241,9 @@ bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	    (m->ol_flags & RTE_MBUF_F_RX_LRO) || sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu)
 		return false;
 	ip->hop_limits = 0;
+	/* a sum the device vouched for without filling it in (a virtio peer's partial sum) goes
+	 * out filled: the peer's device checks it on the wire */
+	eth_fill_l4_cksum_ip(m, true);
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	memcpy(peer.b, st->c.flow_peer6, 16);
 	eth_nbr_output(st, m, &peer);

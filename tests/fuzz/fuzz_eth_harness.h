@@ -300,7 +300,9 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		EH_CHECK((h->offloads & ETH_OFFLOAD_IP_CSUM) && ip->hdr_checksum == 0); /* the device's */
 	else
 		EH_CHECK(rte_raw_cksum(ip, sizeof(*ip)) == 0xffff);
-	EH_CHECK(ip->src_addr == h->addr || ip->src_addr == EH_GW_IP2);
+	/* (or a segment passed to [eth] flow_peer, marked by the header's reserved bit: its sender's) */
+	EH_CHECK(ip->src_addr == h->addr || ip->src_addr == EH_GW_IP2 ||
+	         (ip->fragment_offset & rte_cpu_to_be_16(0x8000) && ip->next_proto_id == IPPROTO_TCP));
 	if (ip->next_proto_id == IPPROTO_TCP) {
 		eh_check_tcp(h, m, ip, sizeof(*ip), rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), false);
 	} else {

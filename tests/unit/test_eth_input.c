@@ -2166,6 +2166,12 @@ static int setup_ofl(void **state)
 	return eh_start_ofl(&h, 4, 16384, 16384, EH_OFFLOADS_ALL);
 }
 
+/* with offloads and a kernel TAP (a gateway of an HA pair) */
+static int setup_ofl_exc(void **state)
+{
+	return with_exc(setup_ofl(state));
+}
+
 static int setup_plain(void **state)
 {
 	(void)state;
@@ -2754,6 +2760,57 @@ static void test_exc_fill_l4_cksum(void **state)
 	check_fill(f, n, RTE_ETHER_HDR_LEN + 20 + 6);
 	n = tcp6(f, NULL, 0, 40001, 22, 7, 8, RTE_TCP_ACK_FLAG, NULL, 0, data, 77);
 	check_fill(f, n, RTE_ETHER_HDR_LEN + 40 + 16);
+}
+
+/* A segment for the VIP that matches nothing here goes to the flow peer (the gateway that held the VIP
+ * before) with its TCP sum filled where the device vouched for it unfilled (RX_L4_CKSUM_NONE: a virtio
+ * peer's partial sum): the other gateway's device checks it on the wire, and dropped every such
+ * segment of the connections it drains (it went out as it came, the field holding the partial sum). */
+static void test_flow_peer_partial_cksum(void **state)
+{
+	static const uint8_t fp_mac[6] = {0x02, 0x11, 0, 0, 0, 0x03};
+	static const uint8_t data[100] = {9, 8, 7};
+	const uint32_t fp = RTE_BE32(0xc6120003u); /* 198.18.0.3 */
+	const struct eh_rx rx = {.ol_flags = RTE_MBUF_F_RX_L4_CKSUM_NONE};
+	struct eth_local_set ls = {.gen = 1, .n = 1};
+	uint8_t f[400];
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct rte_tcp_hdr *th = (struct rte_tcp_hdr *)(ip + 1);
+	unsigned found = 0;
+	size_t n;
+
+	(void)state;
+	ls.a[0].addr = xlt_ip_v4(EH_GW_IP2); /* the VIP, here now */
+	ls.a[0].state = ETH_LOCAL_UP;
+	eth_stack_set_locals(h.st, &ls);
+	h.st->c.flow_peer = fp;
+	n = eh_tcp_frame(f, 41950, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG, 65535, NULL, 0, data, sizeof(data));
+	ip->dst_addr = EH_GW_IP2;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	th->cksum = rte_ipv4_phdr_cksum(ip, 0); /* a partial sum, as a virtio sender leaves it */
+	feed_rx(f, n, &rx);
+	assert_int_equal(S()->flow_peer_out, 1);
+	arp_reply(fp, fp_mac); /* (it waited for the peer's address) */
+	for (unsigned i = 0; i < h.n_kept; i++) {
+		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
+		uint8_t c[sizeof(f)];
+		struct rte_ipv4_hdr *o = (struct rte_ipv4_hdr *)c;
+		struct rte_tcp_hdr *ot = (struct rte_tcp_hdr *)(o + 1);
+		uint16_t sum;
+		if (e->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+			continue;
+		assert_memory_equal(e->dst_addr.addr_bytes, fp_mac, 6);
+		assert_int_equal(h.kept[i]->data_len, RTE_ETHER_HDR_LEN + 20 + 20 + sizeof(data));
+		memcpy(c, e + 1, 20 + 20 + sizeof(data));
+		sum = ot->cksum;
+		ot->cksum = 0;
+		assert_int_equal(sum, rte_ipv4_udptcp_cksum(o, ot));
+		found++;
+	}
+	assert_int_equal(found, 1);
+	h.st->c.flow_peer = 0;
+	eth_stack_set_locals(h.st, NULL);
 }
 
 /* A frame whose sender is a group address (multicast, broadcast) is dropped: no station sends one,
@@ -4129,6 +4186,7 @@ int main(void)
 
 	    cmocka_unit_test_setup_teardown(test_icmp6_refused, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_fill_l4_cksum, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flow_peer_partial_cksum, setup_ofl_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_split_tcp6, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_echo_from_address_pinged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_source_dropped, setup, teardown),
