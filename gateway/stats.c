@@ -61,7 +61,8 @@ struct stats_conn {
 	uint64_t replied_ns; /* when it was */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	uint16_t peer_port;  /* and its port (host order) */
-	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none) */
+	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none), or
+	               * is a browser's without Sec-Fetch-Site that names the endpoint by a host name */
 	struct gw_http_head head; /* how far the input was searched for the end of the request head */
 	uint64_t born_ns; /* accepted */
 	TAILQ_ENTRY(stats_conn) link; /* st.conns, oldest first */
@@ -198,6 +199,32 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 
 static const char *const text = "text/plain; charset=utf-8";
 
+/* Whether the Host header's value V (after "Host:") names the endpoint by a name: neither an address
+ * literal (IPv4, or IPv6 in brackets) nor localhost, with or without a port. */
+static bool host_is_name(const char *v)
+{
+	char host[256];
+	size_t n;
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	v += strspn(v, " \t");
+	if (*v == '[') {
+		n = strcspn(v + 1, "]");
+		if (v[1 + n] != ']' || n >= sizeof(host))
+			return true;
+		memcpy(host, v + 1, n);
+		host[n] = 0;
+		return inet_pton(AF_INET6, host, &a6) != 1;
+	}
+	n = strcspn(v, ": \t");
+	if (n >= sizeof(host))
+		return true;
+	memcpy(host, v, n);
+	host[n] = 0;
+	return inet_pton(AF_INET, host, &a4) != 1 && strcasecmp(host, "localhost");
+}
+
 /* Who may change a backend's state: a client on the machine itself, over loopback or from the
  * management address the endpoint listens on. The endpoint may listen on an address others reach
  * (reading metrics is harmless); changing where sessions go is not for them. */
@@ -266,7 +293,7 @@ static void backend_call(struct stats_conn *c, const char *method, char *path, c
 	/* a web page can make a browser on the operator's host (or behind an ssh tunnel to the
 	 * endpoint) send a form POST here; browsers say so, command-line clients never do */
 	if (c->browser) {
-		refuse(c, &st.browser_log, "a backend state change", "sent by a browser (Origin or Sec-Fetch-Site) ", "",
+		refuse(c, &st.browser_log, "a backend state change", "sent by a browser (Origin, Sec-Fetch-Site, or a host name without it) ", "",
 		       "not from a browser (use curl or another command-line client)", body);
 		return;
 	}
@@ -373,7 +400,7 @@ static void handle(struct stats_conn *c, char *line)
 		 * (DNS rebinding) makes the endpoint its own origin and reads the reply, routes and
 		 * backends included; an address the operator opens in the browser says
 		 * Sec-Fetch-Site: none */
-		refuse(c, &st.page_read_log, "a read", "made by a web page (Origin or Sec-Fetch-Site) ", "",
+		refuse(c, &st.page_read_log, "a read", "made by a web page (Origin, Sec-Fetch-Site, or a host name without it) ", "",
 		       "not from a web page (open the address directly, or use curl)", body);
 	} else if (!strcmp(target, "/health")) {
 		bool ok = health(d, body);
@@ -470,6 +497,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	/* the header lines: only whether a browser sent the request matters */
+	bool mozilla = false, fetch_site = false, by_name = false;
 	for (;;) {
 		char *h = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF);
 		bool last = !h || !*h;
@@ -477,10 +505,23 @@ static void on_read(struct bufferevent *bev, void *arg)
 		if (!last && (!strncasecmp(h, "origin:", 7) ||
 		             (!strncasecmp(h, "sec-fetch-site:", 15) && !strstr(h + 15, "none"))))
 			c->browser = true;
+		if (!last && !strncasecmp(h, "sec-fetch-site:", 15))
+			fetch_site = true;
+		if (!last && !strncasecmp(h, "user-agent:", 11))
+			mozilla = !strncmp(h + 11 + strspn(h + 11, " \t"), "Mozilla/", 8);
+		if (!last && !strncasecmp(h, "host:", 5))
+			by_name = host_is_name(h + 5);
 		free(h);
 		if (last)
 			break;
 	}
+	/* a browser too old to say Sec-Fetch-Site sends no Origin with a page's own GET: a script of a
+	 * page whose name was rebound to this address (DNS rebinding) reads the reply then, and only a
+	 * page reaches the endpoint by a name that is not the address (a browser, by any user agent's
+	 * first word); a name typed by the operator in such a browser is refused with it (use the
+	 * address, a newer browser, or curl) */
+	if (mozilla && !fetch_site && by_name)
+		c->browser = true;
 	handle(c, line);
 	free(line);
 }

@@ -114,8 +114,24 @@ done
 [ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' -H 'Sec-Fetch-Site: none' "http://127.0.0.1:$port/metrics")" = 200 ] &&
 	[ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$port/metrics")" = 200 ] ||
 	fail "GET /metrics typed in a browser or from curl not answered 200"
-grep -q "refused a read made by a web page (Origin or Sec-Fetch-Site) from 127.0.0.1" "$GW_LOG" || fail "the refused read not logged"
+grep -q "refused a read made by a web page (Origin, Sec-Fetch-Site, or a host name without it) from 127.0.0.1" "$GW_LOG" || fail "the refused read not logged"
 ok "GET /metrics from a web page's script (Sec-Fetch-Site: same-origin, Origin) refused 403 and logged; typed in a browser (Sec-Fetch-Site: none) or from curl: 200"
+
+# a browser too old for Sec-Fetch-Site sends no Origin with a page's own GET: after DNS rebinding
+# its request names the page's host; one naming the address (or localhost) is the operator's, and
+# so is a client that is no browser (Prometheus scrapes by a name)
+old_ua='User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:60.0) Gecko/20100101 Firefox/60.0'
+code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "$@" "http://127.0.0.1:$port/metrics"; }
+[ "$(code -H "$old_ua" -H "Host: rebound.example:$port")" = 403 ] || fail "an old browser's GET by a host name: $(code -H "$old_ua" -H "Host: rebound.example:$port")"
+[ "$(code -H "$old_ua" -H "Host: rebound.example")" = 403 ] || fail "an old browser's GET by a host name without a port"
+[ "$(code -H "$old_ua")" = 200 ] && [ "$(code -H "$old_ua" -H "Host: localhost:$port")" = 200 ] &&
+	[ "$(code -H "$old_ua" -H "Host: [::1]:$port")" = 200 ] || fail "an old browser's GET by the address or localhost refused"
+[ "$(code -H "$old_ua" -H 'Sec-Fetch-Site: none' -H "Host: gw1.example:$port")" = 200 ] ||
+	fail "a new browser's GET typed by a host name refused"
+[ "$(code -H 'User-Agent: Prometheus/2.45.0' -H "Host: gw1.example:$port")" = 200 ] || fail "a scrape by a host name refused"
+code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' -X POST -H "$old_ua" -H "Host: rebound.example:$port" "http://127.0.0.1:$port/backends/r1/b?state=ready")
+[ "$code" = 403 ] || fail "an old browser's POST by a host name: $code"
+ok "an old browser (no Sec-Fetch-Site) naming the endpoint by a host name (DNS rebinding) refused 403, GET and POST; by the address, localhost, with Sec-Fetch-Site: none, or not a browser: 200"
 
 # /metrics asked for in a loop: a render is reused for ten times its own duration, every answer whole
 r0=$(gw_metric "$port" 'ibgw_stats_renders_total{format="prometheus",result="rendered"}')
