@@ -430,8 +430,8 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (e && e->pinned) {
 		/* the gateway: only the answer to a question we asked (a re-check, or while unknown) */
 		if (op == RTE_ARP_OP_REPLY && tip == st->c.addr &&
-		    (e->state == ETH_ARP_INCOMPLETE || (e->state == ETH_ARP_STALE && !memcmp(sha, e->mac, 6))))
-			learn(st, c, e, sha);
+		    ((e->state == ETH_ARP_INCOMPLETE && e->tries) || (e->state == ETH_ARP_STALE && !memcmp(sha, e->mac, 6))))
+			learn(st, c, e, sha); /* (INCOMPLETE and no try: its hold-down, nothing asked) */
 		else if ((e->state == ETH_ARP_INCOMPLETE || memcmp(sha, e->mac, 6)) && !learn_only) {
 			/* an unsolicited claim on the gateway's address: ignored (but one that went
 			 * unanswered is asked for now) */
@@ -463,7 +463,7 @@ bad:
 	rte_pktmbuf_free(m);
 }
 
-void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll)
+void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll, bool learn_only)
 {
 	struct eth_nbr_cache *c = &st->nd;
 	struct xlt_ip ip;
@@ -472,7 +472,10 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 	memcpy(ip.b, src, 16);
 	e = lookup(st, c, &ip);
 	if (e && e->pinned) {
-		ask_again(st, c, e); /* the gateway changes only by an advertisement we asked for */
+		/* the gateway changes only by an advertisement we asked for (a clone: the worker that
+		 * got the frame asks) */
+		if (!learn_only)
+			ask_again(st, c, e);
 		return;
 	}
 	if (!e) {
@@ -489,7 +492,7 @@ void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_
 }
 
 bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint8_t *tll, bool solicited,
-                         bool override)
+                         bool override, bool learn_only)
 {
 	struct eth_nbr_cache *c = &st->nd;
 	struct xlt_ip ip;
@@ -502,8 +505,11 @@ bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint
 	if (e->state == ETH_ARP_INCOMPLETE) {
 		if (!tll)
 			return true; /* nothing to learn */
-		if (e->pinned && !solicited) {
-			ask_again(st, c, e);
+		/* a pinned entry takes only the answer to a question of ours: one outstanding (tries),
+		 * not a "solicited" advertisement while nothing was asked (its hold-down) */
+		if (e->pinned && (!solicited || !e->tries)) {
+			if (!learn_only)
+				ask_again(st, c, e);
 			return false;
 		}
 		if (solicited) {

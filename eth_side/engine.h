@@ -112,9 +112,9 @@ void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop);
  * solicitation to us from on-link SRC with its link-layer address SLL makes or refreshes SRC's entry;
  * an advertisement of TARGET updates an existing entry only (RFC 4861 7.2.5; TLL may be NULL).
  * The latter returns false for an unsolicited claim on the pinned gateway6 (ignored: an error). */
-void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll);
+void eth_nd_learn_solicit(struct eth_stack *st, const uint8_t *src, const uint8_t *sll, bool learn_only);
 bool eth_nd_learn_advert(struct eth_stack *st, const uint8_t *target, const uint8_t *tll, bool solicited,
-                         bool override);
+                         bool override, bool learn_only);
 void eth_arp_tick(struct eth_stack *st);
 void eth_arp_announce(struct eth_stack *st);
 /* Gratuitous ARP for ADDR, one of ours (an address the kernel TAP gained). */

@@ -240,6 +240,9 @@ bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	if (is_unspecified(st->c.flow_peer6) || ours(st, ip->dst_addr) || m->nb_segs > 1 ||
 	    (m->ol_flags & RTE_MBUF_F_RX_LRO) || sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) > st->c.mtu)
 		return false;
+	/* (a sum left unfilled behind extension headers: not filled below, the peer would drop it) */
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE && ip->proto != IPPROTO_TCP)
+		return false;
 	ip->hop_limits = 0;
 	/* a sum the device vouched for without filling it in (a virtio peer's partial sum) goes
 	 * out filled: the peer's device checks it on the wire */
@@ -465,7 +468,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 	/* the solicitor's address, as RFC 4861 7.2.3 says: it is about to talk to us (an on-link
 	 * source only; nothing from a duplicate address probe) */
 	if (!dad && sll && on_link(st, ip->src_addr))
-		eth_nd_learn_solicit(st, ip->src_addr, sll);
+		eth_nd_learn_solicit(st, ip->src_addr, sll, lo);
 	if (lo)
 		return;
 	if (dad) {
@@ -516,7 +519,7 @@ static void nd_advert(struct eth_stack *st, const struct rte_ipv6_hdr *ip, const
 		return;
 	}
 	/* updates an entry we have (7.2.5); an unsolicited claim on gateway6 is not taken */
-	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE) &&
+	if (!eth_nd_learn_advert(st, na->target, tll, flags & NA_FLAG_SOLICITED, flags & NA_FLAG_OVERRIDE, lo) &&
 	    !lo)
 		xlt_counter_add(&st->stats.nd_errors, 1);
 }

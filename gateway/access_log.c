@@ -599,8 +599,15 @@ int gw_alog_init(struct gw_daemon *d)
 
 int gw_alog_check(const struct conf *c)
 {
+	const char *spec = c->gateway.access_log;
 	struct target t;
-	int ret = target_open(&t, c->gateway.access_log, c);
+	int ret;
+
+	/* the daemon's own stdout or stderr are its, not this process's; syslog is retried, never
+	 * fatal */
+	if (own_fd_name(spec) || (!strncmp(spec, "syslog", 6) && (!spec[6] || spec[6] == ':')))
+		return 0;
+	ret = target_open(&t, spec, c);
 
 	if (!ret)
 		target_close(&t);

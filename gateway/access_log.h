@@ -130,8 +130,9 @@ void gw_alog_session(struct gw_worker *w, struct gw_session *s, enum gw_alog_eve
  * stopped), closes. */
 int gw_alog_init(struct gw_daemon *d);
 void gw_alog_fini(struct gw_daemon *d);
-/* -t: whether C's target opens as the daemon would open it at start (0, or -errno with the reason
- * logged); a file is created as the start would create it. */
+/* -t: whether C's file opens as the daemon would open it at start (0, or -errno with the reason
+ * logged); it is created as the start would create it. The daemon's own stdout/stderr and syslog are
+ * not checked. */
 int gw_alog_check(const struct conf *c);
 /* Reload, in two steps: gw_alog_reload_prepare opens C's target when it differs from the running one (0,
  * or -errno logged: the reload fails and nothing changed); gw_alog_reload_commit switches to it (cannot

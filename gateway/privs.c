@@ -29,6 +29,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,14 +266,19 @@ int gw_privs_as_user(const struct conf *c, int (*fn)(const struct conf *), const
 
 	if (!c->gateway.user[0] || geteuid() != 0)
 		return fn(arg);
+	signal(SIGCHLD, SIG_DFL); /* (inherited as ignored, the child would leave no status to wait for) */
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int ret = -ECHILD;
-		if (!setgroups((size_t)prep.n_groups, prep.groups) && !setresgid(prep.gid, prep.gid, prep.gid) &&
-		    !setresuid(prep.uid, prep.uid, prep.uid))
+		int ret;
+		if (setgroups((size_t)prep.n_groups, prep.groups) || setresgid(prep.gid, prep.gid, prep.gid) ||
+		    setresuid(prep.uid, prep.uid, prep.uid)) {
+			ret = -errno;
+			GW_ERR("[gateway] user '%s': cannot become it to check: %s", c->gateway.user, strerror(errno));
+		} else {
 			ret = fn(arg);
+		}
 		_exit(ret < 0 && ret > -256 ? -ret : ret ? ECHILD : 0);
 	}
 	while (waitpid(pid, &status, 0) < 0)

@@ -215,6 +215,7 @@ static bool host_is_name(const char *v)
 			return true;
 		memcpy(host, v + 1, n);
 		host[n] = 0;
+		host[strcspn(host, "%")] = 0; /* (a zone: fe80::1%25eth0) */
 		return inet_pton(AF_INET6, host, &a6) != 1;
 	}
 	n = strcspn(v, ": \t");
@@ -222,6 +223,8 @@ static bool host_is_name(const char *v)
 		return true;
 	memcpy(host, v, n);
 	host[n] = 0;
+	if (n && host[n - 1] == '.')
+		host[n - 1] = 0; /* (localhost. is the same name) */
 	return inet_pton(AF_INET, host, &a4) != 1 && strcasecmp(host, "localhost");
 }
 

@@ -86,6 +86,7 @@ struct eh {
 	uint64_t n_sent;
 	struct eh_session sess[EH_SESSIONS];
 	int listener_refs;
+	bool flow_peer_out; /* a test that set [eth] flow_peer lets marked segments out (the fuzzers never) */
 };
 
 static struct rte_mempool *eh_pool;
@@ -300,9 +301,11 @@ static inline void eh_check_frame(const struct eh *h, const struct rte_mbuf *m)
 		EH_CHECK((h->offloads & ETH_OFFLOAD_IP_CSUM) && ip->hdr_checksum == 0); /* the device's */
 	else
 		EH_CHECK(rte_raw_cksum(ip, sizeof(*ip)) == 0xffff);
-	/* (or a segment passed to [eth] flow_peer, marked by the header's reserved bit: its sender's) */
+	/* (or a TCP segment passed to [eth] flow_peer, marked by the header's reserved bit: its sender's;
+	 * only where a test set one, the fuzzers never do) */
 	EH_CHECK(ip->src_addr == h->addr || ip->src_addr == EH_GW_IP2 ||
-	         (ip->fragment_offset & rte_cpu_to_be_16(0x8000) && ip->next_proto_id == IPPROTO_TCP));
+	         (h->flow_peer_out && ip->fragment_offset & rte_cpu_to_be_16(0x8000) &&
+	          ip->next_proto_id == IPPROTO_TCP));
 	if (ip->next_proto_id == IPPROTO_TCP) {
 		eh_check_tcp(h, m, ip, sizeof(*ip), rte_be_to_cpu_16(ip->total_length) - sizeof(*ip), false);
 	} else {

@@ -131,6 +131,14 @@ if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
 	"$IBGWD" -t -c "$tmp/al.conf" >"$tmp/out" 2>&1 || fail "-t rejects an access log user nobody may write: $(cat "$tmp/out")"
 	[ "$(stat -c %U "$tmp/logs/access.log")" = nobody ] || fail "-t: the access log is not nobody's, as start-up would make it"
 	ok_user=", and as [gateway] user (nobody) where root could but it could not"
+	# not root: not the daemon's identity, so not checked (nor the file created as another user)
+	rm -f "$tmp/logs/access.log"
+	chmod 644 "$tmp/al.conf"
+	out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$IBGWD" -t -c "$tmp/al.conf" 2>&1) ||
+		fail "-t without root: $out"
+	grep -q "access log not checked (-t runs without root)" <<<"$out" || fail "-t without root: $out"
+	[ ! -e "$tmp/logs/access.log" ] || fail "-t without root created the access log"
+	ok_user="$ok_user; not checked (said) when -t runs without root"
 fi
 ok "-t opens the access log as start-up would: a path it cannot open is rejected with FILE:LINE$ok_user"
 

@@ -233,7 +233,10 @@ wait "${pool_churn[@]}"
 out=$(cat "$tmp/pool1.out" "$tmp/pool2.out" "$tmp/pool3.out" | tr '\n' ' ')
 [[ $out =~ ^ok\ ([0-9]+)\ ok\ ([0-9]+)\ ok\ ([0-9]+)\ $ ]] ||
 	fail "a pool whose backend each of 30 reloads changed: $out (refused: $(metric 'ibgw_route_sessions_rejected_total{route="pool",reason="global"}') global, $(metric 'ibgw_route_sessions_rejected_total{route="pool",reason="limit"}') limit)"
-ok "a pool whose backend each of 30 reloads (of 152 routes) changed: 3 clients served $((BASH_REMATCH[1] + BASH_REMATCH[2] + BASH_REMATCH[3])) sessions through them, none reset"
+served=$((BASH_REMATCH[1] + BASH_REMATCH[2] + BASH_REMATCH[3]))
+# (sessions arrive all through the reloads: 600-2400 here; a hundred is a floor no healthy run misses)
+[ "$served" -ge 100 ] || fail "a pool whose backend each of 30 reloads changed: only $served sessions in 30 reloads"
+ok "a pool whose backend each of 30 reloads (of 152 routes) changed: 3 clients served $served sessions through them, none reset"
 
 touch "$stop"
 wait "$live_gone" || fail "removed route's sessions: $(cat "$tmp/gone.out")"

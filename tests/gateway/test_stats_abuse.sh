@@ -125,6 +125,7 @@ code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "$@" "http://127.0.0.1:$por
 [ "$(code -H "$old_ua" -H "Host: rebound.example:$port")" = 403 ] || fail "an old browser's GET by a host name: $(code -H "$old_ua" -H "Host: rebound.example:$port")"
 [ "$(code -H "$old_ua" -H "Host: rebound.example")" = 403 ] || fail "an old browser's GET by a host name without a port"
 [ "$(code -H "$old_ua")" = 200 ] && [ "$(code -H "$old_ua" -H "Host: localhost:$port")" = 200 ] &&
+	[ "$(code -H "$old_ua" -H "Host: localhost.:$port")" = 200 ] &&
 	[ "$(code -H "$old_ua" -H "Host: [::1]:$port")" = 200 ] || fail "an old browser's GET by the address or localhost refused"
 [ "$(code -H "$old_ua" -H 'Sec-Fetch-Site: none' -H "Host: gw1.example:$port")" = 200 ] ||
 	fail "a new browser's GET typed by a host name refused"

@@ -1891,12 +1891,14 @@ static void test_flow_peer_pinned(void **state)
  * is then asked for only every 10 s while idle) and is back. The next hand-off's traffic asks for it at
  * once, and so does a claim from its address (which still sets nothing: the answer does); each used
  * to wait for the 10 s retry, and the hand-off's segments, the VIP's connections on the restarted
- * peer, were dropped unresolved meanwhile (test_ha_vrrp's stray segments, on CI). */
+ * peer, were dropped unresolved meanwhile (test_ha_vrrp's stray segments, on CI). A reply while
+ * nothing is asked is no answer (it was taken: anyone could re-point the entry in its hold-down). */
 static void test_flow_peer_back(void **state)
 {
-	static const uint8_t good[6] = {0x02, 0x11, 0, 0, 0, 0x03};
+	static const uint8_t good[6] = {0x02, 0x11, 0, 0, 0, 0x03}, evil[6] = {0x02, 0x66, 0, 0, 0, 0x66};
 	const uint32_t fp = RTE_BE32(0xc6120003u); /* 198.18.0.3 */
 	const uint8_t *mac;
+	uint64_t err0;
 
 	(void)state;
 	h.st->c.flow_peer = fp;
@@ -1916,6 +1918,21 @@ static void test_flow_peer_back(void **state)
 	assert_null(output_mac(fp));
 	assert_int_equal(arp_requests_for(fp), 0); /* (not twice in a second) */
 	for (int i = 0; i < 4; i++)
+		eh_advance_ms(&h, 1100);
+	/* a reply while nothing is asked (its hold-down) is no answer: not learnt, counted; it asks */
+	err0 = S()->arp_errors;
+	eh_forget(&h);
+	arp_reply(fp, evil);
+	assert_int_equal(S()->arp_errors, err0 + 1);
+	assert_int_equal(arp_requests_for(fp), 1);
+	assert_null(output_mac(fp));
+	arp_reply(fp, good);
+	assert_non_null(mac = output_mac(fp));
+	assert_memory_equal(mac, good, 6);
+	/* silent again */
+	eh_advance_ms(&h, 61000);
+	assert_non_null(output_mac(fp));
+	for (int i = 0; i < 8; i++)
 		eh_advance_ms(&h, 1100);
 	/* its claim: asked for at once, nothing learnt from the claim itself */
 	eh_forget(&h);
@@ -2784,6 +2801,7 @@ static void test_flow_peer_partial_cksum(void **state)
 	ls.a[0].state = ETH_LOCAL_UP;
 	eth_stack_set_locals(h.st, &ls);
 	h.st->c.flow_peer = fp;
+	h.flow_peer_out = true;
 	n = eh_tcp_frame(f, 41950, EH_ECHO_PORT, 1000, 2000, RTE_TCP_ACK_FLAG, 65535, NULL, 0, data, sizeof(data));
 	ip->dst_addr = EH_GW_IP2;
 	ip->hdr_checksum = 0;
@@ -2809,6 +2827,7 @@ static void test_flow_peer_partial_cksum(void **state)
 		found++;
 	}
 	assert_int_equal(found, 1);
+	h.flow_peer_out = false;
 	h.st->c.flow_peer = 0;
 	eth_stack_set_locals(h.st, NULL);
 }
