@@ -21,6 +21,12 @@
 #            speed: 21.5 vs 23.2 (0.92)
 #   eth->ib  4.2 vs 8.1 (0.52); 4.0 vs 12.3 (0.33); 6.5 vs 9.3 (0.70); 3.6 vs 9.2 (0.39); 8.2 vs 7.8
 #            (1.06)
+# 2026-12-06 08:35-08:50 UTC (quiet host; BENCH_CPU_VARIANTS="vhost vhost-lean100 vhost-lean50", each its
+# own VM, 3 rounds of 32 MB), ib->eth own ms/MB ibgwd vs relay[offload]: busy_poll 200 us (default) 10.4
+# vs 12.9 (0.81), 100 us 9.3 vs 11.5 (0.81), 50 us 8.9 vs 14.6 (0.61, rounds 0.51-0.80). The worker's
+# user time stayed the same (351 vs 355 samples of the last round): a shorter window trades
+# sched_yield for ppoll wake-ups (112 -> 47 and 27 -> 92 samples), not the rounds' own work; no
+# window length reaches 0.5 here. make bench at b9e0d21 (run 20261206-085631): 0.74 (0.69 0.74 0.85).
 # Counting everything (bench_e2e's figure) the same runs give 13.9-29.9 vs 16.7-33.5 ib->eth before
 # ibgwd's vhost-net thread (11.6-17.4 more), 25.0-31.5 vs 34.3-44.1 eth->ib: soft-RoCE alone is
 # 21-23 ms/MB of ibgwd's eth->ib CPU (rxe runs each RDMA write in the thread that posts it).

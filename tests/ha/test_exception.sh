@@ -49,10 +49,13 @@ EOF
 nf0=$(ha_metric 1 'ibgw_ip_not_for_us_total{worker="0"}')
 n=$(udp_to 198.19.5.255)
 nf1=$(ha_metric 1 'ibgw_ip_not_for_us_total{worker="0"}')
-[ "$n" = 0 ] && [ $((nf1 - nf0)) -ge 20 ] || fail "another network's .255: $n to the kernel, $((nf1 - nf0)) not for us"
+# (the 20 would all go to the kernel; a frame or two of the link's own, an IPv6 router solicitation
+# or MLD report of a namespace just up, may fall in the window: make check saw 1)
+[ "$n" -le 2 ] && [ $((nf1 - nf0)) -ge 20 ] || fail "another network's .255: $n to the kernel, $((nf1 - nf0)) not for us"
+n_other=$n
 n=$(udp_to "$bcast")
 [ "$n" -ge 20 ] || fail "our network's broadcast $bcast: $n of 20 to the kernel"
-ok "broadcast to the kernel: $bcast (20 of 20), never another network's 198.19.5.255 (0, counted not for us)"
+ok "broadcast to the kernel: $bcast (20 of 20), never another network's 198.19.5.255 (counted not for us; $n_other frames to the kernel meanwhile)"
 
 r=$(ha_c "$PY3" tests/ha/ha_client.py once "$GW" 7 1000000 20)
 [ "$r" = ok ] || fail "ibgwd's echo route: $r"
