@@ -1650,7 +1650,18 @@ bool conf_route_proxy_from(const struct conf_route *r, const struct xlt_ip *peer
 
 void conf_warn(const struct conf *c, conf_error_fn warn, void *arg)
 {
-	char msg[CONF_PATH_MAX + 256];
+	char msg[CONF_PATH_MAX + 256], where[CONF_PATH_MAX + 16];
+	bool v4 = c->eth.flow_peer.s_addr != 0;
+
+	/* a VIP is an address of the kernel TAP: without one there is none, and nothing to pass on */
+	if ((v4 || !IN6_IS_ADDR_UNSPECIFIED(&c->eth.flow_peer6)) && !c->eth.kernel_tap[0]) {
+		snprintf(msg, sizeof(msg),
+		         "%s: warning: %s without kernel_tap: segments are passed on only for the addresses "
+		         "keepalived or FRR put on the kernel TAP (VIPs), and there is none",
+		         conf_where(c, NULL, "eth", v4 ? "flow_peer" : "flow_peer6", where, sizeof(where)),
+		         v4 ? "flow_peer" : "flow_peer6");
+		warn(arg, msg);
+	}
 
 	for (uint32_t i = 0; i < c->n_routes; i++) {
 		const struct conf_route *r = &c->routes[i];

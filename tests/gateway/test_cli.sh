@@ -142,6 +142,16 @@ if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
 fi
 ok "-t opens the access log as start-up would: a path it cannot open is rejected with FILE:LINE$ok_user"
 
+# [eth] flow_peer passes a VIP's segments on, and a VIP is an address of the kernel TAP: without
+# kernel_tap it does nothing, which -t says (FILE:LINE); with it, nothing is said
+printf '[eth]\naddress = 198.18.0.1/24\nflow_peer = 198.18.0.3\n[route a]\nlisten = ib:7000\nconnect = echo\n' >"$tmp/fp.conf"
+"$IBGWD" -t -c "$tmp/fp.conf" >"$tmp/out" 2>"$tmp/err" || fail "flow_peer without kernel_tap rejected: $(cat "$tmp/out" "$tmp/err")"
+grep -q "^$tmp/fp.conf:3: warning: flow_peer without kernel_tap" "$tmp/err" || fail "no flow_peer warning: $(cat "$tmp/err")"
+sed -i '1a kernel_tap = ibgw0' "$tmp/fp.conf"
+"$IBGWD" -t -c "$tmp/fp.conf" >"$tmp/out" 2>"$tmp/err" || fail "flow_peer with kernel_tap rejected: $(cat "$tmp/out" "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "a warning with kernel_tap set: $(cat "$tmp/err")"
+ok "-t: flow_peer without kernel_tap (no VIP to pass segments of) warns with FILE:LINE; with it, nothing"
+
 "$IBGWD" --config-reference >"$tmp/ref.md"
 awk '/<!-- config-reference:begin -->/{f=1;next}/<!-- config-reference:end -->/{f=0}f' README.md >"$tmp/readme.md"
 diff -u "$tmp/ref.md" "$tmp/readme.md" >"$tmp/diff" || fail "README config reference differs from the keyword table (regenerate with: build/ibgwd --config-reference):
