@@ -1651,15 +1651,16 @@ bool conf_route_proxy_from(const struct conf_route *r, const struct xlt_ip *peer
 void conf_warn(const struct conf *c, conf_error_fn warn, void *arg)
 {
 	char msg[CONF_PATH_MAX + 256], where[CONF_PATH_MAX + 16];
-	bool v4 = c->eth.flow_peer.s_addr != 0;
+	const char *fp = c->eth.flow_peer.s_addr                       ? "flow_peer"
+	                 : !IN6_IS_ADDR_UNSPECIFIED(&c->eth.flow_peer6) ? "flow_peer6"
+	                                                                 : NULL;
 
 	/* a VIP is an address of the kernel TAP: without one there is none, and nothing to pass on */
-	if ((v4 || !IN6_IS_ADDR_UNSPECIFIED(&c->eth.flow_peer6)) && !c->eth.kernel_tap[0]) {
+	if (fp && !c->eth.kernel_tap[0]) {
 		snprintf(msg, sizeof(msg),
 		         "%s: warning: %s without kernel_tap: segments are passed on only for the addresses "
 		         "keepalived or FRR put on the kernel TAP (VIPs), and there is none",
-		         conf_where(c, NULL, "eth", v4 ? "flow_peer" : "flow_peer6", where, sizeof(where)),
-		         v4 ? "flow_peer" : "flow_peer6");
+		         conf_where(c, NULL, "eth", fp, where, sizeof(where)), fp);
 		warn(arg, msg);
 	}
 

@@ -16,9 +16,9 @@ struct conf_route;
  * Returns 0, or -errno with a message in ERR (e.g. an unknown user). */
 int gw_privs_prepare(const struct conf *c, int check_only, char *err, size_t len);
 
-/* -t: runs FN(ARG) with the ids the daemon will have (the user and groups of gw_privs_prepare, in a
- * child process, when run as root with [gateway] user; else here, as the caller) and returns what it
- * returned (-errno; -ECHILD when the child could not run it). */
+/* -t, run as root: runs FN(ARG) with the ids the daemon will have (with [gateway] user, its user and
+ * groups of gw_privs_prepare, in a child process; else here) and returns what it returned (-errno;
+ * -ECHILD when the child could not run it). */
 int gw_privs_as_user(const struct conf *c, int (*fn)(const struct conf *), const struct conf *arg);
 
 /* Main thread, before rte_eal_init (no other thread may exist: every thread created afterwards shares

@@ -503,20 +503,23 @@ static void on_read(struct bufferevent *bev, void *arg)
 	bool mozilla = false, fetch_site = false, by_name = false;
 	for (;;) {
 		char *h = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF);
-		bool last = !h || !*h;
 
-		if (!last && (!strncasecmp(h, "origin:", 7) ||
-		             (!strncasecmp(h, "sec-fetch-site:", 15) && !strstr(h + 15, "none"))))
-			c->browser = true;
-		if (!last && !strncasecmp(h, "sec-fetch-site:", 15))
-			fetch_site = true;
-		if (!last && !strncasecmp(h, "user-agent:", 11))
-			mozilla = !strncmp(h + 11 + strspn(h + 11, " \t"), "Mozilla/", 8);
-		if (!last && !strncasecmp(h, "host:", 5))
-			by_name = host_is_name(h + 5);
-		free(h);
-		if (last)
+		if (!h || !*h) {
+			free(h);
 			break;
+		}
+		if (!strncasecmp(h, "origin:", 7)) {
+			c->browser = true;
+		} else if (!strncasecmp(h, "sec-fetch-site:", 15)) {
+			fetch_site = true;
+			if (!strstr(h + 15, "none"))
+				c->browser = true;
+		} else if (!strncasecmp(h, "user-agent:", 11)) {
+			mozilla = !strncmp(h + 11 + strspn(h + 11, " \t"), "Mozilla/", 8);
+		} else if (!strncasecmp(h, "host:", 5)) {
+			by_name = host_is_name(h + 5);
+		}
+		free(h);
 	}
 	/* a browser too old to say Sec-Fetch-Site sends no Origin with a page's own GET: a script of a
 	 * page whose name was rebound to this address (DNS rebinding) reads the reply then, and only a
