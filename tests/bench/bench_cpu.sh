@@ -27,6 +27,13 @@
 # user time stayed the same (351 vs 355 samples of the last round): a shorter window trades
 # sched_yield for ppoll wake-ups (112 -> 47 and 27 -> 92 samples), not the rounds' own work; no
 # window length reaches 0.5 here. make bench at b9e0d21 (run 20261206-085631): 0.74 (0.69 0.74 0.85).
+# 2026-12-06 11:24-11:29 UTC (quiet host), BENCH_WSIZE=262144 (rs_bulk sends 256 KiB per rsend: stock
+# rsocket ramps once per call, so about 36 IB messages per MB instead of 91.6): ibgwd 8.5 vs relay[offload]
+# 14.0 ms/MB, ratio 0.61 (rounds 0.59 0.61 0.69); eth->ib 0.40. ibgwd's own ib->eth CPU per MB stayed
+# where it was at 64 KiB writes (8.2) with 2.5x fewer IB messages and larger frames: it follows neither.
+# What is left, by elimination, goes with the transfer's duration (polling windows and wake-ups, a few per
+# round trip), which TCG sets at 21-27 MB/s for every path (not shown directly: no peer here sends at a
+# chosen rate).
 # Counting everything (bench_e2e's figure) the same runs give 13.9-29.9 vs 16.7-33.5 ib->eth before
 # ibgwd's vhost-net thread (11.6-17.4 more), 25.0-31.5 vs 34.3-44.1 eth->ib: soft-RoCE alone is
 # 21-23 ms/MB of ibgwd's eth->ib CPU (rxe runs each RDMA write in the thread that posts it).
