@@ -104,20 +104,13 @@ static void rexmit_fire(struct eth_tcb *t)
 	uint32_t flight;
 
 	switch (t->state) {
-	case ETH_TCP_SYN_SENT:
-		t->backoff++;
-		t->snd_nxt = t->iss;
-		t->rtt_timing = false;
-		ETH_REXMIT(t);
-		xlt_counter_add(&st->stats.tcp_rto_expiries, 1);
-		eth_tcp_rexmit_arm(t);
-		eth_tcb_output_later(t);
-		return;
 	case ETH_TCP_SYN_RCVD:
 		if (t->backoff >= eth_tcp_synack_retries(t)) {
 			eth_tcb_close(t, -ETIMEDOUT);
 			return;
 		}
+		/* fall through - the SYN-ACK goes again as a SYN would */
+	case ETH_TCP_SYN_SENT:
 		t->backoff++;
 		t->snd_nxt = t->iss;
 		t->rtt_timing = false;
