@@ -171,6 +171,11 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->backoff++;
 	eth_tcp_rexmit_arm(t);
 	eth_tcb_output_later(t);
+	/* a peer that shrank its window to zero over data in flight gets nothing sent again while it
+	 * stays shut: it must be probed (RFC 1122 4.2.2.16), as persist does; its answers keep the
+	 * connection (tcp_in.c), and when it opens, the data goes again from snd_una */
+	if (!t->snd_wnd)
+		eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
 }
 
 /* Returns true when T was freed. */

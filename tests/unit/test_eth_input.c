@@ -178,6 +178,12 @@ static void ack_all(struct conn *c, uint16_t wnd)
 	feed(c, RTE_TCP_ACK_FLAG, c->pnxt, c->gnxt, wnd, NULL, 0);
 }
 
+/* Acknowledges up to ACK (below what ibgwd sent: the rest stays in flight) with window WND. */
+static void ack_to(struct conn *c, uint32_t ack, uint16_t wnd)
+{
+	feed(c, RTE_TCP_ACK_FLAG, c->pnxt, ack, wnd, NULL, 0);
+}
+
 /* Opens a connection from the peer's PPORT to GPORT with the SYN options OPTS (OLEN bytes; TS: they
  * have a timestamp) and window WND, in the SYN and the ACK. */
 static void open_conn_with(struct conn *c, uint16_t pport, uint16_t gport, const uint8_t *opts, size_t olen,
@@ -2166,6 +2172,62 @@ static void test_vanished_peer(void **state)
 	assert_int_equal(S()->tcp_buffer_bytes, 0);
 	assert_null(session_of(41060));
 	assert_int_equal(eth_stack_conns(h.st), 0);
+}
+
+/* A peer shrinks its window to zero over data in flight and keeps answering with that window: the
+ * retransmission timeouts probe it (RFC 1122 4.2.2.16: the window must be probed, the connection
+ * not timed out), its answers keep the connection past user_timeout (30 s here), and once it opens
+ * the data goes again from the first unacknowledged byte, every byte as written. */
+static void test_shrunk_window(void **state)
+{
+	static uint8_t blob[3000];
+	struct conn c = established_echo(41061);
+	struct eh_session *se = session_of(41061);
+	struct out v[16];
+	unsigned probes = 0, n;
+	uint32_t got = 0;
+	uint64_t t0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 11 + 5);
+	se->s->ops->write(se->s, blob, sizeof(blob));
+	eh_poll(&h);
+	assert_true(sent(v, 16) > 0); /* in flight */
+	ack_to(&c, c.gnxt, 0);    /* nothing acknowledged, the window shut */
+	t0 = h.now_ns;
+	while (h.now_ns - t0 < 90ull * 1000000000ull) {
+		eh_forget(&h);
+		eh_advance_ms(&h, 100);
+		n = sent(v, 16);
+		for (unsigned k = 0; k < n; k++) {
+			assert_int_equal(v[k].flags & RTE_TCP_RST_FLAG, 0);
+			probes += v[k].len == 0 && v[k].seq == c.gnxt - 1;
+		}
+		if (n)
+			ack_to(&c, c.gnxt, 0); /* alive, still shut */
+	}
+	assert_true(probes >= 5);
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_timeouts, 0);
+	/* it opens: everything again, from the first byte */
+	eh_forget(&h);
+	ack_to(&c, c.gnxt, 65535);
+	for (unsigned i = 0; i < 40 && got < sizeof(blob); i++) {
+		n = sent(v, 16);
+		for (unsigned k = 0; k < n; k++) {
+			if (!v[k].len || v[k].seq != c.gnxt + got)
+				continue;
+			assert_memory_equal(v[k].data, blob + got, v[k].len);
+			got += v[k].len;
+		}
+		eh_forget(&h);
+		ack_to(&c, c.gnxt + got, 65535);
+		eh_advance_ms(&h, 200);
+	}
+	assert_int_equal(got, sizeof(blob));
+	c.gnxt += sizeof(blob);
+	assert_int_equal(S()->tcp_active, 1);
 }
 
 /* ---- device offloads: LRO chains in, TSO frames out, checksums the device vouched for ---- */
@@ -4213,6 +4275,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_link_broadcast_unicast_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrunk_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
