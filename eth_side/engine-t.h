@@ -24,6 +24,8 @@ struct rte_ring;
 #define ETH_RX_BURST	  32
 #define ETH_TXQ_SIZE	  512 /* frames waiting for the device */
 #define ETH_TXQ_TCP_STOP  448 /* TCP stops producing segments above this (NIC backpressure) */
+#define ETH_TXQ_SEGS_STOP 2048 /* ... or above this many mbufs in those frames (a TSO frame copied into
+                                * mbufs takes 30-40: 448 of them were more than the port's pool) */
 #define ETH_MAX_LISTENERS 256
 #define ETH_TCP_OOO_MAX	  16 /* out-of-order ranges a receiver keeps (the bounded OOO queue) */
 #define ETH_TCP_SACK_MAX  16 /* SACKed ranges a sender remembers */
@@ -257,7 +259,10 @@ struct eth_stack {
 	struct rte_ring *from[ETH_MAX_WORKERS];
 
 	struct rte_mbuf *txq[ETH_TXQ_SIZE];
+	uint16_t txq_segs[ETH_TXQ_SIZE]; /* each frame's mbufs, read at enqueue (a sent frame is the PMD's) */
 	unsigned n_tx;
+	unsigned n_tx_segs;  /* their sum */
+	unsigned segs_stop;  /* ETH_TXQ_SEGS_STOP, or a quarter of the pool's share per worker if less */
 
 	struct eth_stack_stats stats;
 

@@ -53,6 +53,13 @@ static inline unsigned eth_tx_room(const struct eth_stack *st)
 {
 	return ETH_TXQ_SIZE - st->n_tx;
 }
+/* Whether TCP must stop producing segments until the device takes frames: the queue's frames
+ * (ETH_TXQ_TCP_STOP, room kept for ACKs and resets) or their mbufs (the port's pool is shared with
+ * the RX rings and every worker) */
+static inline bool eth_tx_tcp_full(const struct eth_stack *st)
+{
+	return st->n_tx > ETH_TXQ_TCP_STOP || st->n_tx_segs > st->segs_stop;
+}
 /* The keyed hash of a flow from RADDR (either family, IPv4 mapped: one code path) and its ports: it
  * picks the owning worker and the table bucket, the same on every worker. */
 uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport,

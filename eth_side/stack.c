@@ -187,6 +187,9 @@ struct eth_stack *eth_stack_create(const struct eth_stack_conf *c)
 	st->arp_key.k0 = rnd[3];
 	st->arp_key.k1 = rnd[4];
 	st->syn_backlog = (c->syn_backlog + c->n_workers - 1) / c->n_workers;
+	st->segs_stop = c->pool->size / (4 * c->n_workers);
+	if (st->segs_stop > ETH_TXQ_SEGS_STOP)
+		st->segs_stop = ETH_TXQ_SEGS_STOP;
 	st->garp_pending = c->worker == 0;
 	st->nd.v6 = true;
 	eth_ipv6_init(st);
@@ -366,6 +369,8 @@ void eth_tx_frame(struct eth_stack *st, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	st->txq_segs[st->n_tx] = m->nb_segs;
+	st->n_tx_segs += m->nb_segs;
 	st->txq[st->n_tx++] = m;
 }
 
@@ -386,9 +391,13 @@ static void tx_flush(struct eth_stack *st)
 		sent = (uint16_t)st->n_tx;
 	}
 	xlt_counter_add(&st->stats.frames_out, sent);
+	for (unsigned i = 0; i < sent; i++)
+		st->n_tx_segs -= st->txq_segs[i];
 	st->n_tx -= sent;
-	if (st->n_tx)
+	if (st->n_tx) {
 		memmove(st->txq, st->txq + sent, st->n_tx * sizeof(st->txq[0]));
+		memmove(st->txq_segs, st->txq_segs + sent, st->n_tx * sizeof(st->txq_segs[0]));
+	}
 }
 
 uint64_t eth_flow_hash(const struct eth_stack *st, const struct xlt_ip *raddr, uint16_t rport, uint16_t lport)
@@ -693,9 +702,14 @@ static unsigned dispatch(struct eth_stack *st)
 	return n;
 }
 
-/* Lets every connection waiting to send produce its segments while the device queue has room. */
+/* Lets every connection waiting to send produce its segments while the device queue has room. One
+ * that fills it lists itself again (tcp_out.c); those the device had no room for this time go first
+ * next round, ahead of it: a connection whose peer takes all it sends would otherwise fill the queue
+ * first round after round, and the others on the worker would send nothing, not even their
+ * retransmissions, until their timeouts gave up. */
 static unsigned flush_output(struct eth_stack *st)
 {
+	STAILQ_HEAD(, eth_tcb) waiting = STAILQ_HEAD_INITIALIZER(waiting);
 	struct eth_tcb *list = STAILQ_FIRST(&st->out), *t;
 	unsigned n = 0;
 
@@ -705,13 +719,16 @@ static unsigned flush_output(struct eth_stack *st)
 		t->on_out = false;
 		if (t->state == ETH_TCP_CLOSED)
 			continue;
-		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP) {
-			eth_tcb_output_later(t); /* the device is behind: next round */
+		if (eth_tx_tcp_full(st)) {
+			t->on_out = true; /* the device is behind: first next round */
+			STAILQ_INSERT_TAIL(&waiting, t, outlink);
 			continue;
 		}
 		eth_tcp_output(t);
 		n++;
 	}
+	STAILQ_CONCAT(&waiting, &st->out);
+	STAILQ_CONCAT(&st->out, &waiting);
 	return n;
 }
 

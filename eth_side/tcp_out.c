@@ -270,11 +270,6 @@ static bool tso_on(const struct eth_stack *st)
 	return (st->c.offloads & (ETH_OFFLOAD_TSO | ETH_OFFLOAD_TX_CSUM)) == (ETH_OFFLOAD_TSO | ETH_OFFLOAD_TX_CSUM);
 }
 
-static bool tx_full(const struct eth_stack *st)
-{
-	return eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP;
-}
-
 /* Bytes of the send queue not sent yet (from snd_nxt). */
 static uint32_t unsent(const struct eth_tcb *t)
 {
@@ -341,7 +336,7 @@ static bool send_data(struct eth_tcb *t)
 		uint32_t len = avail < most ? avail : most;
 		bool fin;
 
-		if (tx_full(t->st)) {
+		if (eth_tx_tcp_full(t->st)) {
 			eth_tcb_output_later(t);
 			break;
 		}
@@ -419,7 +414,7 @@ static bool send_sack_recovery(struct eth_tcb *t)
 	while (pipe < t->cwnd) {
 		uint32_t start, len, from = eth_seq_max(t->high_rxt, t->snd_una);
 
-		if (tx_full(st)) {
+		if (eth_tx_tcp_full(st)) {
 			eth_tcb_output_later(t);
 			break;
 		}

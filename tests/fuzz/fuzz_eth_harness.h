@@ -87,6 +87,8 @@ struct eh {
 	struct eh_session sess[EH_SESSIONS];
 	int listener_refs;
 	bool flow_peer_out; /* a test that set [eth] flow_peer lets marked segments out (the fuzzers never) */
+	bool tx_stalled;    /* the device takes no frame (a busy link) */
+	unsigned tx_cap;    /* ... or at most this many per burst (0: all) */
 };
 
 static struct rte_mempool *eh_pool;
@@ -317,6 +319,10 @@ static inline uint16_t eh_tx(void *arg, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct eh *h = arg;
 
+	if (h->tx_stalled)
+		return 0;
+	if (h->tx_cap && n > h->tx_cap)
+		n = (uint16_t)h->tx_cap;
 	for (uint16_t i = 0; i < n; i++) {
 		eh_check_frame(h, pkts[i]);
 		if (h->n_kept == EH_KEEP) {

@@ -2134,6 +2134,53 @@ static void test_pmtu_storm(void **state)
 	ack_all(&c, 65535);
 }
 
+/* One connection whose peer takes all it sends fills the device queue (here with 64-byte segments, as
+ * a bulk flow fills a NIC's with full ones); another connection's data, written meanwhile, gets into
+ * the queue in the first round the device takes frames again, behind what the bulk connection had
+ * queued, not behind everything it had to send (on the old code: 4096 segments first). White box:
+ * the bulk connection's congestion window is set as a long transfer would have grown it. */
+static void test_output_turns(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0, 76, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	static uint8_t blob[256 * 1024];
+	struct conn a, b;
+	struct eh_session *sa, *sb;
+	struct out v[64];
+	unsigned polls = 0, bulk = 0;
+	bool b_out = false;
+
+	(void)state;
+	open_conn_with(&a, 41070, EH_ECHO_PORT, syn_opts, sizeof(syn_opts), true, 65535);
+	b = established_echo(41071);
+	sa = session_of(41070);
+	sb = session_of(41071);
+	eth_tcb_of(sa->s)->cwnd = 1u << 22;
+	h.tx_stalled = true;
+	eh_forget(&h);
+	assert_int_equal(sa->s->ops->write(sa->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(sb->s->ops->write(sb->s, blob, 1000), 1000);
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 0);
+	h.tx_stalled = false;
+	h.tx_cap = 8;
+	while (!b_out && polls++ < 400) {
+		unsigned n;
+
+		eh_forget(&h);
+		eh_poll(&h);
+		n = sent(v, 64);
+		for (unsigned k = 0; k < n; k++) {
+			if (v[k].dport == b.pport && v[k].len)
+				b_out = true;
+			else if (v[k].dport == a.pport && v[k].len)
+				bulk++;
+		}
+	}
+	assert_true(b_out);
+	assert_in_range(bulk, 400, 600);
+}
+
 /* The peer vanishes with data outstanding: retransmission timeouts back off, and after
  * user_timeout (30 s here) the connection is reset and freed with its buffers. */
 static void test_vanished_peer(void **state)
@@ -2232,6 +2279,41 @@ static void test_shrunk_window(void **state)
 
 /* ---- device offloads: LRO chains in, TSO frames out, checksums the device vouched for ---- */
 
+/* A TSO frame built from a send buffer's copies spans 30-40 of the port's mbufs: while the device
+ * is behind, the frames TCP queues stop at ETH_TXQ_SEGS_STOP mbufs or a quarter of the pool's share
+ * (here 1023 of 4095), not at 448 frames (14000 mbufs at 1500 bytes, more than the pool, which the
+ * RX ring and every connection share); the connections held back send once the device takes frames.
+ * White box: the queue's mbuf count, and windows set as long transfers would have grown them. */
+static void test_output_mbuf_bound(void **state)
+{
+	static uint8_t blob[256 * 1024];
+	uint64_t out0;
+	unsigned most = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 12; i++) {
+		struct conn c = established_echo((uint16_t)(41080 + i));
+		eth_tcb_of(session_of(c.pport)->s)->cwnd = 1u << 22;
+	}
+	h.tx_stalled = true;
+	eh_forget(&h);
+	out0 = S()->tcp_bytes_out;
+	for (unsigned i = 0; i < 12; i++) {
+		struct eh_session *se = session_of((uint16_t)(41080 + i));
+		assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+		eh_poll(&h);
+		most = h.st->n_tx_segs > most ? h.st->n_tx_segs : most;
+	}
+	assert_true(most > 900 && most <= h.st->segs_stop + 64); /* (one frame past the limit at most) */
+	h.tx_stalled = false;
+	for (unsigned i = 0; i < 50 && S()->tcp_bytes_out - out0 < 12 * sizeof(blob); i++) {
+		eh_forget(&h);
+		eh_poll(&h);
+	}
+	assert_int_equal(S()->tcp_bytes_out - out0, 12 * sizeof(blob));
+	assert_int_equal(h.st->n_tx_segs, 0);
+}
+
 #define LRO_LEN 4000 /* a payload LRO merged from 3 segments */
 #define TS_HDR	(RTE_ETHER_HDR_LEN + 20 + 32) /* Ethernet, IPv4, TCP with timestamps */
 
@@ -2243,6 +2325,13 @@ static int setup_ofl(void **state)
 	for (unsigned i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7 + (i >> 8));
 	return eh_start_ofl(&h, 4, 16384, 16384, EH_OFFLOADS_ALL);
+}
+
+/* with offloads and a send buffer of four TSO frames */
+static int setup_ofl_big_sbuf(void **state)
+{
+	(void)state;
+	return eh_start_ofl(&h, 4, 16384, 256 * 1024, EH_OFFLOADS_ALL);
 }
 
 /* with offloads and a kernel TAP (a gateway of an HA pair) */
@@ -4276,6 +4365,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shrunk_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_output_turns, setup_big_sbuf, teardown),
+	    cmocka_unit_test_setup_teardown(test_output_mbuf_bound, setup_ofl_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_frag_needed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pmtu_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lend_frames, setup, teardown),
