@@ -987,6 +987,11 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		ctrl_done(c, wc);
 	if (wc->status != IBV_WC_SUCCESS) {
 		wc_error(c, wc);
+		/* the bytes of a failed write may never have arrived: the session ends with a reset, and
+		 * they are not reported as sent, whatever came before (the peer's end of stream and then
+		 * its disconnect leave the queue pair dead already, and the close looked orderly) */
+		if (kind == IB_WR_DATA)
+			closing(c, -ECONNRESET, IB_CLOSE_RESET);
 		return;
 	}
 	if (kind == IB_WR_FIN)

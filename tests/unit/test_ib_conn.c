@@ -238,6 +238,75 @@ static void test_disconnect_on_a_busy_cq(void **state)
 	decided_and_handed_back(c);
 }
 
+/* ---- a write that fails after the peer's end of stream ---- */
+
+static struct ibv_cq failed_ibv;
+static unsigned failed_pending;
+
+static int fake_poll_failed(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	(void)cq;
+	if (!failed_pending || num < 1)
+		return 0;
+	failed_pending--;
+	wc[0] = (struct ibv_wc){
+	    .wr_id = (uint64_t)IB_WR_DATA << IB_WR_KIND_SHIFT | (uint64_t)2 << IB_WR_SLOT_SHIFT |
+	             (uint64_t)1 << IB_WR_GEN_SHIFT | 4096,
+	    .status = IBV_WC_WR_FLUSH_ERR};
+	return 1;
+}
+
+static void on_sent_count(void *arg, size_t n)
+{
+	*(size_t *)arg += n;
+}
+
+/* The peer sent its end of stream, then went away without DISCONNECT (rdma_cm's DISCONNECTED: the
+ * queue pair is dead, the session still delivers the peer's bytes to TCP) while 4096 bytes of ours
+ * were in flight; their write completes flushed. They never arrived: the session must end with a
+ * reset, and no byte is reported as sent. (The completion was counted done, and once TCP had taken
+ * the peer's bytes the close was orderly, those bytes reported as sent.) */
+static void test_write_failed_after_eof(void **state)
+{
+	static struct ibv_context ctx = {.ops = {.poll_cq = fake_poll_failed, .post_recv = fake_post_recv}};
+	struct ib_conn *c = calloc(1, sizeof(*c));
+	size_t reported = 0;
+
+	(void)state;
+	assert_non_null(c);
+	failed_ibv = (struct ibv_cq){.context = &ctx};
+	closed_cq = (struct ib_cq){.cq = &failed_ibv, .size = 1024};
+	w.cqs = cq_table;
+	w.max_cqs = 4;
+	w.cqs[w.n_cqs++] = &closed_cq;
+	c->slot = 2;
+	c->gen = 1;
+	c->w = &w;
+	c->cq = &closed_cq;
+	c->ws = IB_W_OPEN;
+	c->rx.eof = true;
+	c->peer_gone = true;
+	c->qp_dead = true;
+	c->tx.queued = c->tx.posted = 4096;
+	c->tx.wrs = 1;
+	c->s.ev.on_sent = on_sent_count;
+	c->s.ev.arg = &reported;
+	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
+	failed_pending = 1;
+	ib_worker_poll(&w, 1000, 0);
+	assert_int_equal(c->tx.done, 4096);
+	assert_int_equal(c->ws, IB_W_CLOSING);
+	assert_int_equal(c->err, -ECONNRESET);
+	assert_int_equal(w.st.closed[IB_CLOSE_RESET], 1);
+	assert_int_equal(w.st.closed[IB_CLOSE_OK], 0);
+	ib_worker_relay(&w);
+	assert_int_equal(c->ws, IB_W_CLOSED);
+	assert_int_equal(reported, 0);
+	slots[2] = (struct ib_slot){0};
+	STAILQ_INIT(&w.work);
+	free(c);
+}
+
 /* ---- messages after the end ---- */
 
 /* A connection that ended in order (a DISCONNECT after our FIN, say) while its session holds it for
@@ -290,6 +359,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_disconnect_beside_a_busy_cq, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_on_a_busy_cq, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_messages_after_the_end, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_failed_after_eof, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
