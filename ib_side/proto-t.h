@@ -115,6 +115,8 @@ struct ib_tx {
 	uint32_t peer_half;   /* the peer's data_buf length (its private data): half its ring, what each
 			       * of its adverts gives; 0 until known */
 	uint64_t adverts;     /* buffer adverts received (SGL messages with a payload) */
+	uint64_t exhausted;   /* target entries our writes used up: each frees the peer to advertise one
+			       * again once it consumed it */
 	uint8_t target_idx;   /* entry of our target_sgl the next write uses */
 	struct ib_rs_sge cur; /* that entry as ib_tx_blocked read and checked it, for ib_tx_next: the peer
 			       * may write the entry again in between */

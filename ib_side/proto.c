@@ -270,8 +270,10 @@ void ib_tx_next(struct ib_tx *tx, volatile struct ib_rs_sge *target, struct ib_t
 	w->rkey = tx->cur.key;
 	t->addr = tx->cur.addr + len;
 	t->length = room - len;
-	if (room == len)
+	if (room == len) {
 		tx->target_idx ^= 1;
+		tx->exhausted++;
+	}
 	tx->posted += len;
 	tx->msgs_sent++;
 	tx->wrs++;
@@ -328,12 +330,15 @@ bool ib_tx_advert_earned(const struct ib_tx *tx)
 {
 	/* rsocket's receiver (and ours) treats its first half as advertised by the private data and
 	 * advertises the other half at once; each later advert needs another half free, which only
-	 * consuming our bytes frees: advert N comes after (N - 1) halves of them, all posted by us */
+	 * consuming our bytes frees: advert N comes after (N - 1) halves of them, all posted by us, and
+	 * so after N - 1 entries we used up (we write a half's entry to its end before the next). The
+	 * entries count too: the half is the peer's word (its private data), and a peer claiming a
+	 * one-byte half earned an advert per byte we ever sent it, a flood outside the costless window */
 	if (tx->adverts <= 1)
 		return true;
 	if (!tx->peer_half)
 		return false; /* (its private data not seen yet: we posted nothing) */
-	return tx->adverts - 1 <= tx->posted / tx->peer_half;
+	return tx->adverts - 1 <= tx->posted / tx->peer_half && tx->adverts - 1 <= tx->exhausted;
 }
 
 /* ---- receive completions ---- */

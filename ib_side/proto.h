@@ -116,7 +116,7 @@ int ib_tx_credit(struct ib_tx *tx, uint16_t edge);
 
 /* Whether the buffer adverts received so far (tx->adverts, counted by ib_rs_recv) are all ones the
  * peer earned: its first comes at once, each later one only after it consumed another HALF (see
- * ib_tx_peer) of the bytes we posted. False: the last one is more than a stock rsocket ever sends,
+ * ib_tx_peer) of the bytes we posted, an entry of its adverts we used up. False: the last one is more than a stock rsocket ever sends,
  * a message that cost the peer nothing (the engine's costless window decides). */
 bool ib_tx_advert_earned(const struct ib_tx *tx);
 

@@ -674,10 +674,12 @@ static void test_tx_adverts_earned(void **state)
 	tx.posted = 65535;
 	assert_false(ib_tx_advert_earned(&tx));
 	tx.posted = 65536;
+	tx.exhausted = 1; /* (as ib_tx_next counts them: the data_buf of its private data used up) */
 	assert_true(ib_tx_advert_earned(&tx)); /* a half of ours consumed */
 	assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
 	assert_false(ib_tx_advert_earned(&tx));
 	tx.posted = 2 * 65536;
+	tx.exhausted = 2;
 	assert_true(ib_tx_advert_earned(&tx));
 	/* a refused message counts nothing */
 	VIOLATES(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 1000, 16, &why), IB_VIOL_CREDIT);
@@ -687,11 +689,48 @@ static void test_tx_adverts_earned(void **state)
 	ib_tx_init(&tx, 1 << 20, 8, 16);
 	assert_int_equal(ib_tx_peer(&tx, 16, 65536, 16), 0);
 	tx.posted = 65536; /* the data_buf of its private data used up */
+	tx.exhausted = 1;
 	for (unsigned n = 1; n <= 10; n++) {
 		assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
 		assert_true(ib_tx_advert_earned(&tx) == (n <= 2));
 		tx.posted += 1; /* one byte into it */
 	}
+	/* a peer whose private data claims a one-byte half earns no advert per byte we sent it: only
+	 * per entry of its adverts our writes used up */
+	ib_tx_init(&tx, 1 << 20, 8, 16);
+	assert_int_equal(ib_tx_peer(&tx, 16, 1, 16), 0);
+	tx.posted = 1u << 20;
+	tx.exhausted = 3;
+	for (unsigned n = 1; n <= 10; n++) {
+		assert_int_equal(recv(&rx, &tx, target, true, IB_RS_OP_SGL, 16, 16, &why), IB_RS_MSG_CREDIT);
+		assert_true(ib_tx_advert_earned(&tx) == (n <= 4));
+	}
+}
+
+/* What ib_tx_next counts as an entry used up: a write that reaches its end, not one short of it. */
+static void test_tx_exhausted(void **state)
+{
+	struct ib_rs_sge target[2] = {{.addr = 0x1000, .key = 7, .length = 3000}, {.addr = 0x9000, .key = 7, .length = 1000}};
+	struct ib_tx_write wr;
+	struct ib_tx tx;
+
+	(void)state;
+	ib_tx_init(&tx, 1 << 20, 8, 16);
+	assert_int_equal(ib_tx_peer(&tx, 16, 3000, 16), 0);
+	ib_tx_queue(&tx, 2999);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
+	ib_tx_next(&tx, target, &wr);
+	assert_int_equal(wr.len, 2999);
+	assert_int_equal(tx.exhausted, 0);
+	ib_tx_queue(&tx, 1500);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
+	ib_tx_next(&tx, target, &wr);
+	assert_int_equal(wr.len, 1); /* to the entry's end */
+	assert_int_equal(tx.exhausted, 1);
+	assert_int_equal(ib_tx_blocked(&tx, target), IB_TX_OK);
+	ib_tx_next(&tx, target, &wr);
+	assert_int_equal(wr.len, 1000);
+	assert_int_equal(tx.exhausted, 2);
 }
 
 /* rsocket's receive side (librdmacm/rsocket.c: rs_give_credits, rs_send_credits, rrecv), modelled
@@ -871,6 +910,7 @@ int main(void)
 	    cmocka_unit_test(test_tx_bad_target),
 	    cmocka_unit_test(test_tx_credit_deep_peer),
 	    cmocka_unit_test(test_tx_adverts_earned),
+	    cmocka_unit_test(test_tx_exhausted),
 	    cmocka_unit_test(test_stock_receiver),
 	};
 
