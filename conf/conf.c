@@ -210,7 +210,8 @@ static const struct conf_key conf_keys[] = {
 	 .doc = "unanswered keepalive probes before the connection is dropped"},
 	{E(user_timeout_ms), .key = "user_timeout", .type = T_DURATION, .unit_us = 1000, .min = 1000,
 	 .max = 3600 * 1000, .def = "60s",
-	 .doc = "how long sent data may stay unacknowledged before the TCP connection is dropped"},
+	 .doc = "how long sent data may stay unacknowledged before the TCP connection is dropped (a peer that "
+	         "answers with a zero window is left to its route's stall_timeout)"},
 	{E(kernel_tap), .type = T_NAME, .def = "",
 	 .doc = "exception path: a kernel TAP interface of this name with the port's MAC (empty: none); frames "
 		"ibgwd does not serve (ARP copies, other IP protocols such as VRRP, TCP/UDP ports without a "
