@@ -795,8 +795,8 @@ unsigned eth_stack_flush(struct eth_stack *st)
 	for (int round = 0; round < 4 && (!STAILQ_EMPTY(&st->out) || st->n_tx); round++) {
 		work += flush_output(st);
 		tx_flush(st);
-		if (eth_tx_room(st) < ETH_TXQ_SIZE - ETH_TXQ_TCP_STOP)
-			break; /* the device is full: try again next round */
+		if (eth_tx_tcp_full(st))
+			break; /* the device is behind: try again next round */
 	}
 	reap(st);
 	/* events queued after this round's relay (another engine's session aborted or closed one of

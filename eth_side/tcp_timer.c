@@ -83,7 +83,12 @@ void eth_tcp_keepalive_reset(struct eth_tcb *t)
 		t->t_keep = t->st->now_ms + t->st->c.keepalive_ms;
 }
 
-static bool gave_up(struct eth_tcb *t)
+/* Whether T's peer is given up on (then reset and closed): user_timeout after the first timeout
+ * since it last acknowledged anything (first_rexmit_ms, which the input path clears), or after
+ * MAX_BACKOFF timeouts. A peer that is only PROBING's target (its window shut or too small) answers
+ * each probe, which clears first_rexmit_ms too: it is given up on for its silence alone, however
+ * many probes it answered (how long it may keep its window shut is the route's stall_timeout). */
+static bool gave_up(struct eth_tcb *t, bool probing)
 {
 	struct eth_stack *st = t->st;
 
@@ -91,11 +96,21 @@ static bool gave_up(struct eth_tcb *t)
 		t->first_rexmit_ms = st->now_ms;
 		return false;
 	}
-	if (st->now_ms - t->first_rexmit_ms < st->c.user_timeout_ms && t->backoff < MAX_BACKOFF)
+	if (st->now_ms - t->first_rexmit_ms < st->c.user_timeout_ms && (probing || t->backoff < MAX_BACKOFF))
 		return false;
 	eth_tcp_send_rst(t); /* if the peer is only unreachable, let it know once it is back */
 	eth_tcb_close(t, -ETIMEDOUT);
 	return true;
+}
+
+/* Arms the timer for T's next window probe: backed off as a retransmission, but at most a third of
+ * user_timeout away, so that one probe or answer lost does not make a peer that answers look silent
+ * for user_timeout (the backed-off timeout reaches a minute, the default user_timeout). */
+static void probe_arm(struct eth_tcb *t)
+{
+	uint32_t iv = eth_tcp_rto_backed_off(t), most = t->st->c.user_timeout_ms / 3;
+
+	t->t_rexmit = t->st->now_ms + (iv < most ? iv : most);
 }
 
 static void rexmit_fire(struct eth_tcb *t)
@@ -133,7 +148,7 @@ static void rexmit_fire(struct eth_tcb *t)
 			eth_tcb_output_later(t);
 			return;
 		}
-		if (gave_up(t))
+		if (gave_up(t, true))
 			return;
 		if (t->backoff < MAX_BACKOFF)
 			t->backoff++;
@@ -148,10 +163,10 @@ static void rexmit_fire(struct eth_tcb *t)
 		}
 		/* Linux's probe: an old sequence number the peer must answer with its window */
 		eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
-		eth_tcp_rexmit_arm(t);
+		probe_arm(t);
 		return;
 	}
-	if (gave_up(t))
+	if (gave_up(t, t->snd_wnd < t->mss))
 		return;
 	xlt_counter_add(&st->stats.tcp_rto_expiries, 1);
 	flight = t->snd_max - t->snd_una;
@@ -171,11 +186,16 @@ static void rexmit_fire(struct eth_tcb *t)
 		t->backoff++;
 	eth_tcp_rexmit_arm(t);
 	eth_tcb_output_later(t);
-	/* a peer that shrank its window to zero over data in flight gets nothing sent again while it
-	 * stays shut: it must be probed (RFC 1122 4.2.2.16), as persist does; its answers keep the
-	 * connection (tcp_in.c), and when it opens, the data goes again from snd_una */
-	if (!t->snd_wnd)
+	/* A peer that shrank its window over data in flight (RFC 1122 4.2.2.16: it must be probed, not
+	 * timed out), as persist does: a window below a segment gets what fits (sender SWS avoidance
+	 * would send nothing), a shut one a probe; its answers keep the connection (tcp_in.c), and when
+	 * it opens, the data goes again from snd_una. */
+	if (t->snd_wnd < t->mss)
+		t->sws_override = true;
+	if (!t->snd_wnd) {
 		eth_tcp_xmit(t, t->snd_una - 1, 0, RTE_TCP_ACK_FLAG);
+		probe_arm(t);
+	}
 }
 
 /* Returns true when T was freed. */

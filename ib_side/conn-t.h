@@ -245,6 +245,7 @@ struct ib_conn {
 	uint64_t cm_gone_drains; /* its CQ's drains then: what was queued before is taken once it grew */
 	struct xlt_window free_rx; /* the peer's costless messages in the second (IB_FREE_RX_MAX) */
 	bool fin_posted, fin_acked;
+	bool tx_lost;	    /* a data write of ours failed: nothing more is reported sent, the end is a reset */
 	bool stalled, withheld, want_writable;
 	uint8_t events;	    /* IB_EV_* due */
 	bool listed;	    /* on the worker's work list */

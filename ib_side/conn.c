@@ -403,12 +403,15 @@ static void check_close(struct ib_conn *c)
 	tx_idle = c->qp_dead || (c->tx.done == c->tx.posted && !c->ctrl_used);
 	if (!rx_done || !tx_idle)
 		return;
-	if (c->fin_acked)
+	if (c->fin_acked && !c->tx_lost)
 		closing(c, 0, IB_CLOSE_OK);
-	else if (c->peer_gone || c->qp_dead)
-		/* the peer closed both ways (DISCONNECT): orderly unless it left bytes of ours unsent */
-		closing(c, c->tx.queued == c->tx.done ? 0 : -ECONNRESET,
-			c->tx.queued == c->tx.done ? IB_CLOSE_OK : IB_CLOSE_RESET);
+	else if (c->peer_gone || c->qp_dead) {
+		/* the peer closed both ways (DISCONNECT): orderly unless it left bytes of ours unsent,
+		 * or a write of them failed */
+		bool lost = c->tx_lost || c->tx.queued != c->tx.done;
+
+		closing(c, lost ? -ECONNRESET : 0, lost ? IB_CLOSE_RESET : IB_CLOSE_OK);
+	}
 }
 
 /* Posts what is due: credits first, then data, then our end of stream; then sees whether the
@@ -987,11 +990,15 @@ static void on_send(struct ib_worker *w, struct ib_conn *c, const struct ibv_wc 
 		ctrl_done(c, wc);
 	if (wc->status != IBV_WC_SUCCESS) {
 		wc_error(c, wc);
-		/* the bytes of a failed write may never have arrived: the session ends with a reset, and
-		 * they are not reported as sent, whatever came before (the peer's end of stream and then
-		 * its disconnect leave the queue pair dead already, and the close looked orderly) */
-		if (kind == IB_WR_DATA)
-			closing(c, -ECONNRESET, IB_CLOSE_RESET);
+		/* the bytes of a failed write may never have arrived: none is reported as sent from now
+		 * on, and the end is a reset, whatever came before (after the peer's end of stream and
+		 * then its disconnect the queue pair was dead already, and the close looked orderly).
+		 * What the peer sent before still goes to the session first (an upload whose sender
+		 * left at once): check_close decides once it did. */
+		if (kind == IB_WR_DATA) {
+			c->tx_lost = true;
+			work(c);
+		}
 		return;
 	}
 	if (kind == IB_WR_FIN)
@@ -1162,7 +1169,8 @@ unsigned ib_worker_relay(struct ib_worker *w)
 			c->s.ev.on_readable(c->s.ev.arg);
 		if ((ev & IB_EV_WRITABLE) && c->ws == IB_W_OPEN && c->s.ev.on_writable)
 			c->s.ev.on_writable(c->s.ev.arg);
-		if (c->ws == IB_W_OPEN && c->s.ev.on_sent && ib_lent_reportable(c) > c->lt_reported) {
+		if (c->ws == IB_W_OPEN && !c->tx_lost && c->s.ev.on_sent &&
+		    ib_lent_reportable(c) > c->lt_reported) {
 			/* write_lent's bytes done with, in order (copied, or their writes completed) */
 			size_t done = (size_t)(ib_lent_reportable(c) - c->lt_reported);
 

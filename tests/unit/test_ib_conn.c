@@ -262,10 +262,12 @@ static void on_sent_count(void *arg, size_t n)
 }
 
 /* The peer sent its end of stream, then went away without DISCONNECT (rdma_cm's DISCONNECTED: the
- * queue pair is dead, the session still delivers the peer's bytes to TCP) while 4096 bytes of ours
- * were in flight; their write completes flushed. They never arrived: the session must end with a
- * reset, and no byte is reported as sent. (The completion was counted done, and once TCP had taken
- * the peer's bytes the close was orderly, those bytes reported as sent.) */
+ * queue pair is dead, the session still delivers the peer's bytes to TCP) while 4096 bytes of ours,
+ * lent by the Ethernet side, were in flight; their write completes flushed. They never arrived: none
+ * is reported as sent (the session would count them delivered), the connection waits until the
+ * session took what the peer sent before (an upload whose sender left at once loses nothing), and
+ * then ends with a reset. (The completion was counted done, the bytes reported, and the close
+ * orderly.) */
 static void test_write_failed_after_eof(void **state)
 {
 	static struct ibv_context ctx = {.ops = {.poll_cq = fake_poll_failed, .post_recv = fake_post_recv}};
@@ -289,18 +291,25 @@ static void test_write_failed_after_eof(void **state)
 	c->qp_dead = true;
 	c->tx.queued = c->tx.posted = 4096;
 	c->tx.wrs = 1;
+	c->lt_taken = 4096; /* lent by the session (write_lent), all of it in that write */
 	c->s.ev.on_sent = on_sent_count;
 	c->s.ev.arg = &reported;
 	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
 	failed_pending = 1;
 	ib_worker_poll(&w, 1000, 0);
 	assert_int_equal(c->tx.done, 4096);
-	assert_int_equal(c->ws, IB_W_CLOSING);
+	ib_worker_relay(&w);
+	ib_worker_flush(&w);
+	assert_int_equal(reported, 0);
+	assert_int_equal(c->ws, IB_W_OPEN); /* the session has not taken the peer's bytes yet */
+	/* it has (nothing left in the ring, the peer's end of stream seen): the end, a reset */
+	ib_conn_ops.consume(&c->s, 0);
+	assert_true(c->s.peer_done);
+	ib_worker_relay(&w);
+	ib_worker_flush(&w);
 	assert_int_equal(c->err, -ECONNRESET);
 	assert_int_equal(w.st.closed[IB_CLOSE_RESET], 1);
 	assert_int_equal(w.st.closed[IB_CLOSE_OK], 0);
-	ib_worker_relay(&w);
-	assert_int_equal(c->ws, IB_W_CLOSED);
 	assert_int_equal(reported, 0);
 	slots[2] = (struct ib_slot){0};
 	STAILQ_INIT(&w.work);
