@@ -185,12 +185,12 @@ static bool candidate(const struct gw_live *l, const struct gw_pool *p, unsigned
 
 static int pick_rr(const struct gw_live *l, struct gw_pool *p, unsigned w, uint64_t tried)
 {
-	uint32_t pos = p->rr[w];
+	uint32_t pos = p->rr[w].pos;
 
 	for (unsigned k = 0; k < p->sched_len; k++) {
 		unsigned i = p->sched[(pos + k) % p->sched_len];
 		if (candidate(l, p, i, tried) && reserve(p, i)) {
-			p->rr[w] = (pos + k + 1) % p->sched_len;
+			p->rr[w].pos = (pos + k + 1) % p->sched_len;
 			return (int)i;
 		}
 	}
@@ -205,7 +205,7 @@ static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w
 	for (unsigned attempt = 0; attempt < p->n; attempt++) {
 		int best = -1;
 		uint64_t best_a = 0;
-		uint32_t start = p->rr[w];
+		uint32_t start = p->rr[w].pos;
 
 		for (unsigned k = 0; k < p->n; k++) {
 			unsigned i = (start + k) % p->n;
@@ -222,7 +222,7 @@ static int pick_leastconn(const struct gw_live *l, struct gw_pool *p, unsigned w
 		if (best < 0)
 			return -1;
 		if (reserve(p, (unsigned)best)) {
-			p->rr[w] = (start + 1) % p->n; /* ties rotate */
+			p->rr[w].pos = (start + 1) % p->n; /* ties rotate */
 			return best;
 		}
 		tried_now |= 1ull << best;
@@ -466,7 +466,9 @@ void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
 
 	LIST_FOREACH(b, &d->backends, link) {
 		l->bk_serial[b->slot] = b->serial;
-		l->bk_usable[b->slot] = may_take(b);
+		/* (one a reload took out of its pool takes nothing, not even the retries of sessions
+		 * of the route object before the reload, which still lists it) */
+		l->bk_usable[b->slot] = may_take(b) && b->pooled;
 	}
 }
 
@@ -488,6 +490,7 @@ void gw_backends_publish(struct gw_daemon *d)
 
 void gw_backends_routes(struct gw_daemon *d)
 {
+	uint64_t now = gw_now_ns();
 	struct gw_backend *b;
 
 	LIST_FOREACH(b, &d->backends, link)
@@ -499,7 +502,19 @@ void gw_backends_routes(struct gw_daemon *d)
 		for (unsigned k = 0; k < r->pool->n; k++) {
 			struct gw_backend *pb = r->pool->b[k];
 			enum conf_backend_state cs = r->conf.backends[k].state;
-			pb->checked = r->conf.check_interval_ms > 0;
+			uint32_t iv = r->conf.check_interval_ms;
+
+			if (iv && iv != pb->check_interval_ms) {
+				/* checks on, or at another interval: the next one within the new interval
+				 * (a backend down under check_interval = 1h would wait out the hour), and
+				 * its runs start over (a run counted under other checks or none is no run of
+				 * these) */
+				if (pb->next_check_ns > now + iv * 1000000ull)
+					pb->next_check_ns = now + iv * 1000000ull;
+				pb->rise_run = pb->fall_run = 0;
+			}
+			pb->check_interval_ms = iv;
+			pb->checked = iv > 0;
 			pb->pooled = true;
 			if (pb->conf_admin != cs) {
 				/* the file changed this backend's state: it wins over an earlier POST. Here
@@ -511,7 +526,9 @@ void gw_backends_routes(struct gw_daemon *d)
 		}
 	}
 	LIST_FOREACH(b, &d->backends, link)
-		if (!b->checked && !b->up) {
+		if (!b->pooled)
+			b->check_interval_ms = 0; /* (back in a pool with checks: they start over) */
+		else if (!b->checked && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
 			d->bk_dirty = true;

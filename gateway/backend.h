@@ -70,6 +70,7 @@ struct gw_backend {
 	bool up;             /* health: checks passed (always true while its route has no checks) */
 	bool checked;        /* its current route runs checks */
 	unsigned rise_run, fall_run;
+	uint32_t check_interval_ms; /* its current route's (a check out may carry an older route's) */
 	uint64_t next_check_ns;
 	bool checking; /* a check is out (its record belongs to worker 0 until the result comes back) */
 	bool pooled;   /* a current route's pool lists it (gw_backends_routes) */
@@ -92,7 +93,9 @@ struct gw_pool {
 	uint32_t max[CONF_MAX_BACKENDS]; /* 0 = no limit of its own */
 	unsigned sched_len;              /* sum of the weights */
 	uint8_t sched[GW_RR_MAX];        /* smooth weighted round robin order, computed once */
-	uint32_t rr[GW_MAX_WORKERS];     /* worker i's position (schedule, leastconn ties): worker i only */
+	struct {
+		alignas(64) uint32_t pos; /* worker i's position (schedule, leastconn ties): worker i only */
+	} rr[GW_MAX_WORKERS];
 };
 
 /* Control: the pool of route config C, finding or creating the backend objects of C's name (state

@@ -234,7 +234,7 @@ static void result(struct gw_daemon *d, struct gw_check *c, uint64_t now)
 		c->r = NULL;
 		return;
 	}
-	b->next_check_ns = c->start_ns + rc->check_interval_ms * 1000000ull;
+	b->next_check_ns = c->start_ns + b->check_interval_ms * 1000000ull;
 	if (b->next_check_ns < now)
 		b->next_check_ns = now;
 	if (!c->result) {

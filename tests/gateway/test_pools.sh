@@ -12,7 +12,7 @@
 # checks; an IPv6 backend is named [v6]:port in /metrics, /stats and a POST; connect_timeout bounds
 # all tries (a silent backend takes its share, the live one after it is reached in time); the access
 # log names the backend that refused, not the route's first; a reload that turns checks off while one
-# is out ignores its verdict.
+# is out ignores its verdict; a reload that shortens check_interval applies it to the next check.
 # Each backend logs the sessions it carried: the test checks the clients' view against theirs.
 # timeout: 240
 set -u
@@ -557,6 +557,38 @@ peer run "$ETH_GW_IP" 8005 30 20000 >"$tmp/hc3.out"
 tally "$tmp/hc3.out" "hc without checks"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "hc without checks: 30 sessions went $c1/$c2/$c3"
 ok "hc: a reload turned the checks off while one of backend 2 was out: its verdict ignored, backend 2 up and taking its share (10/10/10)"
+
+# a reload that changes hc's check_interval applies it to the next check: backend 2 down under checks
+# an hour apart comes back within the new interval once a reload sets 500 ms (it waited out the hour)
+reload_hc() { # $1: hc's check_interval line
+	local r0
+	eth_conf "$tmp/ibgw.conf" "$(routes "tcp:${B[$hr]} weight=1, tcp:${B[$keep]}" state=drain "$1")"
+	sed -i -e "s/^stats = 127.0.0.1:/stats = 0.0.0.0:/" -e "/^\[gateway\]/a access_log = $tmp/access.log" "$tmp/ibgw.conf"
+	r0=$(m 'config_reloads_total{result="ok"}')
+	kill -HUP "$GW_PID"
+	for i in $(seq 100); do [ "$(m 'config_reloads_total{result="ok"}')" -gt "$r0" ] && return 0; sleep 0.1; done
+	fail "the reload to hc's $1 did not apply"
+}
+kill -STOP "${BPID[2]}"
+reload_hc "check_interval = 500ms"
+for i in $(seq 60); do [ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 0 ] && break; sleep 0.1; done
+[ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 0 ] || fail "hc: backend 2 (stopped) not down under 500 ms checks"
+reload_hc "check_interval = 1h"
+# one check under the hour's route (its next is an hour after it)
+f0=$(m "backend_checks_total{route=\"hc\",backend=\"${B[2]}\",result=\"failed\"}")
+for i in $(seq 40); do
+	[ "$(m "backend_checks_total{route=\"hc\",backend=\"${B[2]}\",result=\"failed\"}")" -gt "$f0" ] && break
+	sleep 0.1
+done
+kill -CONT "${BPID[2]}"
+sleep 1.5
+[ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 0 ] || fail "hc: backend 2 checked again within the hour"
+reload_hc "check_interval = 500ms"
+t0=$(date +%s%N)
+for i in $(seq 50); do [ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ] && break; sleep 0.1; done
+[ "$(m "backend_up{route=\"hc\",backend=\"${B[2]}\"}")" = 1 ] ||
+	fail "hc: backend 2 still down 5 s after a reload set 500 ms checks (the hour's next check kept)"
+ok "hc: a reload from 1h to 500 ms checks applies to the next check: backend 2 up again in $((($(date +%s%N) - t0) / 1000000)) ms (rise 2)"
 
 sleep 0.5
 [ "$(m 'worker_sessions_active{worker="0"}')" = 0 ] || fail "sessions left"
