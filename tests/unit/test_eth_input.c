@@ -2249,6 +2249,41 @@ static unsigned peer_holds_window(struct conn *c, uint16_t wnd, unsigned t, unsi
 	return probes;
 }
 
+/* Connection PPORT with LEN bytes of BLOB (filled from MUL) written and in flight, acknowledged by
+ * nothing while its peer's window becomes WND. */
+static struct conn in_flight_then_window(uint16_t pport, uint8_t *blob, size_t len, uint8_t mul, uint16_t wnd)
+{
+	struct conn c = established_echo(pport);
+	struct eh_session *se = session_of(pport);
+	struct out v[16];
+
+	for (size_t i = 0; i < len; i++)
+		blob[i] = (uint8_t)(i * mul + 5);
+	se->s->ops->write(se->s, blob, len);
+	eh_poll(&h);
+	assert_true(sent(v, 16) > 0); /* in flight */
+	ack_to(&c, c.gnxt, wnd);
+	return c;
+}
+
+/* The segments just sent that carry C's bytes from C->gnxt + GOT on, checked against BLOB (each at
+ * most MAX_LEN), none a reset. Returns GOT moved on. */
+static uint32_t take_in_order(const struct conn *c, const uint8_t *blob, uint32_t got, uint32_t max_len)
+{
+	struct out v[16];
+	unsigned n = sent(v, 16);
+
+	for (unsigned k = 0; k < n; k++) {
+		assert_int_equal(v[k].flags & RTE_TCP_RST_FLAG, 0);
+		if (!v[k].len || v[k].seq != c->gnxt + got)
+			continue;
+		assert_true(v[k].len <= max_len);
+		assert_memory_equal(v[k].data, blob + got, v[k].len);
+		got += v[k].len;
+	}
+	return got;
+}
+
 /* A peer shrinks its window to zero over data in flight and keeps answering with that window: the
  * retransmission timeouts probe it (RFC 1122 4.2.2.16: the window must be probed, the connection
  * not timed out), its answers keep the connection past user_timeout (30 s here), even where a probe
@@ -2257,18 +2292,10 @@ static unsigned peer_holds_window(struct conn *c, uint16_t wnd, unsigned t, unsi
 static void test_shrunk_window(void **state)
 {
 	static uint8_t blob[3000];
-	struct conn c = established_echo(41061);
-	struct eh_session *se = session_of(41061);
-	struct out v[16];
+	struct conn c = in_flight_then_window(41061, blob, sizeof(blob), 11, 0);
 	uint32_t got = 0;
 
 	(void)state;
-	for (unsigned i = 0; i < sizeof(blob); i++)
-		blob[i] = (uint8_t)(i * 11 + 5);
-	se->s->ops->write(se->s, blob, sizeof(blob));
-	eh_poll(&h);
-	assert_true(sent(v, 16) > 0); /* in flight */
-	ack_to(&c, c.gnxt, 0);    /* nothing acknowledged, the window shut */
 	/* 0.2 s doubling: from 25 s on the probes are 10 s apart (a third of user_timeout); the one
 	 * sent between 50 and 60 s is lost. (Backed off to 51 s apart, a probe lost there left 51 s of
 	 * silence, and the next timeout reset the connection.) */
@@ -2279,13 +2306,7 @@ static void test_shrunk_window(void **state)
 	eh_forget(&h);
 	ack_to(&c, c.gnxt, 65535);
 	for (unsigned i = 0; i < 40 && got < sizeof(blob); i++) {
-		unsigned n = sent(v, 16);
-		for (unsigned k = 0; k < n; k++) {
-			if (!v[k].len || v[k].seq != c.gnxt + got)
-				continue;
-			assert_memory_equal(v[k].data, blob + got, v[k].len);
-			got += v[k].len;
-		}
+		got = take_in_order(&c, blob, got, 65535);
 		eh_forget(&h);
 		ack_to(&c, c.gnxt + got, 65535);
 		eh_advance_ms(&h, 200);
@@ -2295,42 +2316,25 @@ static void test_shrunk_window(void **state)
 	assert_int_equal(S()->tcp_active, 1);
 }
 
-/* The same peer shrinks its window to 500 bytes instead (below a segment, and below half the largest
+/* The same peer shrinks its window to 512 bytes instead (below a segment, and below half the largest
  * it offered): the timeouts send what fits (sender SWS avoidance alone would send nothing), and each
  * stretch it acknowledges moves on, all 3000 bytes delivered in order, nothing reset. */
 static void test_shrunk_window_small(void **state)
 {
 	static uint8_t blob[3000];
-	struct conn c = established_echo(41062);
-	struct eh_session *se = session_of(41062);
-	struct out v[16];
+	struct conn c = in_flight_then_window(41062, blob, sizeof(blob), 13, 4); /* 4 << 7: 512 bytes */
 	uint32_t got = 0;
 
 	(void)state;
-	for (unsigned i = 0; i < sizeof(blob); i++)
-		blob[i] = (uint8_t)(i * 13 + 1);
-	se->s->ops->write(se->s, blob, sizeof(blob));
-	eh_poll(&h);
-	assert_true(sent(v, 16) > 0);
-	eh_forget(&h);
-	ack_to(&c, c.gnxt, 4); /* 4 << 7: 512 bytes */
 	for (unsigned i = 0; i < 200 && got < sizeof(blob); i++) {
-		unsigned n;
+		uint32_t was = got;
 
 		eh_forget(&h);
 		eh_advance_ms(&h, 100);
 		if (arp_requests_for(EH_PEER_IP))
 			arp_reply(EH_PEER_IP, eh_peer_mac);
-		n = sent(v, 16);
-		for (unsigned k = 0; k < n; k++) {
-			assert_int_equal(v[k].flags & RTE_TCP_RST_FLAG, 0);
-			if (!v[k].len || v[k].seq != c.gnxt + got)
-				continue;
-			assert_true(v[k].len <= 512);
-			assert_memory_equal(v[k].data, blob + got, v[k].len);
-			got += v[k].len;
-		}
-		if (n) {
+		got = take_in_order(&c, blob, got, 512);
+		if (got != was) {
 			learn_tsecr(&c);
 			ack_to(&c, c.gnxt + got, 4);
 		}

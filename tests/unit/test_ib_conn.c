@@ -238,6 +238,26 @@ static void test_disconnect_on_a_busy_cq(void **state)
 	decided_and_handed_back(c);
 }
 
+/* A connection in slot 2 (generation 1) whose completions come from IBV (a stand-in CQ, closed_cq,
+ * the worker's only one), in state WS. */
+static struct ib_conn *conn_on_cq(struct ibv_cq *ibv, enum ib_w_state ws)
+{
+	struct ib_conn *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	closed_cq = (struct ib_cq){.cq = ibv, .size = 1024};
+	w.cqs = cq_table;
+	w.max_cqs = 4;
+	w.cqs[w.n_cqs++] = &closed_cq;
+	c->slot = 2;
+	c->gen = 1;
+	c->w = &w;
+	c->cq = &closed_cq;
+	c->ws = ws;
+	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
+	return c;
+}
+
 /* ---- a write that fails after the peer's end of stream ---- */
 
 static struct ibv_cq failed_ibv;
@@ -271,21 +291,12 @@ static void on_sent_count(void *arg, size_t n)
 static void test_write_failed_after_eof(void **state)
 {
 	static struct ibv_context ctx = {.ops = {.poll_cq = fake_poll_failed, .post_recv = fake_post_recv}};
-	struct ib_conn *c = calloc(1, sizeof(*c));
+	struct ib_conn *c;
 	size_t reported = 0;
 
 	(void)state;
-	assert_non_null(c);
 	failed_ibv = (struct ibv_cq){.context = &ctx};
-	closed_cq = (struct ib_cq){.cq = &failed_ibv, .size = 1024};
-	w.cqs = cq_table;
-	w.max_cqs = 4;
-	w.cqs[w.n_cqs++] = &closed_cq;
-	c->slot = 2;
-	c->gen = 1;
-	c->w = &w;
-	c->cq = &closed_cq;
-	c->ws = IB_W_OPEN;
+	c = conn_on_cq(&failed_ibv, IB_W_OPEN);
 	c->rx.eof = true;
 	c->peer_gone = true;
 	c->qp_dead = true;
@@ -294,7 +305,6 @@ static void test_write_failed_after_eof(void **state)
 	c->lt_taken = 4096; /* lent by the session (write_lent), all of it in that write */
 	c->s.ev.on_sent = on_sent_count;
 	c->s.ev.arg = &reported;
-	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
 	failed_pending = 1;
 	ib_worker_poll(&w, 1000, 0);
 	assert_int_equal(c->tx.done, 4096);
@@ -325,22 +335,12 @@ static void test_write_failed_after_eof(void **state)
  * them). Each was taken and reposted uncapped before. */
 static void test_messages_after_the_end(void **state)
 {
-	struct ib_conn *c = calloc(1, sizeof(*c));
+	struct ib_conn *c;
 
 	(void)state;
-	assert_non_null(c);
 	closed_ibv = (struct ibv_cq){.context = &fake_ctx};
-	closed_cq = (struct ib_cq){.cq = &closed_ibv, .size = 1024};
-	w.cqs = cq_table;
-	w.max_cqs = 4;
-	w.cqs[w.n_cqs++] = &closed_cq;
-	c->slot = 2;
-	c->gen = 1;
-	c->w = &w;
-	c->cq = &closed_cq;
+	c = conn_on_cq(&closed_ibv, IB_W_CLOSED); /* on_closed fired; the session has not released it */
 	c->qp = &closed_qp;
-	c->ws = IB_W_CLOSED; /* on_closed fired; the session has not released it */
-	slots[2] = (struct ib_slot){.conn = c, .gen = 1};
 	reposts = 0;
 	closed_pending = 100; /* an honest peer's last few, and more: all within the window */
 	ib_worker_poll(&w, 1000, 0);
