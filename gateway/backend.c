@@ -83,6 +83,9 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 	/* up until checks say otherwise: a gateway that starts (or a pool that grows) serves at once, as
 	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
 	b->up = true;
+	/* in the pool being made: a reload's snapshot is filled before its routes commit
+	 * (gw_backends_routes), and a backend it adds must take sessions from that snapshot on */
+	b->pooled = true;
 	d->bk_slot_used[slot] = 1;
 	LIST_INSERT_HEAD(&d->backends, b, link);
 	d->bk_dirty = true;
@@ -526,9 +529,10 @@ void gw_backends_routes(struct gw_daemon *d)
 		}
 	}
 	LIST_FOREACH(b, &d->backends, link)
-		if (!b->pooled)
+		if (!b->pooled) {
 			b->check_interval_ms = 0; /* (back in a pool with checks: they start over) */
-		else if (!b->checked && !b->up) {
+			d->bk_dirty = true; /* the reload's snapshot, filled before, still offers it */
+		} else if (!b->checked && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
 			d->bk_dirty = true;
