@@ -83,9 +83,6 @@ static struct gw_backend *backend_new(struct gw_daemon *d, const char *route, co
 	/* up until checks say otherwise: a gateway that starts (or a pool that grows) serves at once, as
 	 * HAProxy does; a dead backend costs a failed connect that is retried elsewhere meanwhile */
 	b->up = true;
-	/* in the pool being made: a reload's snapshot is filled before its routes commit
-	 * (gw_backends_routes), and a backend it adds must take sessions from that snapshot on */
-	b->pooled = true;
 	d->bk_slot_used[slot] = 1;
 	LIST_INSERT_HEAD(&d->backends, b, link);
 	d->bk_dirty = true;
@@ -469,9 +466,7 @@ void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l)
 
 	LIST_FOREACH(b, &d->backends, link) {
 		l->bk_serial[b->slot] = b->serial;
-		/* (one a reload took out of its pool takes nothing, not even the retries of sessions
-		 * of the route object before the reload, which still lists it) */
-		l->bk_usable[b->slot] = may_take(b) && b->pooled;
+		l->bk_usable[b->slot] = may_take(b);
 	}
 }
 
@@ -528,15 +523,15 @@ void gw_backends_routes(struct gw_daemon *d)
 			}
 		}
 	}
-	LIST_FOREACH(b, &d->backends, link)
-		if (!b->pooled) {
+	LIST_FOREACH(b, &d->backends, link) {
+		if (!b->pooled)
 			b->check_interval_ms = 0; /* (back in a pool with checks: they start over) */
-			d->bk_dirty = true; /* the reload's snapshot, filled before, still offers it */
-		} else if (!b->checked && !b->up) {
+		if (!b->checked && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
 			d->bk_dirty = true;
 		}
+	}
 	/* published by the caller once the reload committed (or by the next health tick) */
 	LIST_FOREACH(b, &d->backends, link)
 		if (b->ejected && !b->pooled)
