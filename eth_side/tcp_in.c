@@ -622,8 +622,6 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 		}
 		eth_tcb_output_later(t);
 	} else if (ack == t->snd_una) {
-		if (t->snd_una == t->snd_max)
-			t->first_rexmit_ms = 0; /* persist: the peer answers our probes */
 		/* A duplicate is RFC 5681's (no data, same window) or, with SACK, RFC 6675's: any
 		 * segment that SACKs something new, even one carrying data or another window. A peer that
 		 * sends too (an echo client, a relay) piggybacks its ACKs on data while its window moves:
@@ -663,8 +661,10 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 		if (wnd > t->max_sndwnd)
 			t->max_sndwnd = wnd;
 	}
-	if (!t->snd_wnd && ack == t->snd_una)
-		t->first_rexmit_ms = 0; /* a window shrunk to zero over data in flight: it answers our probes */
+	/* a peer that answers our probes is alive: in persist (nothing in flight), or with its window
+	 * shrunk to zero over data in flight (an ACK that moved snd_una cleared it above) */
+	if (ack == t->snd_una && (t->snd_una == t->snd_max || !t->snd_wnd))
+		t->first_rexmit_ms = 0;
 	if (!fin_acked)
 		return true;
 	switch (t->state) {

@@ -492,7 +492,7 @@ void gw_backends_routes(struct gw_daemon *d)
 	struct gw_backend *b;
 
 	LIST_FOREACH(b, &d->backends, link)
-		b->checked = b->pooled = false;
+		b->pooled = false;
 	for (unsigned i = 0; i < d->n_routes; i++) {
 		struct gw_route *r = d->routes[i];
 		if (!r->pool)
@@ -512,7 +512,6 @@ void gw_backends_routes(struct gw_daemon *d)
 				pb->rise_run = pb->fall_run = 0;
 			}
 			pb->check_interval_ms = iv;
-			pb->checked = iv > 0;
 			pb->pooled = true;
 			if (pb->conf_admin != cs) {
 				/* the file changed this backend's state: it wins over an earlier POST. Here
@@ -526,7 +525,7 @@ void gw_backends_routes(struct gw_daemon *d)
 	LIST_FOREACH(b, &d->backends, link) {
 		if (!b->pooled)
 			b->check_interval_ms = 0; /* (back in a pool with checks: they start over) */
-		if (!b->checked && !b->up) {
+		if (!b->check_interval_ms && !b->up) {
 			b->up = true; /* nothing checks it any more: its sessions' connects judge it */
 			b->rise_run = b->fall_run = 0;
 			d->bk_dirty = true;

@@ -68,9 +68,10 @@ struct gw_backend {
 	uint32_t admin;      /* enum conf_backend_state in force */
 	uint32_t conf_admin; /* what the config said last: a reload that changes it applies it */
 	bool up;             /* health: checks passed (always true while its route has no checks) */
-	bool checked;        /* its current route runs checks */
 	unsigned rise_run, fall_run;
-	uint32_t check_interval_ms; /* its current route's (a check out may carry an older route's) */
+	uint32_t check_interval_ms; /* its current route's, 0 when nothing checks it (out of every pool,
+	                             * or its route runs no checks); a check out may carry an older
+	                             * route's */
 	uint64_t next_check_ns;
 	bool checking; /* a check is out (its record belongs to worker 0 until the result comes back) */
 	bool pooled;   /* a current route's pool lists it (gw_backends_routes) */

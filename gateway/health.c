@@ -227,7 +227,7 @@ static void result(struct gw_daemon *d, struct gw_check *c, uint64_t now)
 	const struct conf_route *rc = &c->r->conf;
 
 	b->checking = false;
-	if (!b->checked) {
+	if (!b->check_interval_ms) {
 		/* a reload turned its checks off while this one ran: nothing would ever check it again
 		 * to undo a verdict (up stays as the reload left it) */
 		gw_route_put(c->r);
