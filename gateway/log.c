@@ -4,9 +4,14 @@
  * rotation, a full disk) or a pipe nobody reads would stop every session of that worker. There a
  * line that cannot go at once is dropped and counted (gw_log_dropped): to a socket (journald's
  * stream, syslog's datagrams, the latter through a socket of the thread's own, glibc's syslog()
- * blocks) with MSG_DONTWAIT, to a pipe or a terminal only when poll() says a line fits (lines are
- * shorter than PIPE_BUF); a regular file is written as it is. */
+ * blocks) with MSG_DONTWAIT, to a pipe or a terminal through a non-blocking descriptor of its own
+ * (lines are shorter than PIPE_BUF: a pipe takes one whole or not at all); a regular file is written
+ * as it is. The workers' descriptor is a second open of the same pipe, not stderr with O_NONBLOCK
+ * set: that flag belongs to the open file, which the control thread (whose lines may wait) and
+ * whoever else holds the pipe share. Asking poll() first would not do: it says a line fits, and
+ * another thread's line can take the room before this one is written. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -27,6 +32,7 @@ static _Atomic uint64_t log_dropped;
 static _Thread_local bool log_nowait; /* this thread is a worker */
 static _Thread_local int log_sock = -1; /* its own syslog socket (connected to /dev/log) */
 static enum { ERR_FILE, ERR_SOCKET, ERR_PIPE } err_kind; /* what stderr is (gw_log_init) */
+static int err_nowait = -1; /* ERR_PIPE: the workers' non-blocking open of it (gw_log_init) */
 
 void gw_log_nowait(void)
 {
@@ -81,7 +87,13 @@ static void stderr_nowait(const char *line, size_t n)
 			dropped();
 		return;
 	}
+	if (err_kind == ERR_PIPE && err_nowait >= 0) {
+		if (write(err_nowait, line, n) != (ssize_t)n)
+			dropped(); /* EAGAIN: the pipe is full */
+		return;
+	}
 	if (err_kind == ERR_PIPE) {
+		/* (no second open of it: see above, the race included) */
 		struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
 		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) {
 			dropped();
@@ -99,6 +111,8 @@ void gw_log_init(enum conf_log_target target, enum conf_log_level level)
 	err_kind = fstat(STDERR_FILENO, &sb) || S_ISREG(sb.st_mode) ? ERR_FILE
 	           : S_ISSOCK(sb.st_mode)                           ? ERR_SOCKET
 	                                                            : ERR_PIPE;
+	if (err_kind == ERR_PIPE && err_nowait < 0)
+		err_nowait = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (target == CONF_LOG_SYSLOG && log_target != CONF_LOG_SYSLOG)
 		openlog("ibgwd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_target = target;

@@ -56,6 +56,17 @@ READER=$!
 GW_PID=$!
 gw_wait_ready "$port"
 ok "ibgwd serving, its stderr a pipe"
+# the workers write through a non-blocking open of that pipe of their own: a check that a line fits
+# followed by a blocking write could block all the same, when another thread's line took the room
+pipe=$(readlink "/proc/$GW_PID/fd/2")
+nb=
+for f in /proc/$GW_PID/fd/*; do
+	[ "${f##*/}" = 2 ] || [ "$(readlink "$f")" != "$pipe" ] && continue
+	flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$GW_PID/fdinfo/${f##*/}")
+	[ $((8#$flags & 8#4001)) = $((8#4001)) ] && nb=${f##*/}
+done
+[ -n "$nb" ] || fail "no non-blocking write descriptor of the stderr pipe ($pipe) for the workers"
+ok "the workers' log descriptor: fd $nb, the stderr pipe opened again, O_WRONLY|O_NONBLOCK"
 
 # the reader stops; a writer of our own fills what is left of the pipe (it blocks once it is full)
 kill -STOP "$READER"
