@@ -10,7 +10,12 @@
  * one still without a whole request after STATS_IDLE_EVICT_MS (a client that sends its request
  * does so at once; one that holds the connection idle is what the cap is for), or whose reply has
  * not left STATS_IDLE_EVICT_MS after it was queued (a client that asks and then reads nothing), so
- * neither kind can keep scrapes and health checks out. A render of /metrics or /stats is reused for
+ * neither kind can keep scrapes and health checks out (a reader that keeps taking its reply, however
+ * slowly, is not that: its time starts again whenever it took some). Once a reply has left, the
+ * connection sends its FIN and reads and drops what the client still sends until the client closes
+ * (STATS_LINGER_S at most), as web servers do: a close with unread bytes in the socket (the rest of
+ * an oversized head, a body, a pipelined request) would reset the connection and lose the part of
+ * the reply the kernel had not sent yet. A render of /metrics or /stats is reused for
  * ten times as long as it took (a client asking in a loop, with 256 routes, would otherwise keep
  * the control thread rendering); a reload or a backend state change makes the next request render
  * again. This is a small HTTP/1.x responder of its own on bufferevents:
@@ -46,6 +51,7 @@
 #define STATS_DEADLINE_S    10
 #define STATS_MAX_HEAD	    8192
 #define STATS_IDLE_EVICT_MS 250
+#define STATS_LINGER_S	    2 /* how long a reply that left waits for the client's close (linger) */
 #define STATS_SNDBUF	    (64 * 1024) /* the kernel's send buffer of a connection (it doubles it) */
 #define STATS_REUSE_FACTOR  10 /* a render serves for this many times its own duration */
 #define STATS_LOG_NS	    1000000000ull /* a refusal is logged at most once per this */
@@ -58,7 +64,8 @@ struct stats_conn {
 	struct bufferevent *bev;
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
-	uint64_t replied_ns; /* when it was */
+	uint64_t replied_ns; /* when it was, or when the client last took some of it (on_sent) */
+	bool lingering;      /* it left: what the client still sends is read and dropped (linger) */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	uint16_t peer_port;  /* and its port (host order) */
 	bool browser; /* the request carries a browser's Origin or Sec-Fetch-Site (other than none), or
@@ -120,7 +127,7 @@ static void render(struct gw_daemon *d, struct gw_metrics *m)
 	gw_metrics_family(m, "stats_connections_dropped_total", XLT_COUNTER,
 			  "stats endpoint connections closed early: limit (too many open), timeout (request not "
 			  "done in time), oversize (request head too large), evicted (the oldest one still without "
-			  "a request, for a new connection when all were taken)");
+			  "a request, or not reading its reply, for a new connection when all were taken)");
 	for (unsigned k = 0; k < DROP_COUNT; k++)
 		gw_metrics_sample(m, (double)st.dropped[k], "reason", drop_names[k], NULL);
 	gw_metrics_family(m, "stats_renders_total", XLT_COUNTER,
@@ -172,6 +179,17 @@ static void conn_free(struct stats_conn *c)
 	event_free(c->deadline);
 	bufferevent_free(c->bev); /* closes the socket */
 	free(c);
+}
+
+/* Part of C's reply went to the kernel: a reader that keeps taking it, however slowly, is not one
+ * that stalls (on_accept's eviction). */
+static void on_sent(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct stats_conn *c = arg;
+
+	(void)out;
+	if (info->n_deleted && c->replied)
+		c->replied_ns = gw_now_ns();
 }
 
 /* Queues the whole reply and stops reading: the connection closes once it has left. */
@@ -459,6 +477,10 @@ static void on_read(struct bufferevent *bev, void *arg)
 	size_t len = evbuffer_get_length(in);
 	char *line;
 
+	if (c->lingering) {
+		evbuffer_drain(in, len);
+		return;
+	}
 	/* only what came since the last read: searching the whole input again on every read made a
 	 * client that sends its head a byte at a time cost the control thread the head's size squared */
 	while (!c->head.complete && c->head.len < len) {
@@ -532,12 +554,26 @@ static void on_read(struct bufferevent *bev, void *arg)
 	free(line);
 }
 
+/* C's reply has left: the FIN follows it, and the connection waits for the client's (see above). */
+static void linger(struct stats_conn *c)
+{
+	c->lingering = true;
+	if (shutdown(bufferevent_getfd(c->bev), SHUT_WR)) {
+		conn_free(c); /* (the client is gone already) */
+		return;
+	}
+	evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+	evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_LINGER_S});
+	if (bufferevent_enable(c->bev, EV_READ))
+		conn_free(c);
+}
+
 static void on_write(struct bufferevent *bev, void *arg)
 {
 	struct stats_conn *c = arg;
 
-	if (c->replied && !evbuffer_get_length(bufferevent_get_output(bev)))
-		conn_free(c);
+	if (c->replied && !c->lingering && !evbuffer_get_length(bufferevent_get_output(bev)))
+		linger(c);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -549,10 +585,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
+	struct stats_conn *c = arg;
+
 	(void)fd;
 	(void)what;
-	st.dropped[DROP_TIMEOUT]++;
-	conn_free(arg);
+	if (!c->lingering)
+		st.dropped[DROP_TIMEOUT]++; /* (a lingering one was served) */
+	conn_free(c);
 }
 
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
@@ -562,20 +601,22 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 
 	(void)lis;
 	if (st.n_conns >= STATS_MAX_CONNS) {
-		/* the oldest connection still without a whole request, or whose reply does not leave, if
-		 * it had its time */
+		/* the oldest connection served already (lingering), or still without a whole request, or
+		 * whose reply does not leave, if it had its time */
 		const uint64_t grace = STATS_IDLE_EVICT_MS * 1000000ull;
-		struct stats_conn *old = TAILQ_FIRST(&st.conns);
+		struct stats_conn *old;
 		uint64_t now = gw_now_ns();
 
-		while (old && (old->replied ? now - old->replied_ns < grace : now - old->born_ns < grace))
-			old = TAILQ_NEXT(old, link);
+		TAILQ_FOREACH(old, &st.conns, link)
+			if (old->lingering || now - (old->replied ? old->replied_ns : old->born_ns) >= grace)
+				break;
 		if (!old) {
 			st.dropped[DROP_LIMIT]++;
 			close(fd);
 			return;
 		}
-		st.dropped[DROP_EVICTED]++;
+		if (!old->lingering)
+			st.dropped[DROP_EVICTED]++; /* (a lingering one was served) */
 		conn_free(old);
 	}
 	c = calloc(1, sizeof(*c));
@@ -598,6 +639,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (!c->deadline || evtimer_add(c->deadline, &(struct timeval){.tv_sec = STATS_DEADLINE_S}))
 		goto err;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	if (!evbuffer_add_cb(bufferevent_get_output(c->bev), on_sent, c))
+		goto err;
 	bufferevent_setwatermark(c->bev, EV_READ, 0, STATS_MAX_HEAD + 1);
 	if (bufferevent_enable(c->bev, EV_READ))
 		goto err;

@@ -12,7 +12,16 @@
                           ones SECS seconds, closes them
   head PORT PATH          sends HEAD PATH and reads until the daemon closes; prints the status line
                           and how many bytes came after the headers (a HEAD answer has none)
+  pipelined PORT          GET /metrics from a socket with a small receive buffer, and a second request
+                          behind it once the reply is under way; reads to the end: prints
+                          "complete N" when the body came whole (Content-Length), else "cut GOT/N: ERROR"
+  bighead PORT KB         a request head of KB KiB, sent while the reply is read; prints the status
+                          line, or "reset" when the connection was reset before one came
+  slowread PORT STALLED   a client reads /metrics slowly but steadily (4 KiB every 20 ms) while
+                          STALLED others ask for it and read nothing, then a /health client comes:
+                          prints "slow complete N|cut GOT/N: ERROR; health STATUS"
 """
+import threading
 import socket
 import struct
 import sys
@@ -108,10 +117,95 @@ def head(port, path):
     print(hdr.split(b"\r\n")[0].decode(), len(rest))
 
 
+def read_reply(s, pace=0.0):
+    """Reads S to the end (4 KiB at a time, PACE seconds apart); returns (status line, body length,
+    Content-Length, the error that ended it or None)."""
+    d, err = b"", None
+    try:
+        while b := s.recv(4096):
+            d += b
+            if pace:
+                time.sleep(pace)
+    except OSError as e:
+        err = e
+    hdr, _, body = d.partition(b"\r\n\r\n")
+    lines = hdr.split(b"\r\n")
+    n = next((int(l.split(b":")[1]) for l in lines if l.lower().startswith(b"content-length:")), -1)
+    return lines[0].decode(errors="replace"), len(body), n, err
+
+
+def verdict(body, n, err):
+    return f"complete {n}" if body == n and n > 0 else f"cut {body}/{n}: {err}"
+
+
+def pipelined(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)  # the daemon has read the request and queued its reply: it reads no more
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # (left in its socket)
+    _, body, n, err = read_reply(s)
+    print(verdict(body, n, err))
+
+
+def bighead(port, kb):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-Big: " + b"a" * (kb * 1024) + b"\r\n\r\n"
+
+    def send():
+        try:
+            s.sendall(head)
+        except OSError:
+            pass  # (the daemon stopped reading: its answer is what counts)
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    status, _, _, err = read_reply(s)
+    print(status if status else f"reset ({err})")
+
+
+def slowread(port, stalled):
+    out = {}
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(15)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    def reader():
+        _, body, n, err = read_reply(s, 0.02)
+        out["slow"] = verdict(body, n, err)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.3)
+    socks = []
+    for _ in range(stalled):
+        x = socket.socket()
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        x.settimeout(10)
+        x.connect(("127.0.0.1", port))
+        x.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        socks.append(x)
+    time.sleep(0.6)  # every reply older than the eviction grace
+    h = socket.create_connection(("127.0.0.1", port), timeout=10)
+    h.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _, _, _ = read_reply(h)
+    t.join()
+    print(f"slow {out.get('slow')}; health {status}")
+    for x in socks:
+        x.close()
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "head":
         head(int(sys.argv[2]), sys.argv[3])
+        return
+    if cmd in ("pipelined", "bighead", "slowread"):
+        {"pipelined": pipelined, "bighead": bighead, "slowread": slowread}[cmd](*map(int, sys.argv[2:]))
         return
     a = [float(x) if "." in x else int(x) for x in sys.argv[2:]]
     {"reset": reset, "slowloris": slowloris, "hold": hold, "stall": stall}[cmd](*a)

@@ -5,7 +5,8 @@
 # counted; once they have been idle a while a new connection closes the oldest and is answered), 40
 # /metrics at once (renders reused, every answer whole; a reload shows at once), 64 clients that ask
 # and read nothing (the oldest gives way to a new one), a web page's GET (403), an oversized request
-# head (431), 500 POSTs refused in a loop (each answered 403, but logged at most once a second with
+# head (431; also one still being sent, and a request pipelined behind /metrics: each reply whole,
+# the connection not reset), a slow but steady reader kept while stalled ones are evicted, 500 POSTs refused in a loop (each answered 403, but logged at most once a second with
 # the count of those not logged: every refusal accounted for, the log not flooded), a HEAD of a POST-only
 # path (405 without a body). Also prints how long
 # /metrics takes to render and send with 256 routes, the most a file may hold.
@@ -162,6 +163,21 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zer
 [ "$code" = 431 ] || fail "a 9 KB header: $code, expected 431"
 [ "$(health)" = "$serving" ] || fail "/health after the oversized request"
 ok "an oversized request head is answered 431"
+
+# a reply leaves whole whatever the client still sends: the daemon closed with unread bytes in the
+# socket, which resets the connection and throws away what the kernel had not sent of the reply
+out=$(abuse pipelined "$port")
+case $out in complete*) ;; *) fail "/metrics with a second request behind it: $out" ;; esac
+ok "/metrics with a pipelined request behind it, read through a small window: $out bytes, whole"
+out=$(abuse bighead "$port" 256)
+case $out in "HTTP/1.1 431 "*) ;; *) fail "a 256 KiB head still being sent: '$out', expected the 431" ;; esac
+ok "a 256 KiB request head, still being sent when the answer came: the client read '$out'"
+# the oldest connection gives way to a new one when it stalls, not when it reads slowly
+e0=$(dropped evicted)
+out=$(abuse slowread "$port" 63)
+case $out in "slow complete "*"; health HTTP/1.1 $serving "*) ;; *) fail "a slow reader among 63 stalled ones, then /health: $out" ;; esac
+[ "$(dropped evicted)" -gt "$e0" ] || fail "no stalled reader evicted for /health: $out (evicted $e0 -> $(dropped evicted))"
+ok "a reader taking /metrics 4 KiB every 20 ms kept its connection while 63 others stalled; /health evicted a stalled one: $out"
 
 # a POST refused in a loop (a browser's, from loopback): 403 each time, but logged at most once a
 # second, or a client could flood the log (and use up journald's rate limit, which then drops every
