@@ -313,6 +313,8 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 		return;
 	}
+	if (d->state == GW_STOPPING)
+		return; /* (a third in the same pass of the loop: stopping already) */
 	GW_NOTICE("%s: draining (up to %llu ms)", strsignal((int)fd), (unsigned long long)d->conf->gateway.drain_timeout_ms);
 	atomic_store_explicit(&d->state, GW_DRAINING, memory_order_release);
 	d->drain_deadline_ns = gw_now_ns() + d->conf->gateway.drain_timeout_ms * 1000000ull;
