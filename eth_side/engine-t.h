@@ -146,6 +146,7 @@ struct eth_tcb {
 	uint64_t t_rexmit;	/* retransmission, SYN/SYN-ACK retry or persist */
 	uint64_t t_delack;
 	uint64_t t_keep;	/* keepalive, connection-establishment limit or TIME_WAIT end */
+	uint64_t tw_last_ms;	/* TIME_WAIT: the latest end a retransmitted FIN may move t_keep to */
 	uint64_t first_rexmit_ms; /* when the oldest unanswered retransmission/probe went out */
 	uint64_t last_rcv_ms;
 	struct xlt_window chall; /* challenge ACKs in the second (ms) */

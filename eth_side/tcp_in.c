@@ -428,6 +428,7 @@ static void enter_time_wait(struct eth_tcb *t)
 	eth_tcb_set_state(t, ETH_TCP_TIME_WAIT);
 	t->t_rexmit = t->t_delack = 0;
 	t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
+	t->tw_last_ms = t->t_keep + st->c.time_wait_ms;
 	eth_sndq_free(t, false); /* (all acknowledged: reports still due go out) */
 	t->n_sacked = 0;
 	eth_tcb_check_done(t);
@@ -962,7 +963,8 @@ static void syn_sent_input(struct eth_tcb *t, const struct seg *sg)
 }
 
 /* TIME_WAIT (RFC 9293 3.10.7.4): the only segment it expects is the peer's FIN again, our ACK of it
- * lost: ACKed again and 2MSL restarted. Anything else, a FIN past the one taken among them (which
+ * lost: ACKed again and 2MSL restarted, but never past twice time_wait from its start (a peer that
+ * sent it again every time_wait less a little kept the connection for ever). Anything else, a FIN past the one taken among them (which
  * moved rcv_nxt and restarted the timer at the peer's will), gets the duplicate ACK once per
  * OOW_ACK_MS and changes nothing. RSTs and SYNs are tcb_input's (RFC 1337; reuse by a newer SYN). */
 static void time_wait_input(struct eth_tcb *t, const struct seg *sg)
@@ -972,6 +974,8 @@ static void time_wait_input(struct eth_tcb *t, const struct seg *sg)
 	if (has(sg, RTE_TCP_FIN_FLAG) && has(sg, RTE_TCP_ACK_FLAG) && sg->seq + sg->len + 1 == t->rcv_nxt &&
 	    sg->ack == t->snd_max) {
 		t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
+		if (t->t_keep > t->tw_last_ms)
+			t->t_keep = t->tw_last_ms;
 		eth_tcb_timer_update(t);
 		ack_later(t); /* (each time, as Linux's tcp_timewait_state_process: one for one) */
 	} else if (oow_ack_allowed(t, sg, true)) {

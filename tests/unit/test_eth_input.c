@@ -512,7 +512,8 @@ static void test_simultaneous_close_time_wait(void **state)
  * TIME_WAIT and the session lets go of it: the chunks go back then, not when the hole expires or
  * 2MSL ends (a peer cycling connections so drained the pool of every session on the worker). In
  * TIME_WAIT a FIN past the one taken neither moves the connection nor restarts 2MSL (a peer sent
- * one a second and kept it for ever); the retransmitted FIN is ACKed and restarts it. */
+ * one a second and kept it for ever); the retransmitted FIN is ACKed and restarts it, up to twice
+ * time_wait from the start (sent again and again, it kept the connection for ever too). */
 static void test_time_wait_hostile(void **state)
 {
 	uint64_t b0 = S()->tcp_buffer_bytes;
@@ -549,6 +550,19 @@ static void test_time_wait_hostile(void **state)
 	eh_advance_ms(&h, 1000);
 	assert_int_equal(S()->tcp_time_wait, 1);
 	eh_advance_ms(&h, 1100);
+	assert_int_equal(S()->tcp_time_wait, 0);
+
+	/* but not past twice time_wait from its start, however often it comes (each ACKed) */
+	c = closed_first(41032);
+	peer_data(&c, NULL, 0, RTE_TCP_FIN_FLAG);
+	for (unsigned i = 0; i < 2; i++) {
+		eh_advance_ms(&h, 1900);
+		assert_int_equal(S()->tcp_time_wait, 1);
+		feed(&c, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt - 1, c.gnxt, 65535, NULL, 0);
+		o = one();
+		assert_int_equal(o.ack, c.pnxt);
+	}
+	eh_advance_ms(&h, 300); /* 4.1 s in: over at 4 s, not at 5.8 (the last FIN's 2 s) */
 	assert_int_equal(S()->tcp_time_wait, 0);
 }
 
