@@ -191,6 +191,7 @@ struct eth_stack_stats {
 	uint64_t exc_to_kernel;     /* frames punted to the exception path's ring */
 	uint64_t exc_rate_drops;    /* ... dropped instead: this worker's share of kernel_tap_rate */
 	uint64_t exc_ring_drops;    /* ... dropped instead: the ring to the control thread was full */
+	uint64_t exc_type_drops;    /* frames of an EtherType the kernel is not given (stack.c other_punt) */
 	uint64_t exc_from_kernel;   /* frames from the kernel TAP sent out the port (worker 0) */
 	uint64_t exc_routing_to_kernel;  /* of exc_to_kernel: routing protocols (a bucket of their own) */
 	uint64_t exc_routing_rate_drops; /* of exc_rate_drops: the same */

@@ -128,8 +128,9 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"tcp_buffer_bytes", XLT_GAUGE, ST(tcp_buffer_bytes), "memory held by TCP connection buffers", NULL},
 	{"exception_frames_total", XLT_COUNTER, ST(exc_to_kernel), "frames handed to the kernel TAP's ring by the worker, or sent out the port from it (worker 0)", "dir=to_kernel"},
 	{"exception_frames_total", XLT_COUNTER, ST(exc_from_kernel), "frames handed to the kernel TAP's ring by the worker, or sent out the port from it (worker 0)", "dir=from_kernel"},
-	{"exception_drops_total", XLT_COUNTER, ST(exc_rate_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=rate"},
-	{"exception_drops_total", XLT_COUNTER, ST(exc_ring_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, or the ring full", "reason=ring"},
+	{"exception_drops_total", XLT_COUNTER, ST(exc_rate_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, the ring full, or of an EtherType the kernel is not given (besides IP and ARP only LLDP is; a VLAN tag never)", "reason=rate"},
+	{"exception_drops_total", XLT_COUNTER, ST(exc_ring_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, the ring full, or of an EtherType the kernel is not given (besides IP and ARP only LLDP is; a VLAN tag never)", "reason=ring"},
+	{"exception_drops_total", XLT_COUNTER, ST(exc_type_drops), "frames for the kernel TAP the worker dropped: over its share of kernel_tap_rate, the ring full, or of an EtherType the kernel is not given (besides IP and ARP only LLDP is; a VLAN tag never)", "reason=ethertype"},
 	{"exception_routing_frames_total", XLT_COUNTER, ST(exc_routing_to_kernel), "of the frames the worker handed to the kernel TAP's ring, those of routing protocols (VRRP, BGP, OSPF, BFD), which have a kernel_tap_rate of their own", NULL},
 	{"exception_routing_drops_total", XLT_COUNTER, ST(exc_routing_rate_drops), "frames of routing protocols for the kernel TAP the worker dropped over its share of their own kernel_tap_rate", NULL},
 	{"tcp_flow_peer_segments_total", XLT_COUNTER, ST(flow_peer_out), "TCP segments for a VIP that matched no connection here, passed to [eth] flow_peer (the gateway that held the VIP before)", NULL},
@@ -531,6 +532,26 @@ static void exc_mirror(struct eth_stack *st, const struct rte_mbuf *m)
 		eth_exc_punt(st, c);
 }
 
+/* EtherTypes other than IPv4, IPv6 and ARP: the kernel gets LLDP (lldpd on the TAP) and nothing else.
+ * Not a VLAN tag above all (802.1Q, 802.1ad, the old QinQ): a kernel without a device for VLAN 0 takes
+ * a priority-tagged frame's tag off and handles what it carries as untagged, so an IP packet wrapped
+ * in one would reach the kernel past every check the exception path makes (the router advertisements
+ * and redirects it never passes, sources it refuses, the host's other addresses). Returns whether M
+ * was taken (punted, or dropped by the path's limits). */
+static bool other_punt(struct eth_stack *st, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	if (!st->c.exc)
+		return false;
+	if (eh->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_LLDP)) {
+		xlt_counter_add(&st->stats.exc_type_drops, 1);
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	return eth_exc_punt(st, m);
+}
+
 /* STEERED: the frame came from another worker (already classified; ARP: learn only). */
 static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 {
@@ -558,7 +579,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		if ((eh->dst_addr.addr_bytes[0] & 1) && !steered && !eth_ipv6_unicast_in_group(st, m) &&
 		    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)   ? eth_ipv6_exc_punt(st, m)
 		     : eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ? eth_ipv4_group_punt(st, m)
-		                                                               : eth_exc_punt(st, m)))
+		                                                               : other_punt(st, m)))
 			return;
 		goto drop;
 	}
@@ -600,7 +621,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		return;
 	}
 	if (type != RTE_ETHER_TYPE_IPV4) {
-		if (!steered && eth_exc_punt(st, m)) /* LLDP...: the kernel's */
+		if (!steered && other_punt(st, m))
 			return;
 		goto drop;
 	}
