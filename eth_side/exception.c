@@ -37,6 +37,7 @@
 
 #define EXC_RING  4096
 #define EXC_BURST 32
+#define EXC_ROUNDS 8 /* bursts each way per eth_exc_service call (every millisecond) */
 #define EXC_SEGS_MAX 64 /* segments of one long TCP/IPv6 frame (64 KiB of LRO in 1 KiB or more) */
 #define EXC_DEV   "net_tap_ibgw"
 /* what exc_mark_tso asks of the TAP (multi-segment: LRO's frames are chains) */
@@ -88,15 +89,27 @@ const struct xlt_metric_desc eth_exc_metrics[] = {
 #undef XS
 const unsigned eth_exc_n_metrics = sizeof(eth_exc_metrics) / sizeof(eth_exc_metrics[0]);
 
-static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns, uint64_t interval_ns)
+/* Takes N frames' worth of class K from B. */
+static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns, uint64_t interval_ns, unsigned n)
 {
 	/* a burst of a twentieth of a second's frames (at least 16) passes at once */
 	uint64_t burst_ns = interval_ns * 16 > 50000000 ? interval_ns * 16 : 50000000;
 
 	if (b->tat[k] > now_ns + burst_ns)
 		return false;
-	b->tat[k] = (b->tat[k] > now_ns ? b->tat[k] : now_ns) + interval_ns;
+	b->tat[k] = (b->tat[k] > now_ns ? b->tat[k] : now_ns) + interval_ns * n;
 	return true;
+}
+
+/* The frames the TAP gets for M: a frame longer than it carries is cut in segments on the way (net_tap's
+ * TSO, eth_exc_split_tcp6), about one per frame_max less the headers each repeats (at most 128 bytes
+ * of Ethernet, IP and TCP with options). kernel_tap_rate counts those: a flood of 64 KiB merged frames
+ * (LRO) at a kernel port was about 44 TAP writes for each frame the rate counted. */
+static unsigned tap_frames(const struct eth_exc *x, const struct rte_mbuf *m)
+{
+	if (m->pkt_len <= x->frame_max)
+		return 1;
+	return 1 + (m->pkt_len - 1) / (x->frame_max - 128u);
 }
 
 /* The class of frame M (Ethernet header first), either way. Link: VRRP with the hop limit of 255
@@ -327,6 +340,7 @@ static struct eth_exc *exc_alloc(uint32_t rate, unsigned n_workers)
 	if (!x)
 		return NULL;
 	x->port = UINT16_MAX;
+	x->frame_max = RTE_ETHER_MTU + RTE_ETHER_HDR_LEN; /* (net_tap's; eth_exc_create reads the TAP's) */
 	x->interval_ns = 1000000000ull / (rate ? rate : 1);
 	x->w_interval_ns = x->interval_ns * (n_workers ? n_workers : 1);
 	x->to_kernel = rte_ring_create("exc_to_kernel", EXC_RING, rte_socket_id(), RING_F_SC_DEQ);
@@ -453,31 +467,15 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 	struct rte_mbuf *pkts[EXC_BURST], *segs[EXC_SEGS_MAX];
 	unsigned moved = 0, n, sent, k, from, s;
 
-	/* port -> kernel: the workers limited their share already; the frames go in their order, a long
-	 * TCP/IPv6 one as its segments */
-	while ((n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL))) {
-		for (k = from = 0; k < n; k++) {
-			exc_mark_tso(x, pkts[k]);
-			if (pkts[k]->pkt_len > x->frame_max &&
-			    (s = eth_exc_split_tcp6(x->pool, pkts[k], x->frame_max, segs, EXC_SEGS_MAX))) {
-				exc_tx(x, pkts + from, k - from);
-				exc_tx(x, segs, s);
-				from = k + 1;
-			}
-		}
-		exc_tx(x, pkts + from, n - from);
-		moved += n;
-		if (n < EXC_BURST)
-			break;
-	}
-	/* kernel -> port (worker 0 sends them) */
-	for (int round = 0; round < 8; round++) {
+	/* kernel -> port (worker 0 sends them), first: the kernel's VRRP advertisements and routing
+	 * protocols' answers do not wait behind a flood the other way */
+	for (int round = 0; round < EXC_ROUNDS; round++) {
 		n = rte_eth_rx_burst(x->port, 0, pkts, EXC_BURST);
 		k = 0;
 		for (unsigned i = 0; i < n; i++) {
 			enum exc_class c = exc_class_of(pkts[i]);
 
-			if (bucket_take(&x->ctl, c, now_ns, x->interval_ns)) {
+			if (bucket_take(&x->ctl, c, now_ns, x->interval_ns, 1)) {
 				if (c != EXC_OTHER)
 					xlt_counter_add(&x->st.from_kernel_routing, 1);
 				pkts[k++] = pkts[i];
@@ -494,6 +492,25 @@ unsigned eth_exc_service(struct eth_exc *x, uint64_t now_ns)
 			xlt_counter_add(&x->st.from_kernel_ring_drops, k - sent);
 			rte_pktmbuf_free_bulk(pkts + sent, k - sent);
 		}
+		moved += n;
+		if (n < EXC_BURST)
+			break;
+	}
+	/* port -> kernel: the workers limited their share already; the frames go in their order, a long
+	 * TCP/IPv6 one as its segments; as many rounds at most as the other way (a ring full of long
+	 * frames is hundreds of writes a burst: the control thread serves its events between calls) */
+	for (int round = 0; round < EXC_ROUNDS; round++) {
+		n = rte_ring_sc_dequeue_burst(x->to_kernel, (void **)pkts, EXC_BURST, NULL);
+		for (k = from = 0; k < n; k++) {
+			exc_mark_tso(x, pkts[k]);
+			if (pkts[k]->pkt_len > x->frame_max &&
+			    (s = eth_exc_split_tcp6(x->pool, pkts[k], x->frame_max, segs, EXC_SEGS_MAX))) {
+				exc_tx(x, pkts + from, k - from);
+				exc_tx(x, segs, s);
+				from = k + 1;
+			}
+		}
+		exc_tx(x, pkts + from, n - from);
 		moved += n;
 		if (n < EXC_BURST)
 			break;
@@ -557,7 +574,7 @@ bool eth_exc_punt(struct eth_stack *st, struct rte_mbuf *m)
 	if (!x)
 		return false;
 	c = exc_class_of(m);
-	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns)) {
+	if (!bucket_take(&x->w[st->c.worker], c, st->now_ns, x->w_interval_ns, tap_frames(x, m))) {
 		xlt_counter_add(&st->stats.exc_rate_drops, 1);
 		if (c != EXC_OTHER)
 			xlt_counter_add(&st->stats.exc_routing_rate_drops, 1);
