@@ -410,24 +410,6 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len)
 			snprintf(err, len, "privileges: cannot shrink the bounding set: %s", strerror(errno));
 			return ret;
 		}
-	/* DPDK keeps a process's shared config and memory tables under $XDG_RUNTIME_DIR/dpdk, for
-	 * another user than root /tmp/dpdk when that is unset: a directory any local user may have
-	 * made first, and own, and then swap files in. A directory of the daemon's own instead, made
-	 * while root under an unguessable name (the user may remove it at exit: /tmp is sticky) */
-	snprintf(prep.rundir, sizeof(prep.rundir), "/tmp/ibgwd.XXXXXX");
-	if (!mkdtemp(prep.rundir)) {
-		ret = -errno;
-		snprintf(err, len, "privileges: a runtime directory for the user in /tmp: %s", strerror(errno));
-		prep.rundir[0] = 0;
-		return ret;
-	}
-	if (chown(prep.rundir, prep.uid, prep.gid) || setenv("XDG_RUNTIME_DIR", prep.rundir, 1)) {
-		ret = -errno;
-		snprintf(err, len, "privileges: the runtime directory %s: %s", prep.rundir, strerror(errno));
-		rmdir(prep.rundir);
-		prep.rundir[0] = 0;
-		return ret;
-	}
 	/* KEEPCAPS: the permitted set survives the uid change (the effective set is cleared by it) */
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups((size_t)prep.n_groups, prep.groups) ||
 	    setresgid(prep.gid, prep.gid, prep.gid) || setresuid(prep.uid, prep.uid, prep.uid)) {
@@ -439,6 +421,25 @@ int gw_privs_drop(const struct conf *c, char *err, size_t len)
 	prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
 	if ((ret = caps_set(prep.keep, prep.keep, 0))) {
 		snprintf(err, len, "privileges: capset: %s", strerror(-ret));
+		return ret;
+	}
+	/* DPDK keeps a process's shared config and memory tables under $XDG_RUNTIME_DIR/dpdk, for
+	 * another user than root /tmp/dpdk when that is unset: a directory any local user may have
+	 * made first, and own, and then swap files in. A directory of the daemon's own instead, made
+	 * by the user under an unguessable name once the uid changed (so it owns it without a chown,
+	 * which needs CAP_CHOWN: systemd's unit leaves that out of the bounding set) */
+	snprintf(prep.rundir, sizeof(prep.rundir), "/tmp/ibgwd.XXXXXX");
+	if (!mkdtemp(prep.rundir)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: a runtime directory for the user in /tmp: %s", strerror(errno));
+		prep.rundir[0] = 0;
+		return ret;
+	}
+	if (setenv("XDG_RUNTIME_DIR", prep.rundir, 1)) {
+		ret = -errno;
+		snprintf(err, len, "privileges: the runtime directory %s: %s", prep.rundir, strerror(errno));
+		rmdir(prep.rundir);
+		prep.rundir[0] = 0;
 		return ret;
 	}
 #if defined(__SANITIZE_ADDRESS__)
