@@ -273,6 +273,8 @@ struct gw_daemon {
 	int nl_fd;
 	struct eth_local_set locals;
 	uint64_t locals_gone_ns[ETH_LOCAL_MAX]; /* control: when each of them left the TAP (kernel.c) */
+	bool locals_seen[ETH_LOCAL_MAX]; /* control: listed (or added) since the dump asked for began */
+	bool locals_dumping;             /* control: a dump of the TAP's addresses is under way */
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };

@@ -31,6 +31,7 @@
 #include "metrics.h"
 
 #define SERVICE_US 1000
+#define DUMP_SEQ   1 /* the sequence number of our address dumps (notifications carry 0) */
 
 static void service_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -50,7 +51,7 @@ static int dump_request(int fd)
 	    .nh = {.nlmsg_len = sizeof(req),
 	           .nlmsg_type = RTM_GETADDR,
 	           .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-	           .nlmsg_seq = 1},
+	           .nlmsg_seq = DUMP_SEQ},
 	    .ifa = {.ifa_family = AF_UNSPEC}, /* both families in one dump */
 	};
 
@@ -77,6 +78,7 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 			break;
 	if (i < ls->n) {
 		uint8_t s = up ? ETH_LOCAL_UP : ETH_LOCAL_GONE;
+		d->locals_seen[i] |= up;
 		if (ls->a[i].state == s)
 			return false;
 		ls->a[i].state = s;
@@ -108,8 +110,35 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 	}
 	ls->a[i].addr = *addr;
 	ls->a[i].state = ETH_LOCAL_UP;
+	d->locals_seen[i] = true;
 	GW_NOTICE("kernel_tap: address %s added: ibgwd serves it", a);
 	return true;
+}
+
+/* Asks the kernel for every address of the TAP: those it does not list any more left while
+ * notifications were lost (dump_done). */
+static void dump_start(struct gw_daemon *d)
+{
+	memset(d->locals_seen, 0, sizeof(d->locals_seen));
+	d->locals_dumping = !dump_request(d->nl_fd);
+}
+
+/* The dump ended: an address ibgwd serves that it did not list, and that no notification added
+ * meanwhile, left the TAP while notifications were lost (a VIP keepalived moved to the other gateway
+ * during an overrun: ibgwd went on answering for it). Returns whether the set changed. */
+static bool dump_done(struct gw_daemon *d)
+{
+	bool changed = false;
+
+	if (!d->locals_dumping)
+		return false;
+	d->locals_dumping = false;
+	for (uint32_t i = 0; i < d->locals.n; i++)
+		if (d->locals.a[i].state == ETH_LOCAL_UP && !d->locals_seen[i]) {
+			struct xlt_ip a = d->locals.a[i].addr;
+			changed |= set_update(d, &a, false);
+		}
+	return changed;
 }
 
 static void publish(struct gw_daemon *d)
@@ -137,7 +166,7 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 		if (n < 0) {
 			if (errno == ENOBUFS) { /* the kernel dropped notifications: ask for the whole list */
 				GW_WARN("kernel_tap: netlink overrun, reading the addresses again");
-				dump_request(fd);
+				dump_start(d);
 				continue;
 			}
 			break; /* EAGAIN */
@@ -152,6 +181,10 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 			struct xlt_ip addr;
 			bool got = false;
 
+			if (nh->nlmsg_type == NLMSG_DONE && nh->nlmsg_seq == DUMP_SEQ) {
+				changed |= dump_done(d);
+				continue;
+			}
 			if ((nh->nlmsg_type != RTM_NEWADDR && nh->nlmsg_type != RTM_DELADDR) ||
 			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)) ||
 			    (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6) ||

@@ -5,7 +5,7 @@
 # serves its own TCP listener (the kernel never answers for it); a kernel TCP server on the TAP is
 # reached through ibgwd (sha256 of 1 MB); an address added to the TAP is announced (gratuitous ARP)
 # and served by ibgwd's listener; once removed, a session in flight on it finishes intact and new
-# connections to it fail; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
+# connections to it fail, also when it was removed while ibgwd's netlink notifications overflowed; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
 # ibgwd's own listener keeps answering, and a flood at ibgwd's listener never reaches the kernel.
 # Then with removed_addr_reset = 1: the session in flight on a removed address is reset.
 # timeout: 150
@@ -102,6 +102,32 @@ r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2)
 wait $slow
 [ "$(cat "$tmp/slow")" = ok ] || fail "the session in flight on the removed address: $(cat "$tmp/slow")"
 ok "address removed: the session in flight finished intact (2 MB), a new one failed ($r)"
+
+# it leaves while ibgwd's address notifications overflow (its control thread held up: the kernel drops
+# what no longer fits in the netlink socket, ENOBUFS): the dump ibgwd asks for then does not list it,
+# and ibgwd stops serving it as if it had heard (it went on answering for a VIP that keepalived had
+# moved to the other gateway)
+ha_g 1 ip addr add "$VIP/24" dev "$HA_TAP"
+for i in $(seq 50); do r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2); [ "$r" = ok ] && break; sleep 0.1; done
+[ "$r" = ok ] || fail "$VIP added again: not served ($r)"
+{
+	for i in $(seq 1 250); do
+		echo "addr add 198.19.200.$i/32 dev $HA_TAP"
+		echo "addr del 198.19.200.$i/32 dev $HA_TAP"
+	done
+	echo "addr del $VIP/24 dev $HA_TAP" # (its notification after the socket is full: lost)
+} >"$tmp/batch"
+n0=$(grep -c "kernel_tap: address $VIP removed" "${HA_LOG[1]}")
+kill -STOP "${HA_PID[1]}"
+ha_g 1 ip -batch "$tmp/batch" || { kill -CONT "${HA_PID[1]}"; fail "ip -batch"; }
+kill -CONT "${HA_PID[1]}"
+for i in $(seq 30); do grep -q "netlink overrun" "${HA_LOG[1]}" && break; sleep 0.1; done
+grep -q "netlink overrun" "${HA_LOG[1]}" || fail "500 address changes while ibgwd was stopped: no overrun (the test shows nothing)"
+sleep 0.5
+[ "$(grep -c "kernel_tap: address $VIP removed" "${HA_LOG[1]}")" -gt "$n0" ] || fail "$VIP left during the overrun: still served"
+r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2)
+[ "$r" != ok ] || fail "a new connection to $VIP, removed during the overrun, succeeded"
+ok "$VIP removed among 500 address changes while ibgwd's notifications overflowed: the dump after the overrun found it gone, new connections fail ($r)"
 
 # a SYN flood at the kernel's port: at most kernel_tap_rate reaches the kernel
 mac=$(ha_c ip neigh show "$GW" | awk '{ print $5 }')
