@@ -214,7 +214,7 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 				continue;
 			/* only addresses someone configured are ours: an IPv6 address with a lifetime
 			 * (SLAAC, privacy) came from a router advertisement, which anyone on the link can
-			 * forge. tap_no_autoconf stops the kernel making them, but its write fails where
+			 * forge. tap_sysctls stops the kernel making them, but its write fails where
 			 * /proc/sys is read-only (systemd's ProtectKernelTunables); ip addr add and
 			 * keepalived's VIPs are permanent */
 			if (nh->nlmsg_type == RTM_NEWADDR && alen == 16 && !(flags & IFA_F_PERMANENT))
@@ -237,22 +237,35 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
  * attacker chose, and could fill its address set before a VIP comes. The engine passes no RA to the
  * kernel (ipv6.c: icmp6_for_kernel); this is a second wall, as nl_read, which takes no address with
  * a lifetime, is a third where this write fails. */
-static void tap_no_autoconf(const char *ifname)
+/* Writes VALUE to the TAP's sysctl KEY (a path under /proc/sys/net with %s for its name); WHY says
+ * what for when it fails (systemd's ProtectKernelTunables makes /proc/sys read-only). */
+static void tap_sysctl(const char *ifname, const char *key, const char *value, const char *why)
 {
 	char path[128];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/autoconf", ifname);
+	snprintf(path, sizeof(path), key, ifname);
 	f = fopen(path, "w");
 	if (!f) {
 		if (errno != ENOENT) /* (no IPv6 in the kernel: nothing to turn off) */
-			GW_WARN("kernel_tap %s: cannot turn SLAAC off (%s): %s", ifname, path, strerror(errno));
+			GW_WARN("kernel_tap %s: cannot %s (%s): %s", ifname, why, path, strerror(errno));
 		return;
 	}
-	bool bad = fputs("0\n", f) < 0;
+	bool bad = fputs(value, f) < 0;
 
 	if (fclose(f) || bad)
-		GW_WARN("kernel_tap %s: cannot turn SLAAC off (%s)", ifname, path);
+		GW_WARN("kernel_tap %s: cannot %s (%s)", ifname, why, path);
+}
+
+/* SLAAC off (see nl_read); and the kernel answers ARP on the TAP for the TAP's own addresses only, from
+ * them: it gets a copy of every ARP frame, and by default (arp_ignore = 0) it would answer for any
+ * address of the host (the management address, a container bridge's) with the gateway's MAC, to any
+ * station of the link that asks */
+static void tap_sysctls(const char *ifname)
+{
+	tap_sysctl(ifname, "/proc/sys/net/ipv6/conf/%s/autoconf", "0\n", "turn SLAAC off");
+	tap_sysctl(ifname, "/proc/sys/net/ipv4/conf/%s/arp_ignore", "1\n", "answer ARP for its own addresses only");
+	tap_sysctl(ifname, "/proc/sys/net/ipv4/conf/%s/arp_announce", "2\n", "answer ARP for its own addresses only");
 }
 
 int gw_kernel_tap_create(struct gw_daemon *d)
@@ -268,7 +281,7 @@ int gw_kernel_tap_create(struct gw_daemon *d)
 		GW_ERR("%s", err);
 		return -errno;
 	}
-	tap_no_autoconf(e->kernel_tap);
+	tap_sysctls(e->kernel_tap);
 	d->locals.reset_gone = (uint8_t)e->removed_addr_reset;
 	return 0;
 }

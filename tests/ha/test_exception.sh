@@ -29,6 +29,19 @@ ha_c ping -c 3 -i 0.2 -W 2 "$GW" >"$tmp/ping" || { cat "$tmp/ping"; fail "ping $
 grep -q '3 received' "$tmp/ping" && ! grep -q duplicates "$tmp/ping" || { cat "$tmp/ping"; fail "ping: lost or duplicated replies"; }
 ok "ping answered by ibgwd alone (3 replies, no duplicates)"
 
+# the kernel gets a copy of every ARP frame: it must answer on the TAP for the TAP's own addresses
+# only, not for the host's others (here one on the gateway's loopback), which would tell the link the
+# gateway's MAC for them
+[ "$(ha_g 1 cat "/proc/sys/net/ipv4/conf/$HA_TAP/arp_ignore")" = 1 ] || fail "arp_ignore on the TAP is not 1"
+ha_g 1 ip addr add 198.19.9.9/32 dev lo
+ha_c ip route add 198.19.9.9/32 dev br0
+ha_c ping -c 2 -i 0.3 -W 1 198.19.9.9 >/dev/null 2>&1
+n=$(ha_c ip neigh show 198.19.9.9 | grep -c lladdr)
+ha_c ip route del 198.19.9.9/32 dev br0
+ha_g 1 ip addr del 198.19.9.9/32 dev lo
+[ "$n" = 0 ] || fail "the kernel answered ARP on the TAP for the host's loopback address 198.19.9.9"
+ok "an ARP request for another address of the host (198.19.9.9 on its loopback): unanswered (arp_ignore = 1 on the TAP)"
+
 # broadcast to the kernel: our network's only; another network's x.x.x.255 sent to our MAC is a
 # unicast address elsewhere, not for the kernel to route (ip_not_for_us)
 GW_MAC=$(ha_c ip neigh show "$GW" | awk '{ print $5 }')
