@@ -375,20 +375,23 @@ static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
 	return h == 0 || h == 0xffffffffu || (h >> 28) == 0xe || (h >> 24) == 127 || eth_ipv4_subnet_bcast(st, ip);
 }
 
-bool eth_arp_gateway_claim(struct eth_stack *st, const struct rte_mbuf *m)
+bool eth_arp_for_kernel(struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_arp_hdr *a;
 	struct eth_arp_entry *e;
 	struct xlt_ip sip;
 
-	if (!st->c.gateway || m->data_len < RTE_ETHER_HDR_LEN + sizeof(*a))
-		return false;
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*a))
+		return true; /* (eth_arp_input counts it malformed; the kernel judges its copy) */
 	a = rte_pktmbuf_mtod_offset(m, const struct rte_arp_hdr *, RTE_ETHER_HDR_LEN);
-	if (a->arp_data.arp_sip != st->c.gateway)
+	if (a->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) && a->arp_data.arp_sip != a->arp_data.arp_tip &&
+	    eth_local_state(st, a->arp_data.arp_tip) != ETH_LOCAL_UP)
 		return false;
+	if (!st->c.gateway || a->arp_data.arp_sip != st->c.gateway)
+		return true;
 	sip = xlt_ip_v4(st->c.gateway);
 	e = lookup(st, &st->arp, &sip);
-	return e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(a->arp_data.arp_sha.addr_bytes, e->mac, 6);
+	return !(e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(a->arp_data.arp_sha.addr_bytes, e->mac, 6));
 }
 
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)

@@ -107,10 +107,13 @@ void eth_fill_l4_cksum_ip(struct rte_mbuf *m, bool v6);
 
 /* arp.c */
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
-/* Whether ARP frame M (Ethernet header first) gives [eth] gateway another MAC than the one pinned:
- * what eth_arp_input ignores, which the kernel behind the TAP is not shown either (its own flows,
- * BGP and VRRP, reach the gateway by its own ARP entry, which such a claim would re-point). */
-bool eth_arp_gateway_claim(struct eth_stack *st, const struct rte_mbuf *m);
+/* Whether the kernel behind the TAP gets a copy of ARP frame M (Ethernet header first): not when it
+ * gives [eth] gateway another MAC than the one pinned (what eth_arp_input ignores: the kernel's own
+ * flows, BGP and VRRP, reach the gateway by its own ARP entry, which such a claim would re-point),
+ * nor when it asks for an address the TAP does not hold (the kernel would answer for any address of
+ * the host with the gateway's MAC where arp_ignore could not be set: systemd's ProtectKernelTunables);
+ * a gratuitous request (a neighbour announcing itself) goes. */
+bool eth_arp_for_kernel(struct eth_stack *st, const struct rte_mbuf *m);
 /* Sends M (starting at the IP header) to the neighbour NEXTHOP (IPv4 or IPv6: the family's cache),
  * resolving it first if needed. */
 void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop);

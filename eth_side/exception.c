@@ -101,16 +101,6 @@ static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns,
 	return true;
 }
 
-/* The frames the TAP gets for M: a frame longer than it carries is cut in segments on the way (net_tap's
- * TSO, eth_exc_split_tcp6), about one per frame_max less the headers each repeats (at most 128 bytes
- * of Ethernet, IP and TCP with options). kernel_tap_rate counts those: a flood of 64 KiB merged frames
- * (LRO) at a kernel port was about 44 TAP writes for each frame the rate counted. */
-static unsigned tap_frames(const struct eth_exc *x, const struct rte_mbuf *m)
-{
-	if (m->pkt_len <= x->frame_max)
-		return 1;
-	return 1 + (m->pkt_len - 1) / (x->frame_max - 128u);
-}
 
 /* The class of frame M (Ethernet header first), either way. Link: VRRP with the hop limit of 255
  * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), single-hop
@@ -238,13 +228,36 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64 || !exc_tcp_sum_ok(m, &e))
 		return; /* (the TAP refuses it: dropped and counted) */
 	seg = x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len;
-	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz && m->tso_segsz < seg)
-		seg = m->tso_segsz;
+	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < seg)
+		seg = m->tso_segsz; /* (at least 64, as over IPv6: merged 1-byte segments are not cut again) */
 	m->l2_len = RTE_ETHER_HDR_LEN;
 	m->l3_len = e.hl;
 	m->l4_len = l4len;
 	m->tso_segsz = (uint16_t)seg;
 	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+}
+
+/* The frames the TAP gets for M: a TCP frame longer than it carries is cut in segments on the way
+ * (exc_mark_tso for net_tap's TSO over IPv4, eth_exc_split_tcp6), of the size LRO saw where it is
+ * smaller; anything else goes as one frame or is refused as one. kernel_tap_rate counts those frames:
+ * a flood of 64 KiB merged frames (LRO) at a kernel port was about 44 TAP writes, and up to 64 for
+ * merged small segments, for each frame the rate counted. */
+static unsigned tap_frames(const struct eth_exc *x, const struct rte_mbuf *m)
+{
+	struct exc_ip e;
+	uint32_t hdr, mss, n;
+
+	if (m->pkt_len <= x->frame_max || !exc_ip_of(m, &e) || e.proto != IPPROTO_TCP || e.frag ||
+	    (!e.v6 && !x->tso) || m->data_len < e.l4 + 20)
+		return 1;
+	hdr = e.l4 + (rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4)[12] >> 4) * 4u;
+	if (x->frame_max < hdr + 64 || m->pkt_len <= hdr)
+		return 1;
+	mss = x->frame_max - hdr;
+	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < mss)
+		mss = m->tso_segsz;
+	n = (m->pkt_len - hdr + mss - 1) / mss;
+	return n < EXC_SEGS_MAX ? n : EXC_SEGS_MAX;
 }
 
 /* TCP over IPv6 longer than the TAP carries, as exc_mark_tso for IPv4 (rte_gso, net_tap's TSO,
@@ -423,6 +436,8 @@ struct eth_exc *eth_exc_create_detached(uint32_t rate, unsigned n_workers)
 		eth_exc_destroy(x);
 		return NULL;
 	}
+	if (x)
+		x->tso = true;
 	return x;
 }
 

@@ -40,7 +40,7 @@ struct eth_exc *eth_exc_create(const char *ifname, const uint8_t mac[6], struct 
                                uint32_t rate, unsigned n_workers, char *err, size_t errlen);
 /* The same without a TAP: what the workers punt waits on the ring (counted in their exc_to_kernel)
  * until eth_exc_destroy frees it, and eth_exc_service must not be called. For the unit tests, which
- * check what the engine hands the kernel. */
+ * check what the engine hands the kernel; as if the TAP were net_tap's (1500 bytes, TSO). */
 struct eth_exc *eth_exc_create_detached(uint32_t rate, unsigned n_workers);
 /* Fills the TCP or UDP checksum of frame M (Ethernet header first) when the device vouched for its
  * data without filling it in (RX_L4_CKSUM_NONE); anything else is left as it is. */

@@ -612,7 +612,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 		return;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
-		if (!steered && !eth_arp_gateway_claim(st, m))
+		if (!steered && eth_arp_for_kernel(st, m))
 			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1)
 			clone_to_others(st, m);

@@ -273,8 +273,11 @@ struct gw_daemon {
 	int nl_fd;
 	struct eth_local_set locals;
 	uint64_t locals_gone_ns[ETH_LOCAL_MAX]; /* control: when each of them left the TAP (kernel.c) */
-	bool locals_seen[ETH_LOCAL_MAX]; /* control: listed (or added) since the dump asked for began */
-	bool locals_dumping;             /* control: a dump of the TAP's addresses is under way */
+	/* control (kernel.c): a dump of the TAP's addresses under way, whether its first reply came,
+	 * whether it must be asked again at its end (another overrun, or the kernel says it was
+	 * interrupted), and which addresses it (or a notification after its first reply) listed */
+	bool locals_dumping, locals_replied, locals_redump;
+	bool locals_seen[ETH_LOCAL_MAX];
 	unsigned n_workers;
 	struct gw_worker workers[GW_MAX_WORKERS];
 };

@@ -78,7 +78,6 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 			break;
 	if (i < ls->n) {
 		uint8_t s = up ? ETH_LOCAL_UP : ETH_LOCAL_GONE;
-		d->locals_seen[i] |= up;
 		if (ls->a[i].state == s)
 			return false;
 		ls->a[i].state = s;
@@ -110,17 +109,34 @@ static bool set_update(struct gw_daemon *d, const struct xlt_ip *addr, bool up)
 	}
 	ls->a[i].addr = *addr;
 	ls->a[i].state = ETH_LOCAL_UP;
-	d->locals_seen[i] = true;
 	GW_NOTICE("kernel_tap: address %s added: ibgwd serves it", a);
 	return true;
 }
 
 /* Asks the kernel for every address of the TAP: those it does not list any more left while
  * notifications were lost (dump_done). */
-static void dump_start(struct gw_daemon *d)
+static int dump_start(struct gw_daemon *d)
 {
+	int ret;
+
+	if (d->locals_dumping) {
+		d->locals_redump = true; /* (the kernel runs one dump at a time: again at its end) */
+		return 0;
+	}
 	memset(d->locals_seen, 0, sizeof(d->locals_seen));
-	d->locals_dumping = !dump_request(d->nl_fd);
+	d->locals_replied = d->locals_redump = false;
+	ret = dump_request(d->nl_fd);
+	d->locals_dumping = !ret;
+	return ret;
+}
+
+/* ADDR is on the TAP: the dump listed it, or a notification that came after the dump's first reply
+ * (notifications queued before it may be older than the overrun, the address gone since) */
+static void mark_seen(struct gw_daemon *d, const struct xlt_ip *addr)
+{
+	for (uint32_t i = 0; i < d->locals.n; i++)
+		if (xlt_ip_eq(&d->locals.a[i].addr, addr))
+			d->locals_seen[i] = true;
 }
 
 /* The dump ended: an address ibgwd serves that it did not list, and that no notification added
@@ -133,6 +149,10 @@ static bool dump_done(struct gw_daemon *d)
 	if (!d->locals_dumping)
 		return false;
 	d->locals_dumping = false;
+	if (d->locals_redump) {
+		dump_start(d); /* what it lacks may have been missed: no verdict from it */
+		return false;
+	}
 	for (uint32_t i = 0; i < d->locals.n; i++)
 		if (d->locals.a[i].state == ETH_LOCAL_UP && !d->locals_seen[i]) {
 			struct xlt_ip a = d->locals.a[i].addr;
@@ -181,6 +201,16 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 			struct xlt_ip addr;
 			bool got = false;
 
+			if (nh->nlmsg_seq == DUMP_SEQ && d->locals_dumping) {
+				d->locals_replied = true;
+				if (nh->nlmsg_flags & NLM_F_DUMP_INTR)
+					d->locals_redump = true; /* the list changed while it was read */
+				if (nh->nlmsg_type == NLMSG_ERROR) {
+					GW_WARN("kernel_tap: the kernel refused to list the TAP's addresses");
+					d->locals_dumping = false;
+					continue;
+				}
+			}
 			if (nh->nlmsg_type == NLMSG_DONE && nh->nlmsg_seq == DUMP_SEQ) {
 				changed |= dump_done(d);
 				continue;
@@ -212,6 +242,9 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 			}
 			if (!got || xlt_ip_is_any(&addr))
 				continue;
+			bool listed = nh->nlmsg_type == RTM_NEWADDR && d->locals_dumping && d->locals_replied;
+			if (listed)
+				mark_seen(d, &addr); /* (before the checks below: a tentative one is there too) */
 			/* only addresses someone configured are ours: an IPv6 address with a lifetime
 			 * (SLAAC, privacy) came from a router advertisement, which anyone on the link can
 			 * forge. tap_sysctls stops the kernel making them, but its write fails where
@@ -226,6 +259,8 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 				continue;
 			changed |=
 			    set_update(d, &addr, nh->nlmsg_type == RTM_NEWADDR && !(flags & IFA_F_DADFAILED));
+			if (listed)
+				mark_seen(d, &addr); /* (one set_update just took) */
 		}
 	}
 	if (changed)
@@ -308,7 +343,7 @@ int gw_kernel_start(struct gw_daemon *d)
 		GW_ERR("kernel_tap: cannot arm its events");
 		goto err;
 	}
-	if ((ret = dump_request(d->nl_fd))) {
+	if ((ret = dump_start(d))) {
 		GW_ERR("kernel_tap: cannot read the TAP's addresses: %s", strerror(-ret));
 		goto err;
 	}

@@ -9,10 +9,10 @@
  * as it is. The workers' descriptor is a second open of the same pipe, not stderr with O_NONBLOCK
  * set: that flag belongs to the open file, which the control thread (whose lines may wait) and
  * whoever else holds the pipe share. Asking poll() first would not do: it says a line fits, and
- * another thread's line can take the room before this one is written. */
+ * another thread's line can take the room before this one is written. Where the pipe cannot be
+ * opened again (no /proc), the workers' lines are dropped and counted, said once at start. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -87,18 +87,11 @@ static void stderr_nowait(const char *line, size_t n)
 			dropped();
 		return;
 	}
-	if (err_kind == ERR_PIPE && err_nowait >= 0) {
-		if (write(err_nowait, line, n) != (ssize_t)n)
-			dropped(); /* EAGAIN: the pipe is full */
-		return;
-	}
 	if (err_kind == ERR_PIPE) {
-		/* (no second open of it: see above, the race included) */
-		struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
-		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) {
+		/* EAGAIN: the pipe is full; no second open of it (gw_log_init): nothing goes */
+		if (err_nowait < 0 || write(err_nowait, line, n) != (ssize_t)n)
 			dropped();
-			return;
-		}
+		return;
 	}
 	if (write(STDERR_FILENO, line, n) < 0)
 		dropped();
@@ -117,6 +110,10 @@ void gw_log_init(enum conf_log_target target, enum conf_log_level level)
 		openlog("ibgwd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_target = target;
 	gw_log_set_level(level);
+	if (target != CONF_LOG_SYSLOG && err_kind == ERR_PIPE && err_nowait < 0)
+		GW_WARN("log: stderr (a pipe or terminal) cannot be opened again without blocking (%s): the "
+		        "workers' lines are dropped and counted (ibgw_log_lines_dropped_total)",
+		        strerror(errno));
 }
 
 void gw_log_set_level(enum conf_log_level level)

@@ -11,11 +11,11 @@
  * does so at once; one that holds the connection idle is what the cap is for), or whose reply has
  * not left STATS_IDLE_EVICT_MS after it was queued (a client that asks and then reads nothing), so
  * neither kind can keep scrapes and health checks out (a reader that keeps taking its reply, however
- * slowly, is not that: its time starts again whenever it took some). Once a reply has left, the
- * connection sends its FIN and reads and drops what the client still sends until the client closes
- * (STATS_LINGER_S at most), as web servers do: a close with unread bytes in the socket (the rest of
- * an oversized head, a body, a pipelined request) would reset the connection and lose the part of
- * the reply the kernel had not sent yet. A render of /metrics or /stats is reused for
+ * slowly, is not that: its time starts again whenever the kernel took more of it). Once a reply has left, the connection sends its FIN and reads and drops what the client
+ * still sends until the client closes (STATS_LINGER_S at most), as web servers do: a close with
+ * unread bytes in the socket (the rest of an oversized head, a body, a pipelined request) would
+ * reset the connection and lose the part of the reply the kernel had not sent yet; such a
+ * connection gives way at once when the client acknowledged the whole reply. A render of /metrics or /stats is reused for
  * ten times as long as it took (a client asking in a loop, with 256 routes, would otherwise keep
  * the control thread rendering); a reload or a backend state change makes the next request render
  * again. This is a small HTTP/1.x responder of its own on bufferevents:
@@ -29,9 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -64,7 +67,7 @@ struct stats_conn {
 	struct bufferevent *bev;
 	struct event *deadline;
 	bool replied; /* the reply is queued: free once it has left */
-	uint64_t replied_ns; /* when it was, or when the client last took some of it (on_sent) */
+	uint64_t replied_ns; /* when it was, or when the kernel last took some of it (on_sent) */
 	bool lingering;      /* it left: what the client still sends is read and dropped (linger) */
 	struct in_addr peer; /* the client's address (0 when not IPv4) */
 	uint16_t peer_port;  /* and its port (host order) */
@@ -181,8 +184,10 @@ static void conn_free(struct stats_conn *c)
 	free(c);
 }
 
-/* Part of C's reply went to the kernel: a reader that keeps taking it, however slowly, is not one
- * that stalls (on_accept's eviction). */
+/* Part of C's reply went to the kernel, room the client's reading made: a reader that keeps taking
+ * it, however slowly, is not one that stalls (on_accept's eviction). The kernel reports room once a
+ * third of the send buffer is free: a reader slower than about that every STATS_IDLE_EVICT_MS counts
+ * as stalled when every connection is taken. */
 static void on_sent(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct stats_conn *c = arg;
@@ -190,6 +195,15 @@ static void on_sent(struct evbuffer *out, const struct evbuffer_cb_info *info, v
 	(void)out;
 	if (info->n_deleted && c->replied)
 		c->replied_ns = gw_now_ns();
+}
+
+/* Bytes of C's reply the client has not acknowledged yet (SIOCOUTQ): a lingering connection closed
+ * before they were would lose them to the reset its unread input causes. */
+static int unacked(const struct stats_conn *c)
+{
+	int q = 0;
+
+	return ioctl(bufferevent_getfd(c->bev), SIOCOUTQ, &q) ? 0 : q;
 }
 
 /* Queues the whole reply and stops reading: the connection closes once it has left. */
@@ -608,7 +622,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 		uint64_t now = gw_now_ns();
 
 		TAILQ_FOREACH(old, &st.conns, link)
-			if (old->lingering || now - (old->replied ? old->replied_ns : old->born_ns) >= grace)
+			if ((old->lingering && unacked(old) <= 0) ||
+			    now - (old->replied ? old->replied_ns : old->born_ns) >= grace)
 				break;
 		if (!old) {
 			st.dropped[DROP_LIMIT]++;

@@ -17,7 +17,7 @@
                           "complete N" when the body came whole (Content-Length), else "cut GOT/N: ERROR"
   bighead PORT KB         a request head of KB KiB, sent while the reply is read; prints the status
                           line, or "reset" when the connection was reset before one came
-  slowread PORT STALLED   a client reads /metrics slowly but steadily (4 KiB every 20 ms) while
+  slowread PORT STALLED   a client reads /metrics slowly but steadily (4 KiB every 10 ms) while
                           STALLED others ask for it and read nothing, then a /health client comes:
                           prints "slow complete N|cut GOT/N: ERROR; health STATUS"
 """
@@ -117,10 +117,10 @@ def head(port, path):
     print(hdr.split(b"\r\n")[0].decode(), len(rest))
 
 
-def read_reply(s, pace=0.0):
-    """Reads S to the end (4 KiB at a time, PACE seconds apart); returns (status line, body length,
-    Content-Length, the error that ended it or None)."""
-    d, err = b"", None
+def read_reply(s, pace=0.0, d=b""):
+    """Reads S to the end (4 KiB at a time, PACE seconds apart) after D; returns (status line, body
+    length, Content-Length, the error that ended it or None)."""
+    err = None
     try:
         while b := s.recv(4096):
             d += b
@@ -144,9 +144,9 @@ def pipelined(port):
     s.settimeout(10)
     s.connect(("127.0.0.1", port))
     s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)  # the daemon has read the request and queued its reply: it reads no more
+    first = s.recv(1)  # the reply has begun: the daemon reads no more
     s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # (left in its socket)
-    _, body, n, err = read_reply(s)
+    _, body, n, err = read_reply(s, d=first)
     print(verdict(body, n, err))
 
 
@@ -175,7 +175,7 @@ def slowread(port, stalled):
     s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 
     def reader():
-        _, body, n, err = read_reply(s, 0.02)
+        _, body, n, err = read_reply(s, 0.01)
         out["slow"] = verdict(body, n, err)
 
     t = threading.Thread(target=reader)

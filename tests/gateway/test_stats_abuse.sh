@@ -177,7 +177,7 @@ e0=$(dropped evicted)
 out=$(abuse slowread "$port" 63)
 case $out in "slow complete "*"; health HTTP/1.1 $serving "*) ;; *) fail "a slow reader among 63 stalled ones, then /health: $out" ;; esac
 [ "$(dropped evicted)" -gt "$e0" ] || fail "no stalled reader evicted for /health: $out (evicted $e0 -> $(dropped evicted))"
-ok "a reader taking /metrics 4 KiB every 20 ms kept its connection while 63 others stalled; /health evicted a stalled one: $out"
+ok "a reader taking /metrics 4 KiB every 10 ms kept its connection while 63 others stalled; /health evicted a stalled one: $out"
 
 # a POST refused in a loop (a browser's, from loopback): 403 each time, but logged at most once a
 # second, or a client could flood the log (and use up journald's rate limit, which then drops every

@@ -3156,6 +3156,49 @@ static void test_link_broadcast_unicast_dropped(void **state)
 static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
                      size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim);
 
+/* ARP request from SHA/SIP for TIP, broadcast. */
+static void arp_request_for(const uint8_t *sha, uint32_t sip, uint32_t tip)
+{
+	uint8_t f[42] = {0};
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
+	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
+
+	memset(e->dst_addr.addr_bytes, 0xff, 6);
+	memcpy(e->src_addr.addr_bytes, sha, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	a->arp_hlen = 6;
+	a->arp_plen = 4;
+	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
+	a->arp_data.arp_sip = sip;
+	a->arp_data.arp_tip = tip;
+	eh_feed(&h, f, sizeof(f));
+	eh_poll(&h);
+}
+
+/* The kernel behind the TAP gets a copy of an ARP request for one of the TAP's addresses, and of a
+ * gratuitous one (a neighbour announcing itself), not of a request for another address: it would
+ * answer for any address of the host (its management address) with the gateway's MAC where
+ * arp_ignore could not be set (systemd's ProtectKernelTunables makes /proc/sys read-only). */
+static void test_arp_mirror_targets(void **state)
+{
+	const uint8_t mac[6] = {0x02, 0, 0, 5, 0, 1};
+	const uint32_t other = RTE_BE32(0xc6120063u); /* 198.18.0.99: not ours */
+	uint64_t k0 = S()->exc_to_kernel;
+
+	(void)state;
+	arp_request_for(mac, EH_PEER_IP, other);
+	assert_int_equal(S()->exc_to_kernel, k0);
+	arp_request_for(mac, EH_PEER_IP, EH_GW_IP);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	arp_request_for(mac, EH_PEER_IP, EH_PEER_IP);
+	assert_int_equal(S()->exc_to_kernel, k0 + 2);
+	arp_reply(EH_PEER_IP, eh_peer_mac);
+	assert_int_equal(S()->exc_to_kernel, k0 + 3);
+}
+
 /* Of EtherTypes other than IPv4, IPv6 and ARP only LLDP goes to the kernel: a VLAN tag (802.1Q, 802.1ad,
  * the old QinQ) never, to our MAC or to broadcast. A kernel takes a priority tag (VLAN 0) off and
  * handles what it carries as untagged: an echo request wrapped in one reached it past every check of
@@ -4506,6 +4549,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_icmp_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_link_group_unicast_dropped, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_other_ethertypes, setup_exc, teardown_exc),
+	    cmocka_unit_test_setup_teardown(test_arp_mirror_targets, setup_exc, teardown_exc),
 
 	    cmocka_unit_test_setup_teardown(test_icmp6_refused, setup_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_exc_fill_l4_cksum, setup, teardown),
