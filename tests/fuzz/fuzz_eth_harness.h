@@ -625,9 +625,9 @@ static inline size_t eh_tcp_frame_big(uint8_t *out, uint16_t sport, uint16_t dpo
 	                      EH_PAYLOAD_MAX);
 }
 
-/* Feeds an ARP message OP (RTE_ARP_OP_*) to the gateway's address from SIP with sender MAC SHA: a
- * request is broadcast, a reply unicast to the gateway. */
-static inline void eh_arp(struct eh *h, uint16_t op, const uint8_t *sha, uint32_t sip)
+/* Feeds an ARP message OP (RTE_ARP_OP_*) for TIP from SIP with sender MAC SHA: a request is
+ * broadcast, a reply unicast to the gateway. */
+static inline void eh_arp_for(struct eh *h, uint16_t op, const uint8_t *sha, uint32_t sip, uint32_t tip)
 {
 	uint8_t f[42] = {0};
 	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
@@ -648,8 +648,14 @@ static inline void eh_arp(struct eh *h, uint16_t op, const uint8_t *sha, uint32_
 	a->arp_opcode = rte_cpu_to_be_16(op);
 	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
 	a->arp_data.arp_sip = sip;
-	a->arp_data.arp_tip = h->addr;
+	a->arp_data.arp_tip = tip;
 	eh_feed(h, f, sizeof(f));
+}
+
+/* The same for the gateway's address. */
+static inline void eh_arp(struct eh *h, uint16_t op, const uint8_t *sha, uint32_t sip)
+{
+	eh_arp_for(h, op, sha, sip, h->addr);
 }
 
 /* An ARP request from the peer for the gateway: the engine learns the peer and answers. */

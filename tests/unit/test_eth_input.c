@@ -3159,22 +3159,7 @@ static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8
 /* ARP request from SHA/SIP for TIP, broadcast. */
 static void arp_request_for(const uint8_t *sha, uint32_t sip, uint32_t tip)
 {
-	uint8_t f[42] = {0};
-	struct rte_ether_hdr *e = (struct rte_ether_hdr *)f;
-	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(e + 1);
-
-	memset(e->dst_addr.addr_bytes, 0xff, 6);
-	memcpy(e->src_addr.addr_bytes, sha, 6);
-	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	a->arp_hlen = 6;
-	a->arp_plen = 4;
-	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-	memcpy(a->arp_data.arp_sha.addr_bytes, sha, 6);
-	a->arp_data.arp_sip = sip;
-	a->arp_data.arp_tip = tip;
-	eh_feed(&h, f, sizeof(f));
+	eh_arp_for(&h, RTE_ARP_OP_REQUEST, sha, sip, tip);
 	eh_poll(&h);
 }
 
