@@ -101,7 +101,6 @@ static bool bucket_take(struct exc_bucket *b, enum exc_class k, uint64_t now_ns,
 	return true;
 }
 
-
 /* The class of frame M (Ethernet header first), either way. Link: VRRP with the hop limit of 255
  * RFC 5798 requires (only an on-link sender can set it, and the kernel drops any other), single-hop
  * BFD and its echo with 255 (RFC 5881), BGP with 255 (GTSM, RFC 5082). Routing: OSPF, BGP (TCP port
@@ -214,6 +213,16 @@ static bool exc_tcp_sum_ok(const struct rte_mbuf *m, const struct exc_ip *e)
  * the size LRO saw when that is smaller; net_tap refuses a segment whose headers and payload exceed
  * its MTU. Fragments and a frame whose checksum is wrong are left as they are (the TAP refuses them);
  * IPv6 is eth_exc_split_tcp6's (rte_gso segments TCP over IPv4 only). */
+/* The payload of each segment a long TCP frame M is cut into, where ROOM is what a TAP frame holds
+ * after M's headers: LRO's size where it is smaller, but at least 64 bytes (merged 1-byte segments are
+ * not cut into 1-byte frames again). */
+static uint32_t cut_size(const struct rte_mbuf *m, uint32_t room)
+{
+	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < room)
+		return m->tso_segsz;
+	return room;
+}
+
 static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 {
 	struct exc_ip e;
@@ -227,9 +236,7 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 	l4len = (th[12] >> 4) * 4u;
 	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64 || !exc_tcp_sum_ok(m, &e))
 		return; /* (the TAP refuses it: dropped and counted) */
-	seg = x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len;
-	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < seg)
-		seg = m->tso_segsz; /* (at least 64, as over IPv6: merged 1-byte segments are not cut again) */
+	seg = cut_size(m, x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len);
 	m->l2_len = RTE_ETHER_HDR_LEN;
 	m->l3_len = e.hl;
 	m->l4_len = l4len;
@@ -253,9 +260,8 @@ static unsigned tap_frames(const struct eth_exc *x, const struct rte_mbuf *m)
 	hdr = e.l4 + (rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4)[12] >> 4) * 4u;
 	if (x->frame_max < hdr + 64 || m->pkt_len <= hdr)
 		return 1;
-	mss = x->frame_max - hdr;
-	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < mss)
-		mss = m->tso_segsz;
+	/* (exc_mark_tso keeps an Ethernet header's length more of room over IPv4) */
+	mss = cut_size(m, x->frame_max - hdr - (e.v6 ? 0 : RTE_ETHER_HDR_LEN));
 	n = (m->pkt_len - hdr + mss - 1) / mss;
 	return n < EXC_SEGS_MAX ? n : EXC_SEGS_MAX;
 }
@@ -288,9 +294,7 @@ unsigned eth_exc_split_tcp6(struct rte_mempool *pool, struct rte_mbuf *m, uint32
 	payload = RTE_ETHER_HDR_LEN + e.tot - hdr;
 	if (!payload)
 		return 0; /* (a bare header in a padded frame: nothing to cut; the TAP refuses it) */
-	mss = frame_max - hdr;
-	if ((m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz >= 64 && m->tso_segsz < mss)
-		mss = m->tso_segsz;
+	mss = cut_size(m, frame_max - hdr);
 	if ((payload + mss - 1) / mss > max)
 		return 0;
 	seq = (uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7];

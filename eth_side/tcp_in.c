@@ -964,9 +964,9 @@ static void syn_sent_input(struct eth_tcb *t, const struct seg *sg)
 
 /* TIME_WAIT (RFC 9293 3.10.7.4): the only segment it expects is the peer's FIN again, our ACK of it
  * lost: ACKed again and 2MSL restarted, but never past twice time_wait from its start (a peer that
- * sent it again every time_wait less a little kept the connection for ever). Anything else, a FIN past the one taken among them (which
- * moved rcv_nxt and restarted the timer at the peer's will), gets the duplicate ACK once per
- * OOW_ACK_MS and changes nothing. RSTs and SYNs are tcb_input's (RFC 1337; reuse by a newer SYN). */
+ * sent it again every time_wait less a little kept the connection for ever). Anything else, a FIN
+ * past the one taken among them (which moved rcv_nxt and restarted the timer at the peer's will),
+ * gets the duplicate ACK once per OOW_ACK_MS and changes nothing. RSTs and SYNs are tcb_input's (RFC 1337; reuse by a newer SYN). */
 static void time_wait_input(struct eth_tcb *t, const struct seg *sg)
 {
 	struct eth_stack *st = t->st;

@@ -267,11 +267,6 @@ static void nl_read(evutil_socket_t fd, short what, void *arg)
 		publish(d);
 }
 
-/* The kernel must not configure addresses on the TAP from router advertisements (SLAAC): every
- * address on it would become ibgwd's own, so a forged RA would give it listeners on a prefix an
- * attacker chose, and could fill its address set before a VIP comes. The engine passes no RA to the
- * kernel (ipv6.c: icmp6_for_kernel); this is a second wall, as nl_read, which takes no address with
- * a lifetime, is a third where this write fails. */
 /* Writes VALUE to the TAP's sysctl KEY (a path under /proc/sys/net with %s for its name); WHY says
  * what for when it fails (systemd's ProtectKernelTunables makes /proc/sys read-only). */
 static void tap_sysctl(const char *ifname, const char *key, const char *value, const char *why)
@@ -282,7 +277,7 @@ static void tap_sysctl(const char *ifname, const char *key, const char *value, c
 	snprintf(path, sizeof(path), key, ifname);
 	f = fopen(path, "w");
 	if (!f) {
-		if (errno != ENOENT) /* (no IPv6 in the kernel: nothing to turn off) */
+		if (errno != ENOENT) /* (no such knob: IPv6's, with no IPv6 in the kernel) */
 			GW_WARN("kernel_tap %s: cannot %s (%s): %s", ifname, why, path, strerror(errno));
 		return;
 	}
@@ -292,10 +287,15 @@ static void tap_sysctl(const char *ifname, const char *key, const char *value, c
 		GW_WARN("kernel_tap %s: cannot %s (%s)", ifname, why, path);
 }
 
-/* SLAAC off (see nl_read); and the kernel answers ARP on the TAP for the TAP's own addresses only, from
- * them: it gets a copy of every ARP frame, and by default (arp_ignore = 0) it would answer for any
- * address of the host (the management address, a container bridge's) with the gateway's MAC, to any
- * station of the link that asks */
+/* The kernel must not configure addresses on the TAP from router advertisements (SLAAC): every
+ * address on it would become ibgwd's own, so a forged RA would give it listeners on a prefix an
+ * attacker chose, and could fill its address set before a VIP comes. The engine passes no RA to the
+ * kernel (ipv6.c: icmp6_for_kernel); this is a second wall, as nl_read, which takes no address with
+ * a lifetime, is a third where this write fails. And the kernel answers ARP on the TAP for the TAP's
+ * own addresses only, from them: by default (arp_ignore = 0) it would answer for any address of the
+ * host (the management address, a container bridge's) with the gateway's MAC, to any station of the
+ * link; the engine passes it no request for another address (eth_arp_for_kernel), a first wall
+ * where this write fails. */
 static void tap_sysctls(const char *ifname)
 {
 	tap_sysctl(ifname, "/proc/sys/net/ipv6/conf/%s/autoconf", "0\n", "turn SLAAC off");

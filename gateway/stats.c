@@ -11,12 +11,13 @@
  * does so at once; one that holds the connection idle is what the cap is for), or whose reply has
  * not left STATS_IDLE_EVICT_MS after it was queued (a client that asks and then reads nothing), so
  * neither kind can keep scrapes and health checks out (a reader that keeps taking its reply, however
- * slowly, is not that: its time starts again whenever the kernel took more of it). Once a reply has left, the connection sends its FIN and reads and drops what the client
- * still sends until the client closes (STATS_LINGER_S at most), as web servers do: a close with
- * unread bytes in the socket (the rest of an oversized head, a body, a pipelined request) would
- * reset the connection and lose the part of the reply the kernel had not sent yet; such a
- * connection gives way at once when the client acknowledged the whole reply. A render of /metrics or /stats is reused for
- * ten times as long as it took (a client asking in a loop, with 256 routes, would otherwise keep
+ * slowly, is not that: its time starts again whenever the kernel took more of it). Once a reply has
+ * left, the connection sends its FIN and reads and drops what the client still sends until the
+ * client closes (STATS_LINGER_S at most), as web servers do: a close with unread bytes in the socket
+ * (the rest of an oversized head, a body, a pipelined request) would reset the connection and lose
+ * the part of the reply the kernel had not sent yet; such a connection gives way at once when the
+ * client acknowledged the whole reply. A render of /metrics or /stats is reused for ten times as
+ * long as it took (a client asking in a loop, with 256 routes, would otherwise keep
  * the control thread rendering); a reload or a backend state change makes the next request render
  * again. This is a small HTTP/1.x responder of its own on bufferevents:
  * libevent 2.1's evhttp (Debian 12) can neither cap its connections nor bound a request's total time (its
