@@ -199,7 +199,8 @@ eth_tap_adopt() {
 
 eth_cleanup() {
 	local pid=$GW_PID p # (gw_cleanup forgets it; a killed ibgwd leaves its EAL runtime directory)
-	for p in "${ETH_BG[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	# (a forking server's children first: one still serving a stuck transfer outlives its parent)
+	for p in "${ETH_BG[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	gw_cleanup
 	[ -n "$ETH_LINKEM" ] && kill "$ETH_LINKEM" 2>/dev/null && wait "$ETH_LINKEM" 2>/dev/null
 	ip link del "$ETH_LB" 2>/dev/null
@@ -217,8 +218,11 @@ eth_cleanup() {
 #                             at most, default 60) and prints the sha256 of what came back; from
 #                             another host when ETH_FROM names a function that runs a command there
 #                             (as eth_ns does)
-#   eth_xfer DST PORT S WHAT  eth_sha, compared with $want: fails "WHAT: came back different", else
+#   eth_xfer DST PORT S WHAT  eth_sha, compared with $want: fails "WHAT: came back different" (with
+#                             eth_stuck_state as it was 3 s before the limit), else
 #                             ok "WHAT, sha256 equal (its seconds)"
+#   eth_stuck_state           the namespace's TCP sockets (ss) and ibgwd's non-zero TCP, session,
+#                             route and port counters
 #   eth_loss_recovered [MORE] prints worker 0's loss-recovery counters (and MORE), fails unless
 #                             retransmits, fast retransmits and out-of-order segments all moved; the
 #                             retransmits stay in $rexmit
@@ -236,10 +240,33 @@ eth_m0() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
 eth_sha() { "${ETH_FROM:-eth_ns}" timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp/in}" | sha256sum | cut -d' ' -f1; }
 
 eth_xfer() {
-	local t0
+	local t0 got w
 	t0=$(date +%s.%N)
-	[ "$(eth_sha "$1" "$2" "$3")" = "$want" ] || fail "$4: came back different"
+	# a transfer still running 3 s before its limit is stuck: what both ends' TCP show then (the
+	# kernel peers' sockets, ibgwd's TCP counters) goes with the failure
+	(
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		sleep $(($3 > 6 ? $3 - 3 : 3)) &
+		s=$!
+		wait "$s" && eth_stuck_state >"$tmp/xfer-stuck" 2>&1
+	) >/dev/null 2>&1 &
+	w=$!
+	got=$(eth_sha "$1" "$2" "$3")
+	kill "$w" 2>/dev/null
+	wait "$w" 2>/dev/null
+	if [ "$got" != "$want" ]; then
+		[ -s "$tmp/xfer-stuck" ] && sed 's/^/diag: /' "$tmp/xfer-stuck"
+		fail "$4: came back different"
+	fi
 	ok "$4, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+}
+
+eth_stuck_state() {
+	eth_ns ss -tnoi 2>/dev/null | grep -v '^State' | paste -d' ' - -
+	[ -n "$ETH_STATS" ] && curl -s "http://127.0.0.1:$ETH_STATS/metrics" |
+		grep -E '^ibgw_(tcp|session|route|eth)[a-z_]*\{(worker="0"|route=)' | grep -v ' 0$' |
+		sed 's/^ibgw_//; s/{worker="0"}//' | tr '\n' ' '
+	echo
 }
 
 eth_loss_recovered() {
