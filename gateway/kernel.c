@@ -29,6 +29,7 @@
 #include "gw.h"
 #include "log.h"
 #include "metrics.h"
+#include "privs.h"
 
 #define SERVICE_US 1000
 #define DUMP_SEQ   1 /* the sequence number of our address dumps (notifications carry 0) */
@@ -329,8 +330,15 @@ int gw_kernel_start(struct gw_daemon *d)
 
 	if (!d->exc)
 		return 0;
-	d->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (d->nl_fd < 0 || bind(d->nl_fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	/* (it only reads: opened so that it could never configure the network, privs.h says how) */
+	d->nl_fd = gw_privs_socket_unprivileged(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	                                        NETLINK_ROUTE);
+	if (d->nl_fd < 0) {
+		ret = d->nl_fd;
+		GW_ERR("kernel_tap: rtnetlink: %s", strerror(-ret));
+		goto err;
+	}
+	if (bind(d->nl_fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		GW_ERR("kernel_tap: rtnetlink: %s", strerror(errno));
 		goto err;

@@ -26,8 +26,10 @@
  * the drop (registered with rte_thread_register, not EAL lcores) and the IB side opened after it. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -93,6 +95,123 @@ static int caps_set(uint64_t eff, uint64_t prm, uint64_t inh)
 	};
 
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	*eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	*prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	*inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+	return 0;
+}
+
+struct unprivileged_socket {
+	int domain, type, protocol;
+	int fd; /* or -errno */
+};
+
+/* A thread of its own lowers CAP_NET_ADMIN from its effective set and opens the socket: the
+ * capability change makes that thread new credentials (those of the thread asking stay the very ones
+ * the RDMA devices compare, privs.c's header says why), and the socket records them as its opener's. */
+static void *unprivileged_socket_thread(void *arg)
+{
+	struct unprivileged_socket *u = arg;
+	uint64_t eff = 0, prm = 0, inh = 0;
+	int ret = caps_get(&eff, &prm, &inh);
+
+	if (!ret)
+		ret = caps_set(eff & ~CAP_BIT(CAP_NET_ADMIN), prm, inh);
+	if (ret) {
+		u->fd = ret;
+		return NULL;
+	}
+	u->fd = socket(u->domain, u->type, u->protocol);
+	if (u->fd < 0)
+		u->fd = -errno;
+	return NULL;
+}
+
+/* The sockets gw_privs_socket_unprivileged opened (disarm_rtnetlink leaves them) */
+static int unprivileged_fds[8];
+static unsigned n_unprivileged;
+
+int gw_privs_socket_unprivileged(int domain, int type, int protocol)
+{
+	struct unprivileged_socket u = {.domain = domain, .type = type, .protocol = protocol, .fd = -EIO};
+	pthread_t th;
+	int ret = pthread_create(&th, NULL, unprivileged_socket_thread, &u);
+
+	if (ret)
+		return -ret;
+	pthread_join(th, NULL);
+	if (u.fd >= 0 && n_unprivileged < sizeof(unprivileged_fds) / sizeof(unprivileged_fds[0]))
+		unprivileged_fds[n_unprivileged++] = u.fd;
+	return u.fd;
+}
+
+static bool is_rtnetlink(int fd)
+{
+	int v;
+	socklen_t l = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) || v != AF_NETLINK)
+		return false;
+	l = sizeof(v);
+	return !getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) && v == NETLINK_ROUTE;
+}
+
+/* Libraries keep rtnetlink sockets they opened with the start-up's capabilities (DPDK's net_tap one
+ * for its tc rules, which ibgwd never asks for): each is replaced, under its descriptor number, by
+ * one that cannot configure (gw_privs_socket_unprivileged) bound to the same multicast groups, so that
+ * no socket the seccomp filter lets live can configure the network. Returns how many were, or -errno. */
+static int disarm_rtnetlink(void)
+{
+	DIR *dh = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0, ret = 0;
+
+	if (!dh)
+		return -errno;
+	while (!ret && (de = readdir(dh))) {
+		int fd = atoi(de->d_name), fl, fdfl, nfd;
+		struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+		socklen_t sl = sizeof(sa);
+		bool ours = false;
+
+		for (unsigned i = 0; i < n_unprivileged; i++)
+			ours = ours || unprivileged_fds[i] == fd;
+		if (ours || fd == dirfd(dh) || !is_rtnetlink(fd))
+			continue;
+		fl = fcntl(fd, F_GETFL);
+		fdfl = fcntl(fd, F_GETFD);
+		if (fl < 0 || fdfl < 0 || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+			ret = -errno;
+			break;
+		}
+		nfd = gw_privs_socket_unprivileged(AF_NETLINK,
+		                                   SOCK_RAW | (fl & O_NONBLOCK ? SOCK_NONBLOCK : 0) |
+		                                       (fdfl & FD_CLOEXEC ? SOCK_CLOEXEC : 0),
+		                                   NETLINK_ROUTE);
+		if (nfd < 0) {
+			ret = nfd;
+			break;
+		}
+		n_unprivileged--; /* (a temporary descriptor: the replacement takes fd's number) */
+		if ((sa.nl_groups && bind(nfd, (struct sockaddr *)&(struct sockaddr_nl){.nl_family = AF_NETLINK,
+		                                                                       .nl_groups = sa.nl_groups},
+		                          sizeof(struct sockaddr_nl))) ||
+		    dup3(nfd, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0)
+			ret = -errno;
+		close(nfd);
+		n += !ret;
+	}
+	closedir(dh);
+	return ret ? ret : n;
 }
 
 /* Thread ids of this process. Returns the count, or -errno. */
@@ -572,6 +691,16 @@ int gw_privs_check(const struct conf *c)
 	int tids[MAX_THREADS], n, ret = 0;
 	char kept[160];
 
+	if ((n = disarm_rtnetlink()) < 0) {
+		/* (fatal where the filter's failure is: after a drop) */
+		gw_log(prep.dropped ? CONF_LOG_ERROR : CONF_LOG_WARNING,
+		       "privileges: cannot replace a library's rtnetlink socket by one that cannot configure: %s",
+		       strerror(-n));
+		if (prep.dropped)
+			return n;
+	} else if (n)
+		GW_INFO("privileges: %d library rtnetlink socket(s) reopened so that they cannot configure "
+		        "the network", n);
 	if (!prep.dropped) {
 		/* the capabilities stay (credentials cannot change once the RDMA devices are open, and
 		 * a daemon run as root by choice keeps root's file access), but what they were for at

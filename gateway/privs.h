@@ -27,8 +27,9 @@ int gw_privs_as_user(const struct conf *c, int (*fn)(const struct conf *), const
  * permitted, bounding) and sets no_new_privs. Returns 0 or -errno with a message in ERR. */
 int gw_privs_drop(const struct conf *c, char *err, size_t len);
 
-/* Control thread, once start-up is done and before the workers run: installs the seccomp filter
- * (gw_privs_lock_syscalls); after a drop, checks every thread's /proc/self/task/<tid>/status against
+/* Control thread, once start-up is done and before the workers run: replaces the rtnetlink sockets
+ * libraries opened (DPDK's net_tap) by ones that cannot configure (gw_privs_socket_unprivileged),
+ * installs the seccomp filter (gw_privs_lock_syscalls); after a drop, checks every thread's /proc/self/task/<tid>/status against
  * what gw_privs_drop set. Logs one line saying what was kept. Returns 0 or -EPERM (logged); on
  * failure the daemon must not serve (without a drop, a filter that cannot be installed is a
  * warning). */
@@ -39,6 +40,14 @@ int gw_privs_check(const struct conf *c);
  * socket options, the ioctls that configure interfaces, routes, ARP, taps and tunnels, ethtool,
  * bpf() and io_uring (privs.c says why). gw_privs_check does it. Returns 0 or -errno. */
 int gw_privs_lock_syscalls(void);
+
+/* Any thread: socket(DOMAIN, TYPE, PROTOCOL) opened without CAP_NET_ADMIN in the opener's effective
+ * set, whatever the caller holds. Netlink judges a request that configures the network by the
+ * socket's opener as well as by its sender: such a socket can read (an rtnetlink address dump and
+ * notifications) but never configure, even from code running in the daemon with CAP_NET_ADMIN kept
+ * for the port (the seccomp filter refuses new netlink sockets, not requests on one already open).
+ * Returns the fd, or -errno. */
+int gw_privs_socket_unprivileged(int domain, int type, int protocol);
 
 /* The runtime directory gw_privs_drop made for DPDK ($XDG_RUNTIME_DIR), "" when none: main removes
  * it at exit. */

@@ -5,7 +5,9 @@
 # serves its own TCP listener (the kernel never answers for it); a kernel TCP server on the TAP is
 # reached through ibgwd (sha256 of 1 MB); an address added to the TAP is announced (gratuitous ARP)
 # and served by ibgwd's listener; once removed, a session in flight on it finishes intact and new
-# connections to it fail, also when it was removed while ibgwd's netlink notifications overflowed; a SYN flood at a kernel port is cut to kernel_tap_rate (counted), while
+# connections to it fail, also when it was removed while ibgwd's netlink notifications overflowed;
+# the rtnetlink socket ibgwd keeps cannot configure the network; a SYN flood at a kernel port is cut to
+# kernel_tap_rate (counted), while
 # ibgwd's own listener keeps answering, and a flood at ibgwd's listener never reaches the kernel.
 # Then with removed_addr_reset = 1: the session in flight on a removed address is reset.
 # timeout: 150
@@ -148,6 +150,16 @@ sleep 0.5
 r=$(ha_c "$PY3" tests/ha/ha_client.py once "$VIP" 7 1000 2)
 [ "$r" != ok ] || fail "a new connection to $VIP, removed during the overrun, succeeded"
 ok "$VIP removed among 500 address changes while ibgwd's notifications overflowed: the dump after the overrun found it gone, new connections fail ($r)"
+
+# the rtnetlink socket ibgwd keeps for the TAP's addresses only reads: code running in the daemon
+# (which keeps CAP_NET_ADMIN for the port) must not be able to configure the network through it. A
+# root process borrows it (pidfd_getfd) and asks it to: rtnetlink judges the socket's opener too
+kill -STOP "${HA_PID[1]}"
+out=$("$PY3" tests/ha/nl_borrow.py "${HA_PID[1]}" 2>&1)
+rc=$?
+kill -CONT "${HA_PID[1]}"
+[ $rc = 0 ] || fail "ibgwd's rtnetlink socket can configure the network: $out"
+ok "ibgwd's rtnetlink socket, borrowed by a root process, cannot configure the network ($out)"
 
 # a SYN flood at the kernel's port: at most kernel_tap_rate reaches the kernel
 mac=$(ha_c ip neigh show "$GW" | awk '{ print $5 }')
