@@ -236,6 +236,8 @@ static void exc_mark_tso(const struct eth_exc *x, struct rte_mbuf *m)
 	l4len = (th[12] >> 4) * 4u;
 	if (l4len < 20 || m->data_len < e.l4 + l4len || x->frame_max < e.l4 + l4len + 64 || !exc_tcp_sum_ok(m, &e))
 		return; /* (the TAP refuses it: dropped and counted) */
+	/* (net_tap holds the headers, the Ethernet one included, and the payload to its MTU, not to
+	 * the frame: a segment an Ethernet header's length larger is refused) */
 	seg = cut_size(m, x->frame_max - RTE_ETHER_HDR_LEN - e.l4 - l4len);
 	m->l2_len = RTE_ETHER_HDR_LEN;
 	m->l3_len = e.hl;
@@ -260,7 +262,7 @@ static unsigned tap_frames(const struct eth_exc *x, const struct rte_mbuf *m)
 	hdr = e.l4 + (rte_pktmbuf_mtod_offset(m, const uint8_t *, e.l4)[12] >> 4) * 4u;
 	if (x->frame_max < hdr + 64 || m->pkt_len <= hdr)
 		return 1;
-	/* (exc_mark_tso keeps an Ethernet header's length more of room over IPv4) */
+	/* (net_tap's TSO, exc_mark_tso's, gives IPv4 an Ethernet header's length less room) */
 	mss = cut_size(m, x->frame_max - hdr - (e.v6 ? 0 : RTE_ETHER_HDR_LEN));
 	n = (m->pkt_len - hdr + mss - 1) / mss;
 	return n < EXC_SEGS_MAX ? n : EXC_SEGS_MAX;
