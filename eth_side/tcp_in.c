@@ -653,6 +653,14 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			if (t->snd_una == t->snd_max) {
 				t->t_rexmit = 0; /* leaves persist */
 				t->backoff = 0;
+			} else if (t->snd_wnd < t->mss && t->backoff) {
+				/* it opens over data in flight it had shrunk below a segment: what the
+				 * timeouts held back goes now (snd_nxt went back), timed from now at the
+				 * path's RTO, as Linux leaves probe0: the backed-off interval was the
+				 * window's, and one loss of what goes now would otherwise wait it out
+				 * (up to a third of user_timeout, then longer) */
+				t->backoff = 0;
+				eth_tcp_rexmit_arm(t);
 			}
 			eth_tcb_output_later(t);
 		}
@@ -822,11 +830,16 @@ static bool data_input(struct eth_tcb *t, struct seg *sg)
 	struct eth_stack *st = t->st;
 	uint32_t off = sg->seq - t->rcv_nxt, space = eth_bufq_space(&t->rbuf);
 
-	if (off >= space)
+	/* (past rcv_adv was trimmed: this is past a buffer that shrank, which window_field never lets
+	 * happen; the peer hears where it ends at once, not from its retransmission timer) */
+	if (off >= space) {
+		t->ack_now = true;
 		return false;
+	}
 	if (sg->len > space - off) {
-		sg->len = space - off; /* past the buffer (window rounding): the peer sends it again */
+		sg->len = space - off;
 		sg->flags &= (uint8_t)~RTE_TCP_FIN_FLAG;
+		t->ack_now = true;
 	}
 	if (off == 0) {
 		/* kept in the frame where it can be (rcvq.c), else copied behind what rbuf holds */

@@ -34,12 +34,18 @@ uint32_t eth_tcp_tsval(const struct eth_tcb *t)
 	return (uint32_t)t->st->now_ms + t->ts_offset;
 }
 
-/* The window field for a segment now, and its bookkeeping: never shrink the right edge we already
- * announced (RFC 9293 3.8.6.2.2), count zero windows. */
+/* The window field for a segment now, and its bookkeeping: the free space of the receive buffer,
+ * rounded down to the window scale, and zero windows counted. Every edge ever announced lies within
+ * the buffer (rcv_adv, the farthest, too: free space only shrinks by what arrives), so what a peer
+ * sends up to it is always taken (tcp_in.c trims at rcv_adv). Rounding down may announce an edge up
+ * to 2^wscale - 1 bytes short of one announced before (RFC 9293 3.8.6.2.2's "should not shrink"
+ * gives way to RFC 7323 2.4's granularity); rounding up would promise bytes the buffer cannot take:
+ * a peer that sent them saw them dropped unacknowledged and waited out backed-off retransmission
+ * timeouts, a relay over a lossy link stalled for 100 s. */
 static uint16_t window_field(struct eth_tcb *t, bool syn)
 {
 	struct eth_stack *st = t->st;
-	uint32_t free = eth_bufq_space(&t->rbuf), wnd = free, field;
+	uint32_t free = eth_bufq_space(&t->rbuf), field;
 
 	if (syn) {
 		field = free > 65535 ? 65535 : free;
@@ -47,13 +53,9 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 			t->rcv_adv = t->rcv_nxt + field;
 		return (uint16_t)field;
 	}
-	if (eth_seq_lt(t->rcv_nxt + wnd, t->rcv_adv))
-		wnd = t->rcv_adv - t->rcv_nxt;
-	field = wnd >> t->rcv_wscale;
+	field = free >> t->rcv_wscale;
 	if (field > 65535)
 		field = 65535;
-	else if (eth_seq_lt(t->rcv_nxt + (field << t->rcv_wscale), t->rcv_adv))
-		field++; /* rounding down would shrink the edge */
 	if (eth_seq_gt(t->rcv_nxt + (field << t->rcv_wscale), t->rcv_adv))
 		t->rcv_adv = t->rcv_nxt + (field << t->rcv_wscale);
 	if (field == 0 && !t->zero_wnd_adv) {

@@ -1144,6 +1144,55 @@ static void test_start_window(void **state)
 	assert_int_equal(eth_tcp_unlisten(h.st, 17), 0);
 }
 
+/* A peer that fills the window in segments of odd sizes (not multiples of 2^wscale) while the
+ * session does not read: every byte up to each edge announced is taken and acknowledged, down to a
+ * zero window. A window rounded up past the free space used to drop the last few bytes unanswered:
+ * the sender waited for its retransmission timer, backed off over a lossy link. */
+static void test_window_edge_fits(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	struct eth_tcp_params p = {.rbuf_size = 256u << 10, .sbuf_size = 16384, .connect_timeout_ms = 5000};
+	uint8_t ws = eth_tcp_wscale_for(p.rbuf_size);
+	static uint8_t blob[1001];
+	struct eh_session *se;
+	struct conn c;
+	uint32_t edge, end, sent_bytes = 0;
+	unsigned rounds = 0;
+
+	(void)state;
+	assert_true(ws >= 2); /* (else every size is a multiple of the scale) */
+	assert_int_equal(eth_tcp_listen(h.st, 18, &p, &eh_discard_tok), 0);
+	h.listener_refs++;
+	open_conn_with(&c, 41510, 18, syn_opts, sizeof(syn_opts), true, 65535);
+	se = session_of(41510);
+	se->paused = 1;
+	edge = c.pnxt + c.syn_win;
+	end = c.pnxt + (256u << 10); /* (the buffer's end: nothing is read) */
+	for (;;) {
+		struct out v[8];
+		unsigned n;
+		uint32_t len = edge - c.pnxt < sizeof(blob) ? edge - c.pnxt : sizeof(blob);
+
+		if (!len)
+			break;
+		peer_data(&c, blob, len, 0);
+		sent_bytes += len;
+		eh_advance_ms(&h, 50); /* (a delayed ACK) */
+		n = sent(v, 8);
+		if (n) {
+			/* an edge may come back by less than the scale, never move past what it took */
+			assert_true(eth_seq_leq(v[n - 1].ack + ((uint32_t)v[n - 1].win << ws), end));
+			if (eth_seq_gt(v[n - 1].ack + ((uint32_t)v[n - 1].win << ws), edge))
+				edge = v[n - 1].ack + ((uint32_t)v[n - 1].win << ws);
+			assert_int_equal(v[n - 1].ack, c.pnxt); /* all of it taken */
+		}
+		assert_true(++rounds < 1000);
+	}
+	assert_int_equal(S()->tcp_bytes_in, sent_bytes);
+	assert_true(sent_bytes > (256u << 10) - (1u << ws)); /* the whole buffer, to the scale */
+	assert_int_equal(eth_tcp_unlisten(h.st, 18), 0);
+}
+
 /* A session that stops reading: the advertised window closes (counted once), and opens again. */
 static void test_zero_window_sent(void **state)
 {
@@ -2327,6 +2376,31 @@ static void test_shrunk_window(void **state)
 	}
 	assert_int_equal(got, sizeof(blob));
 	c.gnxt += sizeof(blob);
+	assert_int_equal(S()->tcp_active, 1);
+}
+
+/* The same peer, its window shut for 30 s (the timeouts backed off to probes 6.4 s apart), opens it
+ * and loses what goes at once: it goes again after the path's RTO, not after the probes' backed-off
+ * interval (which left a relay over a lossy link silent for a third of user_timeout, then longer). */
+static void test_shrunk_window_reopen_lost(void **state)
+{
+	static uint8_t blob[3000];
+	struct conn c = in_flight_then_window(41064, blob, sizeof(blob), 7, 0);
+	unsigned ms;
+	uint32_t got = 0;
+
+	(void)state;
+	assert_true(peer_holds_window(&c, 0, 30000, 0, 0) >= 5);
+	eh_forget(&h);
+	ack_to(&c, c.gnxt, 65535); /* it opens: the data goes, and is lost */
+	assert_true(take_in_order(&c, blob, 0, 65535) > 0); /* (a segment: cwnd went down at the timeouts) */
+	for (ms = 0; ms < 10000 && !got; ms += 100) {
+		eh_forget(&h);
+		eh_advance_ms(&h, 100);
+		got = take_in_order(&c, blob, 0, 65535);
+	}
+	assert_true(got > 0);
+	assert_true(ms <= 1000); /* (the initial RTO, 1 s: no RTT sample was taken) */
 	assert_int_equal(S()->tcp_active, 1);
 }
 
@@ -4514,6 +4588,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_small_window_override, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_window_edge_fits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
@@ -4547,6 +4622,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ip_id_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vanished_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shrunk_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrunk_window_reopen_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shrunk_window_small, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_output_turns, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_output_mbuf_bound, setup_ofl_big_sbuf, teardown),
