@@ -12,7 +12,9 @@
  *                                                           written and check_expect matched),
  *   results: rise/fall counts, up/down,   <--res ring--     fails on refusal, reset, mismatch or
  *   latency; a change republishes the                       check_timeout; then aborts the stream
- *   snapshot the workers pick from                          (RST / DISCONNECT) and posts the record
+ *   snapshot the workers pick from                          (RST / DISCONNECT), or one that passed
+ *                                                           on connect sends the rest and its FIN,
+ *                                                           and posts the record once it is closed
  *
  * Both rings are single-producer single-consumer, sized for every backend's one record, so they never
  * fill. While a record is out it belongs to worker 0 (which reads the backend's immutable endpoint
@@ -45,6 +47,8 @@ struct gw_check {
 	uint64_t start_ns, deadline_ns;
 	uint32_t sent, matched;
 	bool decided;
+	bool flushing;         /* passed with bytes still to send: they go, then FIN (flush) */
+	bool aborted;          /* ended at its deadline after it passed */
 	int result;            /* 0 passed, else why not (-errno) */
 	uint64_t latency_ns;   /* start to pass */
 	LIST_ENTRY(gw_check) link; /* h.out, while under way */
@@ -64,26 +68,19 @@ static void post(struct gw_check *c)
 		GW_ERR("health: result ring full"); /* cannot happen: sized for every record */
 }
 
-static void decide(struct gw_check *c, int result, uint64_t now)
-{
-	if (c->decided)
-		return;
-	c->decided = true;
-	c->result = result;
-	if (!result)
-		c->latency_ns = now - c->start_ns;
-	if (c->s && c->s->state != XLT_STREAM_CLOSED)
-		c->s->ops->abort(c->s); /* on_closed follows from the engine's poll */
-}
-
 /* What a check sends: on a route that sends PROXY headers, a LOCAL header first (the spec's word for
  * a balancer's own check: a backend that requires headers, HAProxy's accept-proxy or nginx's
  * proxy_protocol, takes anything else as an error, and a server that speaks first says nothing until
  * it came), then check_send. SENT counts both. */
+static uint32_t local_len(const struct gw_check *c)
+{
+	return c->r->conf.proxy_protocol && c->b->ep.kind == CONF_EP_TCP ? XLT_PP2_HDR_LEN : 0;
+}
+
 static void send_some(struct gw_check *c)
 {
 	const struct conf_bytes *snd = &c->r->conf.check_send;
-	uint32_t pre = c->r->conf.proxy_protocol && c->b->ep.kind == CONF_EP_TCP ? XLT_PP2_HDR_LEN : 0;
+	uint32_t pre = local_len(c);
 
 	if (c->sent < pre) {
 		uint8_t local[XLT_PP2_HDR_LEN];
@@ -95,6 +92,38 @@ static void send_some(struct gw_check *c)
 	}
 	if (c->sent - pre < snd->len)
 		c->sent += (uint32_t)c->s->ops->write(c->s, snd->b + (c->sent - pre), snd->len - (c->sent - pre));
+}
+
+/* A check that passed with bytes to send (no check_expect: it passes on connect) sends the rest,
+ * then its FIN: an abort would take them back (the engine's send queue goes with a reset), and the
+ * backend would see a connection that said nothing, against what check_send promises. The check's
+ * deadline aborts what is still open then (check_timeout). */
+static void flush(struct gw_check *c)
+{
+	send_some(c);
+	if (c->sent == local_len(c) + c->r->conf.check_send.len) {
+		c->flushing = false;
+		c->s->ops->shutdown(c->s); /* on_closed follows once the backend closes too */
+	}
+}
+
+static void decide(struct gw_check *c, int result, uint64_t now)
+{
+	if (c->decided)
+		return;
+	c->decided = true;
+	c->result = result;
+	if (!result)
+		c->latency_ns = now - c->start_ns;
+	if (!c->s || c->s->state == XLT_STREAM_CLOSED)
+		return;
+	if (!result && !c->r->conf.check_expect.len && local_len(c) + c->r->conf.check_send.len) {
+		c->flushing = true;
+		flush(c);
+		return;
+	}
+	c->aborted = true;
+	c->s->ops->abort(c->s); /* on_closed follows from the engine's poll */
 }
 
 static void ev_connected(void *arg)
@@ -134,7 +163,9 @@ static void ev_writable(void *arg)
 {
 	struct gw_check *c = arg;
 
-	if (!c->decided)
+	if (c->flushing)
+		flush(c);
+	else if (!c->decided)
 		send_some(c);
 }
 
@@ -195,7 +226,7 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 		c->start_ns = now;
 		c->deadline_ns = now + c->timeout_ns;
 		c->sent = c->matched = 0;
-		c->decided = false;
+		c->decided = c->flushing = c->aborted = false;
 		c->result = 0;
 		c->latency_ns = 0;
 		LIST_INSERT_HEAD(&h.out, c, link);
@@ -211,8 +242,13 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 				work++;
 				continue;
 			}
-		} else if (!c->decided && now >= c->deadline_ns) {
+		} else if (now >= c->deadline_ns && !c->decided) {
 			decide(c, -ETIMEDOUT, now); /* ev_closed unlinks and posts it from a later poll */
+			work++;
+		} else if (now >= c->deadline_ns && !c->aborted && c->s->state != XLT_STREAM_CLOSED) {
+			/* passed, and still sending or waiting for the backend's FIN (flush) */
+			c->aborted = true;
+			c->s->ops->abort(c->s);
 			work++;
 		}
 	}

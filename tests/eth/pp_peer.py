@@ -2,11 +2,13 @@
 """PROXY protocol v2 peers for tests/eth/test_proxy_protocol.sh, with their own parser (written from
 HAProxy's doc/proxy-protocol.txt, independent of ibgwd's C one).
 
-  pp_peer.py server ADDR PORT LOG [--quiet]
+  pp_peer.py server ADDR PORT LOG [--quiet] [--record]
       accepts connections; each must open with a v2 header, which it parses (signature, version,
       command, family, addresses, every TLV) and appends to LOG as one JSON line; it then greets
       with b"OK\\n" (a server that speaks first: the header must come even when the client sends
-      nothing; not with --quiet) and echoes every byte after the header until the client's EOF
+      nothing; not with --quiet) and echoes every byte after the header until the client's EOF;
+      with --record it says nothing, and logs the header's line once the client's end of stream
+      (or a reset: "end") came, with what followed the header ("after", latin-1)
   pp_peer.py xfer HOST PORT SIZE [--src IP] [--sport N] [--pre HEX] [--plain] [--pause S]
       connects (from IP:N), sends the bytes HEX and SIZE random bytes in ONE send() (so a header
       and data share a segment; with --pause, the first 8 bytes of HEX go S seconds before the
@@ -86,11 +88,24 @@ def parse_header(c):
     return out
 
 
-def serve_one(c, log, lock, greet):
+def serve_one(c, log, lock, greet, record=False):
     try:
         info = parse_header(c)
     except Exception as e:  # a bad header is the test's failure: record it
         info = {'error': str(e)}
+        with lock, open(log, 'a') as f:
+            f.write(json.dumps(info) + '\n')
+        c.close()
+        return
+    if record:  # what followed the header, up to the client's end of stream (or a reset)
+        data, end = b'', 'eof'
+        c.settimeout(10)
+        try:
+            while b := c.recv(65536):
+                data += b
+        except OSError as e:
+            end = type(e).__name__
+        info.update(after=data.decode('latin1'), end=end)
         with lock, open(log, 'a') as f:
             f.write(json.dumps(info) + '\n')
         c.close()
@@ -114,9 +129,9 @@ def serve_one(c, log, lock, greet):
     c.close()
 
 
-def server(addr, port, log, quiet=None):
+def server(addr, port, log, *flags):
     lock = threading.Lock()
-    serve(addr, port, lambda c, _: serve_one(c, log, lock, quiet != '--quiet'))
+    serve(addr, port, lambda c, _: serve_one(c, log, lock, '--quiet' not in flags, '--record' in flags))
 
 
 def xfer(args):

@@ -5,7 +5,8 @@
 #    fc_pp_tlv, so the application TLVs (0xE0 route; 0xE1/0xE2 GID/QPN are for IB peers, see
 #    tests/e2e) are checked by pp_peer.py's server, which parses the header with its own code; the
 #    header reaches a server that speaks first although the client sends nothing, and is not counted
-#    as relayed bytes; payloads are checked by sha256 both ways;
+#    as relayed bytes; payloads are checked by sha256 both ways; health checks open with a LOCAL
+#    header, and one with check_send and no check_expect sends its bytes, then its FIN;
 #  - accept_proxy = v2 with HAProxy's send-proxy-v2 in front (in the client namespace): the allow list
 #    judges the address from the header (one source allowed, one refused, while HAProxy's own address
 #    is outside the list), and that address goes on in ibgwd's own header; malformed headers,
@@ -38,6 +39,7 @@ ap	tcp:8102	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=$PEER2/32
 ap6	tcp:8103	tcp:$PEER:5102	accept_proxy=v2	proxy_protocol=v2	allow=2001:db8:5::/64,198.18.0.250/32
 apo	tcp:8104	tcp:$PEER:5102	accept_proxy=v2
 pph	tcp:8105	tcp:$PEER:5103	proxy_protocol=v2	check_interval=500ms	check_timeout=400ms	rise=2	fall=1	check_expect=OK
+ppc	tcp:8106	tcp:$PEER:5104	proxy_protocol=v2	check_interval=500ms	check_timeout=400ms	rise=2	fall=1	check_send=PING\r\n
 EOF
 )"
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
@@ -73,9 +75,11 @@ eth_bg socat -t 30 TCP-LISTEN:5101,bind=127.0.0.1,reuseaddr,fork EXEC:cat
 eth_bg haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1
 eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5102 "$tmp/pp.log"
 eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5103 "$tmp/pph.log"
+eth_bg "$PY3" tests/eth/pp_peer.py server "$PEER" 5104 "$tmp/ppc.log" --record
 eth_wait_listen 5100
 eth_wait_listen 5102
 eth_wait_listen 5103
+eth_wait_listen 5104
 eth_wait_listen 6000
 : >"$tmp/pp.log"
 # the Nth JSON line of the python server's log, field F (jq)
@@ -105,6 +109,15 @@ for _ in $(seq 50); do [ "$(m "backend_up{route=\"pph\",backend=\"$PEER:5103\"}"
 [ $up = 1 ] || fail "pph: the backend behind a PROXY-requiring server never came up: $(cat "$tmp/pph.log")"
 [ "$(head -2 "$tmp/pph.log" | jq -r .cmd | sort -u)" = LOCAL ] || fail "pph: the checks sent: $(head -2 "$tmp/pph.log")"
 ok "health checks on a proxy_protocol route open with a LOCAL header: the backend that requires one is up ($(wc -l <"$tmp/pph.log") checks logged, LOCAL)"
+# a check with check_send and no check_expect passes once connected: what it sends still goes, then
+# its FIN (it used to be reset at once: the backend saw a connection that said nothing, not even the
+# header it requires)
+for _ in $(seq 50); do grep -q '"after": "PING' "$tmp/ppc.log" 2>/dev/null && break; sleep 0.1; done
+line=$(grep -m1 -v '"error"' "$tmp/ppc.log")
+[ "$(jq -r '[.cmd, .after, .end] | @json' <<<"$line")" = '["LOCAL","PING\r\n","eof"]' ] ||
+	fail "ppc: a check with check_send and no check_expect: the backend got $(cat "$tmp/ppc.log")"
+[ "$(m "backend_up{route=\"ppc\",backend=\"$PEER:5104\"}")" = 1 ] || fail "ppc: its backend is not up"
+ok "a check with check_send and no check_expect sends the LOCAL header and its bytes, then closes (FIN): the backend up"
 
 # ---- the TLVs, parsed by pp_peer.py; a header without any client byte ----
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py silent "$GW" 8101 2>&1) || fail "silent client: no greeting: $out"
