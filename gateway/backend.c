@@ -96,9 +96,10 @@ struct gw_pool *gw_pool_create(struct gw_daemon *d, const struct conf_route *c)
 
 	if (!c->n_backends)
 		return NULL;
-	p = calloc(1, sizeof(*p));
+	p = aligned_alloc(alignof(struct gw_pool), sizeof(*p)); /* (its per-worker counters' lines) */
 	if (!p)
 		return NULL;
+	memset(p, 0, sizeof(*p));
 	if (!d->bk_key[0] && !d->bk_key[1] &&
 	    getrandom(d->bk_key, sizeof(d->bk_key), 0) != sizeof(d->bk_key)) {
 		free(p);
@@ -286,8 +287,9 @@ static void run_clear(struct gw_backend *b)
 		atomic_store_explicit(&b->run_src[i], 0, memory_order_relaxed);
 }
 
-/* Who a client is for the run: its IPv4 address, or its IPv6 /64 (one host holds a whole /64);
- * never 0. */
+/* Who a client is for the run: its IPv4 address, or its IPv6 /48: one site is delegated a /48 or a
+ * /56 (a /64 per subnet), so a client counted by /64 could be 256 or 65536 "clients" and eject a
+ * healthy backend by itself, resetting its own sessions; never 0. */
 static uint64_t run_source(const struct xlt_ip *a)
 {
 	uint64_t v = 0;
@@ -295,7 +297,7 @@ static uint64_t run_source(const struct xlt_ip *a)
 	if (xlt_ip_is_v4(a))
 		v = xlt_ip_to_v4(a);
 	else
-		memcpy(&v, a->b, 8);
+		memcpy(&v, a->b, 6);
 	return v | 1ull << 63;
 }
 
@@ -427,7 +429,7 @@ void gw_backends_eject(struct gw_daemon *d, uint64_t now)
 				          now >= b->eject_until_ns ? "its ejection is over"
 				          : !r->conf.eject_after   ? "eject_after is 0 now"
 				                                   : "early: the pool has no other usable backend");
-				n_usable++;
+				n_usable += may_take(b); /* (not if checks took it down meanwhile) */
 				continue;
 			}
 			if (!may_take(b)) {

@@ -270,6 +270,15 @@ static void result(struct gw_daemon *d, struct gw_check *c, uint64_t now)
 		c->r = NULL;
 		return;
 	}
+	if (atomic_load_explicit(&c->r->removed, memory_order_acquire)) {
+		/* a reload changed the route while this check ran: it went with the old settings (what
+		 * it sends and expects, rise and fall), and its verdict would count into a run of the
+		 * new ones. Not counted; the next check goes now */
+		b->next_check_ns = now;
+		gw_route_put(c->r);
+		c->r = NULL;
+		return;
+	}
 	b->next_check_ns = c->start_ns + b->check_interval_ms * 1000000ull;
 	if (b->next_check_ns < now)
 		b->next_check_ns = now;
