@@ -153,6 +153,9 @@ struct eth_tcb {
 	uint64_t oow_ack_ms;	/* last ACK to an invalid segment or challenge ACK (500 ms apart) */
 	uint64_t t_ooo;		/* out-of-order data expires (the fourth deadline of the timer) */
 	uint64_t t_pmtu;	/* a resend a lowered MTU held back is due (pmtu.c: eth_pmtu_resend_due) */
+	uint64_t t_wupd;	/* the window update that opened a zero window goes again (tcp_timer.c) */
+	uint32_t wupd_rcv;	/* ... unless rcv_nxt moved from this meanwhile */
+	uint8_t wupd_tries;
 	uint64_t ooo_hole_ms;	/* since when the hole before the out-of-order ranges stays open */
 	uint64_t connect_deadline_ms;
 

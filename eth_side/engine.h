@@ -327,6 +327,7 @@ void eth_tcp_rtt_sample(struct eth_tcb *t, uint32_t rtt_us);
 uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t);
 /* (Re)starts the retransmission timer from now. */
 void eth_tcp_rexmit_arm(struct eth_tcb *t);
+void eth_tcp_wupd_arm(struct eth_tcb *t);
 void eth_tcp_keepalive_reset(struct eth_tcb *t);
 
 static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)

@@ -228,7 +228,7 @@ static void end_stream(struct eth_tcb *t, int err)
 void eth_tcb_detach(struct eth_tcb *t)
 {
 	eth_timer_cancel(&t->st->wheel, &t->timer);
-	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = t->t_pmtu = 0;
+	t->t_rexmit = t->t_delack = t->t_keep = t->t_ooo = t->t_pmtu = t->t_wupd = 0;
 	unhash(t);
 	eth_tcb_set_state(t, ETH_TCP_CLOSED);
 }

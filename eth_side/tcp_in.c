@@ -426,7 +426,7 @@ static void enter_time_wait(struct eth_tcb *t)
 	struct eth_stack *st = t->st;
 
 	eth_tcb_set_state(t, ETH_TCP_TIME_WAIT);
-	t->t_rexmit = t->t_delack = 0;
+	t->t_rexmit = t->t_delack = t->t_wupd = 0;
 	t->t_keep = st->now_ms + (st->c.time_wait_ms ? st->c.time_wait_ms : 1);
 	t->tw_last_ms = t->t_keep + st->c.time_wait_ms;
 	eth_sndq_free(t, false); /* (all acknowledged: reports still due go out) */

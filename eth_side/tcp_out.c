@@ -61,8 +61,9 @@ static uint16_t window_field(struct eth_tcb *t, bool syn)
 	if (field == 0 && !t->zero_wnd_adv) {
 		t->zero_wnd_adv = true;
 		xlt_counter_add(&st->stats.tcp_zero_window_sent, 1);
-	} else if (field) {
+	} else if (field && t->zero_wnd_adv) {
 		t->zero_wnd_adv = false;
+		eth_tcp_wupd_arm(t); /* (it opens: this update goes again if nothing comes) */
 	}
 	return (uint16_t)field;
 }

@@ -33,7 +33,9 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 
 void eth_tcb_timer_update(struct eth_tcb *t)
 {
-	uint64_t when = earliest(earliest(earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep), t->t_ooo), t->t_pmtu);
+	uint64_t when = earliest(earliest(earliest(earliest(earliest(t->t_rexmit, t->t_delack), t->t_keep), t->t_ooo),
+	                                  t->t_pmtu),
+	                         t->t_wupd);
 	struct eth_twheel *w = &t->st->wheel;
 
 	if (!when)
@@ -75,6 +77,34 @@ uint32_t eth_tcp_rto_backed_off(const struct eth_tcb *t)
 void eth_tcp_rexmit_arm(struct eth_tcb *t)
 {
 	t->t_rexmit = t->st->now_ms + eth_tcp_rto_backed_off(t);
+}
+
+/* The window update that opens a window we had shut goes again if nothing comes: a peer with data
+ * waiting learns of it from this one ACK, or from its next zero-window probe, which its timer backs
+ * off while the window stays shut (Linux: up to 2 minutes). A gateway shuts windows for backpressure
+ * as a matter of course; over a lossy link, one update lost stalled a relay for that long. So it
+ * goes again after an RTO, then twice more, each interval doubled, until the peer sends anything
+ * (rcv_nxt moves). Data the peer sent that was lost meanwhile makes these duplicate ACKs: three at
+ * most, an RTO apart, which a sender that has data in flight treats as the loss they show. */
+#define WUPD_TRIES 3
+
+void eth_tcp_wupd_arm(struct eth_tcb *t)
+{
+	t->wupd_rcv = t->rcv_nxt;
+	t->wupd_tries = 0;
+	t->t_wupd = t->st->now_ms + t->rto_ms;
+	eth_tcb_timer_update(t);
+}
+
+static void wupd_fire(struct eth_tcb *t)
+{
+	if (t->rcv_nxt != t->wupd_rcv || t->zero_wnd_adv || t->fin_rcvd ||
+	    (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 && t->state != ETH_TCP_FIN_WAIT_2))
+		return; /* it sent since, the window shut again, or it will send nothing more */
+	t->ack_now = true;
+	eth_tcb_output_later(t);
+	if (++t->wupd_tries < WUPD_TRIES)
+		t->t_wupd = t->st->now_ms + ((uint64_t)t->rto_ms << t->wupd_tries);
 }
 
 void eth_tcp_keepalive_reset(struct eth_tcb *t)
@@ -270,6 +300,10 @@ void eth_tcp_timer_fire(void *arg, struct eth_timer *tm)
 	if (t->t_pmtu && t->t_pmtu <= now) {
 		t->t_pmtu = 0;
 		eth_pmtu_resend_due(t); /* (pmtu.c: never frees T) */
+	}
+	if (t->t_wupd && t->t_wupd <= now) {
+		t->t_wupd = 0;
+		wupd_fire(t);
 	}
 	eth_tcb_timer_update(t);
 }

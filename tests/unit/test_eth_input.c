@@ -1239,6 +1239,75 @@ static void test_zero_window_sent(void **state)
 }
 
 
+/* The window update that opens a shut window is lost: it goes again after an RTO, then twice more,
+ * doubled; once the peer sends, no more. (The old code sent it once: the
+ * peer waited for its next zero-window probe, backed off while the window was shut.) */
+static void test_window_update_again(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
+	struct eth_tcp_params p = {.rbuf_size = 16384, .sbuf_size = 16384, .connect_timeout_ms = 5000};
+	static uint8_t blob[1400];
+	struct eh_session *se;
+	struct conn c;
+	struct out v[8];
+	unsigned sent_bytes = 0, n, at[4], k = 0;
+
+	(void)state;
+	/* (a discard session: it sends nothing, so the update is a bare ACK) */
+	assert_int_equal(eth_tcp_listen(h.st, 19, &p, &eh_discard_tok), 0);
+	h.listener_refs++;
+	open_conn_with(&c, 41042, 19, syn_opts, sizeof(syn_opts), true, 65535);
+	se = session_of(41042);
+	se->paused = 1;
+	while (sent_bytes < 16384) {
+		size_t len = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
+		peer_data(&c, blob, len, 0);
+		sent_bytes += (unsigned)len;
+	}
+	eh_advance_ms(&h, 50);
+	assert_int_equal(S()->tcp_zero_window_sent, 1);
+	se->paused = 0;
+	eh_forget(&h);
+	se->s->ops->consume(se->s, 0);
+	eh_on_readable(se);
+	eh_poll(&h);
+	n = sent(v, 8);
+	assert_true(n > 0 && v[n - 1].win > 0); /* the update, lost */
+	for (unsigned ms = 0; ms < 10000; ms += 10) {
+		eh_forget(&h);
+		eh_advance_ms(&h, 10);
+		n = sent(v, 8);
+		for (unsigned i = 0; i < n; i++)
+			if (!v[i].len && v[i].win > 0 && v[i].ack == c.pnxt && k < 4)
+				at[k++] = ms + 10;
+	}
+	assert_int_equal(k, 3); /* (the RTO: 200 ms, the floor, from the handshake's round trip) */
+	assert_true(at[0] >= 200 && at[0] <= 300);
+	assert_true(at[1] - at[0] >= 400 && at[1] - at[0] <= 500);
+	assert_true(at[2] - at[1] >= 800 && at[2] - at[1] <= 900);
+	/* shut and opened again, and the peer sends at once: nothing more */
+	se->paused = 1;
+	for (sent_bytes = 0; sent_bytes < 16384;) {
+		size_t len = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
+		peer_data(&c, blob, len, 0);
+		sent_bytes += (unsigned)len;
+	}
+	eh_advance_ms(&h, 50);
+	assert_int_equal(S()->tcp_zero_window_sent, 2);
+	se->paused = 0;
+	se->s->ops->consume(se->s, 0);
+	eh_on_readable(se);
+	eh_poll(&h);
+	peer_data(&c, blob, 100, 0);
+	eh_advance_ms(&h, 50);
+	eh_forget(&h);
+	for (unsigned ms = 0; ms < 10000; ms += 100) {
+		eh_advance_ms(&h, 100);
+		assert_int_equal(sent(v, 8), 0);
+	}
+	assert_int_equal(eth_tcp_unlisten(h.st, 19), 0);
+}
+
 /* OPT (timestamps + one SACK block, 24 bytes): the I-th timestamp, SACK [S, E). */
 static void sack_opt(uint8_t opt[24], unsigned i, uint32_t s, uint32_t e)
 {
@@ -4590,6 +4659,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_start_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_window_edge_fits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_window_sent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_window_update_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_retransmit_sack_on_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slow_start_stretch_acks, setup_big_sbuf, teardown),
