@@ -1193,6 +1193,18 @@ static void test_window_edge_fits(void **state)
 	assert_int_equal(eth_tcp_unlisten(h.st, 18), 0);
 }
 
+/* The peer sends N bytes in order, in segments of 1400 at most. */
+static void peer_sends(struct conn *c, unsigned n)
+{
+	static uint8_t blob[1400];
+
+	for (unsigned done = 0; done < n;) {
+		size_t len = n - done < sizeof(blob) ? n - done : sizeof(blob);
+		peer_data(c, blob, len, 0);
+		done += (unsigned)len;
+	}
+}
+
 /* A session that stops reading: the advertised window closes (counted once), and opens again. */
 static void test_zero_window_sent(void **state)
 {
@@ -1200,15 +1212,10 @@ static void test_zero_window_sent(void **state)
 	struct conn c = established_echo(41040);
 	struct eh_session *se = session_of(41040);
 	struct out o = {0};
-	unsigned sent_bytes = 0;
 
 	(void)state;
 	se->paused = 1;
-	while (sent_bytes < 16384) {
-		size_t n = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
-		peer_data(&c, blob, n, 0);
-		sent_bytes += (unsigned)n;
-	}
+	peer_sends(&c, 16384);
 	eh_advance_ms(&h, 50); /* a delayed ACK, if one was owed */
 	{
 		struct out v[8];
@@ -1240,8 +1247,8 @@ static void test_zero_window_sent(void **state)
 
 
 /* The window update that opens a shut window is lost: it goes again after an RTO, then twice more,
- * doubled; once the peer sends, no more. (The old code sent it once: the
- * peer waited for its next zero-window probe, backed off while the window was shut.) */
+ * doubled; once the peer sends, no more. (The old code sent it once: the peer waited for its next
+ * zero-window probe, backed off while the window was shut.) */
 static void test_window_update_again(void **state)
 {
 	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7};
@@ -1250,7 +1257,7 @@ static void test_window_update_again(void **state)
 	struct eh_session *se;
 	struct conn c;
 	struct out v[8];
-	unsigned sent_bytes = 0, n, at[4], k = 0;
+	unsigned n, at[4], k = 0;
 
 	(void)state;
 	/* (a discard session: it sends nothing, so the update is a bare ACK) */
@@ -1259,11 +1266,7 @@ static void test_window_update_again(void **state)
 	open_conn_with(&c, 41042, 19, syn_opts, sizeof(syn_opts), true, 65535);
 	se = session_of(41042);
 	se->paused = 1;
-	while (sent_bytes < 16384) {
-		size_t len = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
-		peer_data(&c, blob, len, 0);
-		sent_bytes += (unsigned)len;
-	}
+	peer_sends(&c, 16384);
 	eh_advance_ms(&h, 50);
 	assert_int_equal(S()->tcp_zero_window_sent, 1);
 	se->paused = 0;
@@ -1287,11 +1290,7 @@ static void test_window_update_again(void **state)
 	assert_true(at[2] - at[1] >= 800 && at[2] - at[1] <= 900);
 	/* shut and opened again, and the peer sends at once: nothing more */
 	se->paused = 1;
-	for (sent_bytes = 0; sent_bytes < 16384;) {
-		size_t len = 16384 - sent_bytes < sizeof(blob) ? 16384 - sent_bytes : sizeof(blob);
-		peer_data(&c, blob, len, 0);
-		sent_bytes += (unsigned)len;
-	}
+	peer_sends(&c, 16384);
 	eh_advance_ms(&h, 50);
 	assert_int_equal(S()->tcp_zero_window_sent, 2);
 	se->paused = 0;
