@@ -142,8 +142,13 @@ static void ev_readable(void *arg)
 	const uint8_t *p;
 	size_t n;
 
-	if (c->decided)
+	if (c->decided) {
+		/* what a backend says after the check passed (a banner while the check flushes) is
+		 * read and dropped: unread, it would hold the stream open until the deadline */
+		while ((n = c->s->ops->peek(c->s, &p)) > 0)
+			c->s->ops->consume(c->s, n);
 		return;
+	}
 	while (c->matched < exp->len && (n = c->s->ops->peek(c->s, &p)) > 0) {
 		size_t k = n < exp->len - c->matched ? n : exp->len - c->matched;
 		if (memcmp(p, exp->b + c->matched, k)) {

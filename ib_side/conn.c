@@ -1273,8 +1273,10 @@ unsigned ib_worker_flush(struct ib_worker *w)
 				continue;
 			}
 		}
+		/* (as the relay phase reports: not once a write was lost, or it stays listed for bytes the
+		 * relay will never report, and the worker never naps) */
 		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING) ||
-		    (c->ws == IB_W_OPEN && ib_lent_reportable(c) > c->lt_reported))
+		    (c->ws == IB_W_OPEN && !c->tx_lost && ib_lent_reportable(c) > c->lt_reported))
 			work(c); /* raised after its relay, undecided (its CQ), or bytes to report: next round */
 	}
 	if (w->wake) {
