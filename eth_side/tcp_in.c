@@ -653,11 +653,12 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			if (t->snd_una == t->snd_max) {
 				t->t_rexmit = 0; /* leaves persist */
 				t->backoff = 0;
-			} else if (t->snd_wnd < t->mss && t->backoff) {
-				/* it opens over data in flight it had shrunk below a segment: what the
-				 * timeouts held back goes now (snd_nxt went back), timed from now at the
-				 * path's RTO, as Linux leaves probe0: the backed-off interval was the
-				 * window's, and one loss of what goes now would otherwise wait it out
+			} else if (t->snd_wnd < t->mss && (!t->snd_wnd || wnd >= t->mss) && t->backoff) {
+				/* it opens over data in flight it had shut or shrunk below a segment (to a
+				 * segment at least: a window growing by crumbs below one is no opening):
+				 * what the timeouts held back goes now (snd_nxt went back), timed from now
+				 * at the path's RTO, as Linux leaves probe0: the backed-off interval was
+				 * the window's, and one loss of what goes now would otherwise wait it out
 				 * (up to a third of user_timeout, then longer) */
 				t->backoff = 0;
 				eth_tcp_rexmit_arm(t);

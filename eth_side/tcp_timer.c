@@ -79,13 +79,13 @@ void eth_tcp_rexmit_arm(struct eth_tcb *t)
 	t->t_rexmit = t->st->now_ms + eth_tcp_rto_backed_off(t);
 }
 
-/* The window update that opens a window we had shut goes again if nothing comes: a peer with data
+/* The window update that opens a window we had shut goes again if no data comes: a peer with data
  * waiting learns of it from this one ACK, or from its next zero-window probe, which its timer backs
  * off while the window stays shut (Linux: up to 2 minutes). A gateway shuts windows for backpressure
- * as a matter of course; over a lossy link, one update lost stalled a relay for that long. So it
- * goes again after an RTO, then twice more, each interval doubled, until the peer sends anything
- * (rcv_nxt moves). Data the peer sent that was lost meanwhile makes these duplicate ACKs: three at
- * most, an RTO apart, which a sender that has data in flight treats as the loss they show. */
+ * as a matter of course; over a lossy link, one update lost could stall a relay for that long. So
+ * it goes again after an RTO, then after 2 and 4 RTOs, until data from the peer moves rcv_nxt (a
+ * pure ACK or a probe does not stop it). Data the peer sent that was lost meanwhile makes these
+ * duplicate ACKs: three at most, which a sender with data in flight takes for the loss they show. */
 #define WUPD_TRIES 3
 
 void eth_tcp_wupd_arm(struct eth_tcb *t)

@@ -12,9 +12,9 @@
  *                                                           written and check_expect matched),
  *   results: rise/fall counts, up/down,   <--res ring--     fails on refusal, reset, mismatch or
  *   latency; a change republishes the                       check_timeout; then aborts the stream
- *   snapshot the workers pick from                          (RST / DISCONNECT), or one that passed
- *                                                           on connect sends the rest and its FIN,
- *                                                           and posts the record once it is closed
+ *   snapshot the workers pick from                          (RST / DISCONNECT; one that passed
+ *                                                           on connect with bytes to send once they
+ *                                                           are acknowledged) and posts the record
  *
  * Both rings are single-producer single-consumer, sized for every backend's one record, so they never
  * fill. While a record is out it belongs to worker 0 (which reads the backend's immutable endpoint
@@ -47,8 +47,8 @@ struct gw_check {
 	uint64_t start_ns, deadline_ns;
 	uint32_t sent, matched;
 	bool decided;
-	bool flushing;         /* passed with bytes still to send: they go, then FIN (flush) */
-	bool aborted;          /* ended at its deadline after it passed */
+	bool flushing;         /* passed with bytes to deliver: aborted once they are acknowledged */
+	bool aborted;          /* its stream aborted (on_closed follows) */
 	int result;            /* 0 passed, else why not (-errno) */
 	uint64_t latency_ns;   /* start to pass */
 	LIST_ENTRY(gw_check) link; /* h.out, while under way */
@@ -94,17 +94,16 @@ static void send_some(struct gw_check *c)
 		c->sent += (uint32_t)c->s->ops->write(c->s, snd->b + (c->sent - pre), snd->len - (c->sent - pre));
 }
 
-/* A check that passed with bytes to send (no check_expect: it passes on connect) sends the rest,
- * then its FIN: an abort would take them back (the engine's send queue goes with a reset), and the
- * backend would see a connection that said nothing, against what check_send promises. The check's
- * deadline aborts what is still open then (check_timeout). */
-static void flush(struct gw_check *c)
+/* A check that passed with bytes to send (no check_expect: it passes on connect) sends the rest, and
+ * is aborted once the backend acknowledged them all (gw_health_poll): an abort right away would
+ * take them back (the engine's send queue goes with a reset), and the backend would see a
+ * connection that said nothing, against what check_send promises. A reset once they arrived, as
+ * HAProxy's checks end, leaves no TIME_WAIT behind each check and waits for no FIN of the backend's;
+ * the check's deadline aborts what is still unacknowledged then (check_timeout). */
+static bool delivered(struct gw_check *c)
 {
-	send_some(c);
-	if (c->sent == local_len(c) + c->r->conf.check_send.len) {
-		c->flushing = false;
-		c->s->ops->shutdown(c->s); /* on_closed follows once the backend closes too */
-	}
+	return c->sent == local_len(c) + c->r->conf.check_send.len &&
+	       (!c->s->ops->unsent || !c->s->ops->unsent(c->s));
 }
 
 static void decide(struct gw_check *c, int result, uint64_t now)
@@ -118,8 +117,8 @@ static void decide(struct gw_check *c, int result, uint64_t now)
 	if (!c->s || c->s->state == XLT_STREAM_CLOSED)
 		return;
 	if (!result && !c->r->conf.check_expect.len && local_len(c) + c->r->conf.check_send.len) {
-		c->flushing = true;
-		flush(c);
+		c->flushing = true; /* (gw_health_poll aborts it once delivered) */
+		send_some(c);
 		return;
 	}
 	c->aborted = true;
@@ -143,8 +142,8 @@ static void ev_readable(void *arg)
 	size_t n;
 
 	if (c->decided) {
-		/* what a backend says after the check passed (a banner while the check flushes) is
-		 * read and dropped: unread, it would hold the stream open until the deadline */
+		/* what a backend says after the check passed (a banner while what the check sends is
+		 * on its way) is read and dropped: unread, it would close the window on it */
 		while ((n = c->s->ops->peek(c->s, &p)) > 0)
 			c->s->ops->consume(c->s, n);
 		return;
@@ -168,9 +167,7 @@ static void ev_writable(void *arg)
 {
 	struct gw_check *c = arg;
 
-	if (c->flushing)
-		flush(c);
-	else if (!c->decided)
+	if ((c->flushing && !c->aborted) || !c->decided)
 		send_some(c);
 }
 
@@ -250,8 +247,9 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 		} else if (now >= c->deadline_ns && !c->decided) {
 			decide(c, -ETIMEDOUT, now); /* ev_closed unlinks and posts it from a later poll */
 			work++;
-		} else if (now >= c->deadline_ns && !c->aborted && c->s->state != XLT_STREAM_CLOSED) {
-			/* passed, and still sending or waiting for the backend's FIN (flush) */
+		} else if (c->flushing && !c->aborted && c->s->state != XLT_STREAM_CLOSED &&
+		           (delivered(c) || now >= c->deadline_ns)) {
+			/* passed, and what it sends is delivered (or its time is up) */
 			c->aborted = true;
 			c->s->ops->abort(c->s);
 			work++;

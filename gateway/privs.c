@@ -113,6 +113,7 @@ static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
 struct unprivileged_socket {
 	int domain, type, protocol;
 	int fd; /* or -errno */
+	pid_t tid;
 };
 
 /* A thread of its own lowers CAP_NET_ADMIN from its effective set and opens the socket: the
@@ -124,6 +125,7 @@ static void *unprivileged_socket_thread(void *arg)
 	uint64_t eff = 0, prm = 0, inh = 0;
 	int ret = caps_get(&eff, &prm, &inh);
 
+	u->tid = (pid_t)syscall(SYS_gettid);
 	if (!ret)
 		ret = caps_set(eff & ~CAP_BIT(CAP_NET_ADMIN), prm, inh);
 	if (ret) {
@@ -136,22 +138,37 @@ static void *unprivileged_socket_thread(void *arg)
 	return NULL;
 }
 
-/* The sockets gw_privs_socket_unprivileged opened (disarm_rtnetlink leaves them) */
-static int unprivileged_fds[8];
-static unsigned n_unprivileged;
-
-int gw_privs_socket_unprivileged(int domain, int type, int protocol)
+/* The socket, opened by a thread of its own; that thread is gone when this returns: pthread_join
+ * returns as the thread exits, and one still exiting stays listed in /proc/self/task, with its
+ * lowered capabilities and no seccomp filter (TSYNC passes an exiting thread by), which
+ * gw_privs_check would take for a thread that holds what it should not and refuse to start. */
+static int open_unprivileged(int domain, int type, int protocol)
 {
 	struct unprivileged_socket u = {.domain = domain, .type = type, .protocol = protocol, .fd = -EIO};
+	char path[48];
 	pthread_t th;
 	int ret = pthread_create(&th, NULL, unprivileged_socket_thread, &u);
 
 	if (ret)
 		return -ret;
 	pthread_join(th, NULL);
-	if (u.fd >= 0 && n_unprivileged < sizeof(unprivileged_fds) / sizeof(unprivileged_fds[0]))
-		unprivileged_fds[n_unprivileged++] = u.fd;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)u.tid);
+	for (int i = 0; i < 2000 && !access(path, F_OK); i++)
+		usleep(500);
 	return u.fd;
+}
+
+/* The sockets gw_privs_socket_unprivileged opened (disarm_rtnetlink leaves them) */
+static int unprivileged_fds[8];
+static unsigned n_unprivileged;
+
+int gw_privs_socket_unprivileged(int domain, int type, int protocol)
+{
+	int fd = open_unprivileged(domain, type, protocol);
+
+	if (fd >= 0 && n_unprivileged < sizeof(unprivileged_fds) / sizeof(unprivileged_fds[0]))
+		unprivileged_fds[n_unprivileged++] = fd;
+	return fd;
 }
 
 static bool is_rtnetlink(int fd)
@@ -167,8 +184,10 @@ static bool is_rtnetlink(int fd)
 
 /* Libraries keep rtnetlink sockets they opened with the start-up's capabilities (DPDK's net_tap one
  * for its tc rules, which ibgwd never asks for): each is replaced, under its descriptor number, by
- * one that cannot configure (gw_privs_socket_unprivileged) bound to the same multicast groups, so that
- * no socket the seccomp filter lets live can configure the network. Returns how many were, or -errno. */
+ * one that cannot configure (open_unprivileged) bound to the same multicast groups (the first 32),
+ * so that no socket the seccomp filter lets live can configure the network. Its options (buffer
+ * sizes, extended ACKs) and port id are not carried over: net_tap's sits idle, and nothing else
+ * keeps one today (no link-state interrupt is asked for). Returns how many were, or -errno. */
 static int disarm_rtnetlink(void)
 {
 	DIR *dh = opendir("/proc/self/fd");
@@ -193,15 +212,14 @@ static int disarm_rtnetlink(void)
 			ret = -errno;
 			break;
 		}
-		nfd = gw_privs_socket_unprivileged(AF_NETLINK,
-		                                   SOCK_RAW | (fl & O_NONBLOCK ? SOCK_NONBLOCK : 0) |
-		                                       (fdfl & FD_CLOEXEC ? SOCK_CLOEXEC : 0),
-		                                   NETLINK_ROUTE);
+		nfd = open_unprivileged(AF_NETLINK,
+		                        SOCK_RAW | (fl & O_NONBLOCK ? SOCK_NONBLOCK : 0) |
+		                            (fdfl & FD_CLOEXEC ? SOCK_CLOEXEC : 0),
+		                        NETLINK_ROUTE);
 		if (nfd < 0) {
 			ret = nfd;
 			break;
 		}
-		n_unprivileged--; /* (a temporary descriptor: the replacement takes fd's number) */
 		if ((sa.nl_groups && bind(nfd, (struct sockaddr *)&(struct sockaddr_nl){.nl_family = AF_NETLINK,
 		                                                                       .nl_groups = sa.nl_groups},
 		                          sizeof(struct sockaddr_nl))) ||

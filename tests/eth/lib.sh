@@ -242,6 +242,7 @@ eth_sha() { "${ETH_FROM:-eth_ns}" timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp
 eth_xfer() {
 	local t0 got w
 	t0=$(date +%s.%N)
+	rm -f "$tmp/xfer-stuck" # (an earlier transfer's)
 	# a transfer still running 3 s before its limit is stuck: what both ends' TCP show then (the
 	# kernel peers' sockets, ibgwd's TCP counters) goes with the failure
 	(
@@ -263,7 +264,7 @@ eth_xfer() {
 
 eth_stuck_state() {
 	eth_ns ss -tnoi 2>/dev/null | grep -v '^State' | paste -d' ' - -
-	[ -n "$ETH_STATS" ] && curl -s "http://127.0.0.1:$ETH_STATS/metrics" |
+	[ -n "$ETH_STATS" ] && curl -s -m 2 "http://127.0.0.1:$ETH_STATS/metrics" |
 		grep -E '^ibgw_(tcp|session|route|eth)[a-z_]*\{(worker="0"|route=)' | grep -v ' 0$' |
 		sed 's/^ibgw_//; s/{worker="0"}//' | tr '\n' ' '
 	echo

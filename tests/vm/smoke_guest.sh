@@ -46,7 +46,8 @@ BIND=''
 [ "$IB_ADDR_A" != "$IB_ADDR_B" ] && BIND="-b $IB_ADDR_A"
 tx0=$(tx_bytes "$IB_NETDEV_A")
 t0=$(ms)
-rstream -b "$IB_ADDR_B" -p $PORT -C $N -S $SZ -T v >$LOG.srv 2>&1 &
+# (each stock tool bounded: a hang says which one, instead of the VM's own time limit)
+timeout 75 rstream -b "$IB_ADDR_B" -p $PORT -C $N -S $SZ -T v >$LOG.srv 2>&1 &
 spid=$!
 if wait_listen $PORT; then
 	# shellcheck disable=SC2086
@@ -78,7 +79,7 @@ fi
 
 # 3. cm_probe: librdmacm listen/connect + RC SEND/RECV, verified both ways
 t0=$(ms)
-if "$CM_PROBE" -p 7472 -c 50 -n 4096 "$IB_ADDR_B" "$IB_ADDR_A" >$LOG.cm 2>&1 && grep -q PASS $LOG.cm; then
+if timeout 30 "$CM_PROBE" -p 7472 -c 50 -n 4096 "$IB_ADDR_B" "$IB_ADDR_A" >$LOG.cm 2>&1 && grep -q PASS $LOG.cm; then
 	ok "cm_probe 50 x 4 KiB request/reply verified ($(($(ms) - t0)) ms)"
 else
 	bad "cm_probe failed"
