@@ -41,7 +41,7 @@ uint32_t eth_tcp_tsval(const struct eth_tcb *t)
  * to 2^wscale - 1 bytes short of one announced before (RFC 9293 3.8.6.2.2's "should not shrink"
  * gives way to RFC 7323 2.4's granularity); rounding up would promise bytes the buffer cannot take:
  * a peer that sent them saw them dropped unacknowledged and waited out backed-off retransmission
- * timeouts, a relay over a lossy link stalled for 100 s. */
+ * timeouts (a relay over a lossy link stalled on it). */
 static uint16_t window_field(struct eth_tcb *t, bool syn)
 {
 	struct eth_stack *st = t->st;
