@@ -330,6 +330,13 @@ void eth_tcp_rexmit_arm(struct eth_tcb *t);
 void eth_tcp_wupd_arm(struct eth_tcb *t);
 void eth_tcp_keepalive_reset(struct eth_tcb *t);
 
+/* Whether T's peer may still send data: a window of ours means something to it (RFC 9293's
+ * ESTABLISHED, FIN_WAIT_1, FIN_WAIT_2). */
+static inline bool eth_tcb_rcv_open(const struct eth_tcb *t)
+{
+	return t->state == ETH_TCP_ESTABLISHED || t->state == ETH_TCP_FIN_WAIT_1 || t->state == ETH_TCP_FIN_WAIT_2;
+}
+
 static inline struct eth_tcb *eth_tcb_of(struct xlt_stream *s)
 {
 	return (struct eth_tcb *)s; /* the stream is the first member */

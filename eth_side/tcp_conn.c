@@ -569,7 +569,7 @@ static void op_consume(struct xlt_stream *s, size_t n)
 		eth_bufq_trim(&st->chunks, &t->rbuf); /* an idle connection holds no chunk */
 	update_buffer_gauge(st);
 	eth_tcb_check_done(t);
-	if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 && t->state != ETH_TCP_FIN_WAIT_2)
+	if (!eth_tcb_rcv_open(t))
 		return;
 	/* receiver SWS avoidance (RFC 9293 3.8.6.2.2): announce the window when it grew enough */
 	edge = t->rcv_nxt + eth_bufq_space(&t->rbuf);
@@ -588,7 +588,7 @@ void eth_tcp_open_window(struct xlt_stream *s)
 		return;
 	t->rbuf.cap += t->rbuf_held; /* (cap: the configured buffer less the bytes in frames) */
 	t->rbuf_held = 0;
-	if (t->state == ETH_TCP_ESTABLISHED || t->state == ETH_TCP_FIN_WAIT_1 || t->state == ETH_TCP_FIN_WAIT_2) {
+	if (eth_tcb_rcv_open(t)) {
 		t->ack_now = true; /* the window update */
 		eth_tcb_output_later(t);
 	}

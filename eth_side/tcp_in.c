@@ -1113,8 +1113,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	t->last_rcv_ms = st->now_ms;
 	t->probes = 0;
 	if (sg->len) {
-		if (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 &&
-		    t->state != ETH_TCP_FIN_WAIT_2)
+		if (!eth_tcb_rcv_open(t))
 			goto out; /* data after the peer's FIN: ignore */
 		if (!data_input(t, sg))
 			goto out;

@@ -98,8 +98,7 @@ void eth_tcp_wupd_arm(struct eth_tcb *t)
 
 static void wupd_fire(struct eth_tcb *t)
 {
-	if (t->rcv_nxt != t->wupd_rcv || t->zero_wnd_adv || t->fin_rcvd ||
-	    (t->state != ETH_TCP_ESTABLISHED && t->state != ETH_TCP_FIN_WAIT_1 && t->state != ETH_TCP_FIN_WAIT_2))
+	if (t->rcv_nxt != t->wupd_rcv || t->zero_wnd_adv || t->fin_rcvd || !eth_tcb_rcv_open(t))
 		return; /* it sent since, the window shut again, or it will send nothing more */
 	t->ack_now = true;
 	eth_tcb_output_later(t);

@@ -48,7 +48,6 @@ struct gw_check {
 	uint32_t sent, matched;
 	bool decided;
 	bool flushing;         /* passed with bytes to deliver: aborted once they are acknowledged */
-	bool aborted;          /* its stream aborted (on_closed follows) */
 	int result;            /* 0 passed, else why not (-errno) */
 	uint64_t latency_ns;   /* start to pass */
 	LIST_ENTRY(gw_check) link; /* h.out, while under way */
@@ -121,7 +120,6 @@ static void decide(struct gw_check *c, int result, uint64_t now)
 		send_some(c);
 		return;
 	}
-	c->aborted = true;
 	c->s->ops->abort(c->s); /* on_closed follows from the engine's poll */
 }
 
@@ -167,7 +165,7 @@ static void ev_writable(void *arg)
 {
 	struct gw_check *c = arg;
 
-	if ((c->flushing && !c->aborted) || !c->decided)
+	if (c->flushing || !c->decided)
 		send_some(c);
 }
 
@@ -228,7 +226,7 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 		c->start_ns = now;
 		c->deadline_ns = now + c->timeout_ns;
 		c->sent = c->matched = 0;
-		c->decided = c->flushing = c->aborted = false;
+		c->decided = c->flushing = false;
 		c->result = 0;
 		c->latency_ns = 0;
 		LIST_INSERT_HEAD(&h.out, c, link);
@@ -247,10 +245,10 @@ unsigned gw_health_poll(struct gw_worker *w, uint64_t now)
 		} else if (now >= c->deadline_ns && !c->decided) {
 			decide(c, -ETIMEDOUT, now); /* ev_closed unlinks and posts it from a later poll */
 			work++;
-		} else if (c->flushing && !c->aborted && c->s->state != XLT_STREAM_CLOSED &&
+		} else if (c->flushing && c->s->state != XLT_STREAM_CLOSED &&
 		           (delivered(c) || now >= c->deadline_ns)) {
 			/* passed, and what it sends is delivered (or its time is up) */
-			c->aborted = true;
+			c->flushing = false;
 			c->s->ops->abort(c->s);
 			work++;
 		}

@@ -71,6 +71,15 @@ enum {
 
 /* ---- work list ---- */
 
+/* Whether the relay phase reports lent bytes of C to its session (on_sent): done with and not yet
+ * reported, C open, no write of it lost. The flush phase keeps C listed for the next round by the
+ * same test: by another, a connection whose write was lost stayed listed for bytes never reported,
+ * and the worker never napped. */
+static bool lent_report_due(struct ib_conn *c)
+{
+	return c->ws == IB_W_OPEN && !c->tx_lost && ib_lent_reportable(c) > c->lt_reported;
+}
+
 static void work(struct ib_conn *c)
 {
 	struct ib_worker *w = c->w;
@@ -1169,8 +1178,7 @@ unsigned ib_worker_relay(struct ib_worker *w)
 			c->s.ev.on_readable(c->s.ev.arg);
 		if ((ev & IB_EV_WRITABLE) && c->ws == IB_W_OPEN && c->s.ev.on_writable)
 			c->s.ev.on_writable(c->s.ev.arg);
-		if (c->ws == IB_W_OPEN && !c->tx_lost && c->s.ev.on_sent &&
-		    ib_lent_reportable(c) > c->lt_reported) {
+		if (c->s.ev.on_sent && lent_report_due(c)) {
 			/* write_lent's bytes done with, in order (copied, or their writes completed) */
 			size_t done = (size_t)(ib_lent_reportable(c) - c->lt_reported);
 
@@ -1273,10 +1281,7 @@ unsigned ib_worker_flush(struct ib_worker *w)
 				continue;
 			}
 		}
-		/* (as the relay phase reports: not once a write was lost, or it stays listed for bytes the
-		 * relay will never report, and the worker never naps) */
-		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING) ||
-		    (c->ws == IB_W_OPEN && !c->tx_lost && ib_lent_reportable(c) > c->lt_reported))
+		if (c->events || (c->cm_gone && c->ws < IB_W_CLOSING) || lent_report_due(c))
 			work(c); /* raised after its relay, undecided (its CQ), or bytes to report: next round */
 	}
 	if (w->wake) {

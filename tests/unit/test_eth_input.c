@@ -1205,6 +1205,16 @@ static void peer_sends(struct conn *c, unsigned n)
 	}
 }
 
+/* Paused session SE reads again and takes what it holds; the frames sent from then on are kept. */
+static void session_resumes(struct eh_session *se)
+{
+	se->paused = 0;
+	eh_forget(&h);
+	se->s->ops->consume(se->s, 0);
+	eh_on_readable(se);
+	eh_poll(&h);
+}
+
 /* A session that stops reading: the advertised window closes (counted once), and opens again. */
 static void test_zero_window_sent(void **state)
 {
@@ -1231,11 +1241,7 @@ static void test_zero_window_sent(void **state)
 	c.pnxt--;
 	assert_int_equal(S()->tcp_bytes_in, 16384);
 	/* the session reads: a window update goes out at once */
-	se->paused = 0;
-	eh_forget(&h);
-	se->s->ops->consume(se->s, 0);
-	eh_on_readable(se);
-	eh_poll(&h);
+	session_resumes(se);
 	{
 		struct out v[32];
 		unsigned n = sent(v, 32);
@@ -1269,11 +1275,7 @@ static void test_window_update_again(void **state)
 	peer_sends(&c, 16384);
 	eh_advance_ms(&h, 50);
 	assert_int_equal(S()->tcp_zero_window_sent, 1);
-	se->paused = 0;
-	eh_forget(&h);
-	se->s->ops->consume(se->s, 0);
-	eh_on_readable(se);
-	eh_poll(&h);
+	session_resumes(se);
 	n = sent(v, 8);
 	assert_true(n > 0 && v[n - 1].win > 0); /* the update, lost */
 	for (unsigned ms = 0; ms < 10000; ms += 10) {
@@ -1293,10 +1295,7 @@ static void test_window_update_again(void **state)
 	peer_sends(&c, 16384);
 	eh_advance_ms(&h, 50);
 	assert_int_equal(S()->tcp_zero_window_sent, 2);
-	se->paused = 0;
-	se->s->ops->consume(se->s, 0);
-	eh_on_readable(se);
-	eh_poll(&h);
+	session_resumes(se);
 	peer_data(&c, blob, 100, 0);
 	eh_advance_ms(&h, 50);
 	eh_forget(&h);
