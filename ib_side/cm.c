@@ -1516,6 +1516,7 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	CL(closed[IB_CLOSE_ERROR], "ib_connections_closed_total", "", "reason=error"),
 	CL(closed[IB_CLOSE_KEEPALIVE], "ib_connections_closed_total", "", "reason=keepalive"),
 	CL(closed[IB_CLOSE_ACCESS], "ib_connections_closed_total", "", "reason=access"),
+	CL(closed[IB_CLOSE_RECLAIMED], "ib_connections_closed_total", "", "reason=reclaimed"),
 	CL(violations[IB_VIOL_MESSAGE], "ib_protocol_violations_total",
 	   "IB peers' protocol violations (each resets its connection), by kind", "reason=message"),
 	CL(violations[IB_VIOL_LENGTH], "ib_protocol_violations_total", "", "reason=length"),

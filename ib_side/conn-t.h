@@ -325,6 +325,7 @@ struct ib_worker {
 	LIST_HEAD(, ib_conn) live;
 	uint64_t now;
 	uint64_t ka_ns, ka_next;
+	uint64_t reclaim_next; /* no copy-buffer reclaim before then (extmem.c copy_reclaim) */
 	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */
 	bool wake;
 	struct ib_worker_stats st; /* read by control (translate/counter.h) */

@@ -576,9 +576,8 @@ static void op_shutdown(struct xlt_stream *s)
 	work(c);
 }
 
-static void op_abort(struct xlt_stream *s)
+void ib_conn_reset(struct ib_conn *c, int err, enum ib_close why)
 {
-	struct ib_conn *c = (struct ib_conn *)s;
 	bool open = c->ws == IB_W_OPEN;
 
 	if (c->ws >= IB_W_CLOSING)
@@ -588,7 +587,12 @@ static void op_abort(struct xlt_stream *s)
 	if (open && !c->qp_dead)
 		send_abort(c);
 	c->qp_dead = true;
-	closing(c, -ECONNABORTED, open ? IB_CLOSE_ABORTED : IB_CTRL_STUB);
+	closing(c, err, open ? why : IB_CTRL_STUB);
+}
+
+static void op_abort(struct xlt_stream *s)
+{
+	ib_conn_reset((struct ib_conn *)s, -ECONNABORTED, IB_CLOSE_ABORTED);
 }
 
 static void op_release(struct xlt_stream *s)

@@ -48,6 +48,11 @@ int ib_conn_post_recvs(struct ib_conn *c, unsigned n);
 /* Control thread: sets up the protocol state of C over its buffers (before any receive is posted). */
 void ib_conn_proto_init(struct ib_conn *c);
 
+/* Worker: resets C (open or still connecting) with ERR, counted as WHY where it was open: tells the
+ * peer (CTRL DISCONNECT, posted in the flush phase), posts nothing else; on_closed follows at the
+ * end of the round. The stream's abort op, and the worker's own resets of a connection. */
+void ib_conn_reset(struct ib_conn *c, int err, enum ib_close why);
+
 /* extmem.c: external memory and lent segments (see there). */
 /* Control thread: adds [ADDR, ADDR + LEN) to X. Returns 0, -EINVAL or -ENOSPC (IB_EXTMEM_MAX ranges). */
 int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len);

@@ -23,7 +23,17 @@
  * pair moved to the error state, which flushes every posted write at once, and puts the holds from
  * those completions. IB_LENT_WAIT_NS bounds the wait: then the connection is handed back with the
  * holds still taken (counted), and the control thread puts them once it has destroyed the queue
- * pair (ib_lent_put_all), when no device can read the frames any more. */
+ * pair (ib_lent_put_all), when no device can read the frames any more.
+ *
+ * Copy buffers are shared: the worker's share of the frame pool (ib_copy_ops), taken by its
+ * connections as they copy. A connection whose peer takes nothing (credits withheld, no buffer
+ * advertised) keeps its copy buffers until the session's stall limit, minutes; enough of them would
+ * keep every buffer, and every other connection's copies (small TCP segments, PROXY headers) would
+ * wait as long. So a copy that finds no buffer reclaims some (copy_reclaim): the connection whose
+ * oldest copy buffer is oldest, if its peer has taken none of that buffer's bytes for
+ * IB_COPY_HOLD_NS, is reset, and its buffers not yet posted go back at once. The age is a buffer's,
+ * not a stall's: a peer that lets a few bytes through now and then to restart its stall clock
+ * still ages its oldest buffer. A buffer keeps its birth time in its own last bytes. */
 #include <string.h>
 #include <time.h>
 
@@ -31,6 +41,13 @@
 #include "proto.h"
 
 #define IB_LENT_WAIT_NS 2000000000ull
+/* A copy buffer's age past which its connection may be reset when another needs one: a peer that
+ * took none of 2 KiB in that long is gone or hostile, while a pause of an application that reads
+ * (a collector's flush, a page-in) is shorter. */
+#define IB_COPY_HOLD_NS 5000000000ull
+/* The least time between two reclaims on a worker (each frees a connection's buffers, about 16 KiB:
+ * what waits for them takes them before the next). */
+#define IB_RECLAIM_GAP_NS 20000000ull
 
 int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len)
 {
@@ -124,12 +141,75 @@ static uint32_t copy_room(const struct ib_lent *e)
 	return (uint32_t)(e->lpos & ~IB_LENT_COPY);
 }
 
+/* When copy buffer E was taken (the round's clock), from the buffer's last bytes, past its room. */
+static uint64_t copy_born(const struct ib_lent *e)
+{
+	uint64_t born;
+
+	memcpy(&born, e->addr + e->len + copy_room(e), sizeof(born));
+	return born;
+}
+
 /* Puts the hold of entry E (popped or dropped): a copy buffer's room goes back to the connection. */
 static void lent_put(struct ib_conn *c, struct ib_lent *e)
 {
 	if (is_copy(e))
 		c->cb_bytes -= e->len + copy_room(e);
 	e->hops->put(e->hold);
+}
+
+/* Puts the holds of C's entries no write was posted from (C posts nothing more). */
+static void lent_drop_unposted(struct ib_conn *c)
+{
+	while (c->lent_n) {
+		struct ib_lent *e = lent_at(c, c->lent_n - 1u);
+		if (e->tpos < c->tx.posted)
+			break;
+		lent_put(c, e);
+		c->lent_n--;
+	}
+}
+
+/* The oldest copy buffer C holds (its first in stream order) was taken then; 0: it holds none. */
+static uint64_t copy_oldest(struct ib_conn *c)
+{
+	for (unsigned i = 0; i < c->lent_n; i++)
+		if (is_copy(lent_at(c, i)))
+			return copy_born(lent_at(c, i));
+	return 0;
+}
+
+/* A copy of ASKER's found no buffer: resets the connection of W whose oldest copy buffer is the
+ * oldest, once that one is IB_COPY_HOLD_NS old (see the top of this file), and puts its buffers that
+ * no write was posted from (it posts nothing more; the posted ones go as their writes complete or
+ * are flushed, conn.c retire). ASKER is no candidate: its entries are being built. A walk of the
+ * live list, at most once per IB_RECLAIM_GAP_NS, and not before the oldest buffer it found can be
+ * old enough. */
+static void copy_reclaim(struct ib_worker *w, struct ib_conn *asker)
+{
+	struct ib_conn *victim = NULL;
+	uint64_t oldest = UINT64_MAX, age;
+
+	if (w->now < w->reclaim_next)
+		return;
+	for (struct ib_conn *c = LIST_FIRST(&w->live); c; c = LIST_NEXT(c, live_link)) {
+		uint64_t born;
+
+		if (c == asker || c->ws != IB_W_OPEN || !c->cb_bytes || !(born = copy_oldest(c)) || born >= oldest)
+			continue;
+		oldest = born;
+		victim = c;
+	}
+	age = victim && w->now > oldest ? w->now - oldest : 0;
+	if (age < IB_COPY_HOLD_NS) {
+		w->reclaim_next = w->now + (victim && IB_COPY_HOLD_NS - age > IB_RECLAIM_GAP_NS
+		                                ? IB_COPY_HOLD_NS - age
+		                                : IB_RECLAIM_GAP_NS);
+		return;
+	}
+	w->reclaim_next = w->now + IB_RECLAIM_GAP_NS;
+	ib_conn_reset(victim, -ETIME, IB_CLOSE_RECLAIMED);
+	lent_drop_unposted(victim);
 }
 
 /* Copies into copy buffers (a set without a send ring): onto the stream's last entry while it is a
@@ -154,13 +234,16 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 				break;
 			if (!ops || !ops->get(c->w->arg, &g)) {
 				xlt_counter_add(&c->w->st.copy_waits, 1);
+				copy_reclaim(c->w, c);
 				break;
 			}
-			if (!g.len || !lkey_of(c->bufs, g.data, g.len, &lkey)) {
+			if (g.len <= sizeof(uint64_t) || !lkey_of(c->bufs, g.data, g.len, &lkey)) {
 				g.hops->put(g.hold); /* (not memory this set registered: cannot send from it) */
 				xlt_counter_add(&c->w->st.copy_waits, 1);
 				break;
 			}
+			g.len -= (uint32_t)sizeof(uint64_t); /* (the birth time's) */
+			memcpy((uint8_t *)g.data + g.len, &c->w->now, sizeof(uint64_t));
 			e = lent_at(c, c->lent_n++);
 			*e = (struct ib_lent){.tpos = c->tx.queued + done,
 			                      .lpos = IB_LENT_COPY | g.len,
@@ -330,14 +413,7 @@ uint64_t ib_lent_reportable(struct ib_conn *c)
 
 bool ib_lent_wait(struct ib_conn *c, uint64_t now)
 {
-	/* what was never posted will not be: its holds go now */
-	while (c->lent_n) {
-		struct ib_lent *e = lent_at(c, c->lent_n - 1u);
-		if (e->tpos < c->tx.posted)
-			break;
-		lent_put(c, e);
-		c->lent_n--;
-	}
+	lent_drop_unposted(c); /* what was never posted will not be: its holds go now */
 	/* every posted write completed: what is left is the unposted tail of a segment a write ended
 	 * in the middle of */
 	if (c->tx.done == c->tx.posted)

@@ -86,6 +86,8 @@ enum ib_close {
 	IB_CLOSE_KEEPALIVE, /* a keepalive, or whatever else was in flight, went unacknowledged for
 			     * IB_KA_DEAD intervals: the peer is gone, or takes nothing */
 	IB_CLOSE_ACCESS,    /* the peer wrote outside what it was given (remote access error) */
+	IB_CLOSE_RECLAIMED, /* reset for its copy buffers, which the worker's other connections needed:
+			     * its peer had taken none of the oldest one's bytes for IB_COPY_HOLD_NS */
 	IB_CLOSE_COUNT,
 };
 

@@ -325,7 +325,11 @@ static void on_closed(void *arg, int err)
 		return;
 	}
 	if (err && s->reason == XLT_END_OK) {
-		s->reason = xlt_end_reason_of(err, connecting);
+		/* (-ETIME: a stall the stream itself ended, end E's stall reason as the stall limit's) */
+		uint8_t stall = s->limits.stall_reason[e->idx];
+
+		s->reason = err == -ETIME && !connecting && stall ? (enum xlt_end_reason)stall
+		                                                  : xlt_end_reason_of(err, connecting);
 		if (err == -ECONNRESET)
 			s->reset_by = (int8_t)e->idx;
 	}

@@ -153,7 +153,9 @@ struct xlt_stream_events {
 	void (*on_writable)(void *arg);
 	/* The stream is CLOSED. ERR is 0 after an orderly close both ways, else a negative errno:
 	 * -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET (peer reset or killed), -EPROTO (peer broke the protocol),
-	 * -ECONNABORTED (aborted locally). */
+	 * -ECONNABORTED (aborted locally), -ETIME (reset locally: the peer took none of the bytes waiting
+	 * for it for so long that memory they hold, which other streams need, was taken back; the
+	 * session's stall reason for this end). */
 	void (*on_closed)(void *arg, int err);
 	/* Optional (streams with write_lent): the stream is done with N more bytes that write_lent took
 	 * (delivered, or copied); the session gives their space back at the source. */

@@ -15,6 +15,11 @@ per connection to LOG:  "conn in=N sha_in=H out=N sha_out=H err=E".
                                                 SIGUSR1 lifts --rate (send the rest at full speed)
   tcp-send HOST PORT SIZE                       sends SIZE random bytes, half-closes, reads to EOF
                                                 (expects nothing back); prints "ok sent=N sha=H secs=S"
+  tcp-talk PORT LOG SIZE [--write B] [--gap S]  server that sends SIZE random bytes on each connection in
+                                                writes of B bytes (default 200, TCP_NODELAY) S seconds
+                                                apart (default 0.001): small segments, which the
+                                                gateway copies; reads nothing; logs "conn out=N
+                                                sha_out=H err=E" (the bytes it sent)
   tcp-hold HOST PORT [N]                        connects (N connections, default 1), sends a little on
                                                 each, waits for the peer's end of each: prints "rst",
                                                 "fin" or "timeout" (60 s) per connection
@@ -106,6 +111,38 @@ def tcp_serve(args, echo):
     while True:
         s, _ = ls.accept()
         threading.Thread(target=tcp_conn, args=(s, log, stall, echo, rate, progress), daemon=True).start()
+
+
+def tcp_talk_conn(s, log, size, write, gap):
+    h = hashlib.sha256()
+    n = 0
+    err = "none"
+    data = os.urandom(size)
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while n < size:
+            b = data[n:n + write]
+            s.sendall(b)
+            h.update(b)
+            n += len(b)
+            if gap:
+                time.sleep(gap)
+        s.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        err = type(e).__name__
+    s.close()
+    log_line(log, "conn out=%d sha_out=%s err=%s" % (n, h.hexdigest(), err))
+
+
+def tcp_talk(args):
+    write = opt(args, "--write", int, 200)
+    gap = opt(args, "--gap", float, 0.001)
+    port, log, size = int(args[0]), args[1], int(args[2])
+    ls = tcp_listener(port)
+    print("listening", port, flush=True)
+    while True:
+        s, _ = ls.accept()
+        threading.Thread(target=tcp_talk_conn, args=(s, log, size, write, gap), daemon=True).start()
 
 
 def tcp_client(args, expect_echo):
@@ -267,6 +304,8 @@ def main():
         tcp_client(args, True)
     elif cmd == "tcp-send":
         tcp_client(args, False)
+    elif cmd == "tcp-talk":
+        tcp_talk(args)
     elif cmd == "tcp-hold":
         tcp_hold(args)
     elif cmd == "rs-serve":

@@ -5,6 +5,8 @@
  *                           after the last byte; expect exactly the same bytes, then end of stream
  *     send BYTES            send BYTES, half-close, read until end of stream (expects nothing back:
  *                           a discard route answers the half-close with its own)
+ *     recv                  send nothing (half-close at once), read until end of stream: whatever comes
+ *                           is hashed (recv=, sha_recv=: the caller checks them against the sender's)
  *     conns N BYTES         N concurrent echo connections of BYTES each, on one rpoll loop
  *     stall BYTES SECONDS [N]  echo, but read nothing for the first SECONDS: prints how much the gateway
  *                           let us send meanwhile (it must stop at its buffers), then reads all back
@@ -219,19 +221,19 @@ struct conn {
 	struct sha256 s_sent, s_recv;
 	uint8_t out[BUF];
 	size_t out_len, out_off;
-	bool expect_echo;
+	enum expect { EXPECT_NOTHING, EXPECT_ECHO, EXPECT_ANY } expect; /* back from the peer */
 	bool reading;
 	double stalled_until;
 };
 
-static void conn_init(struct conn *c, uint64_t bytes, uint64_t seed, bool echo)
+static void conn_init(struct conn *c, uint64_t bytes, uint64_t seed, enum expect expect)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = connect_to();
 	c->connected = true;
 	c->total = bytes;
 	c->g.x = 0x9E3779B97F4A7C15ull ^ seed;
-	c->expect_echo = echo;
+	c->expect = expect;
 	c->reading = true;
 	sha_init(&c->s_sent);
 	sha_init(&c->s_recv);
@@ -326,7 +328,11 @@ static int conn_check(struct conn *c, const char *tag, double secs)
 
 	sha_hex(&c->s_sent, hs);
 	sha_hex(&c->s_recv, hr);
-	ok = c->expect_echo ? (c->recvd == c->sent && !strcmp(hs, hr)) : c->recvd == 0;
+	switch (c->expect) {
+	case EXPECT_ECHO: ok = c->recvd == c->sent && !strcmp(hs, hr); break;
+	case EXPECT_NOTHING: ok = c->recvd == 0; break;
+	default: ok = true; /* (the caller checks what came: recv and sha_recv) */
+	}
 	ok = ok && c->sent == c->total;
 	printf("%s %s sent=%llu recv=%llu sha_sent=%s sha_recv=%s secs=%.3f mbit_s=%.1f\n", ok ? "ok" : "FAIL", tag,
 	       (unsigned long long)c->sent, (unsigned long long)c->recvd, hs, hr, secs,
@@ -342,7 +348,7 @@ static void on_usr1(int sig)
 	stall_over = 1;
 }
 
-static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
+static int run_conns(unsigned n, uint64_t bytes, enum expect expect, double stall_s)
 {
 	struct conn *cs = calloc(n, sizeof(*cs));
 	struct pollfd *pf = calloc(n + 1, sizeof(*pf));
@@ -355,7 +361,7 @@ static int run_conns(unsigned n, uint64_t bytes, bool echo, double stall_s)
 	if (!cs || !pf)
 		tool_die("calloc");
 	for (unsigned i = 0; i < n; i++) {
-		conn_init(&cs[i], bytes, i + 1, echo);
+		conn_init(&cs[i], bytes, i + 1, expect);
 		if (stall_s > 0) {
 			cs[i].reading = false;
 			cs[i].stalled_until = t0 + stall_s;
@@ -439,7 +445,7 @@ static int run_latency(size_t size, unsigned iters)
 
 	if (!buf || !in)
 		tool_die("malloc");
-	conn_init(&c, 0, 7, true);
+	conn_init(&c, 0, 7, EXPECT_ECHO);
 	pf.fd = c.fd;
 	pf.events = POLLOUT;
 	if (rpoll(&pf, 1, -1) <= 0 || (pf.revents & (POLLERR | POLLHUP)))
@@ -630,7 +636,7 @@ static int run_serve(bool echo, bool spin)
 static void usage(void)
 {
 	fprintf(stderr, "usage: rs_peer [-p PORT] [-t SECONDS] [-B BUFSIZE] [-m WRITESIZE<=64K] HOST MODE [ARGS]\n"
-			"  modes: echo BYTES | send BYTES | conns N BYTES | stall BYTES SECONDS [N] |\n"
+			"  modes: echo BYTES | send BYTES | recv | conns N BYTES | stall BYTES SECONDS [N] |\n"
 			"         idle N SECONDS | latency SIZE ITERS | serve [echo|discard] [spin]\n");
 	exit(2);
 }
@@ -662,13 +668,15 @@ int main(int argc, char **argv)
 	argv += optind + 2;
 	argc -= optind + 2;
 	if (!strcmp(mode, "echo") && argc == 1)
-		return run_conns(1, tool_size_arg(argv[0]), true, 0);
+		return run_conns(1, tool_size_arg(argv[0]), EXPECT_ECHO, 0);
 	if (!strcmp(mode, "send") && argc == 1)
-		return run_conns(1, tool_size_arg(argv[0]), false, 0);
+		return run_conns(1, tool_size_arg(argv[0]), EXPECT_NOTHING, 0);
+	if (!strcmp(mode, "recv") && argc == 0)
+		return run_conns(1, 0, EXPECT_ANY, 0);
 	if (!strcmp(mode, "conns") && argc == 2)
-		return run_conns((unsigned)atoi(argv[0]), tool_size_arg(argv[1]), true, 0);
+		return run_conns((unsigned)atoi(argv[0]), tool_size_arg(argv[1]), EXPECT_ECHO, 0);
 	if (!strcmp(mode, "stall") && (argc == 2 || argc == 3))
-		return run_conns(argc == 3 ? (unsigned)atoi(argv[2]) : 1, tool_size_arg(argv[0]), true, atof(argv[1]));
+		return run_conns(argc == 3 ? (unsigned)atoi(argv[2]) : 1, tool_size_arg(argv[0]), EXPECT_ECHO, atof(argv[1]));
 	if (!strcmp(mode, "idle") && argc == 2)
 		return run_idle((unsigned)atoi(argv[0]), atof(argv[1]));
 	if (!strcmp(mode, "latency") && argc == 2)

@@ -16,6 +16,7 @@
 #include "ib_side/proto.h"
 
 #define RSIZE 1024u
+#define MS    1000000ull
 #define DEPTH 16u
 
 static struct ib_worker w;
@@ -419,7 +420,8 @@ static void test_dropped_chain(void **state)
 
 /* ---- a set without a send ring: copies go into copy buffers (ib_copy_ops) ---- */
 
-#define CB_SIZE 128u /* each copy buffer's bytes */
+#define CB_SIZE 128u /* each copy buffer's bytes for copies */
+#define CB_SLOT (CB_SIZE + 8u) /* what the ops hand out: the buffer's last 8 bytes keep its birth time */
 #define CB_CAP  300u /* the route's copy_size: copies in flight at most */
 #define CB_BASE 2048u /* copy buffers lie in the registered "frames", from here on */
 
@@ -444,9 +446,9 @@ static const struct xlt_hold_ops cb_hops = {.get = cb_get_ref, .put = cb_put};
 static bool cb_get(void *warg, struct xlt_seg *seg)
 {
 	(void)warg;
-	if (cb_fail || CB_BASE + (cb_next + 1) * CB_SIZE > sizeof(frames))
+	if (cb_fail || CB_BASE + (cb_next + 1) * CB_SLOT > sizeof(frames))
 		return false;
-	*seg = (struct xlt_seg){.data = frames + CB_BASE + cb_next * CB_SIZE, .len = CB_SIZE, .hold = frames,
+	*seg = (struct xlt_seg){.data = frames + CB_BASE + cb_next * CB_SLOT, .len = CB_SLOT, .hold = frames,
 	                        .hops = &cb_hops};
 	cb_next++;
 	cb_holds++;
@@ -664,6 +666,78 @@ static void test_copy_buffers_counted_whole(void **state)
 	rm_tx(c);
 }
 
+/* The copy buffers of connections whose peers take nothing are taken back when another's copy finds
+ * none: the connection whose oldest buffer is the oldest, once IB_COPY_HOLD_NS (5 s) old, is reset
+ * (-ETIME, counted reclaimed), and its buffers no write was posted from go back at once, the posted
+ * ones stay for their completions. Not the asker (however old its buffers), not a younger one, not
+ * one closing already; no walk before the oldest can be old enough, nor within 20 ms of a reset. */
+static void test_copy_reclaim(void **state)
+{
+	struct ib_conn *v = mk_cb(), *a = mk_cb(), *b = mk_cb(); /* (each resets the fake pool) */
+	uint8_t src[200] = {3};
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent;
+
+	(void)state;
+	LIST_INIT(&w.live);
+	LIST_INSERT_HEAD(&w.live, v, live_link);
+	LIST_INSERT_HEAD(&w.live, a, live_link);
+	LIST_INSERT_HEAD(&w.live, b, live_link);
+	w.copy_ops = &cb_ops;
+	w.now = 500 * MS; /* V's buffer: the oldest of all */
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
+	w.now = 1000 * MS; /* A: two buffers, a write posted from the first */
+	assert_int_equal(ib_conn_ops.write(&a->s, src, 200), 200);
+	assert_int_equal(post(a, 50, sge, &n_sge, &n_lent), 50);
+	w.now = 3000 * MS; /* B: one */
+	assert_int_equal(ib_conn_ops.write(&b->s, src, 10), 10);
+	assert_int_equal(cb_holds, 4);
+	cb_fail = true; /* the worker's share is taken */
+
+	/* A's oldest is 4.5 s old: kept; V asks again before A can be old enough: no walk */
+	w.now = 5500 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), CB_SIZE - 10);
+	assert_int_equal(a->ws, IB_W_OPEN);
+	w.now = 5900 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	assert_int_equal(a->ws, IB_W_OPEN);
+	/* at 6.1 s A's is 5.1 s old: A is reset (V's are older, but V asks) */
+	w.now = 6100 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	assert_int_equal(a->ws, IB_W_CLOSING);
+	assert_int_equal(a->err, -ETIME);
+	assert_true(a->qp_dead);
+	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 1);
+	assert_int_equal(v->ws, IB_W_OPEN);
+	assert_int_equal(b->ws, IB_W_OPEN);
+	assert_int_equal(cb_holds, 3); /* A's unposted buffer went back; its posted one stays */
+	assert_int_equal(a->lent_n, 1);
+	assert_true(w.st.copy_waits >= 3);
+	/* B's is 3.1 s old (and A is closing): nothing, until B's is 5 s old */
+	w.now = 6110 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	w.now = 7900 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	assert_int_equal(b->ws, IB_W_OPEN);
+	w.now = 8100 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	assert_int_equal(b->ws, IB_W_CLOSING);
+	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 2);
+	assert_int_equal(cb_holds, 2); /* V's and A's posted one */
+	assert_int_equal(v->ws, IB_W_OPEN);
+
+	complete_to(a, 50); /* A's posted write completed: its buffer goes (the rest was never posted) */
+	assert_false(ib_lent_wait(a, w.now));
+	assert_int_equal(cb_holds, 1);
+	ib_lent_put_all(v);
+	assert_int_equal(cb_holds, 0);
+	STAILQ_INIT(&w.work); /* (the ops and the resets listed them) */
+	rm_tx(v);
+	rm_tx(a);
+	rm_tx(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -678,6 +752,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_copy_buffers, setup),
 	    cmocka_unit_test_setup(test_copy_buffers_wait_and_release, setup),
 	    cmocka_unit_test_setup(test_copy_buffers_counted_whole, setup),
+	    cmocka_unit_test_setup(test_copy_reclaim, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -799,6 +799,32 @@ static void test_stall_timeout(void **state)
 	free(a);
 }
 
+/* A stream that reset its own stalled peer to take back memory others needed (-ETIME: the IB side's
+ * copy-buffer reclaim) ends the session with that end's stall reason, as the stall limit would;
+ * without limits (no stall reason) it is a reset. */
+static void test_stream_ended_stall(void **state)
+{
+	for (unsigned i = 0; i < 3; i++) {
+		struct fake *a = fake_new(XLT_STREAM_OPEN, CAP), *b = fake_new(XLT_STREAM_OPEN, CAP);
+		struct xlt_route_stats st = {0};
+		struct xlt_session s = {0};
+		enum xlt_end_reason want[] = {XLT_END_CREDIT_STALL_TIMEOUT, XLT_END_ZERO_WINDOW_TIMEOUT,
+		                              XLT_END_RESET};
+
+		(void)state;
+		reset_globals();
+		xlt_session_start(&s, XLT_SESSION_RELAY, &a->s, &b->s, &st, &owner, i < 2 ? &lim : NULL);
+		closed(i == 1 ? a : b, -ETIME);
+		assert_int_equal((i == 1 ? b : a)->aborts, 1);
+		closed(i == 1 ? b : a, -ECONNABORTED);
+		assert_int_equal(done_calls, 1);
+		assert_int_equal(done_reason, want[i]);
+		assert_int_equal(st.ends[want[i]], 1);
+		free(a);
+		free(b);
+	}
+}
+
 /* One direction passed its end of stream (A's peer sent FIN: B was shut down) and the other stays
  * silent: reset after half_closed_ns. Bytes the other way restart the count; a blocked live
  * direction is the stall limit's business, not this one's. */
@@ -1266,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_held_uses_backlog),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_stall_timeout),
+		cmocka_unit_test(test_stream_ended_stall),
 		cmocka_unit_test(test_half_closed_timeout),
 		cmocka_unit_test(test_half_closed_slow_reader),
 		cmocka_unit_test(test_limits_wait_for_connect),
