@@ -443,16 +443,35 @@ static uint32_t cq_conns(const struct ib_dev *dev, uint32_t need)
 	return size / need ? (uint32_t)(size / need) : 1;
 }
 
+/* CQ's room of destroyed queue pairs goes back once its worker emptied it since (struct ib_cq). */
+static void cq_settle(struct ib_cq *cq)
+{
+	if (cq->returning && atomic_load_explicit(&cq->drained, memory_order_acquire) ==
+	                         atomic_load_explicit(&cq->destroyed, memory_order_relaxed)) {
+		cq->reserved -= cq->returning;
+		cq->returning = 0;
+	}
+}
+
+/* C's queue pair is destroyed (or never existed): its room returns once the worker drained the CQ. */
+static void cq_release(struct ib_conn *c)
+{
+	c->cq->returning += cq_need(c);
+	atomic_fetch_add_explicit(&c->cq->destroyed, 1, memory_order_release);
+}
+
 static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct ib_worker *w, uint32_t need)
 {
 	struct ib_cq *cq;
 	unsigned n = 0;
 
-	for (cq = SLIST_FIRST(&dev->cqs[w->id]); cq; cq = SLIST_NEXT(cq, link), n++)
+	for (cq = SLIST_FIRST(&dev->cqs[w->id]); cq; cq = SLIST_NEXT(cq, link), n++) {
+		cq_settle(cq);
 		if (cq->size - cq->reserved >= need) {
 			cq->reserved += need;
 			return cq;
 		}
+	}
 	if (need > (uint32_t)dev->attr.max_cqe)
 		return NULL;
 	for (unsigned i = 0; i < ctl->n_devs; i++)
@@ -460,9 +479,10 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 			n++;
 	if (n >= w->max_cqs)
 		return NULL;
-	cq = calloc(1, sizeof(*cq));
+	cq = aligned_alloc(alignof(struct ib_cq), sizeof(*cq)); /* (its worker's fields on a line of their own) */
 	if (!cq)
 		return NULL;
+	memset(cq, 0, sizeof(*cq));
 	/* an event channel lets the idle worker sleep until a completion arrives; without one (no
 	 * fd to spare) the CQ is polled only and the worker falls back to short naps */
 	cq->ch = ibv_create_comp_channel(dev->ctx);
@@ -594,7 +614,7 @@ static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)
 	}
 	ib_lent_put_all(c); /* holds whose writes outlived the worker's wait: no queue pair reads them now */
 	if (c->cq)
-		c->cq->reserved -= cq_need(c);
+		cq_release(c);
 	/* a set whose receive ring is still lent out (frames, a TCP send queue) waits for its last
 	 * reference (lend.c) */
 	if (c->bufs && ib_bufs_conn_done(c->bufs, &ctl->st))
@@ -1530,6 +1550,8 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	  "lent frames whose writes did not complete within 2 s of a reset: given back only after the queue pair was destroyed"),
 	C(copy_waits, "ib_copy_waits_total",
 	  "tries of copies to IB peers that found no frame of the port's pool to copy into (the worker's share of an eighth of the pool taken, or the pool down to a sixteenth) and waited"),
+	C(stale_wcs, "ib_stale_completions_total",
+	  "completions of connections already handed back for destruction (their queue pairs' flushed work requests), dropped"),
 };
 const unsigned ib_worker_n_metrics = sizeof(ib_worker_metrics) / sizeof(ib_worker_metrics[0]);
 #undef C

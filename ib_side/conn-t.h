@@ -102,15 +102,25 @@ struct ib_msg {
 struct ib_dev;
 
 /* A completion queue shared by the connections of one worker on one device. */
+/* A worker's completion queue, shared by many of its connections. Its room is promised to each queue
+ * pair's work requests (cq_need). A queue pair destroyed leaves its flushed work requests' completions
+ * in the CQ (providers such as rxe do not take them out; the worker drops them as stale), so its room
+ * is promised again only once the worker has emptied the CQ since the destroy: it reads `destroyed`
+ * before a poll and, when that poll took the last completion, says so in `drained` (release/acquire
+ * both ways: what was in the CQ when the control thread counted the destroy was taken by then). */
 struct ib_cq {
 	struct ibv_cq *cq;
 	struct ibv_comp_channel *ch; /* its completion events (non-blocking), or NULL: polled only */
 	uint32_t size;
-	uint32_t reserved; /* control: entries promised to queue pairs on it */
-	uint64_t polled;   /* its worker: completions taken from it so far */
-	uint64_t drains;   /* its worker: polls of it that found fewer completions than asked for (it was
-			    * empty then) */
-	SLIST_ENTRY(ib_cq) link; /* control: on dev->cqs[worker] */
+	/* control */
+	uint32_t reserved;  /* entries promised to queue pairs on it, destroyed ones' until returned */
+	uint32_t returning; /* of reserved: destroyed queue pairs' entries, returned once drained */
+	_Atomic uint64_t destroyed; /* queue pairs on it destroyed so far */
+	SLIST_ENTRY(ib_cq) link; /* on dev->cqs[worker] */
+	/* its worker */
+	alignas(64) uint64_t polled; /* completions taken from it so far */
+	uint64_t drains;  /* polls of it that found fewer completions than asked for (it was empty then) */
+	_Atomic uint64_t drained; /* `destroyed` as read before the last poll that found it empty */
 };
 
 /* One registered buffer set: receive ring + our target_sgl (remote-writable), send ring + control

@@ -1039,8 +1039,10 @@ static void on_wc(struct ib_worker *w, const struct ibv_wc *wc)
 		 * queued before rdma_accept, the accept before any completion) */
 		drain_in(w);
 		c = lookup(w, slot, gen);
-		if (!c)
-			return; /* stale: its connection is gone */
+		if (!c) {
+			xlt_counter_add(&w->st.stale_wcs, 1); /* stale: its connection is gone */
+			return;
+		}
 	}
 	if (c->released || (c->ws == IB_W_CLOSED && c->no_session)) {
 		/* lingering (or about to): only the control messages in flight matter now, and the
@@ -1065,14 +1067,19 @@ static unsigned poll_cqs(struct ib_worker *w)
 
 	for (unsigned i = 0; i < w->n_cqs; i++) {
 		struct ib_cq *cq = w->cqs[i];
+		uint64_t destroyed = atomic_load_explicit(&cq->destroyed, memory_order_acquire);
 
 		for (unsigned r = 0; r < CQ_ROUNDS; r++) {
 			int n = ibv_poll_cq(cq->cq, CQ_BATCH, wc);
 
 			/* counted before the completions are handled: a DISCONNECTED read while handling
 			 * them (on_wc reads the ring) was not before this poll, so it waits for the next */
-			if (n < CQ_BATCH)
+			if (n < CQ_BATCH) {
 				cq->drains++;
+				/* the completions of the queue pairs destroyed before this poll are taken */
+				if (atomic_load_explicit(&cq->drained, memory_order_relaxed) != destroyed)
+					atomic_store_explicit(&cq->drained, destroyed, memory_order_release);
+			}
 			if (n > 0) {
 				total += (unsigned)n;
 				cq->polled += (unsigned)n;

@@ -151,6 +151,7 @@ struct ib_worker_stats {
 	uint64_t lent_late;	     /* lent holds whose writes did not complete in time: put after the
 				      * queue pair was destroyed (control thread) */
 	uint64_t copy_waits;	     /* copies that found no copy buffer (ib_copy_ops) and waited */
+	uint64_t stale_wcs;	     /* completions of connections handed back already (dropped) */
 };
 
 /* Where the connections of routes with a copy_size copy what they cannot send from where it lies

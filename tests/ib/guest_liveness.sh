@@ -1,6 +1,7 @@
 #!/bin/bash
 # In-VM half of tests/ib/test_ib_liveness.sh: connections that rdma_cm calls something else than they
-# are (tests/tools/ib_badpeer.c modes datafirst, rnr), beside an idle stock rsocket connection (rs_peer).
+# are (tests/tools/ib_badpeer.c modes datafirst, rnr) and connections that come and go (churn), beside
+# an idle stock rsocket connection (rs_peer).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
@@ -54,6 +55,20 @@ cs=$(echo "$out" | sed -n 's/.*reset after \([0-9]*\)\.\([0-9][0-9]\) s.*/\1\2/p
 check "[ $rc = 0 ] && [ -n \"$cs\" ] && [ $cs -le 200 ]" "(b) dropped within 2 s: $(echo "$out" | tr '\n' ' ')"
 check_m 'ibgw_ib_connections_closed_total{worker="0",reason="keepalive"}' "$((k0 + 1))" "(b) closed as keepalive"
 check_m ibgw_ib_connections_active 1 "(b) only the idle connection left"
+
+# ---- (c) connections that come and go, more of them than one completion queue is sized for (64).
+# A queue pair destroyed leaves its flushed receives' completions in the CQ (rxe keeps them): they are
+# dropped as stale, and its room in the CQ is promised again only once the worker emptied the CQ since
+# (else those completions and the next connections' could overrun it). The room does come back: one
+# CQ serves them all ----
+s0=$(m 'ibgw_ib_stale_completions_total{worker="0"}') c0=$(m ibgw_ib_completion_queues)
+out=$($TOOLS/ib_badpeer -p 7471 -t 30000 "$IB" churn 100 2>&1)
+rc=$?
+s1=$(m 'ibgw_ib_stale_completions_total{worker="0"}')
+check "[ $rc = 0 ] && [ $((s1 - s0)) -ge 100 ]" \
+	"(c) $(echo "$out" | tr '\n' ' '): $((s1 - s0)) stale completions of their destroyed queue pairs, dropped"
+check_m ibgw_ib_completion_queues "$c0" "(c) their CQ room came back: still $c0 completion queue(s)"
+check_m ibgw_ib_connections_active 1 "(c) only the idle connection left"
 
 # ---- still serving, and the idle connection was never dropped ----
 out=$($TOOLS/rs_peer -t 60 -p 7471 "$IB" echo 1M 2>&1)

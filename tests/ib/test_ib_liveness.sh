@@ -5,8 +5,11 @@
 # queue pair, moved to RTS on the accept): its data establishes the connection, which works past the
 # handshake deadline and is never counted half-open; (b) a peer that posts no receive (ib_badpeer rnr:
 # the gateway's messages wait in RNR for ever, its control slots all stuck, so no keepalive can go):
-# dropped as keepalive within 2 s. Then the gateway still serves, the idle connection ends in order,
-# ibgwd drains cleanly (ASan). In-VM half: tests/ib/guest_liveness.sh.
+# dropped as keepalive within 2 s; (c) 100 connections one after another (ib_badpeer churn), more than
+# a completion queue is sized for: their destroyed queue pairs' flushed receives come back as stale
+# completions, dropped, and the CQ's room is promised again once they are (one CQ serves them all).
+# Then the gateway still serves, the idle connection ends in order, ibgwd drains cleanly (ASan).
+# In-VM half: tests/ib/guest_liveness.sh.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
