@@ -300,8 +300,8 @@ static const struct conf_key conf_keys[] = {
 	{R(stall_timeout_ms), .key = "stall_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 86400 * 1000, .def = "2m",
 	 .doc = "a session whose bytes wait this long for a peer that takes none (TCP zero window, IB "
-		"credits withheld) is reset (0 = never; an IB peer that leaves copy buffers other "
-		"connections wait for untouched 5 s is reset then)"},
+		"credits withheld) is reset (0 = never; an IB peer that takes nothing for 5 s while its "
+		"connection holds copy buffers other connections wait for is reset then)"},
 	{R(half_closed_timeout_ms), .key = "half_closed_timeout", .type = T_DURATION, .unit_us = 1000, .min = 0,
 	 .max = 86400 * 1000, .def = "60s",
 	 .doc = "after one direction ended (FIN/SHUTDOWN passed on), how long the other may stay silent "

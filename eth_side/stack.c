@@ -348,9 +348,10 @@ int eth_stack_copy_buf(struct eth_stack *st, struct xlt_seg *seg)
 		uint32_t n = st->c.pool->size / (8 * st->c.n_workers);
 		st->copy_bufs_max = n ? n : 1;
 	}
-	if (atomic_load_explicit(&st->copy_bufs, memory_order_relaxed) >= st->copy_bufs_max ||
-	    eth_pool_scarce(st) || !(m = eth_pkt_alloc(st)))
+	if (atomic_load_explicit(&st->copy_bufs, memory_order_relaxed) >= st->copy_bufs_max)
 		return -ENOBUFS;
+	if (eth_pool_scarce(st) || !(m = eth_pkt_alloc(st)))
+		return -ENOMEM;
 	atomic_fetch_add_explicit(&st->copy_bufs, 1, memory_order_relaxed);
 	*copybuf_stack(m) = st;
 	*seg = (struct xlt_seg){

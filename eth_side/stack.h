@@ -67,9 +67,9 @@ void eth_stack_rx_extmem(struct eth_stack *st, bool on);
 /* Worker: a frame buffer of the instance's mempool for another side's copies (an IB connection's
  * copies of what it cannot send from where it lies): SEG gets its data room, writable, with
  * XLT_SEG_DEVMEM (and XLT_SEG_EXTMEM where eth_stack_rx_extmem said the pool is registered) and one
- * reference (hold, hops: put from any thread frees it). Returns 0, or -ENOBUFS while the instance's
- * buffers out reach its share of an eighth of the pool, the pool is down to a sixteenth (the RX
- * ring comes first), or empty. */
+ * reference (hold, hops: put from any thread frees it). Returns 0, -ENOBUFS while the instance's
+ * buffers out reach its share of an eighth of the pool, or -ENOMEM while the pool is down to a
+ * sixteenth (the RX ring comes first) or empty. */
 int eth_stack_copy_buf(struct eth_stack *st, struct xlt_seg *seg);
 
 /* Descriptors of struct eth_stack_stats for the stats endpoint. */

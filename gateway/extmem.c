@@ -220,11 +220,11 @@ static void bufmem_start(struct gw_daemon *d)
  * A route between IB and TCP copies little (small or out-of-order TCP segments, a PROXY header): into
  * frames of the port's pool, registered with every buffer set like the frames it lends, instead of
  * a copy area in each set (conf.h). Worker (ib_copy_ops.get). */
-static bool copybuf_get(void *warg, struct xlt_seg *seg)
+static int copybuf_get(void *warg, struct xlt_seg *seg)
 {
 	struct gw_worker *w = warg;
 
-	return w->eth && eth_stack_copy_buf(w->eth, seg) == 0;
+	return w->eth ? eth_stack_copy_buf(w->eth, seg) : -ENODEV;
 }
 
 static const struct ib_copy_ops copybuf_ops = {.get = copybuf_get};

@@ -292,6 +292,8 @@ struct ib_conn {
 	uint64_t lt_done;     /* tx.done when ib_lent_done last looked */
 	uint64_t lt_reported; /* ... and reported through on_sent */
 	uint32_t cb_bytes;    /* the sizes of the copy buffers held (at most copy_size and one buffer) */
+	uint64_t front_ns;    /* since then the peer has taken no byte of the send stream (a write
+			       * completed, or the stream was empty; extmem.c copy_reclaim) */
 	uint64_t lent_until;  /* released with writes from lent memory in flight: wait for them until then */
 	bool lent_flushing;   /* the queue pair was moved to the error state to flush them */
 	struct ib_lent lent[IB_LENT_MAX];

@@ -27,13 +27,16 @@
  *
  * Copy buffers are shared: the worker's share of the frame pool (ib_copy_ops), taken by its
  * connections as they copy. A connection whose peer takes nothing (credits withheld, no buffer
- * advertised) keeps its copy buffers until the session's stall limit, minutes; enough of them would
- * keep every buffer, and every other connection's copies (small TCP segments, PROXY headers) would
- * wait as long. So a copy that finds no buffer reclaims some (copy_reclaim): the connection whose
- * oldest copy buffer is oldest, if its peer has taken none of that buffer's bytes for
- * IB_COPY_HOLD_NS, is reset, and its buffers not yet posted go back at once. The age is a buffer's,
- * not a stall's: a peer that lets a few bytes through now and then to restart its stall clock
- * still ages its oldest buffer. A buffer keeps its birth time in its own last bytes. */
+ * advertised, writes never acknowledged) keeps its copy buffers until the session's stall limit,
+ * minutes; enough of them would keep every buffer, and every other connection's copies (small TCP
+ * segments, PROXY headers) would wait as long. So a copy refused for want of the share reclaims
+ * some (copy_reclaim): of the connections that hold copy buffers and whose peer has taken no byte
+ * of their send stream for IB_COPY_HOLD_NS (no write completed: front_ns), the one waiting longest
+ * is reset, and its buffers not yet posted go back at once. Progress is judged by completions, not
+ * by a buffer's age: a slow reader whose copies wait behind lent bytes, or that has taken most of a
+ * buffer, moves. A peer that takes a little every few seconds is slow, not stopped, and keeps its
+ * buffers (a limit of its own on the buffers each connection may hold under pressure would be the
+ * next step). */
 #include <string.h>
 #include <time.h>
 
@@ -41,13 +44,14 @@
 #include "proto.h"
 
 #define IB_LENT_WAIT_NS 2000000000ull
-/* A copy buffer's age past which its connection may be reset when another needs one: a peer that
- * took none of 2 KiB in that long is gone or hostile, while a pause of an application that reads
- * (a collector's flush, a page-in) is shorter. */
+/* How long a connection that holds copy buffers may go without its peer taking a byte before it may
+ * be reset when another needs one: a peer that took nothing in that long is gone or hostile, while
+ * a pause of an application that reads (a collector's flush, a page-in) is shorter. */
 #define IB_COPY_HOLD_NS 5000000000ull
-/* The least time between two reclaims on a worker (each frees a connection's buffers, about 16 KiB:
- * what waits for them takes them before the next). */
-#define IB_RECLAIM_GAP_NS 20000000ull
+/* The least time between two reclaims on a worker: a reset gives back its unposted buffers at once,
+ * its posted ones once their writes are flushed (after its abort's linger, if the peer takes no
+ * message): the next reset waits for them rather than cascading. */
+#define IB_RECLAIM_GAP_NS 200000000ull
 
 int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len)
 {
@@ -141,15 +145,6 @@ static uint32_t copy_room(const struct ib_lent *e)
 	return (uint32_t)(e->lpos & ~IB_LENT_COPY);
 }
 
-/* When copy buffer E was taken (the round's clock), from the buffer's last bytes, past its room. */
-static uint64_t copy_born(const struct ib_lent *e)
-{
-	uint64_t born;
-
-	memcpy(&born, e->addr + e->len + copy_room(e), sizeof(born));
-	return born;
-}
-
 /* Puts the hold of entry E (popped or dropped): a copy buffer's room goes back to the connection. */
 static void lent_put(struct ib_conn *c, struct ib_lent *e)
 {
@@ -170,46 +165,57 @@ static void lent_drop_unposted(struct ib_conn *c)
 	}
 }
 
-/* The oldest copy buffer C holds (its first in stream order) was taken then; 0: it holds none. */
-static uint64_t copy_oldest(struct ib_conn *c)
+/* C queues bytes: if its send stream was empty, its peer has taken all there was until now. */
+static void front_start(struct ib_conn *c)
 {
-	for (unsigned i = 0; i < c->lent_n; i++)
-		if (is_copy(lent_at(c, i)))
-			return copy_born(lent_at(c, i));
-	return 0;
+	if (c->tx.queued == c->tx.done)
+		c->front_ns = c->w->now;
 }
 
-/* A copy of ASKER's found no buffer: resets the connection of W whose oldest copy buffer is the
- * oldest, once that one is IB_COPY_HOLD_NS old (see the top of this file), and puts its buffers that
- * no write was posted from (it posts nothing more; the posted ones go as their writes complete or
- * are flushed, conn.c retire). ASKER is no candidate: its entries are being built. A walk of the
- * live list, at most once per IB_RECLAIM_GAP_NS, and not before the oldest buffer it found can be
- * old enough. */
-static void copy_reclaim(struct ib_worker *w, struct ib_conn *asker)
+/* How long C's peer has taken no byte of C's send stream while some waited (0: none waits). */
+static uint64_t front_wait(const struct ib_conn *c, uint64_t now)
+{
+	return c->tx.queued != c->tx.done && now > c->front_ns ? now - c->front_ns : 0;
+}
+
+/* A copy of ASKER's was refused for want of the worker's share: resets the connection of W that holds
+ * copy buffers and whose peer has taken nothing longest, once that is IB_COPY_HOLD_NS (see the top of
+ * this file), and puts its buffers that no write was posted from (it posts nothing more; the posted
+ * ones go as their writes complete or are flushed, conn.c retire). ASKER is no candidate: its
+ * entries are being built (but it keeps the next walk near when it would be one). A walk of the live
+ * list, at most once per IB_RECLAIM_GAP_NS, and not before the longest wait it found can be long
+ * enough. Returns true when buffers went back. */
+static bool copy_reclaim(struct ib_worker *w, struct ib_conn *asker)
 {
 	struct ib_conn *victim = NULL;
-	uint64_t oldest = UINT64_MAX, age;
+	uint64_t longest = 0, next = IB_COPY_HOLD_NS; /* (a candidate appears no sooner) */
+	uint32_t held;
 
 	if (w->now < w->reclaim_next)
-		return;
+		return false;
 	for (struct ib_conn *c = LIST_FIRST(&w->live); c; c = LIST_NEXT(c, live_link)) {
-		uint64_t born;
+		uint64_t waited, due_in;
 
-		if (c == asker || c->ws != IB_W_OPEN || !c->cb_bytes || !(born = copy_oldest(c)) || born >= oldest)
+		if (c->ws != IB_W_OPEN || !c->cb_bytes || !(waited = front_wait(c, w->now)))
 			continue;
-		oldest = born;
-		victim = c;
+		/* when a walk could find one due (the asker too: a candidate when another asks) */
+		due_in = waited < IB_COPY_HOLD_NS ? IB_COPY_HOLD_NS - waited : 0;
+		if (due_in < next)
+			next = due_in;
+		if (c != asker && waited > longest) {
+			longest = waited;
+			victim = c;
+		}
 	}
-	age = victim && w->now > oldest ? w->now - oldest : 0;
-	if (age < IB_COPY_HOLD_NS) {
-		w->reclaim_next = w->now + (victim && IB_COPY_HOLD_NS - age > IB_RECLAIM_GAP_NS
-		                                ? IB_COPY_HOLD_NS - age
-		                                : IB_RECLAIM_GAP_NS);
-		return;
+	if (longest < IB_COPY_HOLD_NS) {
+		w->reclaim_next = w->now + (next > IB_RECLAIM_GAP_NS ? next : IB_RECLAIM_GAP_NS);
+		return false;
 	}
 	w->reclaim_next = w->now + IB_RECLAIM_GAP_NS;
 	ib_conn_reset(victim, -ETIME, IB_CLOSE_RECLAIMED);
+	held = victim->cb_bytes;
 	lent_drop_unposted(victim);
+	return victim->cb_bytes < held;
 }
 
 /* Copies into copy buffers (a set without a send ring): onto the stream's last entry while it is a
@@ -227,23 +233,24 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 		if (!e || !is_copy(e) || !copy_room(e)) {
 			struct xlt_seg g;
 			uint32_t lkey;
+			int ret;
 
 			/* buffers are counted whole against copy_size: small copies between lent
 			 * segments, each in a buffer of its own, hold no more than that */
 			if (c->lent_n == IB_LENT_MAX || c->cb_bytes >= c->copy_size)
 				break;
-			if (!ops || !ops->get(c->w->arg, &g)) {
+			ret = ops ? ops->get(c->w->arg, &g) : -ENODEV;
+			if (ret == -ENOBUFS && copy_reclaim(c->w, c))
+				ret = ops->get(c->w->arg, &g); /* (the asker first: what it freed is there) */
+			if (ret) {
 				xlt_counter_add(&c->w->st.copy_waits, 1);
-				copy_reclaim(c->w, c);
 				break;
 			}
-			if (g.len <= sizeof(uint64_t) || !lkey_of(c->bufs, g.data, g.len, &lkey)) {
+			if (!g.len || !lkey_of(c->bufs, g.data, g.len, &lkey)) {
 				g.hops->put(g.hold); /* (not memory this set registered: cannot send from it) */
 				xlt_counter_add(&c->w->st.copy_waits, 1);
 				break;
 			}
-			g.len -= (uint32_t)sizeof(uint64_t); /* (the birth time's) */
-			memcpy((uint8_t *)g.data + g.len, &c->w->now, sizeof(uint64_t));
 			e = lent_at(c, c->lent_n++);
 			*e = (struct ib_lent){.tpos = c->tx.queued + done,
 			                      .lpos = IB_LENT_COPY | g.len,
@@ -266,6 +273,7 @@ uint32_t ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
 {
 	uint32_t ring = c->bufs->sbuf_size;
 
+	front_start(c);
 	if (ring) {
 		uint32_t off = (uint32_t)(ib_copy_queued(c) % ring), first = ring - off < n ? ring - off : n;
 
@@ -303,6 +311,7 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			g->hops->get(g->hold);
 			c->lent_n++;
 			c->lt_lent += k;
+			front_start(c);
 			ib_tx_queue(&c->tx, k);
 		} else {
 			/* copied: room for copies too, which a full ring (or no copy buffer) makes the
@@ -392,6 +401,8 @@ void ib_lent_done(struct ib_conn *c)
 	}
 	c->cp_done += to - from - lent; /* the rest were copies: their room is free */
 	c->lt_done = to;
+	if (to != from)
+		c->front_ns = c->w->now; /* the peer took bytes (copy_reclaim) */
 	while (c->lent_n) {
 		struct ib_lent *e = lent_at(c, 0);
 		if (e->tpos + e->len > c->tx.done)

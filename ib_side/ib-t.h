@@ -87,7 +87,7 @@ enum ib_close {
 			     * IB_KA_DEAD intervals: the peer is gone, or takes nothing */
 	IB_CLOSE_ACCESS,    /* the peer wrote outside what it was given (remote access error) */
 	IB_CLOSE_RECLAIMED, /* reset for its copy buffers, which the worker's other connections needed:
-			     * its peer had taken none of the oldest one's bytes for IB_COPY_HOLD_NS */
+			     * its peer had taken no byte for IB_COPY_HOLD_NS (extmem.c) */
 	IB_CLOSE_COUNT,
 };
 
@@ -160,9 +160,11 @@ struct ib_worker_stats {
 struct ib_copy_ops {
 	/* Worker; WARG is the worker's argument given to ib_ctl_create. Fills SEG with a writable buffer
 	 * (data; len: its size; hold and hops: one reference, which the engine puts from any thread
-	 * once no write of its reads the buffer) and returns true, or returns false when none can be
-	 * given now: the copy then takes nothing and the session tries again. */
-	bool (*get)(void *warg, struct xlt_seg *seg);
+	 * once no write of its reads the buffer) and returns 0, or returns -ENOBUFS when the worker's
+	 * share of buffers is taken (its connections hold them: the engine may take some back), or
+	 * another -errno when none can be given now for other reasons (the memory they come from is
+	 * short): the copy then takes nothing and the session tries again. */
+	int (*get)(void *warg, struct xlt_seg *seg);
 };
 
 /* Where buffer sets' memory comes from (ib_ctl_bufmem), the gateway's: by default each set maps

@@ -7,7 +7,8 @@
 # 16 KiB; enough of them hold the worker's whole share of the pool (an eighth of it). The checks:
 #   - below the share, nothing is reclaimed, however long the peers stall (no pressure, no reset);
 #   - past it, a stock rsocket client on the same route still gets its bytes, intact, within
-#     seconds (the hostile connection whose oldest copy buffer is oldest, 5 s at least, is reset),
+#     seconds (of the hostile connections, the one whose peer has taken nothing longest, 5 s at
+#     least, is reset),
 #     where the stall limit (2 minutes) would have kept it waiting;
 #   - the resets are counted (ib_connections_closed_total{reason="reclaimed"}, sessions ended
 #     credit_stall_timeout), ibgwd lives, and the pool comes back to rest once the peers are gone.

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Copy buffers held by IB peers that take nothing (hostile tenants withholding credits), in the
-# soft-RoCE VM: past the worker's share of the frame pool, the connection whose oldest copy buffer
-# is oldest is reset, so an honest client on the same route gets its bytes in seconds, not after the
-# stall limit; below the share nothing is reset. In-VM half: guest_reclaim.sh.
+# soft-RoCE VM: past the worker's share of the frame pool, the holder whose peer has taken nothing
+# longest (5 s at least) is reset, so an honest client on the same route gets its bytes in seconds,
+# not after the stall limit; below the share nothing is reset. In-VM half: guest_reclaim.sh.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."

@@ -420,13 +420,13 @@ static void test_dropped_chain(void **state)
 
 /* ---- a set without a send ring: copies go into copy buffers (ib_copy_ops) ---- */
 
-#define CB_SIZE 128u /* each copy buffer's bytes for copies */
-#define CB_SLOT (CB_SIZE + 8u) /* what the ops hand out: the buffer's last 8 bytes keep its birth time */
+#define CB_SIZE 128u /* each copy buffer's bytes */
 #define CB_CAP  300u /* the route's copy_size: copies in flight at most */
 #define CB_BASE 2048u /* copy buffers lie in the registered "frames", from here on */
 
 static unsigned cb_holds, cb_next;
-static bool cb_fail;
+static unsigned cb_share; /* buffers out at most: past it, -ENOBUFS (the worker's share) */
+static bool cb_fail;	  /* -ENOMEM: the pool is short */
 
 static void cb_get_ref(void *hold)
 {
@@ -443,16 +443,18 @@ static void cb_put(void *hold)
 
 static const struct xlt_hold_ops cb_hops = {.get = cb_get_ref, .put = cb_put};
 
-static bool cb_get(void *warg, struct xlt_seg *seg)
+static int cb_get(void *warg, struct xlt_seg *seg)
 {
 	(void)warg;
-	if (cb_fail || CB_BASE + (cb_next + 1) * CB_SLOT > sizeof(frames))
-		return false;
-	*seg = (struct xlt_seg){.data = frames + CB_BASE + cb_next * CB_SLOT, .len = CB_SLOT, .hold = frames,
+	if (cb_fail || CB_BASE + (cb_next + 1) * CB_SIZE > sizeof(frames))
+		return -ENOMEM;
+	if (cb_holds >= cb_share)
+		return -ENOBUFS;
+	*seg = (struct xlt_seg){.data = frames + CB_BASE + cb_next * CB_SIZE, .len = CB_SIZE, .hold = frames,
 	                        .hops = &cb_hops};
 	cb_next++;
 	cb_holds++;
-	return true;
+	return 0;
 }
 
 static const struct ib_copy_ops cb_ops = {.get = cb_get};
@@ -467,6 +469,7 @@ static struct ib_conn *mk_cb(void)
 	c->copy_size = CB_CAP;
 	w.copy_ops = &cb_ops;
 	cb_holds = cb_next = 0;
+	cb_share = UINT32_MAX;
 	cb_fail = false;
 	memset(frames, 0, sizeof(frames));
 	return c;
@@ -666,14 +669,16 @@ static void test_copy_buffers_counted_whole(void **state)
 	rm_tx(c);
 }
 
-/* The copy buffers of connections whose peers take nothing are taken back when another's copy finds
- * none: the connection whose oldest buffer is the oldest, once IB_COPY_HOLD_NS (5 s) old, is reset
- * (-ETIME, counted reclaimed), and its buffers no write was posted from go back at once, the posted
- * ones stay for their completions. Not the asker (however old its buffers), not a younger one, not
- * one closing already; no walk before the oldest can be old enough, nor within 20 ms of a reset. */
+/* The copy buffers of connections whose peers take nothing are taken back when another's copy is
+ * refused for want of the worker's share: of the connections holding copy buffers whose peer has
+ * taken no byte for IB_COPY_HOLD_NS (5 s; a completed write restarts the clock), the one waiting
+ * longest is reset (-ETIME, counted reclaimed), its buffers no write was posted from go back at
+ * once (the asker gets one of them), the posted ones stay for their completions. Not the asker,
+ * though it keeps the next walk near; none within IB_RECLAIM_GAP_NS (200 ms) of a reset; none
+ * when the pool itself is short (-ENOMEM: no connection's buffers would cure that). */
 static void test_copy_reclaim(void **state)
 {
-	struct ib_conn *v = mk_cb(), *a = mk_cb(), *b = mk_cb(); /* (each resets the fake pool) */
+	struct ib_conn *v = mk_cb(), *a = mk_cb(), *d = mk_cb(), *b = mk_cb(); /* (each resets the pool) */
 	uint8_t src[200] = {3};
 	struct ibv_sge sge[IB_LENT_SGE];
 	unsigned n_sge;
@@ -683,58 +688,68 @@ static void test_copy_reclaim(void **state)
 	LIST_INIT(&w.live);
 	LIST_INSERT_HEAD(&w.live, v, live_link);
 	LIST_INSERT_HEAD(&w.live, a, live_link);
+	LIST_INSERT_HEAD(&w.live, d, live_link);
 	LIST_INSERT_HEAD(&w.live, b, live_link);
 	w.copy_ops = &cb_ops;
-	w.now = 500 * MS; /* V's buffer: the oldest of all */
+	v->copy_size = WIN; /* (V, the asker, copies more than the others) */
+	w.now = 500 * MS; /* V's peer: nothing taken since 0.5 s */
 	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
 	w.now = 1000 * MS; /* A: two buffers, a write posted from the first */
 	assert_int_equal(ib_conn_ops.write(&a->s, src, 200), 200);
 	assert_int_equal(post(a, 50, sge, &n_sge, &n_lent), 50);
-	w.now = 3000 * MS; /* B: one */
+	w.now = 2000 * MS; /* ... which completes: A's peer took bytes at 2 s */
+	complete_to(a, 50);
+	w.now = 2200 * MS;
+	assert_int_equal(ib_conn_ops.write(&d->s, src, 10), 10);
+	w.now = 3000 * MS;
 	assert_int_equal(ib_conn_ops.write(&b->s, src, 10), 10);
-	assert_int_equal(cb_holds, 4);
-	cb_fail = true; /* the worker's share is taken */
+	assert_int_equal(cb_holds, 5);
+	cb_share = 5; /* the worker's share is taken */
 
-	/* A's oldest is 4.5 s old: kept; V asks again before A can be old enough: no walk */
-	w.now = 5500 * MS;
+	/* 6.5 s: A has waited 4.5 s, D 4.3 s: none due; the asker V (6 s) would be: next walk in 0.2 s */
+	w.now = 6500 * MS;
+	w.st.copy_waits = 0;
 	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), CB_SIZE - 10);
+	assert_int_equal(w.st.copy_waits, 1);
+	assert_int_equal(w.reclaim_next, 6700 * MS);
 	assert_int_equal(a->ws, IB_W_OPEN);
-	w.now = 5900 * MS;
+	assert_int_equal(v->ws, IB_W_OPEN);
+	w.now = 6600 * MS;
 	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
-	assert_int_equal(a->ws, IB_W_OPEN);
-	/* at 6.1 s A's is 5.1 s old: A is reset (V's are older, but V asks) */
-	w.now = 6100 * MS;
-	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
+	/* 7.1 s: A has waited 5.1 s: reset; its unposted buffer goes back, and the asker takes it */
+	w.now = 7100 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
 	assert_int_equal(a->ws, IB_W_CLOSING);
 	assert_int_equal(a->err, -ETIME);
 	assert_true(a->qp_dead);
 	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 1);
-	assert_int_equal(v->ws, IB_W_OPEN);
-	assert_int_equal(b->ws, IB_W_OPEN);
-	assert_int_equal(cb_holds, 3); /* A's unposted buffer went back; its posted one stays */
-	assert_int_equal(a->lent_n, 1);
-	assert_true(w.st.copy_waits >= 3);
-	/* B's is 3.1 s old (and A is closing): nothing, until B's is 5 s old */
-	w.now = 6110 * MS;
-	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
-	w.now = 7900 * MS;
-	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
-	assert_int_equal(b->ws, IB_W_OPEN);
-	w.now = 8100 * MS;
-	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 0);
-	assert_int_equal(b->ws, IB_W_CLOSING);
+	assert_int_equal(a->lent_n, 1); /* its posted buffer stays */
+	assert_int_equal(cb_holds, 5);
+	assert_int_equal(w.reclaim_next, 7300 * MS);
+	/* 7.25 s: D has waited 5.05 s, but the last reset was 150 ms ago */
+	w.now = 7250 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), CB_SIZE - 10);
+	assert_int_equal(d->ws, IB_W_OPEN);
+	w.now = 7350 * MS;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
+	assert_int_equal(d->ws, IB_W_CLOSING);
 	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 2);
-	assert_int_equal(cb_holds, 2); /* V's and A's posted one */
+	/* 9 s: B has waited 6 s, but the pool is short, not the share: no reset cures that */
+	w.now = 9000 * MS;
+	cb_fail = true;
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), CB_SIZE - 10);
+	assert_int_equal(b->ws, IB_W_OPEN);
+	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 2);
 	assert_int_equal(v->ws, IB_W_OPEN);
 
-	complete_to(a, 50); /* A's posted write completed: its buffer goes (the rest was never posted) */
-	assert_false(ib_lent_wait(a, w.now));
-	assert_int_equal(cb_holds, 1);
+	assert_false(ib_lent_wait(a, w.now)); /* A's posted write completed: the rest was never posted */
 	ib_lent_put_all(v);
+	ib_lent_put_all(b);
 	assert_int_equal(cb_holds, 0);
 	STAILQ_INIT(&w.work); /* (the ops and the resets listed them) */
 	rm_tx(v);
 	rm_tx(a);
+	rm_tx(d);
 	rm_tx(b);
 }
 
