@@ -292,6 +292,7 @@ struct ib_conn {
 	uint64_t lt_done;     /* tx.done when ib_lent_done last looked */
 	uint64_t lt_reported; /* ... and reported through on_sent */
 	uint32_t cb_bytes;    /* the sizes of the copy buffers held (at most copy_size and one buffer) */
+	uint16_t cb_n;	      /* ... and their count */
 	uint64_t front_ns;    /* since then the peer has taken no byte of the send stream (a write
 			       * completed, or the stream was empty; extmem.c copy_reclaim) */
 	uint64_t lent_until;  /* released with writes from lent memory in flight: wait for them until then */
@@ -338,6 +339,8 @@ struct ib_worker {
 	uint64_t now;
 	uint64_t ka_ns, ka_next;
 	uint64_t reclaim_next; /* no copy-buffer reclaim before then (extmem.c copy_reclaim) */
+	uint64_t copy_pressure_until; /* the share of copy buffers ran out lately: each connection is
+				       * held to a few until then (extmem.c copy_to_bufs) */
 	uint64_t hot_until; /* keep the worker polling until then: a completion is likely due */
 	bool wake;
 	struct ib_worker_stats st; /* read by control (translate/counter.h) */

@@ -34,9 +34,10 @@
  * of their send stream for IB_COPY_HOLD_NS (no write completed: front_ns), the one waiting longest
  * is reset, and its buffers not yet posted go back at once. Progress is judged by completions, not
  * by a buffer's age: a slow reader whose copies wait behind lent bytes, or that has taken most of a
- * buffer, moves. A peer that takes a little every few seconds is slow, not stopped, and keeps its
- * buffers (a limit of its own on the buffers each connection may hold under pressure would be the
- * next step). */
+ * buffer, moves. A peer that takes a little every few seconds is slow, not stopped: it is not
+ * reset, but while the share runs out (a refusal within IB_COPY_PRESSURE_NS) no connection takes
+ * more than IB_COPY_PRESSURE_BUFS buffers, so such peers give back what they held beyond that as
+ * their writes complete, and the buffers go round the connections that wait. */
 #include <string.h>
 #include <time.h>
 
@@ -52,6 +53,10 @@
  * its posted ones once their writes are flushed (after its abort's linger, if the peer takes no
  * message): the next reset waits for them rather than cascading. */
 #define IB_RECLAIM_GAP_NS 200000000ull
+/* Pressure: how long after the share last ran out each connection is held to IB_COPY_PRESSURE_BUFS
+ * (two: one being filled while the other's write is out) */
+#define IB_COPY_PRESSURE_NS   1000000000ull
+#define IB_COPY_PRESSURE_BUFS 2
 
 int ib_extmem_add(struct ib_extmem *x, void *addr, size_t len)
 {
@@ -148,8 +153,10 @@ static uint32_t copy_room(const struct ib_lent *e)
 /* Puts the hold of entry E (popped or dropped): a copy buffer's room goes back to the connection. */
 static void lent_put(struct ib_conn *c, struct ib_lent *e)
 {
-	if (is_copy(e))
+	if (is_copy(e)) {
 		c->cb_bytes -= e->len + copy_room(e);
+		c->cb_n--;
+	}
 	e->hops->put(e->hold);
 }
 
@@ -239,9 +246,17 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 			 * segments, each in a buffer of its own, hold no more than that */
 			if (c->lent_n == IB_LENT_MAX || c->cb_bytes >= c->copy_size)
 				break;
-			ret = ops ? ops->get(c->w->arg, &g) : -ENODEV;
-			if (ret == -ENOBUFS && copy_reclaim(c->w, c))
-				ret = ops->get(c->w->arg, &g); /* (the asker first: what it freed is there) */
+			if (c->cb_n >= IB_COPY_PRESSURE_BUFS && c->w->now < c->w->copy_pressure_until)
+				ret = -ENOBUFS; /* (its share under pressure is taken) */
+			else
+				ret = ops ? ops->get(c->w->arg, &g) : -ENODEV;
+			if (ret == -ENOBUFS && c->cb_n < IB_COPY_PRESSURE_BUFS) {
+				/* short of buffers: the others are held to a few for a while, and one
+				 * whose peer takes nothing gives its back (the asker first) */
+				c->w->copy_pressure_until = c->w->now + IB_COPY_PRESSURE_NS;
+				if (copy_reclaim(c->w, c))
+					ret = ops->get(c->w->arg, &g);
+			}
 			if (ret) {
 				xlt_counter_add(&c->w->st.copy_waits, 1);
 				break;
@@ -259,6 +274,7 @@ static uint32_t copy_to_bufs(struct ib_conn *c, const uint8_t *data, uint32_t n)
 			                      .hold = g.hold,
 			                      .hops = g.hops};
 			c->cb_bytes += g.len;
+			c->cb_n++;
 		}
 		k = n - done < copy_room(e) ? n - done : copy_room(e);
 		memcpy((uint8_t *)(uintptr_t)e->addr + e->len, data + done, k);

@@ -726,14 +726,20 @@ static void test_copy_reclaim(void **state)
 	assert_int_equal(a->lent_n, 1); /* its posted buffer stays */
 	assert_int_equal(cb_holds, 5);
 	assert_int_equal(w.reclaim_next, 7300 * MS);
+	/* V's writes complete (it holds none now), and the share shrinks to what is out */
+	assert_int_equal(post(v, 4096, sge, &n_sge, &n_lent), CB_SIZE + 10);
+	complete_to(v, CB_SIZE + 10);
+	assert_int_equal(cb_holds, 3);
+	cb_share = 3;
 	/* 7.25 s: D has waited 5.05 s, but the last reset was 150 ms ago */
 	w.now = 7250 * MS;
-	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), CB_SIZE - 10);
+	assert_int_equal(ib_conn_ops.write(&v->s, src, 200), 0);
 	assert_int_equal(d->ws, IB_W_OPEN);
 	w.now = 7350 * MS;
 	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
 	assert_int_equal(d->ws, IB_W_CLOSING);
 	assert_int_equal(w.st.closed[IB_CLOSE_RECLAIMED], 2);
+	assert_int_equal(cb_holds, 3);
 	/* 9 s: B has waited 6 s, but the pool is short, not the share: no reset cures that */
 	w.now = 9000 * MS;
 	cb_fail = true;
@@ -753,6 +759,58 @@ static void test_copy_reclaim(void **state)
 	rm_tx(b);
 }
 
+/* While the share runs out for a connection short of buffers (fewer than 2), every connection is held
+ * to 2 for a second: one that held many (a peer that takes a little now and then) gives back what it
+ * held beyond that as its writes complete, and the one that waited gets one. A refusal of a
+ * connection that holds 2 or more declares no pressure. */
+static void test_copy_pressure(void **state)
+{
+	struct ib_conn *x = mk_cb(), *y = mk_cb();
+	uint8_t src[4 * CB_SIZE] = {5};
+	struct ibv_sge sge[IB_LENT_SGE];
+	unsigned n_sge;
+	uint32_t n_lent;
+
+	(void)state;
+	LIST_INIT(&w.live);
+	LIST_INSERT_HEAD(&w.live, x, live_link);
+	LIST_INSERT_HEAD(&w.live, y, live_link);
+	w.copy_ops = &cb_ops;
+	x->copy_size = WIN;
+	cb_share = 4;
+	w.now = 1000 * MS; /* X takes the whole share */
+	assert_int_equal(ib_conn_ops.write(&x->s, src, 4 * CB_SIZE), 4 * CB_SIZE);
+	assert_int_equal(x->cb_n, 4);
+	w.now = 1100 * MS; /* Y, holding none, is refused: pressure for a second (X is no victim: it moves) */
+	assert_int_equal(ib_conn_ops.write(&y->s, src, 10), 0);
+	assert_int_equal(w.copy_pressure_until, 2100 * MS);
+	assert_int_equal(x->ws, IB_W_OPEN);
+	/* X's writes complete; it copies again but takes 2 buffers only */
+	assert_int_equal(post(x, 4096, sge, &n_sge, &n_lent), 4 * CB_SIZE);
+	complete_to(x, 4 * CB_SIZE);
+	assert_int_equal(cb_holds, 0);
+	w.now = 1200 * MS;
+	assert_int_equal(ib_conn_ops.write(&x->s, src, 4 * CB_SIZE), 2 * CB_SIZE);
+	assert_int_equal(x->cb_n, 2);
+	assert_int_equal(w.copy_pressure_until, 2100 * MS); /* (X's own wait declares none) */
+	assert_int_equal(ib_conn_ops.write(&y->s, src, 10), 10); /* Y gets one */
+	assert_int_equal(cb_holds, 3);
+	/* the pressure over, X takes what the share has */
+	w.now = 2200 * MS;
+	assert_int_equal(ib_conn_ops.write(&x->s, src, 2 * CB_SIZE), CB_SIZE);
+	assert_int_equal(x->cb_n, 3);
+	assert_int_equal(cb_holds, 4);
+	assert_int_equal(w.copy_pressure_until, 2100 * MS); /* (refused holding 3: no pressure) */
+
+	ib_lent_put_all(x);
+	ib_lent_put_all(y);
+	assert_int_equal(cb_holds, 0);
+	assert_int_equal(x->cb_n + y->cb_n, 0);
+	STAILQ_INIT(&w.work);
+	rm_tx(x);
+	rm_tx(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -768,6 +826,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_copy_buffers_wait_and_release, setup),
 	    cmocka_unit_test_setup(test_copy_buffers_counted_whole, setup),
 	    cmocka_unit_test_setup(test_copy_reclaim, setup),
+	    cmocka_unit_test_setup(test_copy_pressure, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
