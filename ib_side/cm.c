@@ -592,7 +592,9 @@ static void our_params(const struct ib_conn *c, uint8_t *buf)
 
 /* The peer's private data: where our adverts go, its first buffer half, byte order. Credits go to
  * the worker through c->peer (active) or straight into the send state (passive, not yet handed
- * over). */
+ * over); the first buffer half too, which the worker puts in our target_sgl when it opens C (an
+ * active C is the worker's already: its checks of the adverts the peer may write there early must
+ * not race a write of ours). */
 static void apply_params(struct ib_conn *c, const struct ib_rs_params *p)
 {
 	bool we_net = __BYTE_ORDER == __BIG_ENDIAN;
@@ -600,7 +602,6 @@ static void apply_params(struct ib_conn *c, const struct ib_rs_params *p)
 	c->peer = *p;
 	c->remote_sgl = p->target_sgl;
 	c->swap_sgl = we_net != !!(p->flags & IB_RS_FLAG_NET);
-	c->bufs->tsgl[0] = p->data_buf;
 }
 
 static void conn_destroy(struct ib_ctl *ctl, struct ib_conn *c)

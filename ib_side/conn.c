@@ -702,13 +702,21 @@ static struct ib_conn *lookup(struct ib_worker *w, uint32_t slot, uint32_t gen)
 	return c;
 }
 
+/* C opens: the peer's first buffer half (its private data, c->peer) becomes our target_sgl's entry
+ * 0, where our first data goes; the peer writes its later adverts into entry 1, then 0, ... */
+static void open_common(struct ib_worker *w, struct ib_conn *c)
+{
+	c->ws = IB_W_OPEN;
+	c->s.state = XLT_STREAM_OPEN;
+	c->last_tx_ns = w->now;
+	c->bufs->tsgl[0] = c->peer.data_buf;
+}
+
 static void open_passive(struct ib_worker *w, struct ib_conn *c)
 {
 	int ret;
 
-	c->ws = IB_W_OPEN;
-	c->s.state = XLT_STREAM_OPEN;
-	c->last_tx_ns = w->now;
+	open_common(w, c);
 	work(c); /* the first advert goes out at the end of the round */
 	/* the control thread set tx.edge from the private data before the hand-over */
 	if (ib_tx_peer(&c->tx, c->peer.credits, c->peer.data_buf.length, c->tx.edge)) {
@@ -733,9 +741,7 @@ static void open_passive(struct ib_worker *w, struct ib_conn *c)
 
 static void open_active(struct ib_worker *w, struct ib_conn *c)
 {
-	c->ws = IB_W_OPEN;
-	c->s.state = XLT_STREAM_OPEN;
-	c->last_tx_ns = w->now;
+	open_common(w, c);
 	if (c->qp_dead) {
 		/* flushed while connecting, yet established: nothing can be posted on it */
 		closing(c, -ECONNRESET, IB_CLOSE_ERROR);
