@@ -443,20 +443,32 @@ static uint32_t cq_conns(const struct ib_dev *dev, uint32_t need)
 	return size / need ? (uint32_t)(size / need) : 1;
 }
 
-/* CQ's room of destroyed queue pairs goes back once its worker emptied it since (struct ib_cq). */
+/* CQ's room of destroyed queue pairs goes back once its worker emptied it since (struct ib_cq): the
+ * room of those before the mark once the worker reached it, then the later ones get the next mark
+ * (so a steady churn holds back one poll's worth, not all of it). */
 static void cq_settle(struct ib_cq *cq)
 {
-	if (cq->returning && atomic_load_explicit(&cq->drained, memory_order_acquire) ==
-	                         atomic_load_explicit(&cq->destroyed, memory_order_relaxed)) {
-		cq->reserved -= cq->returning;
-		cq->returning = 0;
+	uint64_t drained = atomic_load_explicit(&cq->drained, memory_order_acquire);
+
+	if (cq->ret_old && drained >= cq->ret_mark) {
+		cq->reserved -= cq->ret_old;
+		cq->ret_old = 0;
+	}
+	if (!cq->ret_old && cq->ret_new) {
+		cq->ret_old = cq->ret_new;
+		cq->ret_new = 0;
+		cq->ret_mark = atomic_load_explicit(&cq->destroyed, memory_order_relaxed);
+		if (drained >= cq->ret_mark) {
+			cq->reserved -= cq->ret_old;
+			cq->ret_old = 0;
+		}
 	}
 }
 
 /* C's queue pair is destroyed (or never existed): its room returns once the worker drained the CQ. */
 static void cq_release(struct ib_conn *c)
 {
-	c->cq->returning += cq_need(c);
+	c->cq->ret_new += cq_need(c);
 	atomic_fetch_add_explicit(&c->cq->destroyed, 1, memory_order_release);
 }
 
@@ -503,6 +515,11 @@ static struct ib_cq *cq_reserve(struct ib_ctl *ctl, struct ib_dev *dev, struct i
 	cq->reserved = need;
 	SLIST_INSERT_HEAD(&dev->cqs[w->id], cq, link);
 	ctl->st.cqs++;
+	/* the worker polls it from its next round on, whether any connection on it ever reaches the
+	 * worker or not (the flushed completions of one that failed before must be taken too) */
+	n = atomic_load_explicit(&w->cqs_pub, memory_order_relaxed);
+	w->cqs[n] = cq;
+	atomic_store_explicit(&w->cqs_pub, n + 1, memory_order_release);
 	return cq;
 }
 
@@ -1550,7 +1567,7 @@ const struct xlt_metric_desc ib_worker_metrics[] = {
 	C(lent_late, "ib_lent_holds_late_total",
 	  "lent frames whose writes did not complete within 2 s of a reset: given back only after the queue pair was destroyed"),
 	C(copy_waits, "ib_copy_waits_total",
-	  "tries of copies to IB peers that found no frame of the port's pool to copy into (the worker's share of an eighth of the pool taken, or the pool down to a sixteenth) and waited"),
+	  "tries of copies to IB peers that found no frame of the port's pool to copy into (the worker's share of an eighth of the pool taken, the pool down to a sixteenth, or the connection held to 2 while others are short) and waited"),
 	C(stale_wcs, "ib_stale_completions_total",
 	  "completions of connections already handed back for destruction (their queue pairs' flushed work requests), dropped"),
 };

@@ -101,7 +101,6 @@ struct ib_msg {
 
 struct ib_dev;
 
-/* A completion queue shared by the connections of one worker on one device. */
 /* A worker's completion queue, shared by many of its connections. Its room is promised to each queue
  * pair's work requests (cq_need). A queue pair destroyed leaves its flushed work requests' completions
  * in the CQ (providers such as rxe do not take them out; the worker drops them as stale), so its room
@@ -113,8 +112,11 @@ struct ib_cq {
 	struct ibv_comp_channel *ch; /* its completion events (non-blocking), or NULL: polled only */
 	uint32_t size;
 	/* control */
-	uint32_t reserved;  /* entries promised to queue pairs on it, destroyed ones' until returned */
-	uint32_t returning; /* of reserved: destroyed queue pairs' entries, returned once drained */
+	uint32_t reserved; /* entries promised to queue pairs on it, destroyed ones' until returned */
+	/* of reserved, destroyed queue pairs' entries: those counted in `destroyed` up to ret_mark
+	 * (returned once `drained` reaches it), and later ones (waiting for the next mark) */
+	uint32_t ret_old, ret_new;
+	uint64_t ret_mark;
 	_Atomic uint64_t destroyed; /* queue pairs on it destroyed so far */
 	SLIST_ENTRY(ib_cq) link; /* on dev->cqs[worker] */
 	/* its worker */
@@ -328,8 +330,9 @@ struct ib_worker {
 	/* worker */
 	alignas(64) struct ib_slot *slots;
 	uint32_t n_slots;
-	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created) */
-	unsigned n_cqs, max_cqs;
+	struct ib_cq **cqs; /* the CQs of this worker's connections (cq and ch are fixed once created):
+			     * the control thread adds them (cqs_pub), the worker polls them from then on */
+	unsigned n_cqs, max_cqs; /* (n_cqs: those the worker adopted) */
 	bool evented;	    /* every CQ has a channel: an armed worker wakes on any completion */
 	SLIST_HEAD(, ib_conn) stash;   /* spares taken but not used */
 	SLIST_HEAD(, ib_conn) backlog; /* RELEASEs the ring had no room for */
@@ -353,7 +356,8 @@ struct ib_worker {
 	struct ibv_sge lent_sge[IB_CHAIN_MAX][IB_LENT_SGE]; /* data writes with lent segments */
 
 	/* control */
-	alignas(64) uint32_t *ct_gen;
+	alignas(64) _Atomic uint32_t cqs_pub; /* CQs in cqs[] (release: the worker adopts them in order) */
+	uint32_t *ct_gen;
 	uint32_t *ct_free;
 	uint32_t ct_nfree;
 	uint32_t ct_conns;

@@ -665,17 +665,14 @@ void ib_conn_proto_init(struct ib_conn *c)
 
 /* ---- the worker ---- */
 
-static void add_cq(struct ib_worker *w, struct ib_cq *cq)
+/* The CQs the control thread created since the last round (ib_worker.cqs_pub). */
+static void adopt_cqs(struct ib_worker *w)
 {
-	for (unsigned i = 0; i < w->n_cqs; i++)
-		if (w->cqs[i] == cq)
-			return;
-	/* the control thread creates at most max_cqs CQs for a worker (internal consistency) */
-	if (w->n_cqs < w->max_cqs) {
-		w->cqs[w->n_cqs++] = cq;
-		if (!cq->ch)
+	unsigned n = atomic_load_explicit(&w->cqs_pub, memory_order_acquire);
+
+	while (w->n_cqs < n)
+		if (!w->cqs[w->n_cqs++]->ch)
 			w->evented = false;
-	}
 }
 
 static void live_add(struct ib_worker *w, struct ib_conn *c)
@@ -776,7 +773,6 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 		w->slots[c->slot] = (struct ib_slot){.conn = c, .gen = c->gen & IB_WR_GEN_MASK};
 		c->ws = IB_W_ACCEPTING;
 		c->no_session = true;
-		add_cq(w, c->cq);
 		live_add(w, c);
 		return;
 	}
@@ -789,15 +785,10 @@ static void on_msg(struct ib_worker *w, const struct ib_msg *m)
 			open_passive(w, c);
 		break;
 	case IB_MSG_CONNECTED:
-		add_cq(w, c->cq);
 		if (c->ws == IB_W_CONNECTING)
 			open_active(w, c);
 		break;
 	case IB_MSG_FAILED:
-		/* poll its CQ from now on even if it never connected: a CQ nobody polls would keep the
-		 * flushed completions of failed opens and overrun once its room is promised again */
-		if (c->cq)
-			add_cq(w, c->cq);
 		c->qp_dead = true;
 		closing(c, m->err, c->ws == IB_W_OPEN ? IB_CLOSE_ERROR : IB_CTRL_STUB);
 		break;
@@ -1080,7 +1071,7 @@ static unsigned poll_cqs(struct ib_worker *w)
 
 			/* counted before the completions are handled: a DISCONNECTED read while handling
 			 * them (on_wc reads the ring) was not before this poll, so it waits for the next */
-			if (n < CQ_BATCH) {
+			if (n >= 0 && n < CQ_BATCH) {
 				cq->drains++;
 				/* the completions of the queue pairs destroyed before this poll are taken */
 				if (atomic_load_explicit(&cq->drained, memory_order_relaxed) != destroyed)
@@ -1242,6 +1233,7 @@ unsigned ib_worker_poll(struct ib_worker *w, uint64_t now_ns, uint64_t hot_ns)
 	unsigned n, done;
 
 	w->now = now_ns;
+	adopt_cqs(w);
 	n = drain_in(w);
 	while (!SLIST_EMPTY(&w->backlog)) {
 		struct ib_conn *c = SLIST_FIRST(&w->backlog);

@@ -29,8 +29,9 @@
  * connections as they copy. A connection whose peer takes nothing (credits withheld, no buffer
  * advertised, writes never acknowledged) keeps its copy buffers until the session's stall limit,
  * minutes; enough of them would keep every buffer, and every other connection's copies (small TCP
- * segments, PROXY headers) would wait as long. So a copy refused for want of the share reclaims
- * some (copy_reclaim): of the connections that hold copy buffers and whose peer has taken no byte
+ * segments, PROXY headers) would wait as long. So a copy refused for want of the share, of a
+ * connection short of buffers (fewer than IB_COPY_PRESSURE_BUFS), reclaims some (copy_reclaim): of
+ * the connections that hold copy buffers and whose peer has taken no byte
  * of their send stream for IB_COPY_HOLD_NS (no write completed: front_ns), the one waiting longest
  * is reset, and its buffers not yet posted go back at once. Progress is judged by completions, not
  * by a buffer's age: a slow reader whose copies wait behind lent bytes, or that has taken most of a
@@ -172,11 +173,13 @@ static void lent_drop_unposted(struct ib_conn *c)
 	}
 }
 
-/* C queues bytes: if its send stream was empty, its peer has taken all there was until now. */
-static void front_start(struct ib_conn *c)
+/* C queues N bytes to send; if its send stream was empty, its peer had taken all there was until
+ * now (copy_reclaim). */
+static void tx_queue(struct ib_conn *c, uint32_t n)
 {
 	if (c->tx.queued == c->tx.done)
 		c->front_ns = c->w->now;
+	ib_tx_queue(&c->tx, n);
 }
 
 /* How long C's peer has taken no byte of C's send stream while some waited (0: none waits). */
@@ -203,13 +206,14 @@ static bool copy_reclaim(struct ib_worker *w, struct ib_conn *asker)
 	for (struct ib_conn *c = LIST_FIRST(&w->live); c; c = LIST_NEXT(c, live_link)) {
 		uint64_t waited, due_in;
 
-		if (c->ws != IB_W_OPEN || !c->cb_bytes || !(waited = front_wait(c, w->now)))
+		if (c->ws != IB_W_OPEN || !(waited = front_wait(c, w->now)))
 			continue;
-		/* when a walk could find one due (the asker too: a candidate when another asks) */
+		/* when a walk could find one due: the asker too (a candidate when another asks), and
+		 * one waiting with lent bytes only (it may copy before then) */
 		due_in = waited < IB_COPY_HOLD_NS ? IB_COPY_HOLD_NS - waited : 0;
 		if (due_in < next)
 			next = due_in;
-		if (c != asker && waited > longest) {
+		if (c != asker && c->cb_bytes && waited > longest) {
 			longest = waited;
 			victim = c;
 		}
@@ -289,7 +293,6 @@ uint32_t ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
 {
 	uint32_t ring = c->bufs->sbuf_size;
 
-	front_start(c);
 	if (ring) {
 		uint32_t off = (uint32_t)(ib_copy_queued(c) % ring), first = ring - off < n ? ring - off : n;
 
@@ -298,7 +301,7 @@ uint32_t ib_copy_in(struct ib_conn *c, const uint8_t *data, uint32_t n)
 	} else {
 		n = copy_to_bufs(c, data, n);
 	}
-	ib_tx_queue(&c->tx, n);
+	tx_queue(c, n);
 	xlt_counter_add(&c->w->st.copied_tx, n);
 	return n;
 }
@@ -327,8 +330,7 @@ size_t ib_lent_take(struct ib_conn *c, const struct xlt_seg *segs, unsigned n)
 			g->hops->get(g->hold);
 			c->lent_n++;
 			c->lt_lent += k;
-			front_start(c);
-			ib_tx_queue(&c->tx, k);
+			tx_queue(c, k);
 		} else {
 			/* copied: room for copies too, which a full ring (or no copy buffer) makes the
 			 * source wait for */

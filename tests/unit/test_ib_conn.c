@@ -177,7 +177,10 @@ static struct ib_conn *vanished(struct ib_cq *cq, uint32_t cq_size)
 	cq->size = cq_size;
 	w.cqs = cq_table;
 	w.max_cqs = 4;
-	w.cqs[w.n_cqs++] = &busy_cq; /* the flood's connection came first */
+	/* published as the control thread creates them: the flood's first, then C's (if another) */
+	w.cqs[0] = &busy_cq;
+	w.cqs[1] = cq;
+	atomic_store_explicit(&w.cqs_pub, cq == &busy_cq ? 1u : 2u, memory_order_release);
 	c->slot = 1;
 	c->gen = 1;
 	c->w = &w;
