@@ -669,6 +669,15 @@ static void test_copy_buffers_counted_whole(void **state)
 	rm_tx(c);
 }
 
+/* CS[N] are the worker's live connections (what copy_reclaim walks), copying into the fake pool. */
+static void live_on_worker(struct ib_conn *const *cs, unsigned n)
+{
+	LIST_INIT(&w.live);
+	for (unsigned i = 0; i < n; i++)
+		LIST_INSERT_HEAD(&w.live, cs[i], live_link);
+	w.copy_ops = &cb_ops;
+}
+
 /* The copy buffers of connections whose peers take nothing are taken back when another's copy is
  * refused for want of the worker's share: of the connections holding copy buffers whose peer has
  * taken no byte for IB_COPY_HOLD_NS (5 s; a completed write restarts the clock), the one waiting
@@ -685,12 +694,7 @@ static void test_copy_reclaim(void **state)
 	uint32_t n_lent;
 
 	(void)state;
-	LIST_INIT(&w.live);
-	LIST_INSERT_HEAD(&w.live, v, live_link);
-	LIST_INSERT_HEAD(&w.live, a, live_link);
-	LIST_INSERT_HEAD(&w.live, d, live_link);
-	LIST_INSERT_HEAD(&w.live, b, live_link);
-	w.copy_ops = &cb_ops;
+	live_on_worker((struct ib_conn *[]){v, a, d, b}, 4);
 	v->copy_size = WIN; /* (V, the asker, copies more than the others) */
 	w.now = 500 * MS; /* V's peer: nothing taken since 0.5 s */
 	assert_int_equal(ib_conn_ops.write(&v->s, src, 10), 10);
@@ -772,10 +776,7 @@ static void test_copy_pressure(void **state)
 	uint32_t n_lent;
 
 	(void)state;
-	LIST_INIT(&w.live);
-	LIST_INSERT_HEAD(&w.live, x, live_link);
-	LIST_INSERT_HEAD(&w.live, y, live_link);
-	w.copy_ops = &cb_ops;
+	live_on_worker((struct ib_conn *[]){x, y}, 2);
 	x->copy_size = WIN;
 	cb_share = 4;
 	w.now = 1000 * MS; /* X takes the whole share */
