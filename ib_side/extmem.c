@@ -31,9 +31,9 @@
  * minutes; enough of them would keep every buffer, and every other connection's copies (small TCP
  * segments, PROXY headers) would wait as long. So a copy refused for want of the share, of a
  * connection short of buffers (fewer than IB_COPY_PRESSURE_BUFS), reclaims some (copy_reclaim): of
- * the connections that hold copy buffers and whose peer has taken no byte
- * of their send stream for IB_COPY_HOLD_NS (no write completed: front_ns), the one waiting longest
- * is reset, and its buffers not yet posted go back at once. Progress is judged by completions, not
+ * the connections that hold copy buffers and whose peer has taken no byte of their send stream for
+ * IB_COPY_HOLD_NS (no write completed: front_ns), the one waiting longest is reset, and its buffers
+ * not yet posted go back at once. Progress is judged by completions, not
  * by a buffer's age: a slow reader whose copies wait behind lent bytes, or that has taken most of a
  * buffer, moves. A peer that takes a little every few seconds is slow, not stopped: it is not
  * reset, but while the share runs out (a refusal within IB_COPY_PRESSURE_NS) no connection takes

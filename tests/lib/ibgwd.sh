@@ -48,7 +48,8 @@ gw_start() {
 gw_wait_ready() {
 	local port=$1 limit=${2:-30} i
 	for ((i = 0; i < limit * 10; i++)); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)" = 200 ] && return 0
+		# (-m: an ibgwd whose control thread hangs must fail the test, not hang it with no word)
+		[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)" = 200 ] && return 0
 		kill -0 "$GW_PID" 2>/dev/null || fail "ibgwd exited during start-up"
 		sleep 0.1
 	done
@@ -58,7 +59,7 @@ gw_wait_ready() {
 gw_wait_serving() {
 	local port=$1 limit=${2:-30} i got code
 	for ((i = 0; i < limit * 10; i++)); do
-		got=$(curl -s -w '\n%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)
+		got=$(curl -s -m 10 -w '\n%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)
 		code=${got##*$'\n'}
 		[ "$code" = 200 ] && echo 200 && return 0
 		[ "$code" = 503 ] && [ "${got%%$'\n'*}" = degraded ] && echo 503 && return 0
@@ -69,7 +70,7 @@ gw_wait_serving() {
 }
 
 gw_metric() {
-	curl -s "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'
+	curl -s -m 20 "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'
 }
 
 gw_stop() {

@@ -21,6 +21,9 @@ fail() {
 	off
 }
 v() { [ "$VM_VERBOSE" = 1 ] && echo "vm-guest: $(cut -d' ' -f1 /proc/uptime)s $*" >&2; return 0; }
+# How far the guest got, in the control share: a VM that times out says where it was (tests/vm/run
+# keeps it with the log), even if the command printed nothing.
+stage() { echo "$(cut -d' ' -f1 /proc/uptime)s $*" >>"$CTL/stages"; v "$*"; }
 
 # The command's stdout/stderr go to the virtio serial ports named "out" and "err" (a serial port, or
 # a virtio console with its 16-byte tty writes, moves only ~100 KB/s under TCG); the kernel console
@@ -44,7 +47,7 @@ if [ -c "$out" ] && [ -c "$err" ]; then
 else
 	echo "vm-guest: no virtio serial ports, command output goes to the kernel console" >&2
 fi
-v "booted"
+stage "booted"
 
 i=0
 while [ "$i" -lt "$VM_NSHARES" ]; do
@@ -155,7 +158,7 @@ if [ -n "${VM_DPDK_PMDS:-}" ]; then
 	done
 	ln -s "$@" /run/vm-pmds/ && mount --bind /run/vm-pmds "$pmddir" || fail "VM_DPDK_PMDS"
 fi
-v "topology $VM_TOPO ready"
+stage "topology $VM_TOPO ready; the command starts"
 
 export IB_ADDR_A IB_ADDR_B IB_DEV_A IB_DEV_B IB_NETDEV_A IB_NETDEV_B VM_TOPO
 export IBGW_VM=1 PYTHONUNBUFFERED=1 HOME=/root TMPDIR=/tmp LANG=C.UTF-8 SHELL=/bin/sh USER=root LOGNAME=root
@@ -175,7 +178,7 @@ else
 	fi
 	rc=$?
 fi
-v "command exited $rc"
+stage "command exited $rc"
 dmesg >"$CTL/dmesg" 2>/dev/null
 echo "$rc" >"$CTL/status"
 off
