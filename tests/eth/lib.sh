@@ -218,8 +218,9 @@ eth_cleanup() {
 #                             at most, default 60) and prints the sha256 of what came back; from
 #                             another host when ETH_FROM names a function that runs a command there
 #                             (as eth_ns does)
-#   eth_xfer DST PORT S WHAT  eth_sha, compared with $want: fails "WHAT: came back different" (with
-#                             eth_stuck_state as it was 3 s before the limit), else
+#   eth_xfer DST PORT S WHAT  as eth_sha, compared with $want: fails "WHAT: came back different" (with
+#                             how nc ended, how much came back and where it differs, and
+#                             eth_stuck_state as it was 3 s before the limit and at the end), else
 #                             ok "WHAT, sha256 equal (its seconds)"
 #   eth_stuck_state           the namespace's TCP sockets (ss) and ibgwd's non-zero TCP, session,
 #                             route and port counters
@@ -240,7 +241,7 @@ eth_m0() { gw_metric "$ETH_STATS" "ibgw_$1{worker=\"0\"}"; }
 eth_sha() { "${ETH_FROM:-eth_ns}" timeout "${3:-60}" nc -N "$1" "$2" <"${4:-$tmp/in}" | sha256sum | cut -d' ' -f1; }
 
 eth_xfer() {
-	local t0 got w
+	local t0 got w rc
 	t0=$(date +%s.%N)
 	rm -f "$tmp/xfer-stuck" # (an earlier transfer's)
 	# a transfer still running 3 s before its limit is stuck: what both ends' TCP show then (the
@@ -252,13 +253,21 @@ eth_xfer() {
 		wait "$s" && eth_stuck_state >"$tmp/xfer-stuck" 2>&1
 	) >/dev/null 2>&1 &
 	w=$!
-	got=$(eth_sha "$1" "$2" "$3")
+	"${ETH_FROM:-eth_ns}" timeout "$3" nc -N "$1" "$2" <"$tmp/in" >"$tmp/xfer-out" 2>"$tmp/xfer-err"
+	rc=$?
+	got=$(sha256sum <"$tmp/xfer-out" | cut -d' ' -f1)
 	kill "$w" 2>/dev/null
 	wait "$w" 2>/dev/null
 	if [ "$got" != "$want" ]; then
+		# what came back (how much, where it first differs) and how nc ended tell a cut stream from
+		# altered bytes
+		echo "diag: nc exit $rc, $(stat -c %s "$tmp/xfer-out") of $(stat -c %s "$tmp/in") bytes back;" \
+			"$(cmp "$tmp/in" "$tmp/xfer-out" 2>&1 | head -1); nc said: $(head -c 300 "$tmp/xfer-err" | tr '\n' ' ')"
 		[ -s "$tmp/xfer-stuck" ] && sed 's/^/diag: /' "$tmp/xfer-stuck"
+		echo "diag: now: $(eth_stuck_state | tr '\n' ' ')"
 		fail "$4: came back different"
 	fi
+	rm -f "$tmp/xfer-out"
 	ok "$4, sha256 equal ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
 }
 

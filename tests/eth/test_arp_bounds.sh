@@ -12,6 +12,7 @@
 # Fails before the fix: no arp_queue_drops_total (and ~1200 buffers held), and the off-link SYN went
 # to the spoofed MAC.
 # timeout: 150
+# concurrent: mostly waits (a bounded ARP flood, entry timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

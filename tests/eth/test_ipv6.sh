@@ -10,6 +10,7 @@
 # be, ping still answered, ibgwd alive and a clean shutdown (ASan build). Addresses from 2001:db8::/32
 # (documentation) only.
 # timeout: 150
+# concurrent: mostly waits (neighbour discovery, ping), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -8,6 +8,7 @@
 # 6000-byte TCP segment for a kernel socket is segmented into the TAP and arrives whole, over IPv4
 # (net_tap's TSO) and over IPv6 (ibgwd's own segmentation); one with a wrong checksum is not passed.
 # timeout: 120
+# concurrent: mostly waits (small transfers at MTU 9000, neighbour resolution), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

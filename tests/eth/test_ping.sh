@@ -2,6 +2,7 @@
 # A DPDK ibgwd (af_packet on a veth) answers ARP and ping from a kernel peer in a namespace, sends a
 # gratuitous ARP at start, and counts what it saw. The issue-3 smoke test builds on this.
 # timeout: 120
+# concurrent: mostly waits (pings), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -19,6 +19,7 @@
 #    the access log showing the IPv6 client.
 # Before the feature: the config keys did not exist, ibgwd refused the file (this test failed).
 # timeout: 240
+# concurrent: mostly waits (HAProxy and PROXY peers, the 5 s header limit), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -7,6 +7,7 @@
 # defaults a user gets ([eth] syn_backlog 1024, one worker), nothing tuned. The ASan ibgwd must not
 # crash and must shut down cleanly.
 # timeout: 180
+# concurrent: mostly waits (a bounded SYN burst, then timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

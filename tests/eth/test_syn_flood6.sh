@@ -7,6 +7,7 @@
 # its pending queue stay within the ARP cache's bounds (256 entries, 256 queued). The ASan ibgwd must
 # not crash and must shut down cleanly.
 # timeout: 120
+# concurrent: mostly waits (a bounded SYN burst, then timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

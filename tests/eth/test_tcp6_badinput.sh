@@ -6,6 +6,7 @@
 # a cookie handshake validated. Each attack must move exactly the counters it should; the established
 # connection's data must all come back (sha256); the ASan ibgwd must not crash and must shut down cleanly.
 # timeout: 90
+# concurrent: mostly waits (scapy's crafted segments, timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

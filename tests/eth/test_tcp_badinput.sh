@@ -8,6 +8,7 @@
 # counters it should; an established connection carries data between the attacks and everything it
 # sent must come back intact (sha256); the ASan ibgwd must not crash and must shut down cleanly.
 # timeout: 180
+# concurrent: mostly waits (scapy's crafted segments, timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -13,6 +13,7 @@
 # Fails before the limits existed: the keys were unknown (config rejected) and nothing ended these
 # sessions (the peers wait for a reset that never came).
 # timeout: 180
+# concurrent: mostly waits (idle, stall and half-closed timeouts), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -23,6 +23,7 @@
 #     facility, info), the lines right; the receiver gone, sessions pass and the lost lines are counted.
 # Before the access log existed ibgwd refused the config (unknown key access_log): every part fails.
 # timeout: 240
+# concurrent: mostly waits (log intervals, reopen), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -17,6 +17,7 @@
 # Before #16 the config was refused (IPv6 destination and allow entry), and the engine served no TCP
 # over IPv6.
 # timeout: 150
+# concurrent: mostly waits (small relayed transfers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

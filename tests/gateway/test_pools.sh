@@ -15,6 +15,7 @@
 # is out ignores its verdict; a reload that shortens check_interval applies it to the next check.
 # Each backend logs the sessions it carried: the test checks the clients' view against theirs.
 # timeout: 240
+# concurrent: mostly waits (health checks, ejection timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -11,6 +11,7 @@
 # path (405 without a body). Also prints how long
 # /metrics takes to render and send with 256 routes, the most a file may hold.
 # timeout: 180
+# concurrent: mostly waits (slow and idle HTTP clients, eviction timers), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

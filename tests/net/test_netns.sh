@@ -4,6 +4,7 @@
 # veth end; background PIDs and namespaces are cleaned up on normal exit AND on SIGTERM; rate
 # limits work in both directions; netem either works or reports 77 (this host kernel has none).
 # Exit 0 pass, 77 skip (not root), 1 fail.
+# concurrent: mostly waits (namespace set-up), little CPU
 set -eu
 set -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
