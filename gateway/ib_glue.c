@@ -305,9 +305,11 @@ keep:
 	}
 }
 
+/* None once a device is being removed: ibgwd holds it until it exits, so nothing IB is served (its
+ * routes not ready, /health 503) until a restart (ib_side/cm.c, dev_removed). */
 static unsigned ib_listeners(const struct gw_daemon *d)
 {
-	return d->ib != NULL;
+	return d->ib && !ib_ctl_stats(d->ib)->devs_removed;
 }
 
 static struct xlt_stream *ib_connect(struct gw_worker *w, struct gw_route *r, const struct xlt_ip *addr,

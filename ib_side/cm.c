@@ -66,6 +66,7 @@
  * pinned buffers and a session slot until this passes. */
 #define IB_ACCEPT_NS (5 * 1000000000ull)
 #define LOG_EVERY_NS 1000000000ull /* lines a peer can cause: at most one a second each */
+#define DEVS_CHECK_NS 1000000000ull /* how often the devices' uverbs nodes are looked for */
 
 struct ib_listener {
 	struct ib_ctl *ctl;
@@ -89,6 +90,7 @@ struct ib_ctl {
 	struct ibv_context **dev_list;
 	struct ib_dev devs[IB_MAX_DEVS];
 	unsigned n_devs;
+	uint64_t devs_check_ns; /* when to look for removed devices next */
 	unsigned n_workers;
 	struct ib_worker *workers;
 	struct pending *pend; /* per worker: messages its ring had no room for */
@@ -278,6 +280,37 @@ static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
 		if (ctl->devs[i].ctx == ctx)
 			return &ctl->devs[i];
 	return NULL;
+}
+
+/* Device D is being removed by the kernel (a driver unload, `rdma link delete`, a device reset). Its
+ * connections end by themselves (rdma_cm's DEVICE_REMOVAL, flushed completions) and requests on it
+ * are refused. What ibgwd cannot do while it runs is let the device go: its buffer sets, completion
+ * queues and rdma_cm's context stay open until the process exits, and the kernel's removal waits for
+ * that (with drivers that cannot take resources from a process, such as rxe). So it is said at error
+ * level, and no IB route is ready (/health 503, a pair's peer takes over) until ibgwd restarts. */
+static void dev_removed(struct ib_ctl *ctl, struct ib_dev *d)
+{
+	if (!d || d->removed)
+		return;
+	d->removed = true;
+	ctl->st.devs_removed++;
+	logf_(ctl, 3,
+	      "ib: device %s is being removed (driver unload, rdma link delete, device reset): its connections "
+	      "end, IB routes are down, and the kernel's removal waits for ibgwd to exit: restart ibgwd",
+	      d->name);
+}
+
+/* Devices whose uverbs node is gone: the kernel deletes it first when it removes a device, before it
+ * waits for the processes that hold the device. (A device no rdma_cm id of ours is on, with no
+ * connection and listeners bound to any address, gets no DEVICE_REMOVAL event to say so.) */
+static void devs_check(struct ib_ctl *ctl)
+{
+	if (ctl->now < ctl->devs_check_ns)
+		return;
+	ctl->devs_check_ns = ctl->now + DEVS_CHECK_NS;
+	for (unsigned i = 0; i < ctl->n_devs; i++)
+		if (!ctl->devs[i].removed && access(ctl->devs[i].ctx->device->dev_path, F_OK) && errno == ENOENT)
+			dev_removed(ctl, &ctl->devs[i]);
 }
 
 /* ---- buffer pool ---- */
@@ -788,7 +821,7 @@ static void on_request(struct ib_ctl *ctl, struct cm_ev *e)
 	 * back, a peer ending sessions that linger), new requests wait for room, so memory stays within
 	 * max_sessions + that (+ the one admission may displace). Checked before admission, which may
 	 * end a half-open connection to make room: never for a request that is refused all the same. */
-	if (!dev || ctl->dying >= IB_SLOT_SPARE || ctl->st.active >= ctl->max_conns + IB_SLOT_SPARE) {
+	if (!dev || dev->removed || ctl->dying >= IB_SLOT_SPARE || ctl->st.active >= ctl->max_conns + IB_SLOT_SPARE) {
 		reject(ctl, e->id, IB_REJ_RESOURCES, &addr);
 		return;
 	}
@@ -995,6 +1028,8 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 		on_request(ctl, e);
 		return;
 	}
+	if (e->type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		dev_removed(ctl, dev_of(ctl, e->id->verbs));
 	c = e->id->context;
 	if (!c)
 		return; /* a listener's (device removal, address change): nothing to do per event */
@@ -1164,6 +1199,7 @@ void ib_ctl_tick(struct ib_ctl *ctl, uint64_t now_ns, bool serving)
 	refill_spares(ctl);
 	pend_flush(ctl);
 	bufs_returned(ctl, bufs_put);
+	devs_check(ctl);
 }
 
 /* ---- listeners ---- */
@@ -1523,6 +1559,9 @@ const struct xlt_metric_desc ib_ctl_metrics[] = {
 	G(extmem_bytes, "ib_extmem_bytes",
 	  "Ethernet frame memory each IB buffer set registers (local access only) to send from without a copy"),
 	C(extmem_regs, "ib_extmem_registrations_total", "registrations of that memory (per range and new buffer set)"),
+	G(devs_removed, "ib_devices_removed",
+	  "RDMA devices the kernel is removing (driver unload, rdma link delete, reset) while ibgwd holds them: "
+	  "IB routes are down and the removal waits until ibgwd restarts"),
 };
 const unsigned ib_ctl_n_metrics = sizeof(ib_ctl_metrics) / sizeof(ib_ctl_metrics[0]);
 #undef C

@@ -178,6 +178,7 @@ struct ib_dev {
 	/* A lock-free stack of the sets whose last reference went: pushed by any thread (the last
 	 * put), taken whole by the control thread (so no ABA). */
 	_Atomic(struct ib_bufs *) returned;
+	bool removed; /* control: the kernel is removing it (its uverbs node is gone, or rdma_cm said so) */
 };
 
 enum ib_ct_state {

@@ -125,6 +125,7 @@ struct ib_ctl_stats {
 	uint64_t extmem_regs;	 /* registrations of it (one per range and new buffer set) */
 	uint64_t extmem_reg_ns;	 /* time they took */
 	uint64_t buf_mem_bytes;  /* gauge: of buf_bytes, sets whose memory came from ib_mem_ops */
+	uint64_t devs_removed;	 /* gauge: devices the kernel is removing while ibgwd still holds them */
 };
 
 /* Worker counters: written by that worker only. */

@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
 . tests/eth/lib.sh
-trap 'eth_cleanup; [ -n "${BY:-}" ] && kill -KILL $BY 2>/dev/null; [ -n "${SRV:-}" ] && kill -KILL $SRV 2>/dev/null' EXIT
+trap 'eth_cleanup; for p in ${BY:-} ${SRV:-} ${IDLE:-}; do kill -KILL $p 2>/dev/null; done' EXIT
 IB=$IB_ADDR_A
 NOROUTE=198.19.250.1 # no route in the VM (checked below)
 LOCK_KIB=4096
@@ -85,10 +85,11 @@ ib_delta() {
 		END { if (!n) printf "none" }')
 	[ -n "$now" ] && [ "$now" = "$want" ] && ! echo "$now" | grep -q '=?'
 }
-# waits (10 s, polling every 0.1 s: in place of guest_lib.sh's) until sample NAME equals VALUE
+# waits (10 s, polling every 0.1 s: in place of guest_lib.sh's) until sample NAME equals VALUE; SEEN:
+# the last value read
 m_is() {
 	local i
-	for i in $(seq 100); do [ "$(m "$1")" = "$2" ] && return 0; sleep 0.1; done
+	for i in $(seq 100); do SEEN=$(m "$1"); [ "$SEEN" = "$2" ] && return 0; sleep 0.1; done
 	return 1
 }
 # the IB connections and sessions that must be there between the faults: the bystander's only
@@ -171,4 +172,28 @@ check "[ $rc = 0 ] && grep -q '^ok .*sent=3145728 recv=3145728 ' /tmp/by.out" \
 	"the session in progress all along: 3M echoed intact ($(grep '^ok\|^FAIL' /tmp/by.out | cut -c1-60))"
 out=$(tcp_client 9000 1000000)
 check "echo \"\$out\" | grep -q '^ok '" "TCP -> IB still served: 1000000 bytes echoed intact"
+
+# ---- the RDMA device removed under ibgwd (a driver unload, `rdma link delete`, a device reset), with
+# no connection on it (so no rdma_cm event tells: the uverbs node the kernel deletes first does): the
+# IB routes are not ready (/health 503, so a pair's peer takes over), said at error level. ibgwd
+# cannot let the device go while it runs (its buffer sets, CQs, rdma_cm's context): the kernel's
+# removal waits (rxe cannot take resources from a process) until it exits ----
+check_m ibgw_ib_connections_active 0 "no IB connection on the device any more (the bystander's ended)"
+check_m ibgw_ib_devices_removed 0 "no device removed"
+(timeout -s KILL 120 rdma link delete "$IB_DEV_A"; echo "rc=$?" >/tmp/rm.rc) >/tmp/rm.out 2>&1 &
+RM=$!
+check_m ibgw_ib_devices_removed 1 "$IB_DEV_A being removed: ibgw_ib_devices_removed 1"
+h=$(curl -s -m 10 -w ' %{http_code}' "http://127.0.0.1:$STATS/health" | tr '\n' ' ')
+check "echo '$h' | grep -q '^degraded .*route echo: cannot be served: no RDMA device .* 503\$'" "/health 503, the IB routes not ready ($h)"
+check "[ \$(m 'ibgw_route_ready{route=\"echo\"}') = 0 ] && [ \$(m 'ibgw_route_ready{route=\"in_ok\"}') = 0 ]" \
+	"ibgw_route_ready 0 for routes of either direction through IB"
+check "grep -q '<3>.*device $IB_DEV_A is being removed.*restart ibgwd' $GW_LOG" "said at error level: $(grep -m1 'is being removed' $GW_LOG | cut -c1-100)..."
+sleep 2
+check "kill -0 $RM 2>/dev/null" "the kernel's removal waits while ibgwd runs"
+ib_after_stop() {
+	local i
+	for i in $(seq 100); do kill -0 $RM 2>/dev/null || break; sleep 0.1; done
+	check "! kill -0 $RM 2>/dev/null && grep -qx 'rc=0' /tmp/rm.rc" \
+		"ibgwd exited: the kernel's removal finished within 10 s ($(cat /tmp/rm.rc 2>/dev/null || echo 'still waiting'))"
+}
 ib_done

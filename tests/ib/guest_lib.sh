@@ -8,6 +8,8 @@
 #   m_is NAME VALUE / check_m NAME VALUE MSG
 #                           wait for a sample's value (about 15 s) / a check of it
 #   check COND MSG          counts an ok/FAIL line; summary and exit status come from ib_done
+#   ib_done                 stops ibgwd (a check: drained, exit 0), runs the test's ib_after_stop if it
+#                           defines one (checks of what follows the exit), prints the summary
 # ibgwd is the release build, or the ASan+UBSan build where the host half asks for it with
 # IBGW_VM_ASAN=1 (the tests of hostile and failing peers: sanitizers under TCG cost ~1.5-2x CPU, so the
 # throughput tests stay on release to keep make check short). IBGWD_FORCE=1 keeps $IBGWD as set.
@@ -73,6 +75,8 @@ ib_done() {
 	gw_stop TERM 30
 	rc=$?
 	check "[ $rc = 0 ]" "ibgwd drained and exited 0 (sanitizers quiet)"
+	# (a test's checks of what follows ibgwd's exit)
+	! declare -F ib_after_stop >/dev/null || ib_after_stop
 	if [ $nfail -gt 0 ]; then
 		echo "--- ibgwd log (tail)"
 		tail -n 30 $GW_LOG

@@ -6,7 +6,9 @@
 # failed resources for an active open, rejected resources for a connect request), and a client that
 # answers the gateway's accept with a REJ (failed accept). Each one: the exact counter deltas (every
 # other IB counter unchanged), the connection freed, a session in progress intact (SHA-256), ibgwd
-# alive and serving. In-VM half: tests/ib/guest_fail.sh.
+# alive and serving. Last, the RDMA device removed under ibgwd (`rdma link delete`): seen, said at
+# error level, the IB routes not ready (/health 503), the kernel's removal waiting for ibgwd and done
+# once it exits. In-VM half: tests/ib/guest_fail.sh.
 # timeout: 300
 set -u
 cd "$(dirname "$0")/../.."
