@@ -4,7 +4,6 @@
 # every byte hashed, and loss recovery shows in the counters. Then the IPv6 peer vanishes (blackhole):
 # a busy and an idle connection are timed out and freed (user_timeout, keepalive).
 # timeout: 120
-# concurrent: mostly waits (netem delay, loss recovery, peers that vanish), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

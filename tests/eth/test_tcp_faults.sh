@@ -10,7 +10,6 @@
 # +1.2, +2.8 s, given up at +6 s) was dropped though nothing was wrong with it (seen in a frame
 # log: a retransmission's ACK lost, the next retransmission lost, twice).
 # timeout: 240
-# concurrent: mostly waits (netem delay, loss recovery, peers that vanish), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh

@@ -11,7 +11,6 @@
 # backup takes the VIP within the first seconds of the ARP flood; with VRRP in BGP's bucket, in the
 # second flood.
 # timeout: 90
-# concurrent: mostly waits (VRRP adverts, a bounded flood), little CPU
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/ibgwd.sh
