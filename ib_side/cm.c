@@ -48,6 +48,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_ring.h>
@@ -288,29 +289,38 @@ static struct ib_dev *dev_of(struct ib_ctl *ctl, struct ibv_context *ctx)
  * queues and rdma_cm's context stay open until the process exits, and the kernel's removal waits for
  * that (with drivers that cannot take resources from a process, such as rxe). So it is said at error
  * level, and no IB route is ready (/health 503, a pair's peer takes over) until ibgwd restarts. */
-static void dev_removed(struct ib_ctl *ctl, struct ib_dev *d)
+static void dev_removed(struct ib_ctl *ctl, struct ib_dev *d, const char *how)
 {
 	if (!d || d->removed)
 		return;
 	d->removed = true;
 	ctl->st.devs_removed++;
 	logf_(ctl, 3,
-	      "ib: device %s is being removed (driver unload, rdma link delete, device reset): its connections "
-	      "end, IB routes are down, and the kernel's removal waits for ibgwd to exit: restart ibgwd",
-	      d->name);
+	      "ib: device %s is being removed (%s; a driver unload, rdma link delete, device reset): IB routes "
+	      "are down, and the kernel's removal waits for ibgwd to exit: restart ibgwd",
+	      d->name, how);
 }
 
-/* Devices whose uverbs node is gone: the kernel deletes it first when it removes a device, before it
- * waits for the processes that hold the device. (A device no rdma_cm id of ours is on, with no
- * connection and listeners bound to any address, gets no DEVICE_REMOVAL event to say so.) */
+/* The identity of D's uverbs node in sysfs (/sys/class/infiniband_verbs/uverbsN): 0 when it is gone. */
+static ino_t uverbs_ino(const struct ib_dev *d)
+{
+	struct stat st;
+
+	return stat(d->ctx->device->dev_path, &st) ? 0 : st.st_ino;
+}
+
+/* Devices whose uverbs node is gone, or is another one (a device back under the same number): the
+ * kernel deletes the node first when it removes a device, before it waits for the processes that
+ * hold the device. (A device no rdma_cm id of ours is on, with no connection and listeners bound to
+ * any address, gets no DEVICE_REMOVAL event to say so.) */
 static void devs_check(struct ib_ctl *ctl)
 {
 	if (ctl->now < ctl->devs_check_ns)
 		return;
 	ctl->devs_check_ns = ctl->now + DEVS_CHECK_NS;
 	for (unsigned i = 0; i < ctl->n_devs; i++)
-		if (!ctl->devs[i].removed && access(ctl->devs[i].ctx->device->dev_path, F_OK) && errno == ENOENT)
-			dev_removed(ctl, &ctl->devs[i]);
+		if (!ctl->devs[i].removed && uverbs_ino(&ctl->devs[i]) != ctl->devs[i].ino)
+			dev_removed(ctl, &ctl->devs[i], "its uverbs node is gone");
 }
 
 /* ---- buffer pool ---- */
@@ -975,7 +985,7 @@ static void on_route(struct ib_ctl *ctl, struct ib_conn *c)
 	uint8_t ours[IB_RS_PDATA_LEN];
 	int ret;
 
-	if (!dev) {
+	if (!dev || dev->removed) {
 		fail_active(ctl, c, -ENODEV, IB_FAIL_RESOURCES);
 		return;
 	}
@@ -1029,7 +1039,7 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 		return;
 	}
 	if (e->type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-		dev_removed(ctl, dev_of(ctl, e->id->verbs));
+		dev_removed(ctl, dev_of(ctl, e->id->verbs), "rdma_cm's DEVICE_REMOVAL");
 	c = e->id->context;
 	if (!c)
 		return; /* a listener's (device removal, address change): nothing to do per event */
@@ -1301,6 +1311,7 @@ static int open_devices(struct ib_ctl *ctl)
 			continue;
 		d->ctx = ctx;
 		d->name = name;
+		d->ino = uverbs_ino(d);
 		ctl->n_devs++;
 	}
 	return ctl->n_devs ? 0 : -ENODEV;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -179,6 +180,7 @@ struct ib_dev {
 	 * put), taken whole by the control thread (so no ABA). */
 	_Atomic(struct ib_bufs *) returned;
 	bool removed; /* control: the kernel is removing it (its uverbs node is gone, or rdma_cm said so) */
+	ino_t ino;    /* control: its uverbs node's at start (tells a device back under the same name) */
 };
 
 enum ib_ct_state {

@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/ib/guest_lib.sh
 . tests/eth/lib.sh
-trap 'eth_cleanup; for p in ${BY:-} ${SRV:-} ${IDLE:-}; do kill -KILL $p 2>/dev/null; done' EXIT
+trap 'eth_cleanup; for p in ${BY:-} ${SRV:-}; do kill -KILL $p 2>/dev/null; done' EXIT
 IB=$IB_ADDR_A
 NOROUTE=198.19.250.1 # no route in the VM (checked below)
 LOCK_KIB=4096
@@ -173,21 +173,38 @@ check "[ $rc = 0 ] && grep -q '^ok .*sent=3145728 recv=3145728 ' /tmp/by.out" \
 out=$(tcp_client 9000 1000000)
 check "echo \"\$out\" | grep -q '^ok '" "TCP -> IB still served: 1000000 bytes echoed intact"
 
-# ---- the RDMA device removed under ibgwd (a driver unload, `rdma link delete`, a device reset), with
-# no connection on it (so no rdma_cm event tells: the uverbs node the kernel deletes first does): the
-# IB routes are not ready (/health 503, so a pair's peer takes over), said at error level. ibgwd
-# cannot let the device go while it runs (its buffer sets, CQs, rdma_cm's context): the kernel's
-# removal waits (rxe cannot take resources from a process) until it exits ----
-check_m ibgw_ib_connections_active 0 "no IB connection on the device any more (the bystander's ended)"
-check_m ibgw_ib_devices_removed 0 "no device removed"
+# ---- the RDMA device removed under ibgwd (a driver unload, `rdma link delete`, a device reset) ----
+# A fresh ibgwd with its listeners bound to any address, so that once its connections are gone no
+# rdma_cm id of its is on the device and no rdma_cm event tells of the removal: the uverbs node the
+# kernel deletes first does. The IB routes of both kinds turn not ready (/health 503, so a pair's peer
+# takes over), it is said at error level. ibgwd cannot let the device go while it runs (its buffer
+# sets, CQs, rdma_cm's context): the kernel's removal waits (rxe cannot take resources from a
+# process) until it exits.
+gw_stop TERM 30
+check "[ $? = 0 ]" "ibgwd drained and exited 0 (sanitizers quiet)"
+IBGWD=$GW_REAL
+eth_conf /tmp/ibgw.conf "$(gw_routes <<ROUTES
+echo  ib:7471  echo
+relay tcp:9000 ib:$IB:7471
+ROUTES
+)"
+gw_start /tmp/ibgw.conf
+gw_wait_ready $STATS 60
+out=$(tcp_client 9000 65536)
+check "echo \"\$out\" | grep -q '^ok '" "listening on any address: 64K echoed through TCP -> IB -> echo"
+check_m ibgw_ib_connections_active 0 "no IB connection on the device any more"
+check "[ \$(m 'ibgw_route_ready{route=\"echo\"}') = 1 ] && [ \$(m 'ibgw_route_ready{route=\"relay\"}') = 1 ] && [ \$(m ibgw_ib_devices_removed) = 0 ]" \
+	"both routes ready, no device removed"
+ev0=$(m ibgw_ib_cm_events_total)
 (timeout -s KILL 120 rdma link delete "$IB_DEV_A"; echo "rc=$?" >/tmp/rm.rc) >/tmp/rm.out 2>&1 &
 RM=$!
 check_m ibgw_ib_devices_removed 1 "$IB_DEV_A being removed: ibgw_ib_devices_removed 1"
 h=$(curl -s -m 10 -w ' %{http_code}' "http://127.0.0.1:$STATS/health" | tr '\n' ' ')
-check "echo '$h' | grep -q '^degraded .*route echo: cannot be served: no RDMA device .* 503\$'" "/health 503, the IB routes not ready ($h)"
-check "[ \$(m 'ibgw_route_ready{route=\"echo\"}') = 0 ] && [ \$(m 'ibgw_route_ready{route=\"in_ok\"}') = 0 ]" \
-	"ibgw_route_ready 0 for routes of either direction through IB"
-check "grep -q '<3>.*device $IB_DEV_A is being removed.*restart ibgwd' $GW_LOG" "said at error level: $(grep -m1 'is being removed' $GW_LOG | cut -c1-100)..."
+check "echo '$h' | grep -q '^degraded route echo: cannot be served: no RDMA device route relay: cannot be served: no RDMA device  503\$'" \
+	"/health 503, both IB routes not ready ($h)"
+check "[ \$(m 'ibgw_route_ready{route=\"echo\"}') = 0 ] && [ \$(m 'ibgw_route_ready{route=\"relay\"}') = 0 ]" "ibgw_route_ready 0 for both"
+check "grep -q '<3>.*device $IB_DEV_A is being removed (its uverbs node is gone.*restart ibgwd' $GW_LOG && [ \$(m ibgw_ib_cm_events_total) = $ev0 ]" \
+	"seen by its uverbs node, no rdma_cm event: said at error level ($(grep -m1 'is being removed' $GW_LOG | cut -c1-90)...)"
 sleep 2
 check "kill -0 $RM 2>/dev/null" "the kernel's removal waits while ibgwd runs"
 ib_after_stop() {
