@@ -301,25 +301,28 @@ static void dev_removed(struct ib_ctl *ctl, struct ib_dev *d, const char *how)
 	      d->name, how);
 }
 
-/* The identity of D's uverbs node in sysfs (/sys/class/infiniband_verbs/uverbsN): 0 when it is gone. */
-static ino_t uverbs_ino(const struct ib_dev *d)
+/* D's uverbs node in sysfs (/sys/class/infiniband_verbs/uverbsN) is gone, or is another one (a
+ * device back under the same number). Only that: a node ibgwd cannot look at (sysfs hidden from it,
+ * say) or never could (ino 0) tells nothing, and must not take the IB routes down. */
+static bool uverbs_gone(const struct ib_dev *d)
 {
 	struct stat st;
 
-	return stat(d->ctx->device->dev_path, &st) ? 0 : st.st_ino;
+	if (stat(d->ctx->device->dev_path, &st))
+		return d->ino && errno == ENOENT;
+	return d->ino && st.st_ino != d->ino;
 }
 
-/* Devices whose uverbs node is gone, or is another one (a device back under the same number): the
- * kernel deletes the node first when it removes a device, before it waits for the processes that
- * hold the device. (A device no rdma_cm id of ours is on, with no connection and listeners bound to
- * any address, gets no DEVICE_REMOVAL event to say so.) */
+/* Devices whose uverbs node is gone: the kernel deletes it first when it removes a device, before it
+ * waits for the processes that hold the device. (A device no rdma_cm id of ours is on, with no
+ * connection and listeners bound to any address, gets no DEVICE_REMOVAL event to say so.) */
 static void devs_check(struct ib_ctl *ctl)
 {
 	if (ctl->now < ctl->devs_check_ns)
 		return;
 	ctl->devs_check_ns = ctl->now + DEVS_CHECK_NS;
 	for (unsigned i = 0; i < ctl->n_devs; i++)
-		if (!ctl->devs[i].removed && uverbs_ino(&ctl->devs[i]) != ctl->devs[i].ino)
+		if (!ctl->devs[i].removed && uverbs_gone(&ctl->devs[i]))
 			dev_removed(ctl, &ctl->devs[i], "its uverbs node is gone");
 }
 
@@ -1292,6 +1295,7 @@ static uint32_t pow2_at_least(uint64_t n)
 
 static int open_devices(struct ib_ctl *ctl)
 {
+	struct stat st;
 	int n = 0;
 
 	ctl->dev_list = rdma_get_devices(&n);
@@ -1311,7 +1315,7 @@ static int open_devices(struct ib_ctl *ctl)
 			continue;
 		d->ctx = ctx;
 		d->name = name;
-		d->ino = uverbs_ino(d);
+		d->ino = stat(ctx->device->dev_path, &st) ? 0 : st.st_ino;
 		ctl->n_devs++;
 	}
 	return ctl->n_devs ? 0 : -ENODEV;

@@ -180,7 +180,8 @@ struct ib_dev {
 	 * put), taken whole by the control thread (so no ABA). */
 	_Atomic(struct ib_bufs *) returned;
 	bool removed; /* control: the kernel is removing it (its uverbs node is gone, or rdma_cm said so) */
-	ino_t ino;    /* control: its uverbs node's at start (tells a device back under the same name) */
+	ino_t ino;    /* control: its uverbs node's at start (0: could not look; tells a device back under
+	               * the same name) */
 };
 
 enum ib_ct_state {
