@@ -253,7 +253,7 @@ eth_xfer() {
 		wait "$s" && eth_stuck_state >"$tmp/xfer-stuck" 2>&1
 	) >/dev/null 2>&1 &
 	w=$!
-	"${ETH_FROM:-eth_ns}" timeout "$3" nc -N "$1" "$2" <"$tmp/in" >"$tmp/xfer-out" 2>"$tmp/xfer-err"
+	"${ETH_FROM:-eth_ns}" timeout "$3" nc -v -N "$1" "$2" <"$tmp/in" >"$tmp/xfer-out" 2>"$tmp/xfer-err"
 	rc=$?
 	got=$(sha256sum <"$tmp/xfer-out" | cut -d' ' -f1)
 	kill "$w" 2>/dev/null
@@ -265,6 +265,8 @@ eth_xfer() {
 			"$(cmp "$tmp/in" "$tmp/xfer-out" 2>&1 | head -1); nc said: $(head -c 300 "$tmp/xfer-err" | tr '\n' ' ')"
 		[ -s "$tmp/xfer-stuck" ] && sed 's/^/diag: /' "$tmp/xfer-stuck"
 		echo "diag: now: $(eth_stuck_state | tr '\n' ' ')"
+		echo "diag: the namespace's neighbours: $(eth_ns ip neigh | tr '\n' ';') TCP: $(eth_ns nstat -az 2>/dev/null |
+			awk '$1 ~ /^Tcp(ActiveOpens|AttemptFails|InErrs|OutRsts|InRsts|RetransSegs)$|TCPSynRetrans/ { printf "%s %s ", $1, $2 }')"
 		fail "$4: came back different"
 	fi
 	rm -f "$tmp/xfer-out"
