@@ -79,10 +79,13 @@ fi
 
 # 3. cm_probe: librdmacm listen/connect + RC SEND/RECV, verified both ways
 t0=$(ms)
-if timeout 30 "$CM_PROBE" -p 7472 -c 50 -n 4096 "$IB_ADDR_B" "$IB_ADDR_A" >$LOG.cm 2>&1 && grep -q PASS $LOG.cm; then
+timeout 30 "$CM_PROBE" -p 7472 -c 50 -n 4096 "$IB_ADDR_B" "$IB_ADDR_A" >$LOG.cm 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q PASS $LOG.cm; then
 	ok "cm_probe 50 x 4 KiB request/reply verified ($(($(ms) - t0)) ms)"
 else
-	bad "cm_probe failed"
+	# (124: still running after 30 s; where it stopped is the last line it printed)
+	bad "cm_probe failed: exit $rc after $(($(ms) - t0)) ms"
 	sed 's/^/    /' $LOG.cm
 fi
 if [ "$VM_TOPO" = pair ]; then
