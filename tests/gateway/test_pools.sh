@@ -372,7 +372,11 @@ release k3
 grep -q "^ok 1$" "$tmp/k1.out" && grep -q "^ok 3$" "$tmp/k3.out" || fail "hc: sessions on the live backends: $(cat "$tmp/k1.out" "$tmp/k3.out")"
 grep -Eq "^fail (reset|short-or-different.*) 2$" "$tmp/k2.out" ||
 	fail "hc: the session on the killed backend did not end with a reset or a cut stream: $(cat "$tmp/k2.out")"
-[ "$(m 'route_sessions_ended_total{route="hc",reason="reset"}')" -ge 1 ] || fail "hc: ibgwd did not count the cut session as reset"
+# (the client may see the reset a moment before a scrape sees the session counted: wait for it)
+for i in $(seq 50); do [ "$(m 'route_sessions_ended_total{route="hc",reason="reset"}')" -ge 1 ] && break; sleep 0.1; done
+[ "$(m 'route_sessions_ended_total{route="hc",reason="reset"}')" -ge 1 ] ||
+	fail "hc: ibgwd did not count the cut session as reset (5 s): $(curl -s -m 5 "http://127.0.0.1:$ETH_STATS/metrics" |
+		grep '^ibgw_route_sessions_ended_total{route="hc"' | grep -v ' 0$' | tr '\n' ' ')"
 ok "hc: sessions on backends 1 and 3 finished intact; the one on the killed backend 2 ended ($(tail -1 "$tmp/k2.out" | cut -d' ' -f2)), not hung"
 peer run "$ETH_GW_IP" 8005 40 20000 --conc 4 >"$tmp/hc.out"
 tally "$tmp/hc.out" "backend 2 down"
