@@ -265,7 +265,7 @@ eth_xfer() {
 			"$(cmp "$tmp/in" "$tmp/xfer-out" 2>&1 | head -1); nc said: $(head -c 300 "$tmp/xfer-err" | tr '\n' ' ')"
 		[ -s "$tmp/xfer-stuck" ] && sed 's/^/diag: /' "$tmp/xfer-stuck"
 		echo "diag: now: $(eth_stuck_state | tr '\n' ' ')"
-		echo "diag: the namespace's neighbours: $(eth_ns ip neigh | tr '\n' ';') TCP: $(eth_ns nstat -az 2>/dev/null |
+		echo "diag: the sender's neighbours: $("${ETH_FROM:-eth_ns}" ip neigh | tr '\n' ';') TCP: $("${ETH_FROM:-eth_ns}" nstat -az 2>/dev/null |
 			awk '$1 ~ /^Tcp(ActiveOpens|AttemptFails|InErrs|OutRsts|InRsts|RetransSegs)$|TCPSynRetrans/ { printf "%s %s ", $1, $2 }')"
 		fail "$4: came back different"
 	fi
