@@ -337,6 +337,16 @@ struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_
 	return p->b[i];
 }
 
+bool gw_pool_unpublished(const struct gw_worker *w, const struct gw_route *r)
+{
+	const struct gw_pool *p = r->pool;
+
+	for (unsigned i = 0; p && i < p->n; i++)
+		if (w->live->bk_serial[p->b[i]->slot] != p->b[i]->serial)
+			return true;
+	return false;
+}
+
 unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, uint64_t tried)
 {
 	unsigned n = 0;

@@ -112,6 +112,9 @@ void gw_pool_destroy(struct gw_pool *p);
  * object this instant) counts nothing. */
 struct gw_backend *gw_pool_pick(struct gw_worker *w, struct gw_route *r, uint64_t client, uint64_t tried,
                                 unsigned *idx);
+/* Worker: whether a backend of R's pool is newer than the worker's snapshot (made by a reload the
+ * worker's round began before): a pick that found nothing usable may find it next round. */
+bool gw_pool_unpublished(const struct gw_worker *w, const struct gw_route *r);
 /* Worker: how many backends of R's pool a pick could choose now: usable, below their max=, not in
  * TRIED. */
 unsigned gw_pool_untried(const struct gw_worker *w, const struct gw_route *r, uint64_t tried);
