@@ -433,15 +433,18 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 	# BENCH_PROFILE_REPS rounds of the six transfers (one transfer's profile under TCG moves by a
 	# third from run to run): the ratio is the median of the rounds' (reports kept: the last round's)
 	: >"$W/splits"
+	# BENCH_RATE (bytes a second, K/M suffixes): every sender paced to it (tool.h's -r), for CPU per MB
+	# at a rate the sender sets rather than the one soft-RoCE allows (bench_cpu.sh, BENCH_CPU_RATES)
+	W_ARGS=(-m "$WSIZE" ${BENCH_RATE:+-r "$BENCH_RATE"})
 	for rep in $(seq "${BENCH_PROFILE_REPS:-3}"); do
 		for p in gi ge relay_i relay_e relayo_i relayo_e; do
 			case $p in
-			gi) cmd=("$RSB" -m "$WSIZE" send "$H" 7460 "$BYTES") ;;
-			ge) cmd=(ip netns exec "$ETH_NS" "$TB" -m "$WSIZE" send "$ETH_GW_IP" 9000 "$BYTES") ;;
-			relay_i) cmd=("$RSB" -m "$WSIZE" send "$H" 7490 "$BYTES") ;;
-			relay_e) cmd=(ip netns exec "$ETH_NS" "$TB" -m "$WSIZE" send "$RL_IP" 9100 "$BYTES") ;;
-			relayo_i) cmd=("$RSB" -m "$WSIZE" send "$H" 7492 "$BYTES") ;;
-			relayo_e) cmd=(ip netns exec "$ETH_NS" "$TB" -m "$WSIZE" send "$RO_IP" 9100 "$BYTES") ;;
+			gi) cmd=("$RSB" "${W_ARGS[@]}" send "$H" 7460 "$BYTES") ;;
+			ge) cmd=(ip netns exec "$ETH_NS" "$TB" "${W_ARGS[@]}" send "$ETH_GW_IP" 9000 "$BYTES") ;;
+			relay_i) cmd=("$RSB" "${W_ARGS[@]}" send "$H" 7490 "$BYTES") ;;
+			relay_e) cmd=(ip netns exec "$ETH_NS" "$TB" "${W_ARGS[@]}" send "$RL_IP" 9100 "$BYTES") ;;
+			relayo_i) cmd=("$RSB" "${W_ARGS[@]}" send "$H" 7492 "$BYTES") ;;
+			relayo_e) cmd=(ip netns exec "$ETH_NS" "$TB" "${W_ARGS[@]}" send "$RO_IP" 9100 "$BYTES") ;;
 			esac
 			focus "$p"
 			"$PERF" record -q -F "$HZP" -a -g -o "$W/$p.data" -- "${cmd[@]}" | tee "$BENCH_PROFILE/$p.txt"
@@ -502,7 +505,7 @@ AWK
 	for d in i e; do
 		[ $d = i ] && dir=ib_to_eth || dir=eth_to_ib
 		awk -v d="$d" '$2 == "g" d || $2 == "relay_" d || $2 == "relayo_" d' "$W/splits" |
-			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v" -f "$GW_ROOT/tests/bench/median.awk" -f "$W/cpu_median.awk" ||
+			awk -v hz="$HZP" -v mb="$MB" -v dir="$dir" -v port="$v${BENCH_RATE:+ at $BENCH_RATE/s}" -f "$GW_ROOT/tests/bench/median.awk" -f "$W/cpu_median.awk" ||
 			exit 1 # no figure: the run broke
 	done
 	exit 0

@@ -3,13 +3,14 @@
  * directions: under TCG that costs more CPU than the transfer itself and caps a sender at a few MB/s),
  * these move a constant buffer and only count, so a path is measured, not the peer.
  *
- *   rs_bulk [-m WRITESIZE] [-t SECONDS] MODE ARGS
+ *   rs_bulk [-m WRITESIZE] [-t SECONDS] [-r RATE] MODE ARGS
  *     serve HOST PORT discard|echo   listen on HOST:PORT, serve connections one after another until
  *                                    killed; discard reads to end of stream and closes; echo sends
  *                                    everything back and half-closes after the peer's end of stream
  *     send HOST PORT BYTES           send BYTES, half-close, read until end of stream; prints secs
  *                                    (connect included, like tcp_bulk and rs_peer)
  *     latency HOST PORT SIZE ITERS   ping-pong SIZE bytes ITERS times against an echo; mean round trip
+ *     (-r RATE: send paces its writes to RATE bytes a second; see tool.h)
  *
  * Blocking rsocket calls only (rsend/rrecv/raccept), never rpoll: rdma-core 44's rpoll misses the
  * wake-up of a listening rsocket (it then sleeps for its wake_up_interval, 5 s by default) and leaks

@@ -1,13 +1,14 @@
 /* tcp_bulk: kernel-TCP peers for the end-to-end benchmark (tests/bench/bench_e2e.sh), the Ethernet-side
  * counterpart of rs_peer: they time themselves and print one line of key=value pairs.
  *
- *   tcp_bulk [-m WRITESIZE] [-t SECONDS] MODE ARGS
+ *   tcp_bulk [-m WRITESIZE] [-t SECONDS] [-r RATE] MODE ARGS
  *     serve DISCARD_PORT ECHO_PORT   listen on 0.0.0.0 on both ports until killed; discard: read to end
  *                                    of stream, then close (the sender sees the orderly end); echo: send
  *                                    everything back, half-close after the peer's end of stream
  *     send HOST PORT BYTES           connect, send BYTES, half-close, read until end of stream (expects
  *                                    nothing back); prints secs (connect included, as rs_peer does)
  *     latency HOST PORT SIZE ITERS   ping-pong SIZE bytes ITERS times against an echo; mean round trip
+ *     (-r RATE: send paces its writes to RATE bytes a second; see tool.h)
  *
  * One thread, poll(); TCP_NODELAY on every connection (small messages must not wait for Nagle). The
  * clients and the command line are tool.h's, shared with rs_bulk; the server is this file's. */

@@ -86,10 +86,13 @@ static inline int tool_addr_parse(const char *s, struct sockaddr_in *sa)
 
 /* ---- bulk clients: rs_bulk and tcp_bulk ----
  *
- *   TOOL [-m WRITESIZE] [-t SECONDS] MODE ARGS
+ *   TOOL [-m WRITESIZE] [-t SECONDS] [-r RATE] MODE ARGS
  *     serve ...                      the tool's own (b->serve)
  *     send HOST PORT BYTES           send BYTES, half-close, read until end of stream (expects nothing
- *                                    back); prints secs (connect included, like rs_peer)
+ *                                    back); prints secs (connect included, like rs_peer); with -r,
+ *                                    at most RATE bytes a second (K, M, G suffixes): each write
+ *                                    waits until the bytes before it are due, so a path's CPU can
+ *                                    be measured at a rate the sender chooses (tests/bench/bench_cpu.sh)
  *     latency HOST PORT SIZE ITERS   ping-pong SIZE bytes ITERS times against an echo; mean round trip
  *
  * A stuck client fails the run instead of hanging it after SECONDS: by alarm() where the socket API has
@@ -128,7 +131,7 @@ static inline void tool_send_all(const struct tool_bulk *b, int fd, const char *
 }
 
 static inline int tool_bulk_send(const struct tool_bulk *b, const char *host, const char *port, uint64_t total,
-				 size_t wsize, int timeout_s)
+				 size_t wsize, uint64_t rate, int timeout_s)
 {
 	char *buf = malloc(wsize), rbuf[4096];
 	double t0 = tool_now_s(), deadline = t0 + timeout_s, secs;
@@ -143,7 +146,16 @@ static inline int tool_bulk_send(const struct tool_bulk *b, const char *host, co
 	signal(SIGPIPE, SIG_IGN);
 	while (sent < total) {
 		size_t n = total - sent < wsize ? (size_t)(total - sent) : wsize;
-		ssize_t k = b->send(fd, buf, n, b->send_flags);
+		ssize_t k;
+
+		if (rate) {
+			double wait = t0 + (double)sent / (double)rate - tool_now_s();
+			if (wait > 0)
+				nanosleep(&(struct timespec){.tv_sec = (time_t)wait,
+							     .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9)},
+					  NULL);
+		}
+		k = b->send(fd, buf, n, b->send_flags);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -219,7 +231,7 @@ static inline int tool_bulk_latency(const struct tool_bulk *b, const char *host,
 __attribute__((noreturn)) static inline void tool_bulk_usage(const struct tool_bulk *b)
 {
 	fprintf(stderr,
-		"usage: " TOOL_NAME " [-m WRITESIZE] [-t SECONDS] serve %s |\n"
+		"usage: " TOOL_NAME " [-m WRITESIZE] [-t SECONDS] [-r RATE] serve %s |\n"
 		"       send HOST PORT BYTES | latency HOST PORT SIZE ITERS\n",
 		b->serve_args);
 	exit(2);
@@ -229,11 +241,13 @@ __attribute__((noreturn)) static inline void tool_bulk_usage(const struct tool_b
 static inline int tool_bulk_main(const struct tool_bulk *b, int argc, char **argv)
 {
 	size_t wsize = 65536;
+	uint64_t rate = 0;
 	int o, timeout_s = 120;
 
-	while ((o = getopt(argc, argv, "m:t:")) != -1) {
+	while ((o = getopt(argc, argv, "m:t:r:")) != -1) {
 		switch (o) {
 		case 'm': wsize = (size_t)tool_size_arg(optarg); break;
+		case 'r': rate = tool_size_arg(optarg); break;
 		case 't': timeout_s = atoi(optarg); break;
 		default: tool_bulk_usage(b);
 		}
@@ -250,7 +264,7 @@ static inline int tool_bulk_main(const struct tool_bulk *b, int argc, char **arg
 	if (b->alarm)
 		alarm((unsigned)timeout_s);
 	if (!strcmp(argv[0], "send") && argc == 4)
-		return tool_bulk_send(b, argv[1], argv[2], tool_size_arg(argv[3]), wsize, timeout_s);
+		return tool_bulk_send(b, argv[1], argv[2], tool_size_arg(argv[3]), wsize, rate, timeout_s);
 	if (!strcmp(argv[0], "latency") && argc == 5)
 		return tool_bulk_latency(b, argv[1], argv[2], (size_t)tool_size_arg(argv[3]), (unsigned)atoi(argv[4]),
 					 timeout_s);
