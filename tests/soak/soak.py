@@ -1002,7 +1002,7 @@ class Soak:
             print("RSS (KiB): at start %d, first after the %.0f s warm-up %d, max %d, last %d; slope %+.1f KiB/min "
                   "over %d samples (flat: <= %.0f KiB/min) -> %s" % (
                       self.rss[0][1], WARMUP, first, mx, last, slope, len(post), RSS_SLOPE,
-                      "flat" if flat else "GROWING"))
+                      "not judged (SOAK_RSS_SLOPE=inf)" if RSS_SLOPE == float("inf") else "flat" if flat else "GROWING"))
         else:
             print("RSS: too few samples after the warm-up (%d)" % len(post))
             flat = False
