@@ -20,7 +20,7 @@ Q := $(if $(filter 1,$(V)),,@)
 # Debian packages: what the build needs, and what the tests and the VM need.
 PKGS_BUILD := build-essential pkg-config clang libclang-rt-14-dev libdpdk-dev dpdk-dev libibverbs-dev librdmacm-dev \
 	libevent-dev libinih-dev libcmocka-dev
-PKGS_TEST := dpdk iproute2 iputils-ping ethtool curl jq python3 python3-scapy socat iperf3 haproxy netcat-openbsd \
+PKGS_TEST := dpdk iproute2 iputils-ping ethtool curl jq python3 python3-scapy socat iperf3 haproxy nginx-light netcat-openbsd \
 	procps psmisc qemu-system-x86 busybox-static kmod cpio xz-utils zstd ibverbs-utils rdmacm-utils \
 	perftest ibverbs-providers keepalived frr linux-perf strace systemd
 PKGS := $(PKGS_BUILD) $(PKGS_TEST)
