@@ -40,14 +40,14 @@ int gw_session_check(struct gw_daemon *d, struct gw_route *r, const struct xlt_i
 	enum gw_reject why;
 	int ret;
 
-	/* (a route a reload replaced since the caller followed it to its newest version still serves:
-	 * its pool stays, and its limit is the one its versions share) */
+	/* (a route a reload replaced since the caller followed it to its newest version still serves,
+	 * unless a later reload removed its newest: its pool stays, and its limit is the one its
+	 * versions share) */
 	/* (the route's limit before the gateway's: a listener that frees a slot to let a request in,
 	 * ib_side's admit, must know whether only one of the route's own would do) */
 	if (!conf_route_allows(&r->conf, addr))
 		why = GW_REJECT_ACL, ret = -EACCES;
-	else if ((atomic_load_explicit(&r->removed, memory_order_acquire) &&
-	          !atomic_load_explicit(&r->successor, memory_order_acquire)) ||
+	else if (atomic_load_explicit(&gw_route_current(r)->removed, memory_order_acquire) ||
 	         atomic_load_explicit(&d->state, memory_order_acquire) != GW_SERVING)
 		why = GW_REJECT_GLOBAL, ret = -ESHUTDOWN;
 	else if (atomic_load_explicit(&r->share->active, memory_order_relaxed) >= r->conf.max_sessions)
