@@ -37,18 +37,19 @@
 # chosen rate).
 # 2026-12-07 02:41-02:54 UTC (quiet host; BENCH_PROFILE_REPS=2 BENCH_CPU_RATES="0 12M 6M": the senders
 # paced by tool.h's -r, so the same path is measured at rates the sender sets), own ms/MB on vhost-net,
-# ibgwd vs relay[offload], medians of 2 rounds:
-#   rate (MB/s)     ib->eth                      eth->ib
-#   unpaced (~20)   10.5 vs 12.5 (0.86)          4.5 vs 8.3 (1.10; rounds 0.54 1.66)
-#   12.6            16.4 vs 26.0 (0.99)          15.2 vs 12.9 (1.28)
-#   6.3             31.4 vs 20.2 (1.63)          18.8 vs 16.3 (1.19)
-# ibgwd's own ib->eth CPU per second of transfer stays at 198-210 ms whatever the rate (31.4 x 6.3,
-# 16.4 x 12.6, 10.5 x ~20): it is spent per unit of time (busy_poll windows, wake-ups), not per byte.
-# Fitted as a + b / rate over the two paced runs: b = 189 ms/s, a = 1.4 ms/MB (the unpaced run gives
-# 1.0): the part that grows with bytes is about a tenth of the relay's lowest figure (12.5). The
-# relay's figures fit no such line (its wake-ups per MB change with the pacing), so no per-byte ratio
-# is claimed; the target stays judged on the unpaced run, where both relays run as fast as soft-RoCE
-# lets them.
+# each round's figures (the "BENCH cpu split" lines print one round's; these are from the rounds'
+# "-- gi:"/"-- relayo_i:" sample lines):
+#   rate (MB/s)          ib->eth ibgwd    relay[offload]    eth->ib (line's round) ibgwd vs relay
+#   unpaced (17.5, 17.9) 11.9, 10.5       13.4, 12.5        4.5 vs 8.3 (rounds 0.54 1.66)
+#   12.6                 16.5, 16.4       12.3, 26.0        15.2 vs 12.9 (1.18 1.38)
+#   6.3                  29.8, 31.4       17.5, 20.2        18.8 vs 16.3 (1.15 1.22)
+# ibgwd's own ib->eth CPU per second of transfer is 187-208 ms in all six rounds: it is spent per unit
+# of time (busy_poll windows, wake-ups), not per byte. A least-squares fit of a + b / rate over the six
+# gives b = 186 ms/s and a = 1.1 +- 0.9 ms/MB (every round within 1 ms/MB of the line): what grows
+# with bytes is too small to tell from zero here, against the relay's 12.5-13.4 at full rate. The
+# relay's figures move by 2x between two rounds at the same rate and fit no such line, so no per-byte
+# ratio is claimed; the target stays judged on the unpaced run, where both relays run as fast as
+# soft-RoCE lets them.
 # Counting everything (bench_e2e's figure) the same runs give 13.9-29.9 vs 16.7-33.5 ib->eth before
 # ibgwd's vhost-net thread (11.6-17.4 more), 25.0-31.5 vs 34.3-44.1 eth->ib: soft-RoCE alone is
 # 21-23 ms/MB of ibgwd's eth->ib CPU (rxe runs each RDMA write in the thread that posts it).

@@ -54,18 +54,23 @@ __attribute__((format(printf, 1, 2), noreturn)) static inline void tool_die(cons
 }
 
 /* A size on the command line: a number (C notation: decimal, 0x hex) with an optional K, M or G suffix
- * (binary multiples). */
+ * (binary multiples). Anything else dies: "12.6M" read as 12 would pace a sender to 12 bytes a second. */
 static inline uint64_t tool_size_arg(const char *s)
 {
 	char *end;
 	uint64_t v = strtoull(s, &end, 0);
+	unsigned shift = 0;
 
 	switch (*end) {
-	case 'K': case 'k': return v << 10;
-	case 'M': case 'm': return v << 20;
-	case 'G': case 'g': return v << 30;
-	default: return v;
+	case 'K': case 'k': shift = 10, end++; break;
+	case 'M': case 'm': shift = 20, end++; break;
+	case 'G': case 'g': shift = 30, end++; break;
 	}
+	if (end == s || *end) {
+		errno = EINVAL;
+		tool_die("'%s' is no size (a whole number, optionally K, M or G)", s);
+	}
+	return v << shift;
 }
 
 /* "A.B.C.D:PORT" into *sa (IPv4 only, no name lookup); returns 0, or -1 when s is not of that form. */
