@@ -52,7 +52,10 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 .PHONY: all deps check fuzz bench soak vm demo demo-pair clean format format-check
 all: $(BUILD)/ibgwd
 
-# `make deps`: idempotent and quick when everything is there (one dpkg-query per package). The stamp,
+# `make deps`: idempotent and quick when everything is there (one dpkg-query per package). The test
+# peers' daemons (nginx, haproxy, keepalived, frr) are installed but neither started (policy-rc.d during the
+# install) nor enabled at boot: the tests run their own instances in namespaces and in the VM, and the
+# machine gets no web server on its port 80. The stamp,
 # which every object depends on, is touched only when it is new or something was installed: touched on
 # every run, `make check` (and the demo's make) rebuilt the whole tree each time.
 deps:
@@ -61,9 +64,16 @@ deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
+		pol=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+			pol=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' >$$pol && chmod 755 $$pol; \
+		fi; \
 		apt-get update -q >/dev/null && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null \
-			|| { echo "make deps: apt-get install failed"; exit 1; }; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
+		rc=$$?; [ -z "$$pol" ] || rm -f $$pol; \
+		[ $$rc = 0 ] || { echo "make deps: apt-get install failed"; exit 1; }; \
+		if [ -d /run/systemd/system ]; then for s in nginx haproxy keepalived frr; do \
+			case " $$missing " in *" $$s "* | *" $$s-"*) systemctl disable --quiet $$s 2>/dev/null || true ;; esac; \
+		done; fi; \
 	fi; \
 	mkdir -p $(BUILD); \
 	if [ -n "$$missing" ] || [ ! -e $(DEPS_STAMP) ] || [ Makefile -nt $(DEPS_STAMP) ]; then touch $(DEPS_STAMP); fi

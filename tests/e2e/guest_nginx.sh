@@ -3,8 +3,9 @@
 # the test's own, every path under $T) with two servers:
 #   - 8081, the origin: files of 0 B to 16 MiB from random bytes, sendfile and tcp_nopush on (nginx's
 #     usual static setup: the headers and the file leave in large TSO-sized writes);
-#   - 8000, a reverse proxy to ibgwd's tcp:9001, HTTP/1.1 with an upstream keepalive pool (the usual
-#     proxy_pass setup), whose route leads to rs_http serve, an rsocket HTTP/1.0 service, on ib:9002.
+#   - 8000, a reverse proxy to ibgwd's tcp:9001, set up as proxy_pass usually is (HTTP/1.1, an upstream
+#     keepalive pool), whose route leads to rs_http serve, an rsocket HTTP/1.0 service, on ib:9002
+#     (which answers HTTP/1.0 and closes: nginx opens one upstream connection per request).
 # Cluster -> world: rs_http get (stock rsocket API) -> ibgwd ib:8080 -> nginx:8081, one request per
 # connection, each size alone, then 4 at once. World -> cluster: curl -> nginx:8000 -> ibgwd tcp:9001 ->
 # rs_http serve, each size alone, then 6 at once (curl --parallel). Every body is checked against what
@@ -20,7 +21,10 @@ connect = tcp:$ETH_PEER_IP:8081
 
 [route api]
 listen = tcp:9001
-connect = ib:$IB:9002"
+connect = ib:$IB:9002
+# rs_http serve takes one connection at a time: the sixth of 6 parallel requests waits for five
+# whole responses before it is accepted, longer than the default 5 s on a slow VM
+connect_timeout = 30s"
 
 NG=$T/ngx
 mkdir -p "$NG" "$T/www"
@@ -144,7 +148,7 @@ for r in web api; do
 	check "[ \"$(ms "ibgw_route_sessions_ended_total{route=\"$r\",reason=\"ok\"}")\" = $n ] && [ \"$(ms "ibgw_route_sessions_total{route=\"$r\"}")\" = $n ]" \
 		"route $r: $n sessions, every one ended in order (ended: ${ends% })"
 done
-check "! grep -E '\\[(error|crit|alert|emerg)\\]' $NG/error.log" "nginx logged no error$(grep -E '\[(error|crit|alert|emerg)\]' "$NG/error.log" | head -3 | sed 's/^/: /')"
+check "[ -f $NG/error.log ] && ! grep -E '\\[(error|crit|alert|emerg)\\]' $NG/error.log" "nginx logged no error$(grep -E '\[(error|crit|alert|emerg)\]' "$NG/error.log" | head -3 | sed 's/^/: /')"
 stop api
 stop ngx
 e2e_done

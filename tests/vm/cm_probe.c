@@ -231,7 +231,7 @@ static int server(struct conn *c, struct sockaddr_storage *addr, int count, int 
 	/*
 	 * Not the last reply's SEND completion: the client disconnects as soon as it has verified that
 	 * reply, and its QP, moved to the error state, may drop the ACK that completion waits for (then
-	 * the server spun here until the 30 s timeout). The client's disconnect says that every reply
+	 * the server spun here until the test's 30 s limit). The client's disconnect says that every reply
 	 * arrived; the teardown flushes the SEND.
 	 */
 	expect_event(c, RDMA_CM_EVENT_DISCONNECTED, NULL);
