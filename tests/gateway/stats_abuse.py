@@ -190,11 +190,24 @@ def slowread(port, stalled):
         x.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         socks.append(x)
     time.sleep(0.6)  # every reply older than the eviction grace
-    h = socket.create_connection(("127.0.0.1", port), timeout=10)
-    h.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-    status, _, _, _ = read_reply(h)
+    # ... if the daemon accepted the stalled ones by then: starved of CPU (the second lane of make
+    # check runs at nice 10 beside the VM tests) it may take them just before /health, whose
+    # connection is then closed at once, as the cap says, every stalled one being younger than the
+    # grace. So /health is asked again for 3 s at most, well within the stalled ones' 10 s deadline:
+    # what serves it is still an eviction, not a deadline.
+    tries, status, end = 0, "", time.monotonic() + 3
+    while not status and time.monotonic() < end:
+        if tries:
+            time.sleep(0.3)
+        tries += 1
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as h:
+                h.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                status, _, _, _ = read_reply(h)
+        except OSError:
+            status = ""  # (closed at once: the request met the reset)
     t.join()
-    print(f"slow {out.get('slow')}; health {status}")
+    print(f"slow {out.get('slow')}; health {status} (try {tries})")
     for x in socks:
         x.close()
 
