@@ -11,9 +11,10 @@
 # Env: BENCH_CPU_VARIANTS ("vhost": virtio_user on vhost-net, compared with relay[offload]; also
 # "default", af_packet, compared with the relay), BENCH_CPU_BYTES (32M per transfer),
 # BENCH_PROFILE_HZ (1999), BENCH_CPU_RATES (rates the senders are paced to, one profile run each, as
-# tool.h's -r takes them, 0 = unpaced; default 0); reports under build/bench-cpu/<variant>[-<rate>]/, per path: the perf report by
-# process and library (-comm), by function (-sym), the relaying threads' functions (-threads), their
-# samples with call chains (.script), the split (-split) and the own samples by function (-own).
+# tool.h's -r takes them, 0 = unpaced; default 0); reports under build/bench-cpu/<variant>[-<rate>]/,
+# per path: the perf report by process and library (-comm), by function (-sym), the relaying threads'
+# functions (-threads), their samples with call chains (.script), the split (-split) and the own
+# samples by function (-own).
 #
 # Measured 2026-12-05 00:36-00:55 UTC (host quiet but for the VM; 32 MB per transfer unless said),
 # own CPU ms/MB, ibgwd vs relay[offload] on vhost-net (ratio):
