@@ -74,17 +74,16 @@ wait_for "[ -n \"\$(eth_ns ss -Hltn 'sport = :8081')\" ] && [ -n \"\$(eth_ns ss 
 bg api "$TOOLS/rs_http" serve "$IB:9002"
 wait_for "grep -q serving $T/api.out" 30 || fail "rs_http serve did not start: $(cat "$T/api.out")"
 
-# split FILE: an HTTP response into FILE.body; prints "STATUS CONTENT_LENGTH BODY_SHA256 BODY_BYTES"
+# split FILE: an HTTP response; prints "STATUS CONTENT_LENGTH BODY_SHA256 BODY_BYTES"
 split() {
 	"$PY3" - "$1" <<'PY'
-import hashlib, re, sys
+import hashlib, sys
 raw = open(sys.argv[1], "rb").read()
 head, sep, body = raw.partition(b"\r\n\r\n")
 if not sep:
     print("no-headers - - %d" % len(raw)); sys.exit()
 lines = head.decode("latin-1").split("\r\n")
 cl = next((l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("content-length:")), "-")
-open(sys.argv[1] + ".body", "wb").write(body)
 print("%s %s %s %d" % (lines[0].split(" ")[1] if " " in lines[0] else "?", cl, hashlib.sha256(body).hexdigest(), len(body)))
 PY
 }
