@@ -124,6 +124,11 @@ cpu() { # utime + stime of PID, ticks (no subprocess: every exec costs ~0.1-0.3 
 	echo $((f[13] + f[14]))
 }
 HZ=$(getconf CLK_TCK)
+vm_ticks() { # "busy total" ticks of all the guest's vCPUs together (/proc/stat's cpu line; no subprocess)
+	local f
+	read -r -a f </proc/stat
+	echo $((f[1] + f[2] + f[3] + f[6] + f[7] + f[8])) $((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + f[8]))
+}
 wait_for() { # FILE PATTERN
 	for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
 	echo "did not start: $1"; cat "$1"; exit 1
@@ -326,7 +331,7 @@ mscrape() {
 # one slice of path P: its seconds appended to $W/t_P, the CPU ticks of the process relaying it to
 # $W/c_P; for ibgwd's paths also its counters before and after (outside the CPU window) to $W/m_P
 tput_slice() {
-	local pid= c0 t m0= v0=
+	local pid= c0 t m0= v0= s0 s1
 	case $1 in
 	gi | ge) pid=$GW_PID ;;
 	relay_i | relayo_i) pid=${PIDOF[${1%_i}_out]} ;;
@@ -335,6 +340,7 @@ tput_slice() {
 	focus "$1"
 	[ "$pid" = "$GW_PID" ] && m0=$(mscrape)
 	if [ "$pid" = "$GW_PID" ]; then v0=$(gw_vhost_cpu); c0=$(gw_cpu); elif [ -n "$pid" ]; then c0=$(cpu "$pid"); fi
+	s0=$(vm_ticks)
 	case $1 in
 	direct) t=$(ib_tput 7480) ;;
 	gi) t=$(ib_tput 7460) ;;
@@ -344,7 +350,9 @@ tput_slice() {
 	relayo_i) t=$(ib_tput 7492) ;;
 	relayo_e) t=$(eth_tput "$RO_IP" 9100) ;;
 	esac
+	s1=$(vm_ticks)
 	[ -n "$t" ] && echo "$t" >>"$W/t_$1"
+	echo "$s0 $s1" >>"$W/s_$1"
 	if [ "$pid" = "$GW_PID" ]; then
 		echo $(($(gw_cpu) - c0)) >>"$W/c_$1"
 		echo $(($(gw_vhost_cpu) - v0)) >>"$W/v_$1"
@@ -394,6 +402,10 @@ tput_of() {
 }
 # CPU ms per MB of the relaying process of P in this block
 cpu_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{s += $1; n++} END {if (n) printf "%.1f\n", s * 1000 / hz / (n * b / 1e6)}' "$W/c_$1"; }
+# the whole guest over path P's slices: "busy-% ms/MB", the share of all its vCPUs' time that was
+# busy, and every process's and kernel thread's CPU per MB (the sender, soft-RoCE, the relaying
+# process, the link, the receiver): where the vCPUs are always busy, throughput follows this figure
+vm_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{bz += $3 - $1; tt += $4 - $2; n++} END {if (n && tt > 0) printf "%.1f %.1f\n", bz * 100 / tt, bz * 1000 / hz / (n * b / 1e6)}' "$W/s_$1"; }
 # the part of ibgwd's CPU ms per MB of path P that its vhost-net threads spent
 vcpu_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{s += $1; n++} END {if (n) printf "%.1f\n", s * 1000 / hz / (n * b / 1e6)}' "$W/v_$1"; }
 rec() { # KEY VALUE: appends to $W/KEY.v (a failed run records nothing)
@@ -535,7 +547,7 @@ for r in $(seq "$REPS"); do
 		rec "ibgw_${v}_idle_cpu_pct" "$idle"
 		# throughput: TSPLIT slices of BYTES/TSPLIT per path, the order rotated every slice and block
 		# (a path is never always first); a path's figure is its bytes over the sum of its times
-		rm -f $W/t_* $W/c_* $W/m_* $W/v_*
+		rm -f $W/t_* $W/c_* $W/m_* $W/v_* $W/s_*
 		RCPU=()
 		set -- direct gi ge
 		for rl in $RELAYS; do
@@ -571,6 +583,11 @@ for r in $(seq "$REPS"); do
 				recr "ibgw_${v}_i2e_own_x${k}" "$(awk -v c="$cgi" -v h="$vgi" 'BEGIN {printf "%.1f", c - h}')" "$cri"
 				recr "ibgw_${v}_e2i_own_x${k}" "$(awk -v c="$cge" -v h="$vge" 'BEGIN {printf "%.1f", c - h}')" "$cre"
 			fi
+		done
+		for p in direct gi ge relay_i relay_e relayo_i relayo_e; do
+			[ -s "$W/s_$p" ] || continue
+			read -r vb vm <<<"$(vm_of $p)"
+			put "vm_${v}_${p}_busy" "$vb"; put "vm_${v}_${p}_ms" "$vm"
 		done
 		# what ibgwd's idle polling alone costs per MB at the rate it relayed each way (part of its CPU
 		# per MB: under TCG rates are low, so this floor weighs much more than it would on hardware)
@@ -760,6 +777,19 @@ END {
 			if (!has(g "_tput_xd")) { fail(w); continue }
 			r = med(g "_tput_xd")
 			print "BENCH " w ": ibgwd " f(med(g "_tput"), 2) " direct " f(med("direct_" v "_tput"), 2) " MB/s ratio " f(r, 2) " " (off[v] ? tgt(r >= 0.9, ">= 0.9") : "(report)")
+		}
+	}
+	# the whole guest while each path ran (report): how busy its vCPUs were, and the CPU per MB of
+	# every process and kernel thread together; where every path keeps them busy, the CPU is what
+	# bounds throughput, and what a path spends more than direct (ibgwd: its vhost-net thread, the
+	# work of a NIC on hardware) is what its throughput lacks
+	for (d = 1; d <= 2; d++) {
+		dk = d == 1 ? "i" : "e"; dn = d == 1 ? "ib_to_eth" : "eth_to_ib"
+		for (i = 1; i <= nv; i++) {
+			v = V[i]; k = rk[v]; g = "vm_" v "_"; w = "guest cpu " dn " " port[v]
+			if (!has(g "direct_busy") || !has(g "g" dk "_busy") || !has(g k "_" dk "_busy")) { fail(w); continue }
+			x = "ibgw_" v "_" dk "2" (d == 1 ? "e" : "i") "_vcpu"
+			print "BENCH " w ": vCPUs busy direct " f(med(g "direct_busy"), 0) "% ibgwd " f(med(g "g" dk "_busy"), 0) "% " rn[v] " " f(med(g k "_" dk "_busy"), 0) "%; all processes and kernel threads, CPU ms/MB: direct " f(med(g "direct_ms"), 1) " ibgwd " f(med(g "g" dk "_ms"), 1) (has(x) ? " (its vhost-net thread " f(med(x), 1) ")" : "") " " rn[v] " " f(med(g k "_" dk "_ms"), 1) " (report: with the vCPUs always busy, throughput follows this CPU per MB)"
 		}
 	}
 	for (i = 1; i <= nv; i++) {
