@@ -523,12 +523,12 @@ static void enter_recovery(struct eth_tcb *t)
 	eth_tcp_rexmit_arm(t);
 }
 
-/* Processes the ACK field. Returns false when the segment must be dropped (or the connection
- * ended). */
-static bool ack_input(struct eth_tcb *t, const struct seg *sg)
+/* Processes the ACK field (SYN_ACK: the segment was a SYN-ACK, whose window is not scaled). Returns
+ * false when the segment must be dropped (or the connection ended). */
+static bool ack_input(struct eth_tcb *t, const struct seg *sg, bool syn_ack)
 {
 	struct eth_stack *st = t->st;
-	uint32_t ack = sg->ack, wnd = sg->wnd << t->snd_wscale;
+	uint32_t ack = sg->ack, wnd = syn_ack ? sg->wnd : sg->wnd << t->snd_wscale;
 	bool fin_acked = false, sack_news = false;
 
 	if (eth_seq_gt(ack, t->snd_max)) {
@@ -645,8 +645,10 @@ static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 			}
 		}
 	}
-	/* window update (RFC 9293 3.10.7.4) */
-	if (eth_seq_lt(t->snd_wl1, sg->seq) || (t->snd_wl1 == sg->seq && eth_seq_leq(t->snd_wl2, ack))) {
+	/* window update (RFC 9293 3.10.7.4), only from an ACK at snd_una or beyond: the window is
+	 * measured from snd_una, so an older ACK's would reach past the peer's real edge */
+	if (eth_seq_geq(ack, t->snd_una) &&
+	    (eth_seq_lt(t->snd_wl1, sg->seq) || (t->snd_wl1 == sg->seq && eth_seq_leq(t->snd_wl2, ack)))) {
 		if (wnd == 0 && t->snd_wnd != 0)
 			xlt_counter_add(&st->stats.tcp_zero_window_rcvd, 1);
 		if (wnd > t->snd_wnd) {
@@ -1001,6 +1003,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 {
 	struct eth_stack *st = t->st;
 	uint32_t rwnd, lim;
+	bool syn_ack = false; /* a SYN-ACK of a simultaneous open, taken as an ACK */
 
 	if (t->state == ETH_TCP_SYN_SENT) {
 		syn_sent_input(t, sg);
@@ -1021,9 +1024,11 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	if (t->state == ETH_TCP_SYN_RCVD && !t->passive && sg->seq == t->irs && sg->ack == t->snd_max &&
 	    (sg->flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG | RTE_TCP_RST_FLAG)) == (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) {
 		/* simultaneous open (RFC 9293 figure 7): the peer's SYN-ACK repeats the SYN we already
-		 * took; what is new is its ACK of our SYN, so it counts as that ACK (as Linux does) */
+		 * took; what is new is its ACK of our SYN, so it counts as that ACK (as Linux does). Its
+		 * window is a SYN's, never scaled (RFC 7323 2.2): taken as it is below, not shifted. */
 		sg->seq++;
 		sg->flags &= (uint8_t)~RTE_TCP_SYN_FLAG;
+		syn_ack = true;
 	}
 	if (t->state == ETH_TCP_TIME_WAIT && !has(sg, RTE_TCP_RST_FLAG | RTE_TCP_SYN_FLAG)) {
 		time_wait_input(t, sg);
@@ -1052,7 +1057,13 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 	}
 	if (has(sg, RTE_TCP_RST_FLAG)) {
 		if (sg->seq != t->rcv_nxt) {
-			challenge_ack(t, sg); /* RFC 5961 3.2: in the window but not exact */
+			/* RFC 5961 3.2: a sequence number in the window but not exact earns a challenge
+			 * ACK; one outside it (at the right edge, or before it with data reaching in, which
+			 * the test above lets through) is dropped */
+			if (eth_seq_in(sg->seq, t->rcv_nxt, t->rcv_nxt + rwnd))
+				challenge_ack(t, sg);
+			else
+				xlt_counter_add(&st->stats.tcp_out_of_window, 1);
 			return;
 		}
 		if (t->state == ETH_TCP_TIME_WAIT)
@@ -1095,7 +1106,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		t->rtt_timing = false;
 		t->snd_una = sg->ack;
 		t->t_rexmit = 0;
-		t->snd_wnd = sg->wnd << t->snd_wscale;
+		t->snd_wnd = syn_ack ? sg->wnd : sg->wnd << t->snd_wscale;
 		t->max_sndwnd = t->snd_wnd;
 		t->snd_wl1 = sg->seq;
 		t->snd_wl2 = sg->ack;
@@ -1103,7 +1114,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		if (t->state == ETH_TCP_CLOSED)
 			return;
 	}
-	if (!ack_input(t, sg))
+	if (!ack_input(t, sg, syn_ack))
 		goto out;
 	if (t->ts_ok && sg->o.ts_ok && eth_seq_geq(sg->o.tsval, t->ts_recent) &&
 	    eth_seq_leq(sg->seq, t->last_ack_sent)) {

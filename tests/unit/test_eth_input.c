@@ -382,6 +382,129 @@ static void test_simultaneous_open(void **state)
 	assert_int_equal(o.ack, c.pnxt);
 }
 
+/* A simultaneous open whose peer offers window scaling (14, the most): its SYN-ACK's window is a
+ * SYN's, never scaled (RFC 7323 2.2). Taken shifted, 1000 bytes read as 16 MB, and what the session
+ * wrote went past the peer's real window at once. */
+static void test_simultaneous_open_syn_window(void **state)
+{
+	static const uint8_t syn_opts[] = {2, 4, 0x05, 0xb4, 1, 3, 3, 14};
+	static uint8_t blob[4000];
+	struct conn c = {.pport = 81, .pnxt = 0x12345678u};
+	struct eh_session *se;
+	uint8_t frame[200];
+	struct out v[8], o;
+	unsigned n, got = 0;
+
+	(void)state;
+	eh_forget(&h);
+	assert_int_equal(eh_connect(&h, 81), 0);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG);
+	assert_true(o.o.ws_ok); /* ours offers scaling: the peer's 14 applies */
+	c.gport = o.sport;
+	c.iss = o.seq;
+	eh_forget(&h);
+	eh_feed(&h, frame, eh_tcp_frame(frame, c.pport, c.gport, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, syn_opts,
+					 sizeof(syn_opts), NULL, 0));
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	/* its SYN-ACK offers 1000 bytes */
+	feed(&c, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG, c.pnxt, c.iss + 1, 1000, NULL, 0);
+	c.pnxt++;
+	c.gnxt = c.iss + 1;
+	assert_int_equal(S()->tcp_active, 1);
+	se = session_of(81);
+	assert_non_null(se);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	n = sent(v, 8);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(v[i].seq, c.gnxt + got);
+		got += v[i].len;
+	}
+	assert_int_equal(got, 1000);
+}
+
+/* An ACK below snd_una (old, but not so old that RFC 5961 5.2 refuses it) on a newer segment: its
+ * window counts from where that ACK is, and ours from snd_una, so it updates nothing (RFC 9293
+ * 3.10.7.4). Taken, it let us send past the peer's real edge by the distance between the two. */
+static void test_old_ack_window(void **state)
+{
+	static uint8_t blob[4000];
+	struct conn c;
+	struct eh_session *se;
+	struct out v[8];
+	unsigned n;
+	uint32_t una;
+
+	(void)state;
+	open_conn(&c, 41060, EH_DISCARD_PORT, true); /* (the peer scales by 7: window 32 is 4096 bytes) */
+	se = session_of(41060);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, 2000), 2000);
+	eh_poll(&h);
+	n = sent(v, 8);
+	assert_true(n > 0);
+	una = c.gnxt + 2000;
+	c.gnxt = una;
+	ack_all(&c, 0); /* all of it taken, and the window shut */
+	assert_int_equal(S()->tcp_zero_window_rcvd, 1);
+	eh_forget(&h);
+	assert_int_equal(se->s->ops->write(se->s, blob, sizeof(blob)), sizeof(blob));
+	eh_poll(&h);
+	assert_int_equal(h.n_kept, 0);
+	/* a byte of data, then another on a newer segment (the window update rule looks at it: its
+	 * sequence number is past the last update's), with an ACK 3000 bytes old and a window of 4096
+	 * bytes from there (taken from snd_una, room for two full segments) */
+	feed(&c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, c.pnxt, una, 0, blob, 1);
+	c.pnxt++;
+	feed(&c, RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG, c.pnxt, una - 3000, 32, blob, 1);
+	c.pnxt++;
+	eh_advance_ms(&h, 50); /* (the delayed ACK of that byte) */
+	n = sent(v, 8);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(v[i].len, 0);
+	assert_int_equal(S()->tcp_challenge_acks, 0);
+	/* the window opens for real: the bytes go, from snd_una */
+	ack_all(&c, 32);
+	n = sent(v, 8);
+	assert_true(n > 0);
+	assert_int_equal(v[0].seq, una);
+	assert_int_equal(S()->tcp_active, 1);
+}
+
+/* RFC 5961 3.2 on an RST whose sequence number lies outside the window though the acceptability
+ * test lets the segment through (exactly at the right edge, or before rcv_nxt with data reaching
+ * in): dropped, no challenge ACK; one inside the window but not exact earns one; none ends the
+ * connection. */
+static void test_rst_window_edges(void **state)
+{
+	static const uint8_t junk[20];
+	struct conn c;
+	uint32_t rwnd;
+	uint64_t ch0, oow0;
+
+	(void)state;
+	open_conn(&c, 41061, EH_DISCARD_PORT, false); /* (no options: our window is not scaled) */
+	rwnd = c.syn_win;
+	ch0 = S()->tcp_challenge_acks;
+	oow0 = S()->tcp_out_of_window;
+	feed(&c, RTE_TCP_RST_FLAG, c.pnxt + rwnd, 0, 0, NULL, 0);
+	assert_int_equal(h.n_kept, 0);
+	feed(&c, RTE_TCP_RST_FLAG, c.pnxt - 10, 0, 0, junk, sizeof(junk));
+	assert_int_equal(h.n_kept, 0);
+	assert_int_equal(S()->tcp_challenge_acks, ch0);
+	assert_int_equal(S()->tcp_out_of_window, oow0 + 2);
+	feed(&c, RTE_TCP_RST_FLAG, c.pnxt + rwnd - 1, 0, 0, NULL, 0);
+	assert_int_equal(S()->tcp_challenge_acks, ch0 + 1);
+	assert_int_equal(one().ack, c.pnxt);
+	assert_int_equal(S()->tcp_active, 1);
+	assert_int_equal(S()->tcp_rsts_in, 3);
+}
+
 /* The peer lost our SYN-ACK and sends its SYN again; its ACK of the SYN-ACK that did arrive comes
  * in the same receive burst, before the SYN-ACK the repeated SYN asked for went out. Seen over a
  * lossy link (tests/eth/test_tcp_faults.sh): the connection was established with snd_nxt left on
@@ -4642,6 +4765,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_handshake_options, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_simultaneous_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_simultaneous_open_syn_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_old_ack_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rst_window_edges, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syn_again_then_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_simultaneous_close_time_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_time_wait_hostile, setup, teardown),
