@@ -207,7 +207,9 @@ static int unacked(const struct stats_conn *c)
 	return ioctl(bufferevent_getfd(c->bev), SIOCOUTQ, &q) ? 0 : q;
 }
 
-/* Queues the whole reply and stops reading: the connection closes once it has left. */
+/* Queues the whole reply and stops reading: the connection closes once it has left. nosniff: a body
+ * may echo names from the request (a 404's route and backend), which a browser must not take for
+ * HTML. */
 static void reply(struct stats_conn *c, int code, const char *reason, const char *type, const char *extra,
 		  struct evbuffer *body, bool head_only)
 {
@@ -216,7 +218,7 @@ static void reply(struct stats_conn *c, int code, const char *reason, const char
 	bufferevent_disable(c->bev, EV_READ);
 	evbuffer_add_printf(out,
 			    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
-			    "%sConnection: close\r\n\r\n",
+			    "X-Content-Type-Options: nosniff\r\n%sConnection: close\r\n\r\n",
 			    code, reason, type, evbuffer_get_length(body), extra);
 	if (!head_only)
 		evbuffer_add_buffer(out, body);

@@ -285,6 +285,10 @@ done
 [ "$(m "backend_state{route=\"rr\",backend=\"${B[$hd]}\",state=\"drain\"}")" = 1 ] || fail "a browser's POST changed the state"
 [ "$(post "rr/${B[$hd]}?state=bogus")" = 400 ] || fail "a bad state was not refused with 400"
 [ "$(post "rr/198.18.0.99:1?state=ready")" = 404 ] || fail "an unknown backend was not 404"
+# a 404 echoes the decoded name as text/plain, which no browser may take for HTML
+curl -s -i -X POST "http://127.0.0.1:$ETH_STATS/backends/rr/%3Cscript%3E?state=ready" >"$tmp/404" || fail "POST <script>"
+grep -q '^HTTP/1.1 404 ' "$tmp/404" && grep -qi '^Content-Type: text/plain' "$tmp/404" &&
+	grep -qi '^X-Content-Type-Options: nosniff' "$tmp/404" || fail "a 404 naming <script>: $(head -c 400 "$tmp/404")"
 [ "$(post "rr/${B[$hd]}?state=ready")" = 200 ] || fail "POST ready"
 # changes flipped in a loop (60, from one curl) are logged up to 20 a second; the next line says how
 # many were not, so that every change is accounted for (a local client could flood the log otherwise)
@@ -301,7 +305,7 @@ quiet=$(grep -o '(\([0-9]*\) earlier changes not logged)' "$tmp/flips.log" | tr 
 peer run "$ETH_GW_IP" 8001 30 20000 >"$tmp/dr2.out"
 tally "$tmp/dr2.out" "after drain"
 [ "$c1" = 10 ] && [ "$c2" = 10 ] && [ "$c3" = 10 ] || fail "ready again: 30 sessions went $c1/$c2/$c3"
-ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others (the log names the client); a POST from 198.18.7.2 got 403 (500 more: $((n1 - n0)) log lines in ${dt}s), and so did a browser's (Origin, Sec-Fetch-Site); 62 changes in a loop: $(wc -l <"$tmp/flips.log") lines and $quiet reported not logged; ready again, it takes its share"
+ok "drain: the held session on backend $hd finished intact while 20 new ones went to the others (the log names the client); a 404 echoing a name is text/plain with nosniff; a POST from 198.18.7.2 got 403 (500 more: $((n1 - n0)) log lines in ${dt}s), and so did a browser's (Origin, Sec-Fetch-Site); 62 changes in a loop: $(wc -l <"$tmp/flips.log") lines and $quiet reported not logged; ready again, it takes its share"
 
 # ---- reload that changes a pool ----
 hold r1 8001
