@@ -311,7 +311,9 @@ eth_lat() { local o; o=$(eth_ns "$TB" -t 120 latency "$1" "$2" 64 "$LAT_N" 2>>$W
 # eth_to_ib (ibgw_route_bytes_total, all routes), bytes copied each way (ibgw_copied_bytes_total),
 # IB data messages = RDMA writes sent, their bytes, and doorbells (ibv_post_send calls); then the
 # events the bytes took: IB data messages received, frames sent and received, the worker's rounds,
-# rounds with work, naps, busy_poll windows hit and missed, naps ended by an fd
+# rounds with work, naps, busy_poll windows hit and missed, naps ended by an fd; and the time (us)
+# IB peers waited for credits ibgwd held back (their bytes not yet taken by the other side) and
+# ibgwd waited for an IB peer's credits
 mscrape() {
 	curl -s -m 20 "http://127.0.0.1:$ETH_STATS/metrics" | awk '
 	/^ibgw_route_bytes_total\{/ { if (/dir="ib_to_eth"/) rbi += $NF; else if (/dir="eth_to_ib"/) rbe += $NF }
@@ -326,7 +328,9 @@ mscrape() {
 	/^ibgw_worker_idle_sleeps_total\{/ { sl += $NF }
 	/^ibgw_worker_poll_windows_total\{/ { if (/outcome="hit"/) ph += $NF; else pm += $NF }
 	/^ibgw_worker_idle_wakeups_total\{/ { wk += $NF }
-	END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", rbi, rbe, cpi, cpe, wr, wb, db, mr, ft, fr, lo, bl, sl, ph, pm, wk }'
+	/^ibgw_ib_credit_withheld_seconds_total / { wh += $NF * 1e6 }
+	/^ibgw_ib_credit_stall_seconds_total / { cs += $NF * 1e6 }
+	END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", rbi, rbe, cpi, cpe, wr, wb, db, mr, ft, fr, lo, bl, sl, ph, pm, wk, wh, cs }'
 }
 # one slice of path P: its seconds appended to $W/t_P, the CPU ticks of the process relaying it to
 # $W/c_P; for ibgwd's paths also its counters before and after (outside the CPU window) to $W/m_P
@@ -363,24 +367,27 @@ tput_slice() {
 # the counters' deltas over path P's slices: "copies-per-byte writes-per-MB doorbells-per-MB" of the
 # direction P relays (gi: ib_to_eth, ge: eth_to_ib; writes and doorbells only for ge), then per MB of
 # that direction: IB data messages (gi: received, ge: sent), frames sent, frames received, rounds,
-# rounds with work, naps, busy_poll windows hit, missed, naps ended by an fd; "-" for each figure when no slice was scraped
-EV_KEYS=(ib fout fin rounds work naps hit miss woken) # the names of those per-MB figures, in order
+# rounds with work, naps, busy_poll windows hit, missed, naps ended by an fd, and the ms IB peers
+# waited for credits ibgwd held back and ibgwd for theirs; "-" for each figure when no slice was
+# scraped
+EV_KEYS=(ib fout fin rounds work naps hit miss woken held stall) # the names of those per-MB figures, in order
 cost_of() {
-	[ -s "$W/m_$1" ] || { echo "- - - - - - - - - - - -"; return 0; }
-	awk -v p="$1" 'NF == 32 {
-		for (i = 1; i <= 16; i++) d[i] += $(i + 16) - $i
+	[ -s "$W/m_$1" ] || { echo "- - - - - - - - - - - - - -"; return 0; }
+	awk -v p="$1" 'NF == 36 {
+		for (i = 1; i <= 18; i++) d[i] += $(i + 18) - $i
 		n++
 	}
 	END {
-		if (!n) { print "- - - - - - - - - - - -"; exit }
+		if (!n) { print "- - - - - - - - - - - - - -"; exit }
 		rb = p == "gi" ? d[1] : d[2]; cp = p == "gi" ? d[3] : d[4]
 		printf "%s", (rb > 0 ? sprintf("%.3f", cp / rb) : "-")
 		if (p == "ge" && d[6] > 0) printf " %.1f %.1f", d[5] * 1e6 / d[6], d[7] * 1e6 / d[6]
 		else printf " - -"
-		if (rb <= 0) { print " - - - - - - - - -"; exit }
+		if (rb <= 0) { print " - - - - - - - - - - -"; exit }
 		d[0] = p == "gi" ? d[8] : d[5]
-		split("0 9 10 11 12 13 14 15 16", k, " ")
-		for (i = 1; i <= 9; i++) printf " %.1f", d[k[i]] * 1e6 / rb
+		d[17] /= 1000; d[18] /= 1000 # (us to ms)
+		split("0 9 10 11 12 13 14 15 16 17 18", k, " ")
+		for (i = 1; i <= 11; i++) printf " %.1f", d[k[i]] * 1e6 / rb
 		printf "\n"
 	}' "$W/m_$1"
 }
@@ -804,7 +811,7 @@ END {
 		for (i = 1; i <= nv; i++) {
 			v = V[i]; g = "ibgw_" v "_" dk "_ev_"; w = "events/MB " dn " " port[v]
 			if (!has(g "ib") || !has(g "rounds")) { fail(w); continue }
-			print "BENCH " w ": IB data messages " f(med(g "ib"), 1) " (" (d == 1 ? "received" : "sent") "), frames out " f(med(g "fout"), 1) " and in " f(med(g "fin"), 1) "; worker rounds " f(med(g "rounds"), 0) " (" f(med(g "work"), 0) " with work), naps " f(med(g "naps"), 0) " (" f(med(g "woken"), 0) " ended by an fd), busy_poll windows " f(med(g "hit"), 0) " hit and " f(med(g "miss"), 0) " missed (report: what the bytes cost in events; the counters span each slice whole, the start and end of its clients with it, when the worker naps 1 ms at a time)"
+			print "BENCH " w ": IB data messages " f(med(g "ib"), 1) " (" (d == 1 ? "received" : "sent") "), frames out " f(med(g "fout"), 1) " and in " f(med(g "fin"), 1) "; worker rounds " f(med(g "rounds"), 0) " (" f(med(g "work"), 0) " with work), naps " f(med(g "naps"), 0) " (" f(med(g "woken"), 0) " ended by an fd), busy_poll windows " f(med(g "hit"), 0) " hit and " f(med(g "miss"), 0) " missed" (has(g "held") && has("ibgw_" v "_" dk "_tput") ? "; IB peers waited " f(med(g "held"), 1) " ms per MB for credits ibgwd held back (their bytes not yet taken by the other side), ibgwd " f(med(g "stall"), 1) " for theirs, of the " f(1000 / med("ibgw_" v "_" dk "_tput"), 1) " ms a MB took" : "") " (report: what the bytes cost in events; the counters span each slice whole, the start and end of its clients with it, when the worker naps 1 ms at a time)"
 		}
 	}
 	for (i = 1; i <= nv; i++) {
