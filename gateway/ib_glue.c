@@ -87,6 +87,12 @@ static void hook_unadmit(void *arg, void *route)
 	gw_session_unadmit(arg, route);
 }
 
+/* versions of a route that a reload changed share its count of sessions (gw_route_share) */
+static bool hook_same_limit(void *a, void *b)
+{
+	return a == b || ((struct gw_route *)a)->share == ((struct gw_route *)b)->share;
+}
+
 static void hook_route_get(void *route)
 {
 	gw_route_get(route);
@@ -162,6 +168,7 @@ static int ib_start(struct gw_daemon *d)
 		.arg = d,
 		.admit = hook_admit,
 		.unadmit = hook_unadmit,
+		.same_limit = hook_same_limit,
 		.route_get = hook_route_get,
 		.route_put = hook_route_put,
 		.accept = hook_accept,

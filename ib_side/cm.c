@@ -762,9 +762,9 @@ static void fail_active(struct ib_ctl *ctl, struct ib_conn *c, int err, enum ib_
 /* Admission with a reservation. When the route or the gateway is full, the oldest half-open
  * connection whose slot lets this request in gives it up: a handshake completes within a round trip,
  * so only a connection that is not completing its own loses out. A full route takes the slot of one of
- * its own half-open connections only, a full gateway (its route has room) that of any: a request to a
- * route it cannot enter never ends another route's handshake. The refusal that led to it is counted
- * all the same (limit or global). */
+ * its own half-open connections only (admitted on any version of the route: same_limit), a full
+ * gateway (its route has room) that of any: a request to a route it cannot enter never ends another
+ * route's handshake. The refusal that led to it is counted all the same (limit or global). */
 static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 {
 	int ret = ctl->hooks->admit(ctl->hooks->arg, route, addr);
@@ -777,7 +777,9 @@ static int admit(struct ib_ctl *ctl, void *route, const struct xlt_ip *addr)
 	for (int any = 0; any <= (ret == -ENOSPC) && !old; any++)
 		for (c = TAILQ_FIRST(&ctl->ho); c && !old; c = next) {
 			next = TAILQ_NEXT(c, ho_link);
-			if ((any || c->route == route) && ho_reclaim(ctl, c))
+			if ((any || c->route == route ||
+			     (ctl->hooks->same_limit && ctl->hooks->same_limit(c->route, route))) &&
+			    ho_reclaim(ctl, c))
 				old = c;
 		}
 	if (!old)

@@ -23,6 +23,7 @@
 #ifndef XLT_STREAM_T_H
 #define XLT_STREAM_T_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -200,6 +201,10 @@ struct xlt_listen_hooks {
 	int (*admit)(void *arg, void *route, const struct xlt_ip *addr);
 	/* Any thread: gives back a slot admit reserved (the connection never became a session). */
 	void (*unadmit)(void *arg, void *route);
+	/* Control thread, optional (NULL: only when A == B): do routes A and B count against one limit
+	 * (versions of one route that a reload changed)? An engine that makes room for a request
+	 * admit refused with -EBUSY takes the slot of a connection on such a route only. */
+	bool (*same_limit)(void *a, void *b);
 	/* Any thread: a reference to ROUTE, for every listener and connection that keeps it. */
 	void (*route_get)(void *route);
 	void (*route_put)(void *route);

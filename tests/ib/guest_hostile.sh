@@ -208,6 +208,26 @@ kill -USR1 $HOLD
 wait $HOLD
 check_m ibgw_ib_connections_active "1" "(f) only the victim's connection left"
 
+# ---- (f2) the same after a reload changed the route: a half-open connection admitted on its older
+# version holds a slot of the limit both versions share, and is the route's own to give up (it was
+# thought another route's, and the full route refused every request for the 5 s of its deadline) ----
+ho0=$(m 'ibgw_ib_connections_failed_total{reason="half_open"}')
+$TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" halfopen 1 8 >/tmp/ho2.out 2>&1 &
+HO=$!
+m_is ibgw_ib_connections_half_open 1
+r0=$(m 'ibgw_config_reloads_total{result="ok"}')
+sed -i 's/^\[route full\]$/[route full]\nidle_timeout = 10m/' /tmp/ibgw.conf
+kill -HUP "$GW_PID"
+m_is 'ibgw_config_reloads_total{result="ok"}' $((r0 + 1))
+check "[ $? = 0 ] && grep -q '^idle_timeout = 10m' /tmp/ibgw.conf" "(f2) reloaded with route full changed (its half-open connection on the older version)"
+t0=$SECONDS
+out=$(timeout 60 $TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" hold 1 1 2>&1 | tr '\n' ' ')
+check "echo '$out' | grep -q 'held 1' && [ $((SECONDS - t0)) -lt 5 ]" \
+	"(f2) a request to the full route got in at once ($((SECONDS - t0)) s), in the slot of the half-open one ($out)"
+check_m 'ibgw_ib_connections_failed_total{reason="half_open"}' "$((ho0 + 1))" "(f2) the half-open one displaced, counted half_open"
+wait $HO
+HO=
+
 # ---- (g) messages after the end: the peer ends in order both ways (DISCONNECT), so the gateway closes
 # its end, but the session holds the stream while its TCP side is open (the server never closes), and
 # the queue pair with it. Nothing checks what the peer sends then but the costless window: past it no

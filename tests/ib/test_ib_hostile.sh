@@ -7,7 +7,8 @@
 # an absurd buffer advert, and floods of messages that cost their sender nothing (keepalives, credit
 # updates that grant nothing, a repeated end of stream, empty data, buffer adverts no byte earned),
 # and credit updates wrapping the edge round from a peer of 0xFFFE credits; (e) 1000 connect requests
-# whose accept is never answered; (f) requests to a full route; (g) keepalives back to back after an
+# whose accept is never answered; (f) requests to a full route, (f2) also after a reload changed it
+# (a half-open connection of its older version gives up its slot); (g) keepalives back to back after an
 # orderly end, on a connection a session still holds for its TCP side (a server in a namespace behind
 # ibgwd's af_packet port). Each: the gateway refuses it (remote access error / reset / nothing stale
 # relayed / half-open connections within max_sessions and memory_limit, expired at the deadline and
