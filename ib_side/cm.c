@@ -101,7 +101,8 @@ struct ib_ctl {
 	uint64_t mem_limit;	  /* registered buffers kept idle in the pools only while all fit in this */
 	LIST_HEAD(, ib_conn) conns; /* every connection object, spares included */
 	TAILQ_HEAD(, ib_conn) ho;   /* half-open (accepting) connections, oldest first */
-	struct xlt_ratelim rl_accept, rl_reject, rl_half_open; /* lines a peer can cause (LOG_EVERY_NS) */
+	struct xlt_ratelim rl_accept, rl_reject, rl_half_open, rl_refused; /* lines a peer can cause
+	                                                                     * (LOG_EVERY_NS) */
 	uint32_t dying; /* passive connections failed, not yet handed back and freed */
 	uint32_t max_conns; /* the sessions the gateway may ever hold ([gateway] max_sessions at start) */
 	LIST_HEAD(, ib_listener) listeners;
@@ -1075,7 +1076,12 @@ static void on_event(struct ib_ctl *ctl, struct cm_ev *e)
 		 * rxe answers), or its rsocket/ibgw refused the request (28, consumer defined). Either
 		 * way the destination refused, as a TCP RST to a SYN. */
 		if (c->active) {
-			logf_(ctl, 7, "ib: connect to port %u rejected (CM reason %d)", c->dst_port, e->status);
+			uint64_t skipped;
+
+			/* (as many as TCP clients make us connect: rate-limited) */
+			if (xlt_ratelim_ok(&ctl->rl_refused, ctl->now, LOG_EVERY_NS, &skipped))
+				logf_(ctl, 7, "ib: connect to port %u rejected (CM reason %d; %" PRIu64 " more not logged)",
+				      c->dst_port, e->status, skipped);
 			fail_active(ctl, c, -ECONNREFUSED, IB_FAIL_REFUSED);
 		} else
 			fail_active(ctl, c, -ECONNRESET, IB_FAIL_ACCEPT);

@@ -877,7 +877,10 @@ static bool costless(const struct ib_conn *c, enum ib_rs_msg msg, const struct i
 	switch (msg) {
 	case IB_RS_MSG_KEEPALIVE: return true;
 	case IB_RS_MSG_DATA: return !m->byte_len;
-	case IB_RS_MSG_CREDIT: return m->byte_len ? !ib_tx_advert_earned(&c->tx) : c->tx.edge == edge;
+	/* (an active open's peer, before its accept told its depth, can move the edge anywhere below
+	 * 0xffff: every such message counts until then) */
+	case IB_RS_MSG_CREDIT:
+		return m->byte_len ? !ib_tx_advert_earned(&c->tx) : c->tx.edge == edge || !c->tx.peer_depth;
 	case IB_RS_MSG_SHUTDOWN: return eof;
 	case IB_RS_MSG_DISCONNECT: return gone;
 	default: return false;
