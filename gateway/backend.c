@@ -393,7 +393,10 @@ void gw_backend_outcome(struct gw_worker *w, struct gw_backend *b, bool early_re
 	}
 }
 
-/* Control: may B take new sessions (health, admin state, passive check)? */
+/* Control: may B take new sessions (health, admin state, passive check)? One a reload took out of
+ * its pool is not asked about here: a session started on the route's older version keeps that
+ * version's pool for its tries (a route version still serves until its sessions end, session.c),
+ * and a session started after the reload picks from the new pool, which does not list it. */
 static bool may_take(const struct gw_backend *b)
 {
 	return b->up && b->admin == CONF_BACKEND_READY && !b->ejected;
@@ -498,15 +501,15 @@ void gw_backends_publish(struct gw_daemon *d)
 	gw_stats_stale(); /* the next /metrics shows the new states */
 }
 
-void gw_backends_routes(struct gw_daemon *d)
+void gw_backends_routes(struct gw_daemon *d, struct gw_route *const *routes, unsigned n)
 {
 	uint64_t now = gw_now_ns();
 	struct gw_backend *b;
 
 	LIST_FOREACH(b, &d->backends, link)
 		b->pooled = false;
-	for (unsigned i = 0; i < d->n_routes; i++) {
-		struct gw_route *r = d->routes[i];
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_route *r = routes[i];
 		if (!r->pool)
 			continue;
 		for (unsigned k = 0; k < r->pool->n; k++) {

@@ -141,9 +141,9 @@ static inline void gw_backend_tried(struct gw_worker *w, struct gw_backend *b)
 void gw_backends_publish(struct gw_daemon *d);
 /* Control: fills L's backend arrays from the backends' state (gw_live_make). */
 void gw_backends_fill(const struct gw_daemon *d, struct gw_live *l);
-/* Control: once a reload's routes are in (gw_routes_apply), each backend follows the check settings
- * of its current route and a state= the file changed. */
-void gw_backends_routes(struct gw_daemon *d);
+/* Control: as a reload's routes ROUTES (N) go in (gw_routes_commit), each backend follows the check
+ * settings of its current route and a state= the file changed. */
+void gw_backends_routes(struct gw_daemon *d, struct gw_route *const *routes, unsigned n);
 /* Control: sets the admin state of backend NAME of route ROUTE; WHO (the client, "ADDR port N") is
  * named in the log line of a change. 0, -ENOENT. */
 int gw_backend_set_state(struct gw_daemon *d, const char *route, const char *name, enum conf_backend_state s,

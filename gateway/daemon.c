@@ -227,14 +227,15 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 		c->gateway.log_level = CONF_LOG_DEBUG;
 	gw_log_set_level(c->gateway.log_level);
 	gw_alog_reload_commit(d);
-	/* the snapshot with the new backends first: once the old routes are retired, a connection their
-	 * listener takes goes to the successor, whose pool must find its backends usable (it found none
-	 * until gw_backends_publish below: reset, connect_failed) */
-	gw_live_publish(d, live);
-	gw_routes_commit(d);
+	/* publishes the snapshot with the new backends first: once the old routes are retired, a
+	 * connection their listener takes goes to the successor, whose pool must find its backends
+	 * usable (it found none before: reset, connect_failed) */
+	gw_routes_commit(d, live);
 	conf_free(d->conf);
-		d->conf = c;
-	gw_backends_publish(d); /* the pools' new backends, in a snapshot of the new values */
+	d->conf = c;
+	/* once more: the epoch the routes the commit retired wait for (it frees them once every worker
+	 * has passed it; where this fails, the health tick publishes) */
+	gw_backends_publish(d);
 	for (unsigned i = 0; i < GW_N_SIDES; i++)
 		gw_sides[i]->routes(d);
 	d->reloads_ok++;

@@ -406,9 +406,11 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *c);
 /* gw_routes_apply in two steps, for a reload that publishes between them (control): _prepare makes
  * the new route objects and backends (0, or -ENOSPC / -ENOMEM with nothing changed); then either
  * _commit, which installs them and retires the old routes (workers follow them to their successors
- * from then on, so the new backends must be in a published snapshot first), or _abort. */
+ * from then on, so the new backends must be in a published snapshot first: _commit fills LIVE, made
+ * after _prepare, with the new pools' backends and publishes it before anything else; NULL: nothing
+ * is published), or _abort. */
 int gw_routes_prepare(struct gw_daemon *d, const struct conf *c);
-void gw_routes_commit(struct gw_daemon *d);
+void gw_routes_commit(struct gw_daemon *d, struct gw_live *live);
 void gw_routes_abort(struct gw_daemon *d);
 void gw_routes_sweep(struct gw_daemon *d);
 void gw_routes_free(struct gw_daemon *d);

@@ -153,12 +153,21 @@ void gw_routes_abort(struct gw_daemon *d)
 	memset(&pend, 0, sizeof(pend));
 }
 
-void gw_routes_commit(struct gw_daemon *d)
+void gw_routes_commit(struct gw_daemon *d, struct gw_live *live)
 {
 	struct gw_route **next = pend.next;
 	const bool *kept = pend.kept, *fresh = pend.fresh;
 	unsigned n = pend.n;
 
+	/* the new pools' backends and the states the file gives them first, published before any old
+	 * route names its successor: from then on a connection an old listener takes is the
+	 * successor's, whose picks must see them (a backend the file drains takes no new session from
+	 * that moment) */
+	gw_backends_routes(d, next, n);
+	if (live) {
+		gw_backends_fill(d, live);
+		gw_live_publish(d, live);
+	}
 	for (unsigned j = 0; j < d->n_routes; j++) {
 		struct gw_route *r = d->routes[j], *o;
 		if (kept[j])
@@ -183,7 +192,6 @@ void gw_routes_commit(struct gw_daemon *d)
 	}
 	memcpy(d->routes, next, n * sizeof(next[0]));
 	d->n_routes = n;
-	gw_backends_routes(d);
 	memset(&pend, 0, sizeof(pend));
 }
 
@@ -192,7 +200,7 @@ int gw_routes_apply(struct gw_daemon *d, const struct conf *conf)
 	int ret = gw_routes_prepare(d, conf);
 
 	if (!ret)
-		gw_routes_commit(d);
+		gw_routes_commit(d, NULL);
 	return ret;
 }
 
