@@ -17,6 +17,16 @@
 # Prints the figures; exits non-zero only when the benchmark itself could not run (missed targets are
 # reported as such, not as a failure: this machine is shared and noisy).
 #
+# Where ib->eth's time goes on vhost-net, 2026-12-07 05:36-06:15 UTC (quiet host but for the runs;
+# two runs of BENCH_VARIANTS=vhost [vhost-lean] BENCH_REPS=3 BENCH_ITERS=0 BENCH_RELAYS=offload and
+# make bench runs 20261207-053748 and -055926): ibgwd ib->eth 0.90, 0.77, 0.79 and 0.70 of direct
+# (vhost-lean, busy_poll = 0: 0.77). The IB sender waited 1.3 ms of the 37-42 ms each MB took for
+# credits ibgwd held back (the events line): ibgwd does not hold it back. The guest's two vCPUs were
+# 79-80% busy on ibgwd's path, 76-79% on relay[offload]'s and 57-60% on the direct path's, and every
+# process and kernel thread together spent 67-79 ms per MB on ibgwd's path (9.5-11.3 of them its
+# vhost-net thread, the copies a NIC makes on hardware), 55-63 on the relay's and 38-48 on the direct
+# path (the "guest cpu" lines): the sender and soft-RoCE share the two vCPUs with more work on ibgwd's
+# path than on the others, and its throughput follows.
 # Measured 2026-12-03, 14:58-15:03 UTC, quiet host (load ~1, this benchmark only), 5 rounds, variants
 # default (af_packet, MTU 1500), vhost (virtio_user on vhost-net: TSO, LRO, checksum offloads) and jumbo:
 #   ib->eth  default 0.51x direct, vhost 0.90x (met), jumbo 0.77x (met)
