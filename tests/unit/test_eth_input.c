@@ -341,6 +341,21 @@ static void test_handshake_options(void **state)
 }
 
 /* Both ends send a SYN at once (RFC 9293 figure 7). */
+/* Opens a connection to the peer's port C->pport: returns our SYN, whose port and ISS C learns. */
+static struct out active_syn(struct conn *c)
+{
+	struct out o;
+
+	eh_forget(&h);
+	assert_int_equal(eh_connect(&h, c->pport), 0);
+	eh_poll(&h);
+	o = one();
+	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG);
+	c->gport = o.sport;
+	c->iss = o.seq;
+	return o;
+}
+
 static void test_simultaneous_open(void **state)
 {
 	static const uint8_t msg[] = "crossing SYNs";
@@ -349,13 +364,7 @@ static void test_simultaneous_open(void **state)
 	struct out o;
 
 	(void)state;
-	eh_forget(&h);
-	assert_int_equal(eh_connect(&h, 80), 0);
-	eh_poll(&h);
-	o = one();
-	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG);
-	c.gport = o.sport;
-	c.iss = o.seq;
+	active_syn(&c);
 	assert_int_equal(S()->tcp_active_opens, 1);
 	/* the peer's own SYN crosses ours: we answer SYN-ACK with the same ISS */
 	feed(&c, RTE_TCP_SYN_FLAG, c.pnxt, 0, 65535, NULL, 0);
@@ -396,14 +405,7 @@ static void test_simultaneous_open_syn_window(void **state)
 	unsigned n, got = 0;
 
 	(void)state;
-	eh_forget(&h);
-	assert_int_equal(eh_connect(&h, 81), 0);
-	eh_poll(&h);
-	o = one();
-	assert_int_equal(o.flags, RTE_TCP_SYN_FLAG);
-	assert_true(o.o.ws_ok); /* ours offers scaling: the peer's 14 applies */
-	c.gport = o.sport;
-	c.iss = o.seq;
+	assert_true(active_syn(&c).o.ws_ok); /* ours offers scaling: the peer's 14 applies */
 	eh_forget(&h);
 	eh_feed(&h, frame, eh_tcp_frame(frame, c.pport, c.gport, c.pnxt, 0, RTE_TCP_SYN_FLAG, 65535, syn_opts,
 					 sizeof(syn_opts), NULL, 0));
