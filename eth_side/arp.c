@@ -31,6 +31,7 @@
 #include <rte_arp.h>
 #include <rte_ether.h>
 
+#include "../translate/ratelim.h"
 #include "engine.h"
 
 enum {
@@ -324,7 +325,7 @@ static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac, b
 	eth_tx_frame(st, m);
 }
 
-void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop)
+void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop, bool reply)
 {
 	struct eth_nbr_cache *c = xlt_ip_is_v4(nexthop) ? &st->arp : &st->nd;
 	struct eth_arp_entry *e = lookup(st, c, nexthop);
@@ -341,6 +342,16 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 		return;
 	}
 	if (!e) {
+		/* a neighbour not asked for yet costs a request to every host of the link (three with the
+		 * retries), and a reply's is the source of a ping, a SYN or a segment of no connection,
+		 * which a peer may spoof on-link: at most ETH_NBR_RESOLVE_PER_S such a second (the
+		 * gateway and the flow peer always); past it the reply is dropped and nothing is kept */
+		if (reply && !is_pinned(st, c, nexthop) &&
+		    !xlt_window_ok(&st->nbr_resolves, st->now_ms, 1000, ETH_NBR_RESOLVE_PER_S)) {
+			xlt_counter_add(&st->stats.nbr_resolves_limited, 1);
+			rte_pktmbuf_free(m);
+			return;
+		}
 		e = insert(st, c, nexthop, false);
 		e->state = ETH_ARP_INCOMPLETE;
 		e->tries = 0;
@@ -352,11 +363,11 @@ void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_i
 	queue_add(st, c, e, m);
 }
 
-void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop)
+void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop, bool reply)
 {
 	struct xlt_ip nh = xlt_ip_v4(nexthop);
 
-	eth_nbr_output(st, m, &nh);
+	eth_nbr_output(st, m, &nh, reply);
 }
 
 static void learn(struct eth_stack *st, struct eth_nbr_cache *c, struct eth_arp_entry *e, const uint8_t *mac)
@@ -375,10 +386,24 @@ static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
 	return h == 0 || h == 0xffffffffu || (h >> 28) == 0xe || (h >> 24) == 127 || eth_ipv4_subnet_bcast(st, ip);
 }
 
+bool eth_nbr_pinned_elsewhere(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac)
+{
+	struct eth_arp_entry *e = lookup(st, xlt_ip_is_v4(ip) ? &st->arp : &st->nd, ip);
+
+	return e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(mac, e->mac, 6);
+}
+
+bool eth_nbr_reply_ok(struct eth_stack *st)
+{
+	if (xlt_window_ok(&st->nbr_replies, st->now_ms, 1000, ETH_NBR_REPLY_PER_S))
+		return true;
+	xlt_counter_add(&st->stats.nbr_replies_limited, 1);
+	return false;
+}
+
 bool eth_arp_for_kernel(struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_arp_hdr *a;
-	struct eth_arp_entry *e;
 	struct xlt_ip sip;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*a))
@@ -390,8 +415,7 @@ bool eth_arp_for_kernel(struct eth_stack *st, const struct rte_mbuf *m)
 	if (!st->c.gateway || a->arp_data.arp_sip != st->c.gateway)
 		return true;
 	sip = xlt_ip_v4(st->c.gateway);
-	e = lookup(st, &st->arp, &sip);
-	return !(e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(a->arp_data.arp_sha.addr_bytes, e->mac, 6));
+	return !eth_nbr_pinned_elsewhere(st, &sip, a->arp_data.arp_sha.addr_bytes);
 }
 
 void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
@@ -421,7 +445,8 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		goto bad; /* multicast, zero or our own MAC as a sender */
 	if (sip == 0) {
 		/* RFC 5227 probe: defend our address, learn nothing */
-		if (!learn_only && op == RTE_ARP_OP_REQUEST && eth_local_state(st, tip) == ETH_LOCAL_UP)
+		if (!learn_only && op == RTE_ARP_OP_REQUEST && eth_local_state(st, tip) == ETH_LOCAL_UP &&
+		    eth_nbr_reply_ok(st))
 			send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, 0);
 		goto done;
 	}
@@ -455,7 +480,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		else if (!learn_only)
 			xlt_counter_add(&st->stats.arp_learn_refused, 1); /* (answered all the same) */
 	}
-	if (op == RTE_ARP_OP_REQUEST && !learn_only)
+	if (op == RTE_ARP_OP_REQUEST && !learn_only && eth_nbr_reply_ok(st))
 		send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, sip);
 done:
 	rte_pktmbuf_free(m);

@@ -235,6 +235,8 @@ struct eth_stack {
 	uint32_t chall_left;	   /* challenge ACKs this instance may still send in that second */
 	struct xlt_window rst_replies; /* resets to segments of no connection this second (tcp_out.c) */
 	struct xlt_window dad_defends; /* advertisements defending our IPv6 addresses this second */
+	struct xlt_window nbr_resolves; /* neighbours first asked for this second (arp.c) */
+	struct xlt_window nbr_replies;  /* ARP replies and solicited advertisements this second */
 
 	struct eth_twheel wheel;
 	struct eth_chunk_pool chunks;

@@ -44,6 +44,8 @@
 #define ETH_TCP_CHALLENGE_PER_S 10 /* challenge ACKs per connection and second (RFC 5961 10) */
 #define ETH_TCP_RST_REPLIES_PER_S 1000 /* resets to segments of no connection per worker and second */
 #define ETH_ND_DAD_DEFEND_PER_S   10   /* advertisements to all nodes defending our addresses, the same */
+#define ETH_NBR_RESOLVE_PER_S     1000 /* neighbours first asked for to send a reply (eth_nbr_output), the same */
+#define ETH_NBR_REPLY_PER_S       1000 /* ARP replies and solicited advertisements, the same */
 
 /* stack.c */
 struct rte_mbuf *eth_pkt_alloc(struct eth_stack *st);
@@ -114,10 +116,22 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only);
  * the host with the gateway's MAC where arp_ignore could not be set: systemd's ProtectKernelTunables);
  * a gratuitous request (a neighbour announcing itself) goes. */
 bool eth_arp_for_kernel(struct eth_stack *st, const struct rte_mbuf *m);
+/* The same for an ND frame M (Ethernet header first, eth_ipv6_is_nd): not an advertisement of
+ * [eth] gateway6, nor a solicitation from it, that gives it another link-layer address than the one
+ * pinned. */
+bool eth_nd_for_kernel(struct eth_stack *st, const struct rte_mbuf *m);
+/* Whether IP's entry is pinned (the gateway), resolved, and at another MAC than MAC: a claim the
+ * engine ignores, which the kernel behind the TAP must not see either. */
+bool eth_nbr_pinned_elsewhere(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac);
+/* Whether a reply to a neighbour's request (ARP reply, solicited advertisement) may go now: at most
+ * ETH_NBR_REPLY_PER_S a second per worker (each is sent where the requester says). */
+bool eth_nbr_reply_ok(struct eth_stack *st);
 /* Sends M (starting at the IP header) to the neighbour NEXTHOP (IPv4 or IPv6: the family's cache),
- * resolving it first if needed. */
-void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop);
-void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop);
+ * resolving it first if needed. REPLY: M answers a packet that opened nothing of ours (an echo, a
+ * SYN-ACK or a reset to a segment that came in), whose source a peer chooses: a reply that needs a
+ * neighbour asked for anew takes one of ETH_NBR_RESOLVE_PER_S a second, or is dropped (counted). */
+void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop, bool reply);
+void eth_arp_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t nexthop, bool reply);
 /* Neighbour discovery feeding the IPv6 cache (ipv6.c calls them with checked messages): a
  * solicitation to us from on-link SRC with its link-layer address SLL makes or refreshes SRC's entry;
  * an advertisement of TARGET updates an existing entry only (RFC 4861 7.2.5; TLL may be NULL).
@@ -188,8 +202,8 @@ void eth_ipv6_fill(struct rte_ipv6_hdr *ip, const struct xlt_ip *src, const stru
  * DMAC (a re-check of a known neighbour). */
 void eth_nd_solicit(struct eth_stack *st, const uint8_t *target, const uint8_t *dmac);
 /* Routes the IP packet M (either family, at its IP header) to DST's next hop; no route: dropped and
- * counted (ip_no_route). */
-void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst);
+ * counted (ip_no_route). REPLY: as eth_nbr_output's. */
+void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst, bool reply);
 bool eth_ipv6_mcast_mac_ours(const struct eth_stack *st, const uint8_t *mac);
 void eth_ipv6_announce(struct eth_stack *st);
 /* An unsolicited neighbour advertisement of A (an address the kernel TAP gained) to all-nodes. */
@@ -199,11 +213,10 @@ void eth_ipv6_announce_addr(struct eth_stack *st, const uint8_t *a);
 bool eth_ipv4_subnet_bcast(const struct eth_stack *st, uint32_t a);
 /* The neighbour that carries traffic to DST (network order), or 0 when unreachable. */
 uint32_t eth_ipv4_nexthop(const struct eth_stack *st, uint32_t dst);
-/* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO to DST and sends it. */
-void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload);
-/* The same from source address SRC (one of ours). */
+/* Fills the IPv4 header at the start of M for PAYLOAD bytes of PROTO from SRC (one of ours) to DST
+ * and sends it (REPLY: as eth_nbr_output's). */
 void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src, uint32_t dst, uint8_t proto,
-                         uint16_t payload);
+                         uint16_t payload, bool reply);
 void eth_ipv4_fill(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t dst, uint8_t proto, uint16_t payload);
 /* The same from source address SRC (one of ours), for a packet of no connection. */
 void eth_ipv4_fill_src(struct eth_stack *st, struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst,

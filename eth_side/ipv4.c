@@ -61,13 +61,8 @@ void eth_ipv4_fill_id(struct rte_ipv4_hdr *ip, uint32_t src, uint32_t dst, uint8
 	ip->hdr_checksum = eth_ipv4_cksum(ip);
 }
 
-void eth_ipv4_output(struct eth_stack *st, struct rte_mbuf *m, uint32_t dst, uint8_t proto, uint16_t payload)
-{
-	eth_ipv4_output_src(st, m, st->c.addr, dst, proto, payload);
-}
-
 void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src, uint32_t dst, uint8_t proto,
-                         uint16_t payload)
+                         uint16_t payload, bool reply)
 {
 	uint32_t nh = eth_ipv4_nexthop(st, dst);
 
@@ -77,7 +72,7 @@ void eth_ipv4_output_src(struct eth_stack *st, struct rte_mbuf *m, uint32_t src,
 		return;
 	}
 	eth_ipv4_fill_src(st, rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *), src, dst, proto, payload);
-	eth_arp_output(st, m, nh);
+	eth_arp_output(st, m, nh, reply);
 }
 
 /* The IPv4 header's reserved bit (RFC 791), never set by a host: marks a segment a gateway of the
@@ -112,7 +107,7 @@ bool eth_ipv4_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	 * out filled: the peer's device checks it on the wire */
 	eth_fill_l4_cksum_ip(m, false);
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
-	eth_arp_output(st, m, st->c.flow_peer);
+	eth_arp_output(st, m, st->c.flow_peer, false);
 	return true;
 }
 
@@ -197,7 +192,7 @@ static void icmp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_ipv4
 	ic->icmp_cksum = (uint16_t)~eth_cksum(ic, len);
 	xlt_counter_add(&st->stats.icmp_echo_replies, 1);
 	/* from the address pinged (one the kernel TAP owns, a VIP, as well as [eth] address) */
-	eth_ipv4_output_src(st, m, ip->dst_addr, src, IPPROTO_ICMP, len);
+	eth_ipv4_output_src(st, m, ip->dst_addr, src, IPPROTO_ICMP, len, true);
 	return;
 drop:
 	rte_pktmbuf_free(m);

@@ -249,11 +249,11 @@ bool eth_ipv6_to_flow_peer(struct eth_stack *st, struct rte_mbuf *m)
 	eth_fill_l4_cksum_ip(m, true);
 	xlt_counter_add(&st->stats.flow_peer_out, 1);
 	memcpy(peer.b, st->c.flow_peer6, 16);
-	eth_nbr_output(st, m, &peer);
+	eth_nbr_output(st, m, &peer, false);
 	return true;
 }
 
-void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst)
+void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *dst, bool reply)
 {
 	struct xlt_ip nh;
 
@@ -268,7 +268,7 @@ void eth_ip_send(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *
 	rte_pktmbuf_free(m);
 	return;
 send:
-	eth_nbr_output(st, m, &nh);
+	eth_nbr_output(st, m, &nh, reply);
 }
 
 /* Does a packet to A reach us (our unicast, their solicited-node groups, all-nodes)? */
@@ -435,6 +435,32 @@ bool eth_ipv6_nd_learnable(const struct eth_stack *st, const struct rte_mbuf *m)
 	       ll;
 }
 
+bool eth_nd_for_kernel(struct eth_stack *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	const struct nd_msg *nd = (const struct nd_msg *)(ip + 1);
+	const uint8_t *who, *ll;
+	struct xlt_ip gw;
+	uint32_t plen;
+
+	memcpy(gw.b, st->c.gateway6, 16);
+	if (xlt_ip_is_any(&gw) || m->nb_segs > 1)
+		return true;
+	plen = rte_be_to_cpu_16(ip->payload_len);
+	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len || plen < sizeof(*nd))
+		return true; /* (malformed: the kernel judges its copy, as ARP's) */
+	/* what names gateway6 with a link-layer address: an advertisement of it, or a solicitation
+	 * from it */
+	who = nd->h.type == ND_NEIGHBOR_ADVERT ? nd->target : ip->src_addr;
+	if (memcmp(who, gw.b, 16) ||
+	    nd_options((const uint8_t *)(nd + 1), plen - (uint32_t)sizeof(*nd),
+	               nd->h.type == ND_NEIGHBOR_ADVERT ? ND_OPT_TARGET_LLADDR : ND_OPT_SOURCE_LLADDR, &ll) ||
+	    !ll)
+		return true;
+	return !eth_nbr_pinned_elsewhere(st, &gw, ll);
+}
+
 /* Could MAC be a neighbour's link-layer address: no group, zero or our own one (as ARP's sender). */
 static bool lladdr_ok(const struct eth_stack *st, const uint8_t *mac)
 {
@@ -484,7 +510,8 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 		return;
 	}
 	/* to the solicitor, at the address it gave (else the frame's source, which sent it) */
-	send_na(st, sll ? sll : eh->src_addr.addr_bytes, ip->src_addr, ns->target, true);
+	if (eth_nbr_reply_ok(st))
+		send_na(st, sll ? sll : eh->src_addr.addr_bytes, ip->src_addr, ns->target, true);
 	return;
 bad:
 	if (!lo)

@@ -108,6 +108,8 @@ struct eth_stack_stats {
 	uint64_t arp_queue_drops;   /* packets dropped because the instance's ARP queue was full */
 	uint64_t arp_queued;	    /* gauge: packets waiting for a neighbour's address */
 	uint64_t arp_learn_refused; /* ARP senders that got no entry (arp.c: insert) */
+	uint64_t nbr_resolves_limited; /* packets dropped: their neighbour was new, over ETH_NBR_RESOLVE_PER_S */
+	uint64_t nbr_replies_limited;  /* ARP requests and solicitations not answered: over ETH_NBR_REPLY_PER_S */
 	uint64_t ip_in;
 	uint64_t ip_header_errors;
 	uint64_t ip_checksum_errors;

@@ -49,6 +49,8 @@ const struct xlt_metric_desc eth_stack_metrics[] = {
 	{"arp_queue_drops_total", XLT_COUNTER, ST(arp_queue_drops), "packets dropped, oldest first, because the worker's queue of packets awaiting ARP resolution was full", NULL},
 	{"arp_queued", XLT_GAUGE, ST(arp_queued), "packets waiting for ARP resolution", NULL},
 	{"arp_learn_refused_total", XLT_COUNTER, ST(arp_learn_refused), "ARP senders that got no cache entry: its slots held neighbours in use", NULL},
+	{"neighbor_resolves_limited_total", XLT_COUNTER, ST(nbr_resolves_limited), "replies to packets of no connection (echo, SYN-ACK, reset) dropped: their next hop was a new neighbour, past the per-worker budget a second of those asked for (each ARP request or solicitation goes to every host of the link)", NULL},
+	{"neighbor_replies_limited_total", XLT_COUNTER, ST(nbr_replies_limited), "ARP requests and neighbour solicitations for our addresses left unanswered past the per-worker budget of replies a second", NULL},
 	{"ip_packets_in_total", XLT_COUNTER, ST(ip_in), "IPv4 packets received", NULL},
 	{"ip_header_errors_total", XLT_COUNTER, ST(ip_header_errors), "IPv4 packets with a bad header or length", NULL},
 	{"ip_checksum_errors_total", XLT_COUNTER, ST(ip_checksum_errors), "IPv4 header checksum errors", NULL},
@@ -594,7 +596,7 @@ static void rx_frame(struct eth_stack *st, struct rte_mbuf *m, bool steered)
 			xlt_counter_add(&st->stats.ip6_in, 1);
 		if (!steered && eth_ipv6_unicast_in_group(st, m))
 			goto drop;
-		if (!steered && nd)
+		if (!steered && nd && eth_nd_for_kernel(st, m))
 			exc_mirror(st, m);
 		if (!steered && st->c.n_workers > 1 && st->c.prefix6) {
 			unsigned owner;

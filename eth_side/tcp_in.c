@@ -215,7 +215,7 @@ static void cookie_reply(struct eth_stack *st, struct eth_listener *l, const str
 	eth_tcp_finish(st, m, th, &f.laddr, &f.raddr, (uint32_t)sizeof(*th) + optlen, 0, 0);
 	xlt_counter_add(&st->stats.tcp_segments_out, 1);
 	xlt_counter_add(&st->stats.tcp_syncookies_sent, 1);
-	eth_ip_send(st, m, &f.raddr);
+	eth_ip_send(st, m, &f.raddr, true);
 }
 
 /* Passive open, either way (a SYN, or a valid cookie's ACK): T, filled in, becomes a half-open

@@ -196,7 +196,8 @@ int eth_tcp_xmit(struct eth_tcb *t, uint32_t seq, uint32_t len, uint8_t flags)
 	xlt_counter_add(&st->stats.tcp_bytes_out, len);
 	if (flags & RTE_TCP_RST_FLAG)
 		xlt_counter_add(&st->stats.tcp_rsts_out, 1);
-	eth_ip_send(st, m, &t->raddr);
+	/* (a passive open's SYN-ACKs answer a SYN whose source the peer chose) */
+	eth_ip_send(st, m, &t->raddr, t->passive && t->state == ETH_TCP_SYN_RCVD);
 	return 0;
 }
 
@@ -264,7 +265,7 @@ void eth_tcp_reset_reply(struct eth_stack *st, const struct xlt_ip *src, const s
 	eth_tcp_finish(st, m, oth, dst, src, sizeof(*oth), 0, 0);
 	xlt_counter_add(&st->stats.tcp_segments_out, 1);
 	xlt_counter_add(&st->stats.tcp_rsts_out, 1);
-	eth_ip_send(st, m, src);
+	eth_ip_send(st, m, src, true);
 }
 
 /* TSO frames carry the pseudo-header sum only: TSO without the checksum offload is not used. */

@@ -666,6 +666,8 @@ static inline void eh_arp_hello(struct eh *h)
 
 /* [eth] gateway of the next eh_start (network order; 0: none), for a test that wants one. */
 static uint32_t eh_gateway;
+/* [eth] gateway6 of the next eh_start (:: = none). */
+static uint8_t eh_gateway6[16];
 /* The prefix length of the next eh_start's address (0: 24), for a test that needs a wide subnet. */
 static uint8_t eh_prefix;
 /* The next eh_start's address (network order; 0: EH_GW_IP), for a test that needs another subnet. */
@@ -702,6 +704,7 @@ static inline int eh_start_ofl(struct eh *h, uint32_t syn_backlog, uint32_t rbuf
 	struct eth_tcp_params p = {.rbuf_size = rbuf, .sbuf_size = sbuf, .connect_timeout_ms = 5000};
 
 	memcpy(c.addr6, eh_gw_ip6, 16);
+	memcpy(c.gateway6, eh_gateway6, 16);
 
 	memset(h, 0, sizeof(*h));
 	eh_cur = h;

@@ -1947,6 +1947,8 @@ static void test_arp_flood_keeps_used(void **state)
 			eh_poll(&h);
 			eh_forget(&h);
 		}
+		if (i % 512 == 511)
+			eh_advance_ms(&h, 1000); /* (under ETH_NBR_REPLY_PER_S: test_nbr_budgets has it) */
 	}
 	eh_poll(&h);
 	eh_forget(&h);
@@ -2108,7 +2110,7 @@ static const uint8_t *output_mac(uint32_t nexthop)
 	ip->dst_addr = nexthop;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	eh_forget(&h);
-	eth_arp_output(h.st, m, nexthop);
+	eth_arp_output(h.st, m, nexthop, false);
 	eh_poll(&h); /* (frames leave at the end of the round) */
 	for (unsigned i = 0; i < h.n_kept; i++) {
 		const struct rte_ether_hdr *e = rte_pktmbuf_mtod(h.kept[i], const struct rte_ether_hdr *);
@@ -2116,6 +2118,55 @@ static const uint8_t *output_mac(uint32_t nexthop)
 			return e->dst_addr.addr_bytes;
 	}
 	return NULL;
+}
+
+/* What spoofed on-link sources make us send is budgeted per second: ARP replies (each goes where
+ * the request says), and the requests to every host of the link for a new neighbour that a reply
+ * needs (a SYN-ACK to a SYN from a source that never spoke ARP: three broadcasts for one frame). Our
+ * own output to a new neighbour is not: a connection to a backend is asked for all the same. */
+static void test_nbr_budgets(void **state)
+{
+	const unsigned over = 300;
+	uint64_t out0, lim0;
+
+	(void)state;
+	eh_advance_ms(&h, 1000);
+	eh_forget(&h);
+	out0 = S()->arp_out;
+	for (unsigned i = 0; i < ETH_NBR_REPLY_PER_S + over; i++) {
+		eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, 4, (uint8_t)(i >> 8), (uint8_t)i},
+		       spoofed(i));
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S);
+	assert_int_equal(S()->nbr_replies_limited, over);
+	eh_advance_ms(&h, 1000);
+	eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, 5, 0, 1}, spoofed(4000));
+	eh_poll(&h);
+	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S + 1); /* the next second's */
+	/* SYNs from sources that never spoke ARP (the listener's backlog is full at once: cookies) */
+	eh_advance_ms(&h, 1000);
+	eh_forget(&h);
+	out0 = S()->arp_out;
+	lim0 = S()->nbr_resolves_limited;
+	for (unsigned i = 0; i < ETH_NBR_RESOLVE_PER_S + over; i++) {
+		feed_syn_between(spoofed(5000 + i), (uint16_t)(1024 + i), EH_GW_IP, EH_ECHO_PORT, 777);
+		if (i % 32 == 31)
+			eh_forget(&h);
+	}
+	eh_forget(&h);
+	assert_int_equal(S()->arp_out - out0, ETH_NBR_RESOLVE_PER_S); /* one request each, no more */
+	assert_int_equal(S()->nbr_resolves_limited - lim0, over);
+	/* in the same second, our own output to a new neighbour is asked for */
+	out0 = S()->arp_out;
+	assert_null(output_mac(spoofed(9000)));
+	assert_int_equal(S()->arp_out, out0 + 1);
+	assert_int_equal(S()->nbr_resolves_limited - lim0, over);
 }
 
 /* [eth] flow_peer's entry is pinned as the gateway's is: it gets every segment of the connections a
@@ -4368,6 +4419,8 @@ static void test_nd_flood_keeps_used(void **state)
 			eh_poll(&h);
 			eh_forget(&h);
 		}
+		if (i % 512 == 511)
+			eh_advance_ms(&h, 1000); /* (under ETH_NBR_REPLY_PER_S: test_nbr_budgets has it) */
 	}
 	eh_poll(&h);
 	eh_forget(&h);
@@ -4399,7 +4452,7 @@ static void test_nd_flood_keeps_used(void **state)
 		memcpy(src.b, eh_gw_ip6, 16);
 		ip = (struct rte_ipv6_hdr *)rte_pktmbuf_append(m, sizeof(*ip));
 		eth_ipv6_fill(ip, &src, &dst, 59 /* no next header */, 0, 0);
-		eth_nbr_output(h.st, m, &dst);
+		eth_nbr_output(h.st, m, &dst, false);
 		if (i % 32 == 31) {
 			eh_poll(&h);
 			eh_forget(&h);
@@ -4460,6 +4513,58 @@ static void test_dad_budget(void **state)
 	assert_int_equal(S()->nd_dad_defended, ETH_ND_DAD_DEFEND_PER_S + 1);
 	assert_int_equal(h.n_kept, 1); /* the advertisement */
 	eh_forget(&h);
+}
+
+/* with the peer as [eth] gateway6 and a kernel TAP */
+static int setup_gateway6_exc(void **state)
+{
+	int ret;
+
+	(void)state;
+	memcpy(eh_gateway6, eh_peer_ip6, 16);
+	ret = eh_start(&h, 8, 16384, 16384);
+	memset(eh_gateway6, 0, 16);
+	return with_exc(ret);
+}
+
+/* Feeds an ND message of TYPE (135 solicitation, 136 advertisement with FLAGS) from SRC about TARGET,
+ * its link-layer option (source for a solicitation, target for an advertisement) MAC. */
+static void feed_nd(uint8_t type, uint8_t flags, const uint8_t *src, const uint8_t *target, const uint8_t *mac)
+{
+	uint8_t m[32] = {type}, f[200];
+
+	m[4] = flags;
+	memcpy(m + 8, target, 16);
+	m[24] = type == 135 ? 1 : 2, m[25] = 1;
+	memcpy(m + 26, mac, 6);
+	eh_feed(&h, f, frame6(f, src, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+	eh_poll(&h);
+}
+
+/* As test_gateway_claim_not_mirrored, for IPv6: neighbour discovery is mirrored to the kernel
+ * behind the TAP, but not an advertisement of the pinned gateway6, nor a solicitation from it, that
+ * gives it another link-layer address: ibgwd ignores them, and the kernel would have re-pointed its
+ * own entry (its BGP and VRRP flows) at the claimant. The gateway's own answers still reach it. */
+static void test_gateway6_claim_not_mirrored(void **state)
+{
+	static const uint8_t evil[6] = {0x02, 0x66, 0, 0, 0, 0x66};
+	uint64_t k0, err0;
+
+	(void)state;
+	eh_advance_ms(&h, 10); /* gateway6 is asked for */
+	k0 = S()->exc_to_kernel;
+	feed_nd(136, 0x60, eh_peer_ip6, eh_peer_ip6, eh_peer_mac); /* solicited, override */
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	err0 = S()->nd_errors;
+	feed_nd(136, 0x20, eh_peer_ip6, eh_peer_ip6, evil); /* unsolicited, override */
+	assert_int_equal(S()->nd_errors, err0 + 1);
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	feed_nd(135, 0, eh_peer_ip6, eh_gw_ip6, evil); /* from gateway6, its address another MAC */
+	assert_int_equal(S()->exc_to_kernel, k0 + 1);
+	feed_nd(135, 0, eh_peer_ip6, eh_gw_ip6, eh_peer_mac);
+	assert_int_equal(S()->exc_to_kernel, k0 + 2);
+	feed_nd(136, 0x60, eh_peer_ip6, eh_peer_ip6, eh_peer_mac);
+	assert_int_equal(S()->exc_to_kernel, k0 + 3);
 }
 
 /* Neighbour discovery is cloned to the other workers only when it passes RFC 4861's checks and
@@ -4797,8 +4902,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_zero_mss, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fast_rexmit_within_sent, setup_big_sbuf, teardown),
 	    cmocka_unit_test_setup_teardown(test_arp_flood_keeps_used, setup_wide, teardown),
+	    cmocka_unit_test_setup_teardown(test_nbr_budgets, setup_wide, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_recheck_spoofed, setup_gateway, teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_claim_not_mirrored, setup_gateway_exc, teardown_exc),
+	    cmocka_unit_test_setup_teardown(test_gateway6_claim_not_mirrored, setup_gateway6_exc, teardown_exc),
 	    cmocka_unit_test_setup_teardown(test_flow_peer_pinned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flow_peer_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_p2p_31, setup_p2p, teardown),
