@@ -393,9 +393,16 @@ bool eth_nbr_pinned_elsewhere(struct eth_stack *st, const struct xlt_ip *ip, con
 	return e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(mac, e->mac, 6);
 }
 
-bool eth_nbr_reply_ok(struct eth_stack *st)
+bool eth_nbr_known(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac)
 {
-	if (xlt_window_ok(&st->nbr_replies, st->now_ms, 1000, ETH_NBR_REPLY_PER_S))
+	struct eth_arp_entry *e = lookup(st, xlt_ip_is_v4(ip) ? &st->arp : &st->nd, ip);
+
+	return e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE) && !memcmp(mac, e->mac, 6);
+}
+
+bool eth_nbr_reply_ok(struct eth_stack *st, bool known)
+{
+	if (known || xlt_window_ok(&st->nbr_replies, st->now_ms, 1000, ETH_NBR_REPLY_PER_S))
 		return true;
 	xlt_counter_add(&st->stats.nbr_replies_limited, 1);
 	return false;
@@ -427,6 +434,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	struct xlt_ip sip6;
 	uint32_t sip, tip;
 	uint16_t op;
+	bool known;
 
 	if (!learn_only)
 		xlt_counter_add(&st->stats.arp_in, 1); /* a clone from another worker was counted there */
@@ -446,7 +454,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	if (sip == 0) {
 		/* RFC 5227 probe: defend our address, learn nothing */
 		if (!learn_only && op == RTE_ARP_OP_REQUEST && eth_local_state(st, tip) == ETH_LOCAL_UP &&
-		    eth_nbr_reply_ok(st))
+		    eth_nbr_reply_ok(st, false))
 			send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, 0);
 		goto done;
 	}
@@ -454,6 +462,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 	    ((sip ^ st->c.addr) & st->netmask))
 		goto bad; /* a claim on our address, a martian, or off-link */
 	sip6 = xlt_ip_v4(sip);
+	known = eth_nbr_known(st, &sip6, sha); /* (before this frame teaches anything) */
 	e = lookup(st, c, &sip6);
 	if (e && e->pinned) {
 		/* the gateway: only the answer to a question we asked (a re-check, or while unknown) */
@@ -480,7 +489,7 @@ void eth_arp_input(struct eth_stack *st, struct rte_mbuf *m, bool learn_only)
 		else if (!learn_only)
 			xlt_counter_add(&st->stats.arp_learn_refused, 1); /* (answered all the same) */
 	}
-	if (op == RTE_ARP_OP_REQUEST && !learn_only && eth_nbr_reply_ok(st))
+	if (op == RTE_ARP_OP_REQUEST && !learn_only && eth_nbr_reply_ok(st, known))
 		send_arp_from(st, RTE_ARP_OP_REPLY, sha, sha, tip, sip);
 done:
 	rte_pktmbuf_free(m);

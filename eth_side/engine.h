@@ -123,9 +123,13 @@ bool eth_nd_for_kernel(struct eth_stack *st, const struct rte_mbuf *m);
 /* Whether IP's entry is pinned (the gateway), resolved, and at another MAC than MAC: a claim the
  * engine ignores, which the kernel behind the TAP must not see either. */
 bool eth_nbr_pinned_elsewhere(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac);
-/* Whether a reply to a neighbour's request (ARP reply, solicited advertisement) may go now: at most
- * ETH_NBR_REPLY_PER_S a second per worker (each is sent where the requester says). */
-bool eth_nbr_reply_ok(struct eth_stack *st);
+/* Whether IP's entry is resolved (reachable or stale) at MAC: a neighbour known before. */
+bool eth_nbr_known(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac);
+/* Whether a reply to a neighbour's request (ARP reply, solicited advertisement) may go now: always
+ * to a requester KNOWN (eth_nbr_known, asked before its request taught anything: the router, the
+ * clients traffic goes to), else at most ETH_NBR_REPLY_PER_S a second per worker (each is sent
+ * where the requester says, whoever it claims to be). */
+bool eth_nbr_reply_ok(struct eth_stack *st, bool known);
 /* Sends M (starting at the IP header) to the neighbour NEXTHOP (IPv4 or IPv6: the family's cache),
  * resolving it first if needed. REPLY: M answers a packet that opened nothing of ours (an echo, a
  * SYN-ACK or a reset to a segment that came in), whose source a peer chooses: a reply that needs a

@@ -435,30 +435,38 @@ bool eth_ipv6_nd_learnable(const struct eth_stack *st, const struct rte_mbuf *m)
 	       ll;
 }
 
+/* Whether the ICMPv6 message MSG (LEN bytes) from SRC is neighbour discovery that gives [eth]
+ * gateway6 another link-layer address than the pinned one: an advertisement of it, or a
+ * solicitation from it (what the kernel behind the TAP must not hear: eth_nd_for_kernel). */
+static bool nd_gateway6_elsewhere(struct eth_stack *st, const uint8_t *src, const uint8_t *msg, uint32_t len)
+{
+	const struct nd_msg *nd = (const struct nd_msg *)msg;
+	const uint8_t *who, *ll;
+	struct xlt_ip gw;
+	bool na;
+
+	memcpy(gw.b, st->c.gateway6, 16);
+	if (xlt_ip_is_any(&gw) || len < sizeof(*nd) ||
+	    (nd->h.type != ND_NEIGHBOR_ADVERT && nd->h.type != ND_NEIGHBOR_SOLICIT))
+		return false;
+	na = nd->h.type == ND_NEIGHBOR_ADVERT;
+	who = na ? nd->target : src;
+	if (memcmp(who, gw.b, 16) || nd_options(msg + sizeof(*nd), len - (uint32_t)sizeof(*nd),
+	                                        na ? ND_OPT_TARGET_LLADDR : ND_OPT_SOURCE_LLADDR, &ll) ||
+	    !ll)
+		return false;
+	return eth_nbr_pinned_elsewhere(st, &gw, ll);
+}
+
 bool eth_nd_for_kernel(struct eth_stack *st, const struct rte_mbuf *m)
 {
 	const struct rte_ipv6_hdr *ip =
 	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
-	const struct nd_msg *nd = (const struct nd_msg *)(ip + 1);
-	const uint8_t *who, *ll;
-	struct xlt_ip gw;
-	uint32_t plen;
+	uint32_t plen = rte_be_to_cpu_16(ip->payload_len);
 
-	memcpy(gw.b, st->c.gateway6, 16);
-	if (xlt_ip_is_any(&gw) || m->nb_segs > 1)
-		return true;
-	plen = rte_be_to_cpu_16(ip->payload_len);
-	if (RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len || plen < sizeof(*nd))
+	if (m->nb_segs > 1 || RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->data_len)
 		return true; /* (malformed: the kernel judges its copy, as ARP's) */
-	/* what names gateway6 with a link-layer address: an advertisement of it, or a solicitation
-	 * from it */
-	who = nd->h.type == ND_NEIGHBOR_ADVERT ? nd->target : ip->src_addr;
-	if (memcmp(who, gw.b, 16) ||
-	    nd_options((const uint8_t *)(nd + 1), plen - (uint32_t)sizeof(*nd),
-	               nd->h.type == ND_NEIGHBOR_ADVERT ? ND_OPT_TARGET_LLADDR : ND_OPT_SOURCE_LLADDR, &ll) ||
-	    !ll)
-		return true;
-	return !eth_nbr_pinned_elsewhere(st, &gw, ll);
+	return !nd_gateway6_elsewhere(st, ip->src_addr, (const uint8_t *)(ip + 1), plen);
 }
 
 /* Could MAC be a neighbour's link-layer address: no group, zero or our own one (as ARP's sender). */
@@ -474,7 +482,8 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
                        const struct nd_msg *ns, uint32_t len, bool lo)
 {
 	const uint8_t *sll;
-	bool dad = is_unspecified(ip->src_addr);
+	bool dad = is_unspecified(ip->src_addr), known;
+	struct xlt_ip src;
 
 	if (!lo)
 		xlt_counter_add(&st->stats.nd_ns_in, 1);
@@ -491,6 +500,9 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 		goto bad;
 	if (lstate(st, ns->target) != ETH_LOCAL_UP)
 		return; /* someone else's (or one that left the kernel TAP): not ours to answer */
+	/* (before the solicitation teaches anything: eth_nbr_reply_ok) */
+	memcpy(src.b, ip->src_addr, 16);
+	known = !dad && eth_nbr_known(st, &src, sll ? sll : eh->src_addr.addr_bytes);
 	/* the solicitor's address, as RFC 4861 7.2.3 says: it is about to talk to us (an on-link
 	 * source only; nothing from a duplicate address probe) */
 	if (!dad && sll && on_link(st, ip->src_addr))
@@ -510,7 +522,7 @@ static void nd_solicit(struct eth_stack *st, const struct rte_ether_hdr *eh, con
 		return;
 	}
 	/* to the solicitor, at the address it gave (else the frame's source, which sent it) */
-	if (eth_nbr_reply_ok(st))
+	if (eth_nbr_reply_ok(st, known))
 		send_na(st, sll ? sll : eh->src_addr.addr_bytes, ip->src_addr, ns->target, true);
 	return;
 bad:
@@ -623,7 +635,9 @@ static bool kernel_refused(struct eth_stack *st, const struct rte_mbuf *m)
 		}
 		off += 8 + off2;
 	}
-	if (nh != IPPROTO_ICMPV6 || (len - off >= 2 && icmp6_for_kernel(p[off], p[off + 1])))
+	/* (neighbour discovery to a group of the kernel's alone comes this way, not by exc_mirror) */
+	if (nh != IPPROTO_ICMPV6 || (len - off >= 2 && icmp6_for_kernel(p[off], p[off + 1]) &&
+	                             !nd_gateway6_elsewhere(st, ip->src_addr, p + off, len - off)))
 		return false;
 	xlt_counter_add(&st->stats.icmp_refused, 1);
 	return true;

@@ -127,7 +127,7 @@ HZ=$(getconf CLK_TCK)
 vm_ticks() { # "busy total" ticks of all the guest's vCPUs together (/proc/stat's cpu line; no subprocess)
 	local f
 	read -r -a f </proc/stat
-	echo $((f[1] + f[2] + f[3] + f[6] + f[7] + f[8])) $((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + f[8]))
+	echo $((f[1] + f[2] + f[3] + f[6] + f[7])) $((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + f[8])) # (steal: not busy)
 }
 wait_for() { # FILE PATTERN
 	for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done

@@ -220,6 +220,9 @@ sed -i 's/^\[route full\]$/[route full]\nidle_timeout = 10m/' /tmp/ibgw.conf
 kill -HUP "$GW_PID"
 m_is 'ibgw_config_reloads_total{result="ok"}' $((r0 + 1))
 check "[ $? = 0 ] && grep -q '^idle_timeout = 10m' /tmp/ibgw.conf" "(f2) reloaded with route full changed (its half-open connection on the older version)"
+# (the half-open one still there, within the 5 s before its deadline: else it would make room by itself)
+check "[ \$(m ibgw_ib_connections_half_open) = 1 ] && [ \$(m 'ibgw_ib_connections_failed_total{reason=\"half_open\"}') = $ho0 ]" \
+	"(f2) the half-open connection still there after the reload"
 t0=$SECONDS
 out=$(timeout 60 $TOOLS/ib_badpeer -p 7472 -t 30000 "$IB" hold 1 1 2>&1 | tr '\n' ' ')
 check "echo '$out' | grep -q 'held 1' && [ $((SECONDS - t0)) -lt 5 ]" \

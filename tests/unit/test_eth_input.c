@@ -340,7 +340,6 @@ static void test_handshake_options(void **state)
 	assert_non_null(session_of(41003));
 }
 
-/* Both ends send a SYN at once (RFC 9293 figure 7). */
 /* Opens a connection to the peer's port C->pport: returns our SYN, whose port and ISS C learns. */
 static struct out active_syn(struct conn *c)
 {
@@ -356,6 +355,7 @@ static struct out active_syn(struct conn *c)
 	return o;
 }
 
+/* Both ends send a SYN at once (RFC 9293 figure 7). */
 static void test_simultaneous_open(void **state)
 {
 	static const uint8_t msg[] = "crossing SYNs";
@@ -1928,8 +1928,9 @@ static uint32_t spoofed(unsigned i)
  * to be the least recently used of its slots, evicted and asked for again, its packets held):
  *  - ARP requests for our address from 2048 senders (each would be a new entry): they take free
  *    slots and each other's, never an entry output uses, and every one is answered;
- *  - SYNs from 2048 other senders that never answer ARP: every SYN-ACK waits for an entry that
- *    stays INCOMPLETE, and those evict one another, not a neighbour that answered. */
+ *  - SYNs from 2048 other senders that never answer ARP: the first ETH_NBR_RESOLVE_PER_S SYN-ACKs
+ *    wait for an entry that stays INCOMPLETE (the rest are dropped: test_nbr_budgets), and those
+ *    evict one another, not a neighbour that answered. */
 static void test_arp_flood_keeps_used(void **state)
 {
 	struct conn c = established_echo(40200);
@@ -2120,16 +2121,43 @@ static const uint8_t *output_mac(uint32_t nexthop)
 	return NULL;
 }
 
-/* What spoofed on-link sources make us send is budgeted per second: ARP replies (each goes where
- * the request says), and the requests to every host of the link for a new neighbour that a reply
- * needs (a SYN-ACK to a SYN from a source that never spoke ARP: three broadcasts for one frame). Our
- * own output to a new neighbour is not: a connection to a backend is asked for all the same. */
+static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
+                     size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim);
+
+/* N solicitations for our address from as many sources of 2001:db8::NET:0:0/96 (each its own MAC). */
+static void ns_flood(unsigned n, uint8_t net)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t m[32] = {135}, src[16] = {0x20, 0x01, 0x0d, 0xb8, [11] = net}, f[200];
+		uint8_t mac[6] = {0x02, 0, net, 6, (uint8_t)(i >> 8), (uint8_t)i};
+
+		src[14] = (uint8_t)(i >> 8), src[15] = (uint8_t)i;
+		memcpy(m + 8, eh_gw_ip6, 16);
+		m[24] = 1, m[25] = 1;
+		memcpy(m + 26, mac, 6);
+		eh_feed(&h, f, frame6(f, src, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
+/* What spoofed on-link sources make us send is budgeted per second: ARP replies and solicited
+ * advertisements (each goes where the request says), but never to a neighbour known before (the
+ * router, a client traffic goes to); and the requests to every host of the link for a new neighbour
+ * that a reply needs (a SYN-ACK to a SYN from a source that never spoke ARP: three broadcasts for
+ * one frame). Our own output to a new neighbour is not budgeted: a backend is asked for all the
+ * same. */
 static void test_nbr_budgets(void **state)
 {
 	const unsigned over = 300;
 	uint64_t out0, lim0;
 
 	(void)state;
+	established_echo(40210); /* (the peer's entry in use: no flood's entry takes its slot) */
 	eh_advance_ms(&h, 1000);
 	eh_forget(&h);
 	out0 = S()->arp_out;
@@ -2145,10 +2173,21 @@ static void test_nbr_budgets(void **state)
 	eh_forget(&h);
 	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S);
 	assert_int_equal(S()->nbr_replies_limited, over);
-	eh_advance_ms(&h, 1000);
-	eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, 5, 0, 1}, spoofed(4000));
+	/* in the same second: the peer, known before, is answered; solicitations share the budget */
+	eh_arp(&h, RTE_ARP_OP_REQUEST, eh_peer_mac, EH_PEER_IP);
 	eh_poll(&h);
-	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S + 1); /* the next second's */
+	eh_forget(&h);
+	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S + 1);
+	out0 = S()->nd_na_out;
+	ns_flood(over, 4);
+	assert_int_equal(S()->nd_na_out, out0);
+	assert_int_equal(S()->nbr_replies_limited, 2 * over);
+	/* the next second's */
+	eh_advance_ms(&h, 1000);
+	eh_forget(&h);
+	ns_flood(ETH_NBR_REPLY_PER_S + over, 5);
+	assert_int_equal(S()->nd_na_out - out0, ETH_NBR_REPLY_PER_S);
+	assert_int_equal(S()->nbr_replies_limited, 3 * over);
 	/* SYNs from sources that never spoke ARP (the listener's backlog is full at once: cookies) */
 	eh_advance_ms(&h, 1000);
 	eh_forget(&h);
