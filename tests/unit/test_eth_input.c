@@ -2124,8 +2124,9 @@ static const uint8_t *output_mac(uint32_t nexthop)
 static size_t frame6(uint8_t *out, const uint8_t *src, const uint8_t *dst, uint8_t first, const uint8_t *ext,
                      size_t extlen, uint8_t proto, const void *l4, size_t l4len, uint8_t hlim);
 
-/* N solicitations for our address from as many sources of 2001:db8::NET:0:0/96 (each its own MAC). */
-static void ns_flood(unsigned n, uint8_t net)
+/* N solicitations for our address from as many sources of 2001:db8::NET:0:0/96 (each its own MAC);
+ * PACED: a second passes after every 512 (under ETH_NBR_REPLY_PER_S: every one answered). */
+static void ns_flood(unsigned n, uint8_t net, bool paced)
 {
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t m[32] = {135}, src[16] = {0x20, 0x01, 0x0d, 0xb8, [11] = net}, f[200];
@@ -2140,6 +2141,8 @@ static void ns_flood(unsigned n, uint8_t net)
 			eh_poll(&h);
 			eh_forget(&h);
 		}
+		if (paced && i % 512 == 511)
+			eh_advance_ms(&h, 1000);
 	}
 	eh_poll(&h);
 	eh_forget(&h);
@@ -2179,13 +2182,13 @@ static void test_nbr_budgets(void **state)
 	eh_forget(&h);
 	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S + 1);
 	out0 = S()->nd_na_out;
-	ns_flood(over, 4);
+	ns_flood(over, 4, false);
 	assert_int_equal(S()->nd_na_out, out0);
 	assert_int_equal(S()->nbr_replies_limited, 2 * over);
 	/* the next second's */
 	eh_advance_ms(&h, 1000);
 	eh_forget(&h);
-	ns_flood(ETH_NBR_REPLY_PER_S + over, 5);
+	ns_flood(ETH_NBR_REPLY_PER_S + over, 5, false);
 	assert_int_equal(S()->nd_na_out - out0, ETH_NBR_REPLY_PER_S);
 	assert_int_equal(S()->nbr_replies_limited, 3 * over);
 	/* SYNs from sources that never spoke ARP (the listener's backlog is full at once: cookies) */
@@ -4445,24 +4448,7 @@ static void test_nd_flood_keeps_used(void **state)
 	gseq = open6(40030, NULL, 0, &pseq, true);
 	eh_advance_ms(&h, 1000); /* (the flood's entries are newer: a plain LRU would take the peer's) */
 	eh_forget(&h);
-	for (unsigned i = 0; i < 8 * 256; i++) {
-		uint8_t m[32] = {135}, src[16] = {0x20, 0x01, 0x0d, 0xb8, [11] = 1};
-		uint8_t mac[6] = {0x02, 0, 0, 1, (uint8_t)(i >> 8), (uint8_t)i};
-
-		src[14] = (uint8_t)(i >> 8), src[15] = (uint8_t)i;
-		memcpy(m + 8, eh_gw_ip6, 16);
-		m[24] = 1, m[25] = 1;
-		memcpy(m + 26, mac, 6);
-		eh_feed(&h, f, frame6(f, src, NULL, 0, NULL, 0, IPPROTO_ICMPV6, m, sizeof(m), 255));
-		if (i % 32 == 31) {
-			eh_poll(&h);
-			eh_forget(&h);
-		}
-		if (i % 512 == 511)
-			eh_advance_ms(&h, 1000); /* (under ETH_NBR_REPLY_PER_S: test_nbr_budgets has it) */
-	}
-	eh_poll(&h);
-	eh_forget(&h);
+	ns_flood(8 * 256, 1, true);
 	assert_int_equal(S()->nd_learn_refused, 0); /* (one entry in use: the others were the flood's) */
 	assert_true(S()->nd_entries <= 256);
 	eh_feed(&h, f,
