@@ -76,6 +76,12 @@ static unsigned slot_of(const struct eth_stack *st, const struct xlt_ip *ip)
 	return (unsigned)eth_siphash(&st->arp_key, ip->b, sizeof(ip->b)) % ETH_ARP_SLOTS;
 }
 
+/* The cache of IP's family: ARP's for IPv4, neighbour discovery's for IPv6. */
+static struct eth_nbr_cache *cache_of(struct eth_stack *st, const struct xlt_ip *ip)
+{
+	return xlt_ip_is_v4(ip) ? &st->arp : &st->nd;
+}
+
 static struct eth_arp_entry *lookup(struct eth_stack *st, struct eth_nbr_cache *c, const struct xlt_ip *ip)
 {
 	unsigned s;
@@ -327,7 +333,7 @@ static void emit(struct eth_stack *st, struct rte_mbuf *m, const uint8_t *mac, b
 
 void eth_nbr_output(struct eth_stack *st, struct rte_mbuf *m, const struct xlt_ip *nexthop, bool reply)
 {
-	struct eth_nbr_cache *c = xlt_ip_is_v4(nexthop) ? &st->arp : &st->nd;
+	struct eth_nbr_cache *c = cache_of(st, nexthop);
 	struct eth_arp_entry *e = lookup(st, c, nexthop);
 
 	if (e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE)) {
@@ -388,14 +394,14 @@ static bool bad_sender_ip(const struct eth_stack *st, uint32_t ip)
 
 bool eth_nbr_pinned_elsewhere(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac)
 {
-	struct eth_arp_entry *e = lookup(st, xlt_ip_is_v4(ip) ? &st->arp : &st->nd, ip);
+	struct eth_arp_entry *e = lookup(st, cache_of(st, ip), ip);
 
 	return e && e->pinned && e->state != ETH_ARP_INCOMPLETE && memcmp(mac, e->mac, 6);
 }
 
 bool eth_nbr_known(struct eth_stack *st, const struct xlt_ip *ip, const uint8_t *mac)
 {
-	struct eth_arp_entry *e = lookup(st, xlt_ip_is_v4(ip) ? &st->arp : &st->nd, ip);
+	struct eth_arp_entry *e = lookup(st, cache_of(st, ip), ip);
 
 	return e && (e->state == ETH_ARP_REACHABLE || e->state == ETH_ARP_STALE) && !memcmp(mac, e->mac, 6);
 }
