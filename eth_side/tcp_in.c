@@ -54,6 +54,7 @@ struct seg {
 	uint32_t moff;		   /* of buffers after LRO, else one buffer) */
 	struct xlt_ip src, dst;    /* the peer's address, ours (IPv4 mapped or IPv6) */
 	bool v6;
+	bool syn_ack; /* a simultaneous open's SYN-ACK, taken as an ACK: its window is not scaled */
 	const struct rte_tcp_hdr *th;
 	struct eth_tcp_opts o;
 };
@@ -61,6 +62,12 @@ struct seg {
 static bool has(const struct seg *sg, uint8_t f)
 {
 	return (sg->flags & f) != 0;
+}
+
+/* The window SG offers T, in bytes: scaled, but for a SYN's (RFC 7323 2.2). */
+static uint32_t seg_wnd(const struct eth_tcb *t, const struct seg *sg)
+{
+	return sg->syn_ack ? sg->wnd : sg->wnd << t->snd_wscale;
 }
 
 static uint32_t seg_space(const struct seg *sg)
@@ -523,12 +530,12 @@ static void enter_recovery(struct eth_tcb *t)
 	eth_tcp_rexmit_arm(t);
 }
 
-/* Processes the ACK field (SYN_ACK: the segment was a SYN-ACK, whose window is not scaled). Returns
- * false when the segment must be dropped (or the connection ended). */
-static bool ack_input(struct eth_tcb *t, const struct seg *sg, bool syn_ack)
+/* Processes the ACK field. Returns false when the segment must be dropped (or the connection
+ * ended). */
+static bool ack_input(struct eth_tcb *t, const struct seg *sg)
 {
 	struct eth_stack *st = t->st;
-	uint32_t ack = sg->ack, wnd = syn_ack ? sg->wnd : sg->wnd << t->snd_wscale;
+	uint32_t ack = sg->ack, wnd = seg_wnd(t, sg);
 	bool fin_acked = false, sack_news = false;
 
 	if (eth_seq_gt(ack, t->snd_max)) {
@@ -1003,7 +1010,6 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 {
 	struct eth_stack *st = t->st;
 	uint32_t rwnd, lim;
-	bool syn_ack = false; /* a SYN-ACK of a simultaneous open, taken as an ACK */
 
 	if (t->state == ETH_TCP_SYN_SENT) {
 		syn_sent_input(t, sg);
@@ -1028,7 +1034,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		 * window is a SYN's, never scaled (RFC 7323 2.2): taken as it is below, not shifted. */
 		sg->seq++;
 		sg->flags &= (uint8_t)~RTE_TCP_SYN_FLAG;
-		syn_ack = true;
+		sg->syn_ack = true;
 	}
 	if (t->state == ETH_TCP_TIME_WAIT && !has(sg, RTE_TCP_RST_FLAG | RTE_TCP_SYN_FLAG)) {
 		time_wait_input(t, sg);
@@ -1106,7 +1112,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		t->rtt_timing = false;
 		t->snd_una = sg->ack;
 		t->t_rexmit = 0;
-		t->snd_wnd = syn_ack ? sg->wnd : sg->wnd << t->snd_wscale;
+		t->snd_wnd = seg_wnd(t, sg);
 		t->max_sndwnd = t->snd_wnd;
 		t->snd_wl1 = sg->seq;
 		t->snd_wl2 = sg->ack;
@@ -1114,7 +1120,7 @@ static void tcb_input(struct eth_tcb *t, struct seg *sg)
 		if (t->state == ETH_TCP_CLOSED)
 			return;
 	}
-	if (!ack_input(t, sg, syn_ack))
+	if (!ack_input(t, sg))
 		goto out;
 	if (t->ts_ok && sg->o.ts_ok && eth_seq_geq(sg->o.tsval, t->ts_recent) &&
 	    eth_seq_leq(sg->seq, t->last_ack_sent)) {
@@ -1198,6 +1204,7 @@ static void tcp_input(struct eth_stack *st, struct rte_mbuf *m, struct rte_tcp_h
 	sg.src = *src;
 	sg.dst = *dst;
 	sg.v6 = !v4;
+	sg.syn_ack = false;
 	sg.th = th;
 	/* an LRO frame counts as the segments it merged */
 	xlt_counter_add(&st->stats.tcp_segments_in, (m->ol_flags & RTE_MBUF_F_RX_LRO) && m->tso_segsz
