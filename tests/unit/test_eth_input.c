@@ -1924,6 +1924,24 @@ static uint32_t spoofed(unsigned i)
 	return rte_cpu_to_be_32(0xc6120000u | ((1u + i / 250u) << 8) | (1u + i % 250u));
 }
 
+/* N ARP requests for our address from spoofed(0..N-1), each from its own MAC (TAG in it); PACED: a
+ * second passes after every 512 (under ETH_NBR_REPLY_PER_S: every one answered). */
+static void arp_flood(unsigned n, uint8_t tag, bool paced)
+{
+	for (unsigned i = 0; i < n; i++) {
+		eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, tag, (uint8_t)(i >> 8), (uint8_t)i},
+		       spoofed(i));
+		if (i % 32 == 31) {
+			eh_poll(&h);
+			eh_forget(&h);
+		}
+		if (paced && i % 512 == 511)
+			eh_advance_ms(&h, 1000);
+	}
+	eh_poll(&h);
+	eh_forget(&h);
+}
+
 /* The neighbour traffic goes to keeps its entry through floods from spoofed on-link sources (it used
  * to be the least recently used of its slots, evicted and asked for again, its packets held):
  *  - ARP requests for our address from 2048 senders (each would be a new entry): they take free
@@ -1940,19 +1958,7 @@ static void test_arp_flood_keeps_used(void **state)
 	eh_advance_ms(&h, 1000); /* (the floods' entries are newer: a plain LRU would take the peer's) */
 	eh_forget(&h);
 	replies = S()->arp_out;
-	for (unsigned i = 0; i < 8 * 256; i++) {
-		uint8_t mac[6] = {0x02, 0, 0, 2, (uint8_t)(i >> 8), (uint8_t)i};
-
-		eh_arp(&h, RTE_ARP_OP_REQUEST, mac, spoofed(i));
-		if (i % 32 == 31) {
-			eh_poll(&h);
-			eh_forget(&h);
-		}
-		if (i % 512 == 511)
-			eh_advance_ms(&h, 1000); /* (under ETH_NBR_REPLY_PER_S: test_nbr_budgets has it) */
-	}
-	eh_poll(&h);
-	eh_forget(&h);
+	arp_flood(8 * 256, 2, true);
 	assert_int_equal(S()->arp_out - replies, 8 * 256); /* every request answered */
 	assert_int_equal(S()->arp_learn_refused, 0); /* (one entry in use: the others were the flood's) */
 	assert_true(S()->arp_entries <= ETH_ARP_SLOTS);
@@ -2164,16 +2170,7 @@ static void test_nbr_budgets(void **state)
 	eh_advance_ms(&h, 1000);
 	eh_forget(&h);
 	out0 = S()->arp_out;
-	for (unsigned i = 0; i < ETH_NBR_REPLY_PER_S + over; i++) {
-		eh_arp(&h, RTE_ARP_OP_REQUEST, (const uint8_t[6]){0x02, 0, 0, 4, (uint8_t)(i >> 8), (uint8_t)i},
-		       spoofed(i));
-		if (i % 32 == 31) {
-			eh_poll(&h);
-			eh_forget(&h);
-		}
-	}
-	eh_poll(&h);
-	eh_forget(&h);
+	arp_flood(ETH_NBR_REPLY_PER_S + over, 4, false);
 	assert_int_equal(S()->arp_out - out0, ETH_NBR_REPLY_PER_S);
 	assert_int_equal(S()->nbr_replies_limited, over);
 	/* in the same second: the peer, known before, is answered; solicitations share the budget */
