@@ -407,14 +407,13 @@ tput_of() {
 	[ "$(wc -l <"$W/t_$1" 2>/dev/null || echo 0)" = "$TSPLIT" ] || return 0
 	awk -v b="$SLICE_N" '{s += $1} END {if (s > 0) printf "%.2f\n", NR * b / s / 1e6}' "$W/t_$1"
 }
-# CPU ms per MB of the relaying process of P in this block
-cpu_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{s += $1; n++} END {if (n) printf "%.1f\n", s * 1000 / hz / (n * b / 1e6)}' "$W/c_$1"; }
+# CPU ms per MB of path P in this block, from the ticks in $W/KIND_P (one line a slice): KIND c, the
+# relaying process (ibgwd with its vhost-net threads); v, ibgwd's vhost-net threads alone
+ms_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{s += $1; n++} END {if (n) printf "%.1f\n", s * 1000 / hz / (n * b / 1e6)}' "$W/$1_$2"; }
 # the whole guest over path P's slices: "busy-% ms/MB", the share of all its vCPUs' time that was
 # busy, and every process's and kernel thread's CPU per MB (the sender, soft-RoCE, the relaying
 # process, the link, the receiver): where the vCPUs are always busy, throughput follows this figure
 vm_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{bz += $3 - $1; tt += $4 - $2; n++} END {if (n && tt > 0) printf "%.1f %.1f\n", bz * 100 / tt, bz * 1000 / hz / (n * b / 1e6)}' "$W/s_$1"; }
-# the part of ibgwd's CPU ms per MB of path P that its vhost-net threads spent
-vcpu_of() { awk -v b="$SLICE_N" -v hz="$HZ" '{s += $1; n++} END {if (n) printf "%.1f\n", s * 1000 / hz / (n * b / 1e6)}' "$W/v_$1"; }
 rec() { # KEY VALUE: appends to $W/KEY.v (a failed run records nothing)
 	[ -n "$2" ] && echo "$2" >>"$W/$1.v"
 	printf ' %s=%s' "$1" "${2:-FAIL}"
@@ -569,13 +568,13 @@ for r in $(seq "$REPS"); do
 			done
 		done
 		dt=$(tput_of direct); rec direct_tput "$dt"; put "direct_${v}_tput" "$dt"
-		gi=$(tput_of gi); rec "ibgw_${v}_i2e_tput" "$gi"; cgi=$(cpu_of gi); put "ibgw_${v}_i2e_cpu" "$cgi"
-		ge=$(tput_of ge); rec "ibgw_${v}_e2i_tput" "$ge"; cge=$(cpu_of ge); put "ibgw_${v}_e2i_cpu" "$cge"
+		gi=$(tput_of gi); rec "ibgw_${v}_i2e_tput" "$gi"; cgi=$(ms_of c gi); put "ibgw_${v}_i2e_cpu" "$cgi"
+		ge=$(tput_of ge); rec "ibgw_${v}_e2i_tput" "$ge"; cge=$(ms_of c ge); put "ibgw_${v}_e2i_cpu" "$cge"
 		recr "ibgw_${v}_i2e_tput_xd" "$gi" "$dt"; recr "ibgw_${v}_e2i_tput_xd" "$ge" "$dt"
 		for rl in $RELAYS; do
 			k=$([ "$rl" = relay ] && echo relay || echo relayo)
-			ri=$(tput_of "${k}_i"); rec "${k}_i2e_tput" "$ri"; cri=$(cpu_of "${k}_i"); put "${k}_i2e_cpu" "$cri"
-			re=$(tput_of "${k}_e"); rec "${k}_e2i_tput" "$re"; cre=$(cpu_of "${k}_e"); put "${k}_e2i_cpu" "$cre"
+			ri=$(tput_of "${k}_i"); rec "${k}_i2e_tput" "$ri"; cri=$(ms_of c "${k}_i"); put "${k}_i2e_cpu" "$cri"
+			re=$(tput_of "${k}_e"); rec "${k}_e2i_tput" "$re"; cre=$(ms_of c "${k}_e"); put "${k}_e2i_cpu" "$cre"
 			recr "ibgw_${v}_i2e_tput_x${k}" "$gi" "$ri"; recr "ibgw_${v}_e2i_tput_x${k}" "$ge" "$re"
 			# per variant too: a variant sets the relays' links' MTU as well
 			put "${k}_${v}_i2e_cpu" "$cri"; put "${k}_${v}_e2i_cpu" "$cre"
@@ -585,7 +584,7 @@ for r in $(seq "$REPS"); do
 			# the same without vhost-net's thread: on hardware a NIC does its work (moving frames
 			# between ibgwd's rings and the wire), while the relay's kernel TCP stays on the CPU
 			if [ -n "$GW_VHOST" ]; then
-				vgi=$(vcpu_of gi); vge=$(vcpu_of ge)
+				vgi=$(ms_of v gi); vge=$(ms_of v ge)
 				put "ibgw_${v}_i2e_vcpu" "$vgi"; put "ibgw_${v}_e2i_vcpu" "$vge"
 				recr "ibgw_${v}_i2e_own_x${k}" "$(awk -v c="$cgi" -v h="$vgi" 'BEGIN {printf "%.1f", c - h}')" "$cri"
 				recr "ibgw_${v}_e2i_own_x${k}" "$(awk -v c="$cge" -v h="$vge" 'BEGIN {printf "%.1f", c - h}')" "$cre"
@@ -795,7 +794,7 @@ END {
 		for (i = 1; i <= nv; i++) {
 			v = V[i]; k = rk[v]; g = "vm_" v "_"; w = "guest cpu " dn " " port[v]
 			if (!has(g "direct_busy") || !has(g "g" dk "_busy") || !has(g k "_" dk "_busy")) { fail(w); continue }
-			x = "ibgw_" v "_" dk "2" (d == 1 ? "e" : "i") "_vcpu"
+			x = "ibgw_" v "_" (d == 1 ? "i2e" : "e2i") "_vcpu"
 			print "BENCH " w ": vCPUs busy direct " f(med(g "direct_busy"), 0) "% ibgwd " f(med(g "g" dk "_busy"), 0) "% " rn[v] " " f(med(g k "_" dk "_busy"), 0) "%; all processes and kernel threads, CPU ms/MB: direct " f(med(g "direct_ms"), 1) " ibgwd " f(med(g "g" dk "_ms"), 1) (has(x) ? " (its vhost-net thread " f(med(x), 1) ")" : "") " " rn[v] " " f(med(g k "_" dk "_ms"), 1) " (report: with the vCPUs always busy, throughput follows this CPU per MB)"
 		}
 	}
