@@ -44,6 +44,7 @@ ppc	tcp:8106	tcp:$PEER:5104	proxy_protocol=v2	check_interval=500ms	check_timeout
 EOF
 )"
 m() { gw_metric "$ETH_STATS" "ibgw_$1"; }
+mw() { gw_metric_wait "$ETH_STATS" "ibgw_$1" "$2"; } # KEY WANT: m once it reads WANT (3 s at most)
 perr() { m "proxy_header_errors_total{route=\"ap\",reason=\"$1\"}"; }
 
 # HAProxy: a consumer of ibgwd's headers (fe_pp, accept-proxy, in front of a kernel echo server) and a
@@ -150,7 +151,7 @@ ok "client $PEER2 via HAProxy (whose own address $PEER is not allowed) admitted 
 acl0=$(m 'route_sessions_rejected_total{route="ap",reason="acl"}')
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$PEER" 6000 1000 --src "$PEER" --sport 40201 2>&1) &&
 	fail "a client outside the allow list got through: $out"
-acl1=$(m 'route_sessions_rejected_total{route="ap",reason="acl"}')
+acl1=$(mw 'route_sessions_rejected_total{route="ap",reason="acl"}' $((acl0 + 1)))
 [ "$acl1" = $((acl0 + 1)) ] || fail "acl rejections $acl0 -> $acl1, expected one more"
 grep -q '"sport": 40201' "$tmp/pp.log" && fail "the refused client reached the server"
 ok "client $PEER via HAProxy refused by the allow list on its real address (rejected acl $acl0 -> $acl1)"
@@ -162,7 +163,7 @@ check_reset() { # REASON HEX [LIMIT [FLAGS...]]
 	before=$(perr "$reason")
 	out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8102 "$hex" "$limit" --src "$PEER2" "$@" 2>&1) ||
 		fail "$reason: not reset: $out"
-	after=$(perr "$reason")
+	after=$(mw "proxy_header_errors_total{route=\"ap\",reason=\"$reason\"}" $((before + 1)))
 	[ "$after" = $((before + 1)) ] || fail "$reason: counted $before -> $after"
 	echo "$out"
 }
@@ -235,7 +236,8 @@ sleep 1
 sed -i '/^\[route ap\]/a proxy_from = 198.18.0.250/32' "$tmp/ibgw.conf"
 reload_gw
 wait "$xp" && fail "a header completed after a reload took its sender out of proxy_from was believed"
-[ "$(perr untrusted)" = $((u0 + 1)) ] || fail "untrusted $u0 -> $(perr untrusted), expected one more"
+[ "$(mw 'proxy_header_errors_total{route="ap",reason="untrusted"}' $((u0 + 1)))" = $((u0 + 1)) ] ||
+	fail "untrusted $u0 -> $(perr untrusted), expected one more"
 sed -i '/^proxy_from = 198.18.0.250\/32$/d' "$tmp/ibgw.conf"
 reload_gw
 ok "a header completed after a reload took its sender out of proxy_from: reset, counted as untrusted"
@@ -272,7 +274,8 @@ for try in 1 2; do
 		out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8102 100000 --src "$PEER2" --sport 40305 \
 			--pre "$(pp header --src "$PEER2:4323" --dst "$GW:8102")" 2>&1) ||
 			fail "a balancer's connection to ap while apo's silent connections held every waiting slot: $out"
-		[ "$(apo overload)" = $((o0 + 1)) ] && [ "$(perr overload)" = "$a0" ] ||
+		[ "$(mw 'proxy_header_errors_total{route="apo",reason="overload"}' $((o0 + 1)))" = $((o0 + 1)) ] &&
+			[ "$(perr overload)" = "$a0" ] ||
 			fail "overload: apo $o0 -> $(apo overload) (expected one more), ap $a0 -> $(perr overload) (expected none)"
 	fi
 	wait "$fl"
@@ -309,7 +312,7 @@ acl0=$(m 'route_sessions_rejected_total{route="ap6",reason="acl"}')
 hdr=$(pp header --src '[2001:db8:6::7]:43456' --dst '[2001:db8::1]:8103')
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py xfer "$GW" 8103 1000 --src "$PEER2" --sport 40402 --pre "$hdr" 2>&1) &&
 	fail "IPv6 source 2001:db8:6::7 (outside the list) got through: $out"
-acl1=$(m 'route_sessions_rejected_total{route="ap6",reason="acl"}')
+acl1=$(mw 'route_sessions_rejected_total{route="ap6",reason="acl"}' $((acl0 + 1)))
 [ "$acl1" = $((acl0 + 1)) ] || fail "ap6 acl rejections $acl0 -> $acl1, expected one more"
 [ -z "$(ppsport 43456)" ] || fail "the refused IPv6 client reached the server"
 ok "IPv6 source 2001:db8:6::7 outside 2001:db8:5::/64 refused by the allow list (rejected acl $acl0 -> $acl1)"
@@ -319,7 +322,8 @@ out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8103 "$(pp header --
 	fail "unspecified IPv6 source: not reset: $out"
 out=$(eth_ns "$PY3" tests/eth/pp_peer.py expect-reset "$GW" 8103 "$(pp header --src '[2001:db8:5::8]:1' --dst '[2001:db8::1]:8103' --len 12)" 15 --src "$PEER2" 2>&1) ||
 	fail "IPv6 block of 12 bytes: not reset: $out"
-[ "$(perr6 unsupported)" = $((u0 + 1)) ] && [ "$(perr6 length)" = $((l0 + 1)) ] ||
+[ "$(mw 'proxy_header_errors_total{route="ap6",reason="unsupported"}' $((u0 + 1)))" = $((u0 + 1)) ] &&
+	[ "$(mw 'proxy_header_errors_total{route="ap6",reason="length"}' $((l0 + 1)))" = $((l0 + 1)) ] ||
 	fail "ap6: unsupported $u0 -> $(perr6 unsupported), length $l0 -> $(perr6 length)"
 ok "an IPv6 header with source :: (unsupported) and one whose block is cut to 12 bytes (length) reset, counted"
 # the access log has the header's IPv6 client (it is written every 50 ms)

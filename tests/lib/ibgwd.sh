@@ -73,6 +73,19 @@ gw_metric() {
 	curl -s -m 20 "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'
 }
 
+# gw_metric_wait PORT KEY WANT: sample KEY once it reads WANT, within 3 s; else what it read last.
+# /metrics may answer with a render up to ten times its own duration old (stats.c), so a count read
+# right after the event that moved it can still show the count before.
+gw_metric_wait() {
+	local i v
+	for i in $(seq 30); do
+		v=$(gw_metric "$1" "$2")
+		[ "$v" = "$3" ] && break
+		sleep 0.1
+	done
+	echo "$v"
+}
+
 gw_stop() {
 	local sig=${1:-TERM} limit=${2:-20} i rc
 	[ -n "$GW_PID" ] || return 0
